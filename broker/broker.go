@@ -1,0 +1,161 @@
+// Package broker defines the contracts between the Gyre engine and the
+// engines that carry publications between nodes and keep history and
+// presence: memory (one node) in broker/memory, Redis and NATS in their own
+// packages.
+//
+// A broker never reaches into the engine's hub: it hands what it receives to
+// the EventHandler given to Run, and the engine fans it out to its
+// connections. The engine never knows which broker runs.
+//
+// # Ordering
+//
+// For each channel a Broker must call EventHandler.HandlePublication in the
+// order of the offsets it assigned, never concurrently for the same channel,
+// including for publishes issued back to back from one goroutine.
+package broker
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors a broker returns that the engine branches on.
+var (
+	// ErrUnrecoverablePosition is returned by History when the requested
+	// position is no longer (or never was) in the stream: the offset is past
+	// the top, or the epoch differs.
+	ErrUnrecoverablePosition = errors.New("broker: unrecoverable position")
+	// ErrNotAvailable is returned by a broker that is temporarily unable to
+	// serve (Redis down). The engine reports it as a temporary error.
+	ErrNotAvailable = errors.New("broker: not available")
+)
+
+// ClientInfo describes a connection inside a channel: who published a
+// publication, who joined or left, who is present.
+type ClientInfo struct {
+	ClientID string
+	UserID   string
+	ConnInfo []byte // raw JSON (or any bytes) set at connect
+	ChanInfo []byte // raw JSON (or any bytes) set at subscribe
+}
+
+// Publication is one message in a channel's stream.
+type Publication struct {
+	// Offset is the position in the channel's stream, 0 for channels without
+	// history.
+	Offset uint64
+	Data   []byte
+	Info   *ClientInfo
+	Tags   map[string]string
+	// Time is the publish time in Unix milliseconds.
+	Time int64
+	// Channel is set for publications delivered through wildcard
+	// subscriptions; empty otherwise.
+	Channel string
+}
+
+// StreamPosition is a place in a channel's stream.
+type StreamPosition struct {
+	Offset uint64
+	Epoch  string
+}
+
+// PublishOptions control how one publication is stored.
+type PublishOptions struct {
+	// HistorySize and HistoryTTL enable history when both are positive: the
+	// stream keeps at most HistorySize publications for HistoryTTL each.
+	HistorySize int
+	HistoryTTL  time.Duration
+	// HistoryMetaTTL is how long the stream's meta (offset, epoch) outlives
+	// its last publication. Zero means the broker's default.
+	HistoryMetaTTL time.Duration
+	// ClientInfo of the publisher, if any.
+	ClientInfo *ClientInfo
+	Tags       map[string]string
+	// IdempotencyKey, when set, makes a repeated publish with the same key
+	// within IdempotentResultTTL return the first result without
+	// publishing again.
+	IdempotencyKey      string
+	IdempotentResultTTL time.Duration
+	// UseDelta asks subscribers that negotiated delta compression to receive
+	// this publication as a delta against the previous one.
+	UseDelta bool
+}
+
+// HistoryFilter selects publications from a stream.
+type HistoryFilter struct {
+	// Since, when set, returns publications after this position (exclusive).
+	// The epoch must match the stream's, else ErrUnrecoverablePosition.
+	Since *StreamPosition
+	// Limit: 0 returns no publications (only the stream top); -1 returns all;
+	// a positive number returns at most that many.
+	Limit int
+	// Reverse returns the newest first.
+	Reverse bool
+}
+
+// HistoryOptions are the arguments of Broker.History.
+type HistoryOptions struct {
+	Filter HistoryFilter
+	// MetaTTL as in PublishOptions.HistoryMetaTTL.
+	MetaTTL time.Duration
+}
+
+// EventHandler receives what a broker delivers to this node. The engine
+// implements it.
+type EventHandler interface {
+	// HandlePublication is called for every publication in a channel this
+	// node subscribed to, in offset order per channel. prev is the
+	// publication before pub in the stream when the broker knows it and
+	// delta was requested (for delta compression), else nil.
+	HandlePublication(channel string, pub *Publication, sp StreamPosition, delta bool, prev *Publication) error
+	// HandleJoin and HandleLeave deliver join/leave events of a channel.
+	HandleJoin(channel string, info *ClientInfo) error
+	HandleLeave(channel string, info *ClientInfo) error
+	// HandleControl delivers a node-to-node control message.
+	HandleControl(data []byte) error
+}
+
+// Broker carries publications, join/leave events and control messages
+// between nodes and keeps channel history.
+type Broker interface {
+	// Run starts the broker; it calls h for every event from now on.
+	Run(h EventHandler) error
+	// Subscribe makes this node receive the channel's events. It is called
+	// when the first connection of this node subscribes to the channel.
+	Subscribe(channel string) error
+	// Unsubscribe stops delivery of the channel's events to this node.
+	Unsubscribe(channel string) error
+	// Publish stores (when history is on) and delivers a publication. It
+	// returns the stream position given to it; suppressed is true when an
+	// idempotency key matched an earlier publish and nothing was sent.
+	Publish(channel string, data []byte, opts PublishOptions) (sp StreamPosition, suppressed bool, err error)
+	// PublishJoin and PublishLeave deliver join/leave events.
+	PublishJoin(channel string, info *ClientInfo) error
+	PublishLeave(channel string, info *ClientInfo) error
+	// PublishControl delivers data to every node (nodeID empty) or to one.
+	PublishControl(data []byte, nodeID string) error
+	// History returns publications of a channel and its current top.
+	History(channel string, opts HistoryOptions) ([]*Publication, StreamPosition, error)
+	// RemoveHistory drops a channel's stored publications (the meta, so the
+	// offset and epoch, stays).
+	RemoveHistory(channel string) error
+	// Close releases the broker's resources.
+	Close() error
+}
+
+// PresenceStats counts a channel's present connections and distinct users.
+type PresenceStats struct {
+	NumClients int
+	NumUsers   int
+}
+
+// PresenceManager keeps who is in a channel. Entries expire unless refreshed
+// by calling AddPresence again within the manager's TTL.
+type PresenceManager interface {
+	Presence(channel string) (map[string]*ClientInfo, error)
+	PresenceStats(channel string) (PresenceStats, error)
+	AddPresence(channel, clientID string, info *ClientInfo) error
+	RemovePresence(channel, clientID, userID string) error
+	Close() error
+}

@@ -1,0 +1,3 @@
+module github.com/gyrehq/gyre
+
+go 1.26
