@@ -1,0 +1,2 @@
+// Package protocol holds the client protocol of Gyre.
+package protocol
