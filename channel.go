@@ -1,0 +1,212 @@
+package gyre
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// ChannelOptions are the options of a namespace (or of channels without
+// one). Zero values disable a feature or deny a permission.
+type ChannelOptions struct {
+	// Presence keeps who is subscribed, for presence and presence_stats.
+	Presence bool
+	// JoinLeave publishes join and leave events; subscribers receive them
+	// when they ask for them or when ForcePushJoinLeave is set.
+	JoinLeave          bool
+	ForcePushJoinLeave bool
+	// HistorySize and HistoryTTL keep the last HistorySize publications for
+	// HistoryTTL; both must be set for a channel to have history.
+	HistorySize int
+	HistoryTTL  time.Duration
+	// HistoryMetaTTL is how long a stream's offset and epoch outlive its last
+	// publication. Zero means the broker's default.
+	HistoryMetaTTL time.Duration
+	// ForcePositioning and AllowPositioning make the server watch that a
+	// subscriber has no gap in its stream (forced, or when the client asks).
+	ForcePositioning bool
+	AllowPositioning bool
+	// ForceRecovery and AllowRecovery let subscribers recover missed
+	// publications after a reconnect (forced, or when the client asks).
+	ForceRecovery bool
+	AllowRecovery bool
+	// ForceRecoveryMode is "" (stream) or "cache" (only the latest
+	// publication on recovery).
+	ForceRecoveryMode string
+	// AllowedDeltaTypes lists the delta compressions a subscriber may ask
+	// for ("fossil").
+	AllowedDeltaTypes []string
+	// DeltaPublish makes every publication a delta candidate.
+	DeltaPublish bool
+	// AllowTagsFilter lets subscribers pass a tags filter.
+	AllowTagsFilter bool
+
+	AllowSubscribeForClient    bool
+	AllowSubscribeForAnonymous bool
+	AllowPublishForSubscriber  bool
+	AllowPublishForClient      bool
+	AllowPublishForAnonymous   bool
+	AllowPresenceForSubscriber bool
+	AllowPresenceForClient     bool
+	AllowPresenceForAnonymous  bool
+	AllowHistoryForSubscriber  bool
+	AllowHistoryForClient      bool
+	AllowHistoryForAnonymous   bool
+	// AllowUserLimitedChannels enables channels like "dialog#42,43" that
+	// only the listed users may subscribe to.
+	AllowUserLimitedChannels bool
+	// ChannelRegex, when set, is a pattern every channel name of the
+	// namespace (the part after the boundary) must match.
+	ChannelRegex string
+
+	channelRegex *regexp.Regexp
+}
+
+// HistoryEnabled reports whether channels with these options keep history.
+func (o *ChannelOptions) HistoryEnabled() bool {
+	return o.HistorySize > 0 && o.HistoryTTL > 0
+}
+
+// Namespace is a named set of channel options: channel "chat:index" belongs
+// to namespace "chat".
+type Namespace struct {
+	Name string
+	ChannelOptions
+}
+
+// ChannelConfig is how channel names are read and which options apply.
+// The zero value uses the standard boundaries and denies everything to
+// clients.
+type ChannelConfig struct {
+	// WithoutNamespace applies to channels without a namespace boundary.
+	WithoutNamespace ChannelOptions
+	Namespaces       []Namespace
+	// NamespaceBoundary separates namespace and name; "" means ":".
+	NamespaceBoundary string
+	// UserBoundary starts the user list of a user-limited channel; "" means "#".
+	UserBoundary string
+	// UserSeparator separates users in that list; "" means ",".
+	UserSeparator string
+	// PrivatePrefix marks channels that need a subscription token; "" means "$".
+	PrivatePrefix string
+	// MaxLength of a channel name in bytes; 0 means 255.
+	MaxLength int
+}
+
+var namespaceNameRe = regexp.MustCompile(`^[-a-zA-Z0-9_.]{2,}$`)
+
+// channelRules is a ChannelConfig prepared for lookups. It is immutable and
+// replaced as a whole on reload.
+type channelRules struct {
+	cfg        ChannelConfig
+	namespaces map[string]*ChannelOptions
+}
+
+func newChannelRules(cfg ChannelConfig) (*channelRules, error) {
+	if cfg.NamespaceBoundary == "" {
+		cfg.NamespaceBoundary = ":"
+	}
+	if cfg.UserBoundary == "" {
+		cfg.UserBoundary = "#"
+	}
+	if cfg.UserSeparator == "" {
+		cfg.UserSeparator = ","
+	}
+	if cfg.PrivatePrefix == "" {
+		cfg.PrivatePrefix = "$"
+	}
+	if cfg.MaxLength == 0 {
+		cfg.MaxLength = 255
+	}
+	r := &channelRules{cfg: cfg, namespaces: make(map[string]*ChannelOptions, len(cfg.Namespaces))}
+	if err := prepareOptions(&r.cfg.WithoutNamespace, "without_namespace"); err != nil {
+		return nil, err
+	}
+	r.cfg.Namespaces = append([]Namespace(nil), cfg.Namespaces...)
+	for i := range r.cfg.Namespaces {
+		ns := &r.cfg.Namespaces[i]
+		if !namespaceNameRe.MatchString(ns.Name) {
+			return nil, fmt.Errorf("gyre: namespace %q: name must match %s", ns.Name, namespaceNameRe)
+		}
+		if _, ok := r.namespaces[ns.Name]; ok {
+			return nil, fmt.Errorf("gyre: namespace %q: defined twice", ns.Name)
+		}
+		if err := prepareOptions(&ns.ChannelOptions, "namespace "+ns.Name); err != nil {
+			return nil, err
+		}
+		r.namespaces[ns.Name] = &ns.ChannelOptions
+	}
+	return r, nil
+}
+
+func prepareOptions(o *ChannelOptions, where string) error {
+	if (o.HistorySize > 0) != (o.HistoryTTL > 0) {
+		return fmt.Errorf("gyre: %s: history_size and history_ttl must be set together", where)
+	}
+	if (o.ForceRecovery || o.AllowRecovery) && !o.HistoryEnabled() {
+		return fmt.Errorf("gyre: %s: recovery needs history (history_size and history_ttl)", where)
+	}
+	switch o.ForceRecoveryMode {
+	case "", "stream", "cache":
+	default:
+		return fmt.Errorf("gyre: %s: force_recovery_mode %q: want \"stream\" or \"cache\"", where, o.ForceRecoveryMode)
+	}
+	for _, d := range o.AllowedDeltaTypes {
+		if d != "fossil" {
+			return fmt.Errorf("gyre: %s: allowed_delta_types: unknown delta type %q", where, d)
+		}
+	}
+	if o.ChannelRegex != "" {
+		re, err := regexp.Compile(o.ChannelRegex)
+		if err != nil {
+			return fmt.Errorf("gyre: %s: channel_regex: %w", where, err)
+		}
+		o.channelRegex = re
+	}
+	return nil
+}
+
+// lookup returns the options of a channel and whether its name is valid.
+// An unknown namespace or a malformed name gives ErrorUnknownChannel.
+func (r *channelRules) lookup(channel string) (*ChannelOptions, error) {
+	if channel == "" || len(channel) > r.cfg.MaxLength {
+		return nil, ErrorUnknownChannel
+	}
+	name := strings.TrimPrefix(channel, r.cfg.PrivatePrefix)
+	opts := &r.cfg.WithoutNamespace
+	if ns, rest, ok := strings.Cut(name, r.cfg.NamespaceBoundary); ok {
+		o, found := r.namespaces[ns]
+		if !found {
+			return nil, ErrorUnknownChannel
+		}
+		opts, name = o, rest
+	}
+	if opts.channelRegex != nil && !opts.channelRegex.MatchString(name) {
+		return nil, ErrorUnknownChannel
+	}
+	return opts, nil
+}
+
+// isPrivate reports whether a channel needs a subscription token.
+func (r *channelRules) isPrivate(channel string) bool {
+	return strings.HasPrefix(channel, r.cfg.PrivatePrefix)
+}
+
+// userAllowed reports whether a user-limited channel ("dialog#42,43")
+// lists user, and whether the channel is user-limited at all.
+func (r *channelRules) userAllowed(channel, user string) (limited, allowed bool) {
+	_, users, ok := strings.Cut(channel, r.cfg.UserBoundary)
+	if !ok {
+		return false, false
+	}
+	if user == "" {
+		return true, false
+	}
+	for u := range strings.SplitSeq(users, r.cfg.UserSeparator) {
+		if u == user {
+			return true, true
+		}
+	}
+	return true, false
+}

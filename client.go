@@ -1,0 +1,330 @@
+package gyre
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// Client states.
+const (
+	stateConnecting uint32 = iota
+	stateConnected
+	stateClosed
+)
+
+// Client is one connection. Its methods are safe for concurrent use.
+type Client struct {
+	node      *Node
+	id        string
+	transport Transport
+	proto     protocol.Type
+	uni       bool
+	w         *writer
+	ctx       context.Context
+	startedAt time.Time
+
+	state atomic.Uint32
+	// awaitingPong is set when a ping was sent and cleared by any command.
+	awaitingPong atomic.Bool
+
+	mu       sync.Mutex
+	user     string
+	info     []byte
+	expireAt int64
+	subs     map[string]*subscription
+	expTimer *time.Timer
+	// tokenChannels are the server-side channels the connect token named.
+	tokenChannels []string
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// NewClient creates a connection's client for transport t. The transport's
+// handler then feeds it frames with HandleFrame (bidirectional) or calls
+// Connect (unidirectional), and calls Close when the connection ends.
+func (n *Node) NewClient(ctx context.Context, t Transport) *Client {
+	c := &Client{
+		node:      n,
+		id:        newID(),
+		transport: t,
+		proto:     t.Protocol(),
+		uni:       t.Unidirectional(),
+		ctx:       ctx,
+		startedAt: time.Now(),
+		closed:    make(chan struct{}),
+	}
+	c.w = newWriter(t, n.cfg.QueueMaxSize, c.onWriteError)
+	return c
+}
+
+// ID is the connection's unique id.
+func (c *Client) ID() string { return c.id }
+
+// UserID is the authenticated user, "" for anonymous connections.
+func (c *Client) UserID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.user
+}
+
+// Info is the connection info set at connect.
+func (c *Client) Info() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.info
+}
+
+// Transport is the connection's transport.
+func (c *Client) Transport() Transport { return c.transport }
+
+// Context is the context of the request that opened the connection.
+func (c *Client) Context() context.Context { return c.ctx }
+
+// Channels lists the channels the client is subscribed to.
+func (c *Client) Channels() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.subs))
+	for ch := range c.subs {
+		out = append(out, ch)
+	}
+	return out
+}
+
+// Done is closed when the connection has ended.
+func (c *Client) Done() <-chan struct{} { return c.closed }
+
+// Send pushes an asynchronous message to the client.
+func (c *Client) Send(data []byte) error {
+	if c.state.Load() != stateConnected {
+		return errors.New("gyre: client not connected")
+	}
+	c.enqueuePush(&protocol.Push{Message: &protocol.Message{Data: data}})
+	return nil
+}
+
+// Disconnect closes the connection with d once what is queued is written.
+func (c *Client) Disconnect(d *Disconnect) {
+	c.close(d, true)
+}
+
+// Close ends the client when its transport is gone. d tells why (nil: the
+// connection was closed by the peer).
+func (c *Client) Close(d *Disconnect) {
+	if d == nil {
+		d = DisconnectConnectionClosed
+	}
+	c.close(d, false)
+}
+
+// HandleFrame decodes and runs the commands of one frame read from a
+// bidirectional transport. It returns false once the client is closed; the
+// transport's handler then stops reading.
+func (c *Client) HandleFrame(frame []byte) bool {
+	if c.state.Load() == stateClosed {
+		return false
+	}
+	cmds, err := protocol.DecodeCommands(c.proto, frame, nil)
+	if err != nil {
+		c.node.log.Info("malformed command frame", "client", c.id, "user", c.UserID(), "error", err)
+		c.Disconnect(DisconnectBadRequest)
+		return false
+	}
+	for _, cmd := range cmds {
+		if !c.handleCommand(cmd) {
+			return false
+		}
+	}
+	return c.state.Load() != stateClosed
+}
+
+// handleCommand runs one command; it returns false when the client was
+// disconnected.
+func (c *Client) handleCommand(cmd *protocol.Command) bool {
+	c.awaitingPong.Store(false)
+	st := c.state.Load()
+	if st == stateClosed {
+		return false
+	}
+	if cmd.Connect != nil {
+		if st != stateConnecting || cmd.Id == 0 {
+			c.badRequest("connect on a connected client or without id")
+			return false
+		}
+		return c.connectCmd(cmd.Id, cmd.Connect)
+	}
+	if st != stateConnected {
+		c.badRequest("command before connect")
+		return false
+	}
+	if cmd.Send != nil {
+		if h := c.node.handlers.message; h != nil {
+			h(c, cmd.Send.Data)
+		}
+		return true
+	}
+	if cmd.Id == 0 {
+		// An empty command is the client's pong; an id-less command of any
+		// other kind cannot be answered.
+		if isEmptyCommand(cmd) {
+			return true
+		}
+		c.badRequest("command without id")
+		return false
+	}
+	var reply *protocol.Reply
+	var err error
+	switch {
+	case cmd.Subscribe != nil:
+		return c.subscribeCmd(cmd.Id, cmd.Subscribe)
+	case cmd.Unsubscribe != nil:
+		reply, err = c.unsubscribeCmd(cmd.Unsubscribe)
+	case cmd.Publish != nil:
+		reply, err = c.publishCmd(cmd.Publish)
+	case cmd.Presence != nil:
+		reply, err = c.presenceCmd(cmd.Presence)
+	case cmd.PresenceStats != nil:
+		reply, err = c.presenceStatsCmd(cmd.PresenceStats)
+	case cmd.History != nil:
+		reply, err = c.historyCmd(cmd.History)
+	case cmd.Rpc != nil:
+		reply, err = c.rpcCmd(cmd.Rpc)
+	case cmd.Refresh != nil:
+		reply, err = c.refreshCmd(cmd.Refresh)
+	case cmd.SubRefresh != nil:
+		reply, err = c.subRefreshCmd(cmd.SubRefresh)
+	case cmd.Ping != nil:
+		reply = &protocol.Reply{Ping: &protocol.PingResult{}}
+	default:
+		err = ErrorMethodNotFound
+	}
+	return c.finishCommand(cmd.Id, reply, err)
+}
+
+func isEmptyCommand(cmd *protocol.Command) bool {
+	return cmd.Subscribe == nil && cmd.Unsubscribe == nil && cmd.Publish == nil &&
+		cmd.Presence == nil && cmd.PresenceStats == nil && cmd.History == nil &&
+		cmd.Ping == nil && cmd.Rpc == nil && cmd.Refresh == nil && cmd.SubRefresh == nil
+}
+
+// finishCommand sends the reply or the error of a command. A *Disconnect
+// error closes the connection.
+func (c *Client) finishCommand(id uint32, reply *protocol.Reply, err error) bool {
+	if err != nil {
+		var d *Disconnect
+		if errors.As(err, &d) {
+			c.Disconnect(d)
+			return false
+		}
+		e := toError(err)
+		if e == ErrorInternal && !errors.Is(err, ErrorInternal) {
+			c.node.log.Error("command failed", "client", c.id, "error", err)
+		}
+		reply = &protocol.Reply{Error: &protocol.Error{Code: e.Code, Message: e.Message, Temporary: e.Temporary}}
+	}
+	if reply == nil {
+		return true
+	}
+	reply.Id = id
+	c.enqueueReply(reply)
+	return c.state.Load() != stateClosed
+}
+
+func (c *Client) badRequest(why string) {
+	c.node.log.Info("bad request from client", "client", c.id, "reason", why)
+	c.Disconnect(DisconnectBadRequest)
+}
+
+// enqueue queues an encoded message; a full queue disconnects the client
+// as slow.
+func (c *Client) enqueue(msg []byte) {
+	if !c.w.enqueue(msg) {
+		go c.close(DisconnectSlow, false)
+	}
+}
+
+func (c *Client) enqueueReply(r *protocol.Reply) {
+	msg, err := protocol.AppendReply(nil, c.proto, r)
+	if err != nil {
+		c.node.log.Error("encode reply", "client", c.id, "error", err)
+		return
+	}
+	c.enqueue(msg)
+}
+
+func (c *Client) enqueuePush(p *protocol.Push) {
+	var msg []byte
+	var err error
+	if c.uni {
+		msg, err = protocol.AppendPush(nil, c.proto, p)
+	} else {
+		msg, err = protocol.AppendReply(nil, c.proto, &protocol.Reply{Push: p})
+	}
+	if err != nil {
+		c.node.log.Error("encode push", "client", c.id, "error", err)
+		return
+	}
+	c.enqueue(msg)
+}
+
+func (c *Client) onWriteError(err error) {
+	c.node.log.Debug("write failed", "client", c.id, "error", err)
+	c.close(DisconnectWriteError, false)
+}
+
+// close ends the client: it leaves every channel, unregisters, and closes
+// the transport with d (after the queue is written when flush is set).
+func (c *Client) close(d *Disconnect, flush bool) {
+	c.closeOnce.Do(func() {
+		prev := c.state.Swap(stateClosed)
+		c.node.pinger.remove(c)
+		c.mu.Lock()
+		if c.expTimer != nil {
+			c.expTimer.Stop()
+		}
+		subs := c.subs
+		c.subs = nil
+		c.mu.Unlock()
+		for _, s := range subs {
+			c.leave(s, UnsubscribeCodeDisconnect, "disconnect", false)
+		}
+		if prev == stateConnected {
+			c.node.hub.removeClient(c)
+		}
+		if c.uni && flush {
+			c.enqueuePush(&protocol.Push{Disconnect: &protocol.Disconnect{Code: d.Code, Reason: d.Reason, Reconnect: d.Reconnect()}})
+		}
+		if flush {
+			c.w.closeAfterFlush(d)
+		} else {
+			c.w.close()
+			_ = c.transport.Close(d)
+		}
+		close(c.closed)
+		lvl := slog.LevelDebug
+		if d.Code >= 3500 && d.Code < 4000 || d == DisconnectSlow {
+			lvl = slog.LevelInfo
+		}
+		c.node.log.Log(context.Background(), lvl, "client disconnected", "client", c.id, "user", c.user, "code", d.Code, "reason", d.Reason)
+		if prev == stateConnected {
+			if h := c.node.handlers.disconnect; h != nil {
+				h(c, DisconnectEvent{Disconnect: *d, Duration: time.Since(c.startedAt)})
+			}
+		}
+	})
+}
+
+// clientInfo is what others see of this client in a channel.
+func (c *Client) clientInfo(chanInfo []byte) *broker.ClientInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &broker.ClientInfo{ClientID: c.id, UserID: c.user, ConnInfo: c.info, ChanInfo: chanInfo}
+}

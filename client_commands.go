@@ -1,0 +1,162 @@
+package gyre
+
+import (
+	"errors"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// channelPermission applies a namespace's allow_*_for_{client,subscriber,
+// anonymous} rule: the client may act when the channel allows any client,
+// or any subscriber and it is subscribed; an anonymous client also needs
+// the anonymous permission.
+func (c *Client) channelPermission(channel string, forClient, forSubscriber, forAnonymous bool) bool {
+	if c.node.cfg.Insecure {
+		return true
+	}
+	c.mu.Lock()
+	_, subscribed := c.subs[channel]
+	user := c.user
+	c.mu.Unlock()
+	if !forClient && !(forSubscriber && subscribed) {
+		return false
+	}
+	return user != "" || forAnonymous
+}
+
+func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, error) {
+	n := c.node
+	opts, err := n.rules.Load().lookup(req.Channel)
+	if err != nil {
+		return nil, err
+	}
+	data := req.Data
+	if h := n.handlers.publish; h != nil {
+		rep, err := h(c.ctx, c, PublishEvent{Channel: req.Channel, Data: req.Data})
+		if err != nil {
+			return nil, err
+		}
+		if rep.Data != nil {
+			data = rep.Data
+		}
+	} else if !c.channelPermission(req.Channel, opts.AllowPublishForClient, opts.AllowPublishForSubscriber, opts.AllowPublishForAnonymous) {
+		return nil, ErrorPermissionDenied
+	}
+	c.mu.Lock()
+	var chanInfo []byte
+	if s := c.subs[req.Channel]; s != nil {
+		chanInfo = s.chanInfo
+	}
+	c.mu.Unlock()
+	_, err = n.publish(req.Channel, data, opts, PublishOptions{ClientInfo: c.clientInfo(chanInfo)})
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.Reply{Publish: &protocol.PublishResult{}}, nil
+}
+
+func (c *Client) presenceCmd(req *protocol.PresenceRequest) (*protocol.Reply, error) {
+	n := c.node
+	if err := c.checkPresenceAccess(req.Channel, n.handlers.presence); err != nil {
+		return nil, err
+	}
+	m, err := n.presence.Presence(req.Channel)
+	if err != nil {
+		return nil, brokerError(n, "presence", req.Channel, err)
+	}
+	res := &protocol.PresenceResult{Presence: make(map[string]*protocol.ClientInfo, len(m))}
+	for id, info := range m {
+		res.Presence[id] = toProtoInfo(info)
+	}
+	return &protocol.Reply{Presence: res}, nil
+}
+
+func (c *Client) presenceStatsCmd(req *protocol.PresenceStatsRequest) (*protocol.Reply, error) {
+	n := c.node
+	if err := c.checkPresenceAccess(req.Channel, n.handlers.presenceStats); err != nil {
+		return nil, err
+	}
+	st, err := n.presence.PresenceStats(req.Channel)
+	if err != nil {
+		return nil, brokerError(n, "presence stats", req.Channel, err)
+	}
+	return &protocol.Reply{PresenceStats: &protocol.PresenceStatsResult{NumClients: uint32(st.NumClients), NumUsers: uint32(st.NumUsers)}}, nil
+}
+
+func (c *Client) checkPresenceAccess(channel string, h ChannelPermissionHandler) error {
+	opts, err := c.node.rules.Load().lookup(channel)
+	if err != nil {
+		return err
+	}
+	if !opts.Presence {
+		return ErrorNotAvailable
+	}
+	if h != nil {
+		return h(c.ctx, c, ChannelEvent{Channel: channel})
+	}
+	if !c.channelPermission(channel, opts.AllowPresenceForClient, opts.AllowPresenceForSubscriber, opts.AllowPresenceForAnonymous) {
+		return ErrorPermissionDenied
+	}
+	return nil
+}
+
+func (c *Client) historyCmd(req *protocol.HistoryRequest) (*protocol.Reply, error) {
+	n := c.node
+	opts, err := n.rules.Load().lookup(req.Channel)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.HistoryEnabled() {
+		return nil, ErrorNotAvailable
+	}
+	if h := n.handlers.history; h != nil {
+		if err := h(c.ctx, c, ChannelEvent{Channel: req.Channel}); err != nil {
+			return nil, err
+		}
+	} else if !c.channelPermission(req.Channel, opts.AllowHistoryForClient, opts.AllowHistoryForSubscriber, opts.AllowHistoryForAnonymous) {
+		return nil, ErrorPermissionDenied
+	}
+	limit := int(req.Limit)
+	if limit < 0 || limit > n.cfg.HistoryMaxPublicationLimit {
+		limit = n.cfg.HistoryMaxPublicationLimit
+	}
+	filter := broker.HistoryFilter{Limit: limit, Reverse: req.Reverse}
+	if req.Since != nil {
+		filter.Since = &broker.StreamPosition{Offset: req.Since.Offset, Epoch: req.Since.Epoch}
+	}
+	pubs, top, err := n.broker.History(req.Channel, broker.HistoryOptions{Filter: filter, MetaTTL: opts.HistoryMetaTTL})
+	if err != nil {
+		if errors.Is(err, broker.ErrUnrecoverablePosition) {
+			return nil, ErrorUnrecoverablePosition
+		}
+		return nil, brokerError(n, "history", req.Channel, err)
+	}
+	res := &protocol.HistoryResult{Epoch: top.Epoch, Offset: top.Offset, Publications: make([]*protocol.Publication, 0, len(pubs))}
+	for _, p := range pubs {
+		res.Publications = append(res.Publications, toProtoPub(p))
+	}
+	return &protocol.Reply{History: res}, nil
+}
+
+func (c *Client) rpcCmd(req *protocol.RPCRequest) (*protocol.Reply, error) {
+	h := c.node.handlers.rpc
+	if h == nil {
+		return nil, ErrorMethodNotFound
+	}
+	rep, err := h(c.ctx, c, RPCEvent{Method: req.Method, Data: req.Data})
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.Reply{Rpc: &protocol.RPCResult{Data: rep.Data}}, nil
+}
+
+// brokerError logs a broker failure and maps it to the client's error.
+func brokerError(n *Node, op, channel string, err error) error {
+	if errors.Is(err, broker.ErrNotAvailable) {
+		n.log.Warn(op+": broker not available", "channel", channel, "error", err)
+		return ErrorInternal
+	}
+	n.log.Error(op+" failed", "channel", channel, "error", err)
+	return ErrorInternal
+}

@@ -1,0 +1,260 @@
+package gyre
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/token"
+)
+
+// connectCmd authenticates the connection, registers it and subscribes it
+// to its server-side channels.
+func (c *Client) connectCmd(id uint32, req *protocol.ConnectRequest) bool {
+	res, subs, err := c.connect(req)
+	if err != nil {
+		return c.finishCommand(id, nil, err)
+	}
+	if c.uni {
+		c.enqueuePush(&protocol.Push{Connect: &protocol.Connect{
+			Client: res.Client, Version: res.Version, Data: res.Data, Subs: res.Subs,
+			Expires: res.Expires, Ttl: res.Ttl, Ping: res.Ping, Pong: res.Pong, Node: res.Node,
+		}})
+	} else {
+		c.enqueueReply(&protocol.Reply{Id: id, Connect: res})
+	}
+	c.afterConnect(subs)
+	return c.state.Load() != stateClosed
+}
+
+// Connect runs a connect request for a unidirectional transport: the
+// result goes out as a connect push. It returns false when the connection
+// was refused (and closed).
+func (c *Client) Connect(req *protocol.ConnectRequest) bool {
+	if req == nil {
+		req = &protocol.ConnectRequest{}
+	}
+	return c.connectCmd(1, req)
+}
+
+func (c *Client) afterConnect(subs []*subscription) {
+	for _, s := range subs {
+		s.activate(s.offset.Load())
+	}
+	if h := c.node.handlers.connect; h != nil {
+		h(c)
+	}
+}
+
+// connect decides the connection and builds its result. The returned
+// subscriptions are pending until the result is enqueued.
+func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult, []*subscription, error) {
+	n := c.node
+	if n.closing.Load() {
+		return nil, nil, DisconnectShutdown
+	}
+	creds, err := c.credentialsFromToken(req.Token)
+	if err != nil {
+		return nil, nil, err
+	}
+	var channels []string
+	var replyData []byte
+	if h := n.handlers.connecting; h != nil {
+		rep, err := h(c.ctx, ConnectingEvent{
+			ClientID: c.id, Transport: c.transport.Name(), Token: req.Token, Credentials: creds,
+			Data: req.Data, Name: req.Name, Version: req.Version, Headers: req.Headers,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if rep.Credentials != nil {
+			creds = rep.Credentials
+		}
+		replyData = rep.Data
+		channels = append(channels, rep.Channels...)
+	}
+	if creds == nil {
+		if !n.cfg.Insecure && !n.cfg.AllowAnonymousConnectWithoutToken {
+			n.log.Info("connection without credentials refused", "client", c.id, "transport", c.transport.Name())
+			return nil, nil, DisconnectBadRequest
+		}
+		creds = &Credentials{}
+	}
+	if lim := n.cfg.ConnectionLimit; lim > 0 && int(n.hub.numConns.Load()) >= lim {
+		return nil, nil, DisconnectConnectionLimit
+	}
+	if lim := n.cfg.UserConnectionLimit; lim > 0 && creds.UserID != "" && n.hub.userConnectionCount(creds.UserID) >= lim {
+		return nil, nil, DisconnectConnectionLimit
+	}
+
+	c.mu.Lock()
+	c.user = creds.UserID
+	c.info = creds.Info
+	c.expireAt = creds.ExpireAt
+	c.subs = make(map[string]*subscription)
+	c.mu.Unlock()
+
+	res := &protocol.ConnectResult{
+		Client:  c.id,
+		Version: n.cfg.Version,
+		Data:    replyData,
+		Node:    n.id,
+	}
+	if !c.uni {
+		res.Ping = uint32(n.cfg.PingInterval / time.Second)
+		res.Pong = true
+	}
+	if creds.ExpireAt > 0 {
+		ttl := creds.ExpireAt - time.Now().Unix()
+		if ttl <= 0 {
+			return nil, nil, ErrorTokenExpired
+		}
+		res.Expires = true
+		res.Ttl = uint32(ttl)
+	}
+
+	if !c.state.CompareAndSwap(stateConnecting, stateConnected) {
+		return nil, nil, DisconnectConnectionClosed
+	}
+	n.hub.addClient(c)
+	n.pinger.add(c)
+	if creds.ExpireAt > 0 {
+		c.scheduleExpiry(creds.ExpireAt)
+	}
+
+	channels = append(channels, c.tokenChannels...)
+	if n.cfg.SubscribeToUserPersonalChannel && creds.UserID != "" {
+		channels = append(channels, n.PersonalChannel(creds.UserID))
+	}
+	var subs []*subscription
+	for _, ch := range channels {
+		if _, dup := res.Subs[ch]; dup {
+			continue
+		}
+		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch])
+		if err != nil {
+			n.log.Info("server-side subscription failed", "client", c.id, "channel", ch, "error", err)
+			continue
+		}
+		if res.Subs == nil {
+			res.Subs = make(map[string]*protocol.SubscribeResult)
+		}
+		res.Subs[ch] = sr
+		subs = append(subs, s)
+	}
+	return res, subs, nil
+}
+
+// credentialsFromToken verifies a connect token. No token gives nil
+// credentials; a bad one disconnects with 3500, an expired one is 109.
+func (c *Client) credentialsFromToken(tok string) (*Credentials, error) {
+	if tok == "" {
+		return nil, nil
+	}
+	n := c.node
+	v := n.verifier.Load()
+	if v == nil {
+		if n.handlers.connecting != nil {
+			return nil, nil
+		}
+		n.log.Info("connect token refused: no token keys configured", "client", c.id)
+		return nil, DisconnectInvalidToken
+	}
+	ct, err := v.VerifyConnectToken(tok, false)
+	if err != nil {
+		if errors.Is(err, token.ErrTokenExpired) {
+			return nil, ErrorTokenExpired
+		}
+		n.log.Info("invalid connect token", "client", c.id, "error", err)
+		return nil, DisconnectInvalidToken
+	}
+	if ct.UserID == "" && n.cfg.DisallowAnonymousConnectionTokens {
+		return nil, DisconnectPermissionDenied
+	}
+	c.tokenChannels = ct.Channels
+	for ch := range ct.Subs {
+		c.tokenChannels = append(c.tokenChannels, ch)
+	}
+	return &Credentials{UserID: ct.UserID, ExpireAt: ct.ExpireAt, Info: ct.Info}, nil
+}
+
+// scheduleExpiry closes the connection with 3005 when its credentials are
+// not refreshed within the grace period after expireAt.
+func (c *Client) scheduleExpiry(expireAt int64) {
+	d := time.Until(time.Unix(expireAt, 0)) + c.node.cfg.ExpiredCloseDelay
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.expTimer != nil {
+		c.expTimer.Stop()
+	}
+	c.expTimer = time.AfterFunc(d, c.checkExpired)
+}
+
+func (c *Client) checkExpired() {
+	c.mu.Lock()
+	exp := c.expireAt
+	c.mu.Unlock()
+	if exp > 0 && time.Now().Unix() >= exp {
+		c.Disconnect(DisconnectExpired)
+	}
+}
+
+// refreshCmd renews the connection's credentials from a new token.
+func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, error) {
+	n := c.node
+	var expireAt int64
+	var info []byte
+	if h := n.handlers.refresh; h != nil {
+		rep, err := h(c.ctx, c, RefreshEvent{Token: req.Token})
+		if err != nil {
+			return nil, err
+		}
+		if rep.Expired {
+			return nil, DisconnectExpired
+		}
+		expireAt, info = rep.ExpireAt, rep.Info
+	} else {
+		if req.Token == "" {
+			return nil, ErrorBadRequest
+		}
+		v := n.verifier.Load()
+		if v == nil {
+			return nil, DisconnectInvalidToken
+		}
+		ct, err := v.VerifyConnectToken(req.Token, false)
+		if err != nil {
+			if errors.Is(err, token.ErrTokenExpired) {
+				return nil, ErrorTokenExpired
+			}
+			n.log.Info("invalid refresh token", "client", c.id, "error", err)
+			return nil, DisconnectInvalidToken
+		}
+		if ct.UserID != c.UserID() {
+			n.log.Info("refresh token of another user", "client", c.id, "user", c.UserID(), "token_user", ct.UserID)
+			return nil, DisconnectInvalidToken
+		}
+		expireAt, info = ct.ExpireAt, ct.Info
+	}
+	c.mu.Lock()
+	c.expireAt = expireAt
+	if info != nil {
+		c.info = info
+	}
+	c.mu.Unlock()
+	res := &protocol.RefreshResult{Client: c.id, Version: n.cfg.Version}
+	if expireAt > 0 {
+		ttl := expireAt - time.Now().Unix()
+		if ttl <= 0 {
+			return nil, ErrorTokenExpired
+		}
+		res.Expires, res.Ttl = true, uint32(ttl)
+		c.scheduleExpiry(expireAt)
+	} else {
+		c.mu.Lock()
+		if c.expTimer != nil {
+			c.expTimer.Stop()
+		}
+		c.mu.Unlock()
+	}
+	return &protocol.Reply{Refresh: res}, nil
+}

@@ -1,0 +1,414 @@
+package gyre
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/token"
+)
+
+// subscribeParams is what was decided about a subscription before it
+// starts.
+type subscribeParams struct {
+	channel     string
+	opts        *ChannelOptions
+	chanInfo    []byte
+	data        []byte
+	expireAt    int64
+	recoverable bool
+	positioned  bool
+	presence    bool
+	joinLeave   bool // publish join/leave of this client
+	pushJL      bool // send join/leave pushes to this client
+	serverSide  bool
+	// recovery request
+	recover bool
+	since   broker.StreamPosition
+}
+
+// subscribeCmd handles a subscribe command. The reply is enqueued here,
+// not returned, because the subscription must be activated right after it:
+// publications held meanwhile go out after the reply, never before.
+func (c *Client) subscribeCmd(id uint32, req *protocol.SubscribeRequest) bool {
+	p, err := c.authorizeSubscribe(req)
+	if err != nil {
+		return c.finishCommand(id, nil, err)
+	}
+	s, res, err := c.startSubscription(p)
+	if err != nil {
+		return c.finishCommand(id, nil, err)
+	}
+	c.enqueueReply(&protocol.Reply{Id: id, Subscribe: res})
+	s.activate(res.Offset)
+	return c.state.Load() != stateClosed
+}
+
+// authorizeSubscribe checks a client's subscribe request against the
+// channel rules, tokens and handlers.
+func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribeParams, error) {
+	n := c.node
+	rules := n.rules.Load()
+	opts, err := rules.lookup(req.Channel)
+	if err != nil {
+		return subscribeParams{}, err
+	}
+	if err := c.checkSubscribeLimits(req.Channel); err != nil {
+		return subscribeParams{}, err
+	}
+	if req.Tf != nil && !opts.AllowTagsFilter {
+		return subscribeParams{}, ErrorBadRequest
+	}
+	if req.Tf != nil {
+		// Filter evaluation is not available yet: refuse rather than send
+		// publications the client asked to skip.
+		return subscribeParams{}, ErrorNotAvailable
+	}
+	if req.Delta != "" && !slices.Contains(opts.AllowedDeltaTypes, req.Delta) {
+		return subscribeParams{}, ErrorBadRequest
+	}
+	p := subscribeParams{channel: req.Channel, opts: opts, data: nil}
+	p.recoverable = opts.ForceRecovery || (opts.AllowRecovery && req.Recoverable)
+	p.positioned = opts.HistoryEnabled() && (opts.ForcePositioning || (opts.AllowPositioning && req.Positioned))
+	p.presence = opts.Presence
+	p.joinLeave = opts.JoinLeave
+	p.pushJL = opts.JoinLeave && (opts.ForcePushJoinLeave || req.JoinLeave)
+	user := c.UserID()
+
+	switch {
+	case n.handlers.subscribe != nil:
+		rep, err := n.handlers.subscribe(c.ctx, c, SubscribeEvent{Channel: req.Channel, Token: req.Token, Data: req.Data})
+		if err != nil {
+			return p, err
+		}
+		p.chanInfo, p.data, p.expireAt = rep.ChanInfo, rep.Data, rep.ExpireAt
+		p.recoverable = p.recoverable || (rep.EnableRecovery && opts.HistoryEnabled())
+		p.positioned = p.positioned || (rep.EnablePositioning && opts.HistoryEnabled())
+		p.presence = p.presence || rep.EnablePresence
+		p.joinLeave = p.joinLeave || rep.EnableJoinLeave
+		p.pushJL = p.pushJL || (rep.EnableJoinLeave && req.JoinLeave)
+	case req.Token != "":
+		st, err := c.verifySubscribeToken(req.Token, req.Channel)
+		if err != nil {
+			return p, err
+		}
+		p.chanInfo, p.expireAt = st.Info, st.ExpireAt
+	case n.cfg.Insecure:
+	case rules.isPrivate(req.Channel):
+		return p, ErrorPermissionDenied
+	default:
+		if limited, allowed := rules.userAllowed(req.Channel, user); limited {
+			if !opts.AllowUserLimitedChannels || !allowed {
+				return p, ErrorPermissionDenied
+			}
+			break
+		}
+		if !opts.AllowSubscribeForClient || (user == "" && !opts.AllowSubscribeForAnonymous) {
+			return p, ErrorPermissionDenied
+		}
+	}
+	if p.recoverable || p.positioned {
+		p.positioned = true
+	}
+	if req.Recover && p.recoverable {
+		p.recover = true
+		p.since = broker.StreamPosition{Offset: req.Offset, Epoch: req.Epoch}
+	}
+	return p, nil
+}
+
+func (c *Client) checkSubscribeLimits(channel string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.subs[channel]; ok {
+		return ErrorAlreadySubscribed
+	}
+	if len(c.subs) >= c.node.cfg.ChannelLimit {
+		return ErrorLimitExceeded
+	}
+	return nil
+}
+
+// verifySubscribeToken checks a subscription token: its sub must be this
+// connection's user and its channel the channel asked for.
+func (c *Client) verifySubscribeToken(tok, channel string) (token.SubscribeToken, error) {
+	n := c.node
+	v := n.subVerifier.Load()
+	if v == nil {
+		n.log.Info("subscription token refused: no token keys configured", "client", c.id, "channel", channel)
+		return token.SubscribeToken{}, ErrorPermissionDenied
+	}
+	st, err := v.VerifySubscribeToken(tok, false)
+	if err != nil {
+		if errors.Is(err, token.ErrTokenExpired) {
+			return st, ErrorTokenExpired
+		}
+		n.log.Info("invalid subscription token", "client", c.id, "channel", channel, "error", err)
+		return st, DisconnectInvalidToken
+	}
+	if st.Channel != channel || st.UserID != c.UserID() {
+		n.log.Info("subscription token for another channel or user", "client", c.id, "channel", channel, "token_channel", st.Channel)
+		return st, ErrorPermissionDenied
+	}
+	return st, nil
+}
+
+// subscribeServerSide subscribes the client to a channel the server chose
+// (token channels, connecting handler, personal channel).
+func (c *Client) subscribeServerSide(channel string, req *protocol.SubscribeRequest) (*subscription, *protocol.SubscribeResult, error) {
+	opts, err := c.node.rules.Load().lookup(channel)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.checkSubscribeLimits(channel); err != nil {
+		return nil, nil, err
+	}
+	p := subscribeParams{
+		channel:     channel,
+		opts:        opts,
+		serverSide:  true,
+		recoverable: opts.ForceRecovery || opts.AllowRecovery,
+		presence:    opts.Presence,
+		joinLeave:   opts.JoinLeave,
+		pushJL:      opts.JoinLeave,
+	}
+	p.positioned = p.recoverable || (opts.HistoryEnabled() && opts.ForcePositioning)
+	if req != nil && req.Recover && p.recoverable {
+		p.recover = true
+		p.since = broker.StreamPosition{Offset: req.Offset, Epoch: req.Epoch}
+	}
+	return c.startSubscription(p)
+}
+
+// startSubscription registers a pending subscription, joins presence and
+// computes the subscribe result (with recovery). The caller enqueues the
+// result and then activates the subscription.
+func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.SubscribeResult, error) {
+	n := c.node
+	s := &subscription{
+		client:        c,
+		channel:       p.channel,
+		opts:          p.opts,
+		pushJoinLeave: p.pushJL,
+		positioned:    p.positioned,
+		recoverable:   p.recoverable,
+		serverSide:    p.serverSide,
+		chanInfo:      p.chanInfo,
+		expireAt:      p.expireAt,
+	}
+	c.mu.Lock()
+	if c.subs == nil {
+		c.mu.Unlock()
+		return nil, nil, DisconnectConnectionClosed
+	}
+	if _, ok := c.subs[p.channel]; ok {
+		c.mu.Unlock()
+		return nil, nil, ErrorAlreadySubscribed
+	}
+	c.subs[p.channel] = s
+	c.mu.Unlock()
+
+	if n.hub.addSubscription(s) {
+		if err := n.broker.Subscribe(p.channel); err != nil {
+			c.dropSubscription(s)
+			n.log.Error("broker subscribe", "channel", p.channel, "error", err)
+			return nil, nil, ErrorInternal
+		}
+	}
+	res := &protocol.SubscribeResult{Data: p.data}
+	if p.expireAt > 0 {
+		ttl := p.expireAt - time.Now().Unix()
+		if ttl <= 0 {
+			c.dropSubscription(s)
+			return nil, nil, ErrorTokenExpired
+		}
+		res.Expires, res.Ttl = true, uint32(ttl)
+	}
+	if p.positioned || p.recoverable {
+		if err := c.fillStreamPosition(s, p, res); err != nil {
+			c.dropSubscription(s)
+			return nil, nil, err
+		}
+	}
+	if p.presence {
+		if err := n.presence.AddPresence(p.channel, c.id, c.clientInfo(p.chanInfo)); err != nil {
+			n.log.Error("add presence", "channel", p.channel, "error", err)
+		}
+	}
+	if p.joinLeave {
+		if err := n.broker.PublishJoin(p.channel, c.clientInfo(p.chanInfo)); err != nil {
+			n.log.Error("publish join", "channel", p.channel, "error", err)
+		}
+	}
+	s.presence = p.presence
+	s.joinLeave = p.joinLeave
+	s.offset.Store(res.Offset)
+	return s, res, nil
+}
+
+// fillStreamPosition sets the stream position of a subscribe result and,
+// when the client recovers, the publications it missed.
+func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *protocol.SubscribeResult) error {
+	n := c.node
+	res.Positioned = p.positioned
+	res.Recoverable = p.recoverable
+	if !p.recover {
+		_, top, err := n.broker.History(p.channel, broker.HistoryOptions{MetaTTL: p.opts.HistoryMetaTTL})
+		if err != nil {
+			n.log.Error("stream top", "channel", p.channel, "error", err)
+			return ErrorInternal
+		}
+		res.Offset, res.Epoch = top.Offset, top.Epoch
+		s.epoch = top.Epoch
+		return nil
+	}
+	res.WasRecovering = true
+	limit := n.cfg.RecoveryMaxPublicationLimit
+	filter := broker.HistoryFilter{Since: &p.since, Limit: limit + 1}
+	if p.opts.ForceRecoveryMode == "cache" {
+		filter = broker.HistoryFilter{Limit: 1, Reverse: true}
+	}
+	pubs, top, err := n.broker.History(p.channel, broker.HistoryOptions{Filter: filter, MetaTTL: p.opts.HistoryMetaTTL})
+	res.Offset, res.Epoch = top.Offset, top.Epoch
+	s.epoch = top.Epoch
+	switch {
+	case errors.Is(err, broker.ErrUnrecoverablePosition):
+		if _, top, err = n.broker.History(p.channel, broker.HistoryOptions{MetaTTL: p.opts.HistoryMetaTTL}); err != nil {
+			return ErrorInternal
+		}
+		res.Offset, res.Epoch = top.Offset, top.Epoch
+		s.epoch = top.Epoch
+		return nil
+	case err != nil:
+		n.log.Error("recovery history", "channel", p.channel, "error", err)
+		return ErrorInternal
+	}
+	if p.opts.ForceRecoveryMode == "cache" {
+		res.Recovered = top.Epoch == p.since.Epoch || p.since.Epoch == ""
+		for _, pub := range pubs {
+			res.Publications = append(res.Publications, toProtoPub(pub))
+		}
+		return nil
+	}
+	if len(pubs) > limit {
+		// Too much was missed: the client is told it lost state.
+		return nil
+	}
+	res.Recovered = top.Epoch == p.since.Epoch
+	res.Publications = make([]*protocol.Publication, 0, len(pubs))
+	for _, pub := range pubs {
+		res.Publications = append(res.Publications, toProtoPub(pub))
+	}
+	return nil
+}
+
+// dropSubscription undoes a subscription that failed to start.
+func (c *Client) dropSubscription(s *subscription) {
+	s.close()
+	c.mu.Lock()
+	if c.subs != nil && c.subs[s.channel] == s {
+		delete(c.subs, s.channel)
+	}
+	c.mu.Unlock()
+	if c.node.hub.removeSubscription(s) {
+		_ = c.node.broker.Unsubscribe(s.channel)
+	}
+}
+
+func (c *Client) unsubscribeCmd(req *protocol.UnsubscribeRequest) (*protocol.Reply, error) {
+	c.mu.Lock()
+	s := c.subs[req.Channel]
+	if s != nil {
+		delete(c.subs, req.Channel)
+	}
+	c.mu.Unlock()
+	if s != nil {
+		c.leave(s, UnsubscribeCodeClient, "client", false)
+	}
+	return &protocol.Reply{Unsubscribe: &protocol.UnsubscribeResult{}}, nil
+}
+
+// Unsubscribe removes the client from a channel on the server's decision
+// and tells the client with an unsubscribe push.
+func (c *Client) Unsubscribe(channel string, code uint32, reason string) {
+	c.mu.Lock()
+	s := c.subs[channel]
+	if s != nil {
+		delete(c.subs, channel)
+	}
+	c.mu.Unlock()
+	if s != nil {
+		c.leave(s, code, reason, true)
+	}
+}
+
+// leave ends a subscription that was already removed from c.subs.
+func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
+	n := c.node
+	s.close()
+	if n.hub.removeSubscription(s) {
+		if err := n.broker.Unsubscribe(s.channel); err != nil {
+			n.log.Error("broker unsubscribe", "channel", s.channel, "error", err)
+		}
+	}
+	if s.presence {
+		if err := n.presence.RemovePresence(s.channel, c.id, c.user); err != nil {
+			n.log.Error("remove presence", "channel", s.channel, "error", err)
+		}
+	}
+	if s.joinLeave {
+		if err := n.broker.PublishLeave(s.channel, c.clientInfo(s.chanInfo)); err != nil {
+			n.log.Error("publish leave", "channel", s.channel, "error", err)
+		}
+	}
+	if push {
+		c.enqueuePush(&protocol.Push{Channel: s.channel, Unsubscribe: &protocol.Unsubscribe{Code: code, Reason: reason}})
+	}
+	if h := n.handlers.unsubscribe; h != nil {
+		h(c, UnsubscribeEvent{Channel: s.channel, Code: code, Reason: reason})
+	}
+}
+
+// refreshPresence renews the presence entries of the client's channels.
+func (c *Client) refreshPresence() {
+	c.mu.Lock()
+	var subs []*subscription
+	for _, s := range c.subs {
+		if s.presence {
+			subs = append(subs, s)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range subs {
+		if err := c.node.presence.AddPresence(s.channel, c.id, c.clientInfo(s.chanInfo)); err != nil {
+			c.node.log.Error("refresh presence", "channel", s.channel, "error", err)
+		}
+	}
+}
+
+func (c *Client) subRefreshCmd(req *protocol.SubRefreshRequest) (*protocol.Reply, error) {
+	c.mu.Lock()
+	s := c.subs[req.Channel]
+	c.mu.Unlock()
+	if s == nil {
+		return nil, ErrorBadRequest
+	}
+	st, err := c.verifySubscribeToken(req.Token, req.Channel)
+	if err != nil {
+		return nil, err
+	}
+	res := &protocol.SubRefreshResult{}
+	if st.ExpireAt > 0 {
+		ttl := st.ExpireAt - time.Now().Unix()
+		if ttl <= 0 {
+			return nil, ErrorTokenExpired
+		}
+		res.Expires, res.Ttl = true, uint32(ttl)
+	}
+	c.mu.Lock()
+	s.expireAt = st.ExpireAt
+	c.mu.Unlock()
+	return &protocol.Reply{SubRefresh: res}, nil
+}

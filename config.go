@@ -1,0 +1,134 @@
+package gyre
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/token"
+)
+
+// Config configures a Node. The zero value works: a node with a memory
+// broker that refuses every client until handlers or token keys let them in.
+type Config struct {
+	// Name of the node in info; "" means the host name.
+	Name string
+	// Version reported to clients in the connect result; "" means "0.0.0".
+	Version string
+	// Logger receives the engine's logs; nil discards them.
+	Logger *slog.Logger
+
+	// Broker and PresenceManager carry publications between nodes and keep
+	// history and presence; nil means the memory engine.
+	Broker          broker.Broker
+	PresenceManager broker.PresenceManager
+
+	// Channels: namespaces, boundaries and per-namespace options.
+	Channels ChannelConfig
+
+	// Token holds the keys that verify connection tokens. Empty keys mean
+	// tokens are refused (unless handlers authenticate clients).
+	Token token.Config
+	// SubscriptionToken, when Enabled, verifies subscription tokens with
+	// its own keys; otherwise Token's keys verify them too.
+	SubscriptionToken SubscriptionTokenConfig
+
+	// Insecure lets every client connect anonymously and do everything.
+	// For development only.
+	Insecure bool
+	// AllowAnonymousConnectWithoutToken accepts connections without a token
+	// as anonymous users.
+	AllowAnonymousConnectWithoutToken bool
+	// DisallowAnonymousConnectionTokens refuses tokens with an empty sub.
+	DisallowAnonymousConnectionTokens bool
+
+	// PingInterval between server pings; 0 means 25s.
+	PingInterval time.Duration
+	// PongTimeout is how long a client has to answer a ping; 0 means 8s.
+	// It must be shorter than PingInterval.
+	PongTimeout time.Duration
+	// ExpiredCloseDelay is the grace period after a connection's credentials
+	// expire before it is closed with 3005; 0 means 25s.
+	ExpiredCloseDelay time.Duration
+
+	// ChannelLimit caps channels per connection; 0 means 128.
+	ChannelLimit int
+	// QueueMaxSize caps the bytes waiting to be written to one connection;
+	// over it the connection is closed with 3008. 0 means 1 MiB.
+	QueueMaxSize int
+	// ConnectionLimit caps connections on this node; 0 means no limit.
+	ConnectionLimit int
+	// UserConnectionLimit caps connections of one user on this node; 0
+	// means no limit.
+	UserConnectionLimit int
+	// HistoryMaxPublicationLimit caps the limit a client may ask of
+	// history; 0 means 300.
+	HistoryMaxPublicationLimit int
+	// RecoveryMaxPublicationLimit caps the publications sent on recovery;
+	// over it recovery fails (recovered=false). 0 means 300.
+	RecoveryMaxPublicationLimit int
+	// PresenceUpdateInterval is how often presence entries of connected
+	// clients are refreshed; 0 means 27s.
+	PresenceUpdateInterval time.Duration
+	// IdempotentResultTTL keeps publish idempotency keys; 0 means 5m.
+	IdempotentResultTTL time.Duration
+	// ConnectIncludeServerTime adds the server time to the connect result
+	// data. Reserved; not sent yet.
+	ConnectIncludeServerTime bool
+	// SubscribeToUserPersonalChannel subscribes every authenticated
+	// connection to its user's personal channel (see PersonalChannel).
+	SubscribeToUserPersonalChannel bool
+	// PersonalChannelNamespace is the namespace of personal channels; ""
+	// means channels without namespace.
+	PersonalChannelNamespace string
+}
+
+// SubscriptionTokenConfig configures subscription token verification.
+type SubscriptionTokenConfig struct {
+	Enabled bool
+	token.Config
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Version == "" {
+		c.Version = "0.0.0"
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = 25 * time.Second
+	}
+	if c.PongTimeout == 0 {
+		c.PongTimeout = 8 * time.Second
+	}
+	if c.PingInterval < 2*time.Second {
+		return c, fmt.Errorf("gyre: PingInterval %v: must be at least 2s", c.PingInterval)
+	}
+	if c.PongTimeout >= c.PingInterval {
+		return c, fmt.Errorf("gyre: PongTimeout %v: must be shorter than PingInterval %v", c.PongTimeout, c.PingInterval)
+	}
+	if c.ExpiredCloseDelay == 0 {
+		c.ExpiredCloseDelay = 25 * time.Second
+	}
+	if c.ChannelLimit == 0 {
+		c.ChannelLimit = 128
+	}
+	if c.QueueMaxSize == 0 {
+		c.QueueMaxSize = 1 << 20
+	}
+	if c.HistoryMaxPublicationLimit == 0 {
+		c.HistoryMaxPublicationLimit = 300
+	}
+	if c.RecoveryMaxPublicationLimit == 0 {
+		c.RecoveryMaxPublicationLimit = 300
+	}
+	if c.PresenceUpdateInterval == 0 {
+		c.PresenceUpdateInterval = 27 * time.Second
+	}
+	if c.IdempotentResultTTL == 0 {
+		c.IdempotentResultTTL = 5 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}

@@ -1,0 +1,124 @@
+package gyre
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/transport/websocket"
+)
+
+// WebsocketConfig configures the WebSocket transport handler.
+type WebsocketConfig struct {
+	// MessageSizeLimit is the largest frame a client may send; 0 means
+	// 64 KiB. Over it the connection is closed with 3501.
+	MessageSizeLimit int64
+	// WriteTimeout bounds each write; 0 means 1s. A client that cannot
+	// take a frame in time is disconnected.
+	WriteTimeout time.Duration
+	// AllowedOrigins lists the origins browsers may connect from
+	// ("https://example.com", or patterns like "https://*.example.com");
+	// ["*"] allows all. Empty means only requests without an Origin header
+	// or from the same host.
+	AllowedOrigins []string
+}
+
+// WebsocketHandler serves the bidirectional WebSocket transport, usually at
+// /connection/websocket.
+type WebsocketHandler struct {
+	node *Node
+	opts websocket.Options
+}
+
+// NewWebsocketHandler creates the WebSocket handler of n.
+func NewWebsocketHandler(n *Node, cfg WebsocketConfig) *WebsocketHandler {
+	return &WebsocketHandler{node: n, opts: websocket.Options{
+		ReadLimit:    cfg.MessageSizeLimit,
+		WriteTimeout: cfg.WriteTimeout,
+		CheckOrigin:  OriginChecker(cfg.AllowedOrigins),
+	}}
+}
+
+func (h *WebsocketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	conn, _, err := websocket.Upgrade(w, r, h.opts)
+	if err != nil {
+		h.node.log.Info("websocket upgrade failed", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "error", err)
+		return
+	}
+	t := &wsTransport{conn: conn}
+	c := h.node.NewClient(r.Context(), t)
+	for {
+		payload, binary, err := conn.ReadMessage()
+		if err != nil {
+			c.Close(readDisconnect(err))
+			return
+		}
+		if binary && c.proto == protocol.TypeJSON {
+			h.node.log.Info("binary frame on a JSON connection", "client", c.id, "remote", r.RemoteAddr)
+			c.Disconnect(DisconnectBadProtocol)
+			return
+		}
+		if !c.HandleFrame(payload) {
+			return
+		}
+	}
+}
+
+// readDisconnect tells why reading stopped.
+func readDisconnect(err error) *Disconnect {
+	switch {
+	case errors.Is(err, websocket.ErrMessageTooLarge),
+		errors.Is(err, websocket.ErrProtocol),
+		errors.Is(err, websocket.ErrInvalidUTF8):
+		return DisconnectBadRequest
+	default:
+		return DisconnectConnectionClosed
+	}
+}
+
+type wsTransport struct {
+	conn *websocket.Conn
+}
+
+func (t *wsTransport) Name() string                  { return "websocket" }
+func (t *wsTransport) Protocol() protocol.Type       { return t.conn.Protocol() }
+func (t *wsTransport) Unidirectional() bool          { return false }
+func (t *wsTransport) WriteFrame(frame []byte) error { return t.conn.WriteFrame(frame) }
+func (t *wsTransport) Close(d *Disconnect) error {
+	return t.conn.Close(uint16(d.Code), d.Reason)
+}
+
+// OriginChecker returns a check of the request's Origin header against
+// allowed ("*" allows all; entries may hold "*" wildcards). Requests
+// without an Origin (not from a browser) and same-host requests pass.
+func OriginChecker(allowed []string) func(r *http.Request) bool {
+	for _, a := range allowed {
+		if a == "*" {
+			return nil
+		}
+	}
+	return func(r *http.Request) bool {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			return true
+		}
+		u, err := url.Parse(origin)
+		if err != nil {
+			return false
+		}
+		if strings.EqualFold(u.Host, r.Host) {
+			return true
+		}
+		o := strings.ToLower(origin)
+		for _, a := range allowed {
+			if ok, _ := path.Match(strings.ToLower(a), o); ok {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -1,0 +1,255 @@
+package gyre
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/memory"
+	"github.com/gyrehq/gyre/token"
+)
+
+// Node is one Gyre engine: it holds the connections of this process, talks
+// to the broker, and serves the library API. Create it with NewNode,
+// register handlers, call Run, then mount transport handlers.
+type Node struct {
+	id        string
+	name      string
+	cfg       Config
+	log       *slog.Logger
+	broker    broker.Broker
+	presence  broker.PresenceManager
+	hub       *hub
+	startedAt time.Time
+
+	rules        atomic.Pointer[channelRules]
+	verifier     atomic.Pointer[token.Verifier]
+	subVerifier  atomic.Pointer[token.Verifier]
+	pinger       *pinger
+	shutdownOnce sync.Once
+	closing      atomic.Bool
+	done         chan struct{}
+	wg           sync.WaitGroup
+
+	handlers handlers
+}
+
+type handlers struct {
+	connecting    ConnectingHandler
+	connect       ConnectHandler
+	subscribe     SubscribeHandler
+	publish       PublishHandler
+	presence      ChannelPermissionHandler
+	presenceStats ChannelPermissionHandler
+	history       ChannelPermissionHandler
+	rpc           RPCHandler
+	message       MessageHandler
+	refresh       RefreshHandler
+	unsubscribe   UnsubscribeHandler
+	disconnect    DisconnectHandler
+}
+
+// NewNode validates cfg, fills its defaults and creates a node. Nothing
+// runs until Run.
+func NewNode(cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		id:        newID(),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		hub:       newHub(),
+		done:      make(chan struct{}),
+		startedAt: time.Now(),
+	}
+	n.name = cfg.Name
+	if n.name == "" {
+		n.name, _ = os.Hostname()
+	}
+	if err := n.SetChannelConfig(cfg.Channels); err != nil {
+		return nil, err
+	}
+	if err := n.SetTokenConfig(cfg.Token, cfg.SubscriptionToken); err != nil {
+		return nil, err
+	}
+	n.broker = cfg.Broker
+	if n.broker == nil {
+		b, err := memory.NewBroker(memory.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("gyre: memory broker: %w", err)
+		}
+		n.broker = b
+	}
+	n.presence = cfg.PresenceManager
+	if n.presence == nil {
+		pm, err := memory.NewPresenceManager(memory.PresenceConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("gyre: memory presence: %w", err)
+		}
+		n.presence = pm
+	}
+	n.pinger = newPinger(n, cfg.PingInterval, cfg.PongTimeout)
+	return n, nil
+}
+
+// SetChannelConfig replaces the channel rules. New subscriptions and
+// commands use them at once; existing subscriptions keep what they got.
+func (n *Node) SetChannelConfig(cfg ChannelConfig) error {
+	r, err := newChannelRules(cfg)
+	if err != nil {
+		return err
+	}
+	n.rules.Store(r)
+	return nil
+}
+
+// SetTokenConfig replaces the keys that verify connection and
+// subscription tokens.
+func (n *Node) SetTokenConfig(conn token.Config, sub SubscriptionTokenConfig) error {
+	v, err := newVerifier(conn)
+	if err != nil {
+		return fmt.Errorf("gyre: connection token: %w", err)
+	}
+	sv := v
+	if sub.Enabled {
+		if sv, err = newVerifier(sub.Config); err != nil {
+			return fmt.Errorf("gyre: subscription token: %w", err)
+		}
+	}
+	n.verifier.Store(v)
+	n.subVerifier.Store(sv)
+	return nil
+}
+
+// newVerifier returns nil when no key is configured: tokens are refused.
+func newVerifier(cfg token.Config) (*token.Verifier, error) {
+	if cfg.HMACSecretKey == "" && cfg.RSAPublicKey == "" && cfg.ECDSAPublicKey == "" && cfg.JWKSPublicEndpoint == "" {
+		return nil, nil
+	}
+	return token.NewVerifier(cfg)
+}
+
+// ID is the node's unique id, new at every start.
+func (n *Node) ID() string { return n.id }
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.name }
+
+// Logger returns the node's logger.
+func (n *Node) Logger() *slog.Logger { return n.log }
+
+// OnConnecting sets the handler that decides connection attempts.
+// Handlers must be set before Run.
+func (n *Node) OnConnecting(h ConnectingHandler) { n.handlers.connecting = h }
+
+// OnConnect sets the handler called when a connection is accepted.
+func (n *Node) OnConnect(h ConnectHandler) { n.handlers.connect = h }
+
+// OnSubscribe sets the handler that decides client subscriptions.
+func (n *Node) OnSubscribe(h SubscribeHandler) { n.handlers.subscribe = h }
+
+// OnPublish sets the handler that decides client publications.
+func (n *Node) OnPublish(h PublishHandler) { n.handlers.publish = h }
+
+// OnPresence sets the handler that decides presence commands.
+func (n *Node) OnPresence(h ChannelPermissionHandler) { n.handlers.presence = h }
+
+// OnPresenceStats sets the handler that decides presence_stats commands.
+func (n *Node) OnPresenceStats(h ChannelPermissionHandler) { n.handlers.presenceStats = h }
+
+// OnHistory sets the handler that decides history commands.
+func (n *Node) OnHistory(h ChannelPermissionHandler) { n.handlers.history = h }
+
+// OnRPC sets the handler of RPC calls.
+func (n *Node) OnRPC(h RPCHandler) { n.handlers.rpc = h }
+
+// OnMessage sets the handler of asynchronous client messages (send).
+func (n *Node) OnMessage(h MessageHandler) { n.handlers.message = h }
+
+// OnRefresh sets the handler of connection refreshes.
+func (n *Node) OnRefresh(h RefreshHandler) { n.handlers.refresh = h }
+
+// OnUnsubscribe sets the handler called when a subscription ends.
+func (n *Node) OnUnsubscribe(h UnsubscribeHandler) { n.handlers.unsubscribe = h }
+
+// OnDisconnect sets the handler called when a connection ends.
+func (n *Node) OnDisconnect(h DisconnectHandler) { n.handlers.disconnect = h }
+
+// Run starts the broker and the node's background work.
+func (n *Node) Run() error {
+	if err := n.broker.Run(&brokerEvents{n}); err != nil {
+		return fmt.Errorf("gyre: run broker: %w", err)
+	}
+	n.wg.Add(2)
+	go func() { defer n.wg.Done(); n.pinger.run(n.done) }()
+	go func() { defer n.wg.Done(); n.refreshPresenceLoop() }()
+	n.log.Info("node running", "id", n.id, "name", n.name)
+	return nil
+}
+
+// Shutdown closes every connection with 3001 (so clients reconnect
+// elsewhere), stops background work and closes the broker. It returns when
+// done or when ctx ends.
+func (n *Node) Shutdown(ctx context.Context) error {
+	var err error
+	n.shutdownOnce.Do(func() {
+		n.closing.Store(true)
+		close(n.done)
+		n.hub.allClients(func(c *Client) { c.Disconnect(DisconnectShutdown) })
+		finished := make(chan struct{})
+		go func() {
+			n.wg.Wait()
+			close(finished)
+		}()
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		err = errors.Join(err, n.broker.Close(), n.presence.Close())
+	})
+	return err
+}
+
+// refreshPresenceLoop keeps presence entries of live subscriptions from
+// expiring.
+func (n *Node) refreshPresenceLoop() {
+	t := time.NewTicker(n.cfg.PresenceUpdateInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-t.C:
+			n.hub.allClients(func(c *Client) { c.refreshPresence() })
+		}
+	}
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
+}

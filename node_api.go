@@ -1,0 +1,311 @@
+package gyre
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+)
+
+// Types shared with brokers, named here for library users.
+type (
+	// ClientInfo describes a connection in a channel.
+	ClientInfo = broker.ClientInfo
+	// Publication is one message of a channel's stream.
+	Publication = broker.Publication
+	// StreamPosition is a place in a channel's stream.
+	StreamPosition = broker.StreamPosition
+	// PresenceStats counts a channel's clients and users.
+	PresenceStats = broker.PresenceStats
+)
+
+// PublishOptions are the per-call knobs of Publish.
+type PublishOptions struct {
+	Tags           map[string]string
+	IdempotencyKey string
+	SkipHistory    bool
+	UseDelta       bool
+	ClientInfo     *ClientInfo
+}
+
+// PublishOption sets one publish knob.
+type PublishOption func(*PublishOptions)
+
+// WithTags attaches tags to a publication (for tag filters).
+func WithTags(tags map[string]string) PublishOption {
+	return func(o *PublishOptions) { o.Tags = tags }
+}
+
+// WithIdempotencyKey makes repeated publishes with the same key within the
+// node's IdempotentResultTTL publish once.
+func WithIdempotencyKey(key string) PublishOption {
+	return func(o *PublishOptions) { o.IdempotencyKey = key }
+}
+
+// WithSkipHistory publishes without saving to the channel's history.
+func WithSkipHistory() PublishOption {
+	return func(o *PublishOptions) { o.SkipHistory = true }
+}
+
+// WithDelta makes the publication a delta candidate for subscribers that
+// negotiated delta compression.
+func WithDelta() PublishOption {
+	return func(o *PublishOptions) { o.UseDelta = true }
+}
+
+// WithClientInfo attaches publisher info to the publication.
+func WithClientInfo(info *ClientInfo) PublishOption {
+	return func(o *PublishOptions) { o.ClientInfo = info }
+}
+
+// PublishResult is where a publication landed in its stream.
+type PublishResult struct {
+	StreamPosition
+	// Suppressed is true when an idempotency key matched an earlier
+	// publish and nothing was sent.
+	Suppressed bool
+}
+
+// Publish sends data to every subscriber of channel (on every node) and
+// saves it to history when the channel's namespace keeps history. An
+// unknown namespace gives ErrorUnknownChannel.
+func (n *Node) Publish(channel string, data []byte, opts ...PublishOption) (PublishResult, error) {
+	chOpts, err := n.rules.Load().lookup(channel)
+	if err != nil {
+		return PublishResult{}, err
+	}
+	var o PublishOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return n.publish(channel, data, chOpts, o)
+}
+
+func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o PublishOptions) (PublishResult, error) {
+	bo := broker.PublishOptions{
+		ClientInfo:          o.ClientInfo,
+		Tags:                o.Tags,
+		IdempotencyKey:      o.IdempotencyKey,
+		IdempotentResultTTL: n.cfg.IdempotentResultTTL,
+		UseDelta:            o.UseDelta || chOpts.DeltaPublish,
+	}
+	if chOpts.HistoryEnabled() && !o.SkipHistory {
+		bo.HistorySize = chOpts.HistorySize
+		bo.HistoryTTL = chOpts.HistoryTTL
+		bo.HistoryMetaTTL = chOpts.HistoryMetaTTL
+	}
+	sp, suppressed, err := n.broker.Publish(channel, data, bo)
+	if err != nil {
+		if errors.Is(err, broker.ErrNotAvailable) {
+			return PublishResult{}, ErrorInternal
+		}
+		return PublishResult{}, fmt.Errorf("gyre: publish to %q: %w", channel, err)
+	}
+	return PublishResult{StreamPosition: sp, Suppressed: suppressed}, nil
+}
+
+// History returns publications of a channel. limit 0 returns only the
+// stream top, -1 everything kept; since, when set, returns what came
+// after it (ErrorUnrecoverablePosition when it is gone).
+func (n *Node) History(channel string, limit int, since *StreamPosition, reverse bool) ([]*Publication, StreamPosition, error) {
+	chOpts, err := n.rules.Load().lookup(channel)
+	if err != nil {
+		return nil, StreamPosition{}, err
+	}
+	if !chOpts.HistoryEnabled() {
+		return nil, StreamPosition{}, ErrorNotAvailable
+	}
+	pubs, sp, err := n.broker.History(channel, broker.HistoryOptions{
+		Filter:  broker.HistoryFilter{Since: since, Limit: limit, Reverse: reverse},
+		MetaTTL: chOpts.HistoryMetaTTL,
+	})
+	if errors.Is(err, broker.ErrUnrecoverablePosition) {
+		return nil, sp, ErrorUnrecoverablePosition
+	}
+	if err != nil {
+		return nil, sp, fmt.Errorf("gyre: history of %q: %w", channel, err)
+	}
+	return pubs, sp, nil
+}
+
+// RemoveHistory drops a channel's saved publications.
+func (n *Node) RemoveHistory(channel string) error {
+	if _, err := n.rules.Load().lookup(channel); err != nil {
+		return err
+	}
+	if err := n.broker.RemoveHistory(channel); err != nil {
+		return fmt.Errorf("gyre: remove history of %q: %w", channel, err)
+	}
+	return nil
+}
+
+// Presence returns who is in a channel, by client id.
+func (n *Node) Presence(channel string) (map[string]*ClientInfo, error) {
+	chOpts, err := n.rules.Load().lookup(channel)
+	if err != nil {
+		return nil, err
+	}
+	if !chOpts.Presence {
+		return nil, ErrorNotAvailable
+	}
+	m, err := n.presence.Presence(channel)
+	if err != nil {
+		return nil, fmt.Errorf("gyre: presence of %q: %w", channel, err)
+	}
+	return m, nil
+}
+
+// PresenceStats counts the clients and users in a channel.
+func (n *Node) PresenceStats(channel string) (PresenceStats, error) {
+	chOpts, err := n.rules.Load().lookup(channel)
+	if err != nil {
+		return PresenceStats{}, err
+	}
+	if !chOpts.Presence {
+		return PresenceStats{}, ErrorNotAvailable
+	}
+	st, err := n.presence.PresenceStats(channel)
+	if err != nil {
+		return st, fmt.Errorf("gyre: presence stats of %q: %w", channel, err)
+	}
+	return st, nil
+}
+
+// ClientFilter selects connections of a user: all of them, or one by
+// client id, or those of one session.
+type ClientFilter struct {
+	ClientID string
+	Session  string
+}
+
+func (f ClientFilter) match(c *Client) bool {
+	return f.ClientID == "" || f.ClientID == c.id
+}
+
+// Subscribe subscribes every connection of user on this node to channel,
+// server-side, and tells each client with a subscribe push.
+func (n *Node) Subscribe(user, channel string, f ClientFilter) error {
+	if _, err := n.rules.Load().lookup(channel); err != nil {
+		return err
+	}
+	for _, c := range n.hub.userClients(user) {
+		if !f.match(c) || c.state.Load() != stateConnected {
+			continue
+		}
+		s, res, err := c.subscribeServerSide(channel, nil)
+		if errors.Is(err, ErrorAlreadySubscribed) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("gyre: subscribe client %s to %q: %w", c.id, channel, err)
+		}
+		c.enqueuePush(subscribePush(channel, res))
+		s.activate(res.Offset)
+	}
+	return nil
+}
+
+// Unsubscribe removes every connection of user on this node from channel
+// and tells each client with an unsubscribe push.
+func (n *Node) Unsubscribe(user, channel string, f ClientFilter) error {
+	for _, c := range n.hub.userClients(user) {
+		if f.match(c) {
+			c.Unsubscribe(channel, UnsubscribeCodeServer, "server unsubscribe")
+		}
+	}
+	return nil
+}
+
+// Disconnect closes every connection of user on this node with d, except
+// clients whose ids are in whitelist.
+func (n *Node) Disconnect(user string, d *Disconnect, f ClientFilter, whitelist []string) error {
+	if d == nil {
+		d = DisconnectForceNoReconnect
+	}
+outer:
+	for _, c := range n.hub.userClients(user) {
+		if !f.match(c) {
+			continue
+		}
+		for _, id := range whitelist {
+			if id == c.id {
+				continue outer
+			}
+		}
+		c.Disconnect(d)
+	}
+	return nil
+}
+
+// ChannelInfo describes a channel with subscribers on this node.
+type ChannelInfo struct {
+	NumClients int
+}
+
+// Channels lists channels with subscribers on this node whose names match
+// pattern (path.Match syntax; "" matches all).
+func (n *Node) Channels(pattern string) (map[string]ChannelInfo, error) {
+	if pattern != "" {
+		if _, err := path.Match(pattern, ""); err != nil {
+			return nil, fmt.Errorf("gyre: channels pattern %q: %w", pattern, err)
+		}
+	}
+	out := make(map[string]ChannelInfo)
+	n.hub.eachChannel(func(ch string, num int) {
+		if pattern != "" {
+			if ok, _ := path.Match(pattern, ch); !ok {
+				return
+			}
+		}
+		out[ch] = ChannelInfo{NumClients: num}
+	})
+	return out, nil
+}
+
+// NodeInfo describes a running node.
+type NodeInfo struct {
+	ID          string
+	Name        string
+	Version     string
+	NumClients  int
+	NumUsers    int
+	NumChannels int
+	NumSubs     int
+	Uptime      time.Duration
+}
+
+// Info describes the nodes of the cluster (this one, with the memory
+// engine).
+func (n *Node) Info() []NodeInfo {
+	users, channels, subs := n.hub.stats()
+	return []NodeInfo{{
+		ID:          n.id,
+		Name:        n.name,
+		Version:     n.cfg.Version,
+		NumClients:  int(n.hub.numConns.Load()),
+		NumUsers:    users,
+		NumChannels: channels,
+		NumSubs:     subs,
+		Uptime:      time.Since(n.startedAt),
+	}}
+}
+
+// PersonalChannel is the channel a user is subscribed to when
+// SubscribeToUserPersonalChannel is on: "#user" in the personal namespace.
+func (n *Node) PersonalChannel(user string) string {
+	r := n.rules.Load()
+	ch := r.cfg.UserBoundary + user
+	if ns := n.cfg.PersonalChannelNamespace; ns != "" {
+		ch = ns + r.cfg.NamespaceBoundary + ch
+	}
+	return ch
+}
+
+// handleControl applies a node-to-node control message. With the memory
+// engine there is one node and nothing is sent between nodes.
+func (n *Node) handleControl(data []byte) error {
+	n.log.Debug("control message ignored", "size", len(data))
+	return nil
+}

@@ -1,0 +1,128 @@
+package gyre
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// pinger sends pings to every bidirectional connection and closes those
+// that do not answer, with one ticker for the whole node instead of a timer
+// per connection. Connections are spread over one slot per second of the
+// ping interval; each tick pings one slot and checks the pongs of the slot
+// pinged PongTimeout ago.
+type pinger struct {
+	n           *Node
+	interval    int // seconds
+	pongTimeout int // seconds
+	slots       []pingSlot
+	mu          sync.Mutex
+	next        int // slot for the next connection
+	current     int
+	where       map[*Client]int
+}
+
+type pingSlot struct {
+	mu      sync.Mutex
+	clients map[*Client]struct{}
+}
+
+var pingMsgs = [2][]byte{
+	protocol.TypeJSON:     mustReply(protocol.TypeJSON),
+	protocol.TypeProtobuf: mustReply(protocol.TypeProtobuf),
+}
+
+func mustReply(t protocol.Type) []byte {
+	b, err := protocol.AppendReply(nil, t, &protocol.Reply{})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func newPinger(n *Node, interval, pongTimeout time.Duration) *pinger {
+	p := &pinger{
+		n:           n,
+		interval:    int(interval / time.Second),
+		pongTimeout: int((pongTimeout + time.Second - 1) / time.Second),
+		where:       make(map[*Client]int),
+	}
+	p.slots = make([]pingSlot, p.interval)
+	for i := range p.slots {
+		p.slots[i].clients = make(map[*Client]struct{})
+	}
+	return p
+}
+
+// add puts a connection in the slot pinged furthest from now, so its first
+// ping comes about one interval after connect.
+func (p *pinger) add(c *Client) {
+	if c.uni {
+		return
+	}
+	p.mu.Lock()
+	i := p.current
+	p.where[c] = i
+	p.mu.Unlock()
+	s := &p.slots[i]
+	s.mu.Lock()
+	s.clients[c] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (p *pinger) remove(c *Client) {
+	p.mu.Lock()
+	i, ok := p.where[c]
+	delete(p.where, c)
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	s := &p.slots[i]
+	s.mu.Lock()
+	delete(s.clients, c)
+	s.mu.Unlock()
+}
+
+func (p *pinger) run(done <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var batch []*Client
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		p.current = (p.current + 1) % p.interval
+		cur := p.current
+		p.mu.Unlock()
+
+		// Pongs are due from the slot pinged pongTimeout seconds ago.
+		check := (cur - p.pongTimeout + p.interval*2) % p.interval
+		batch = p.collect(check, batch[:0])
+		for _, c := range batch {
+			if c.awaitingPong.Load() {
+				c.Disconnect(DisconnectNoPong)
+			}
+		}
+		batch = p.collect(cur, batch[:0])
+		for _, c := range batch {
+			c.awaitingPong.Store(true)
+			c.enqueue(pingMsgs[c.proto])
+		}
+		clear(batch)
+	}
+}
+
+func (p *pinger) collect(slot int, dst []*Client) []*Client {
+	s := &p.slots[slot]
+	s.mu.Lock()
+	for c := range s.clients {
+		dst = append(dst, c)
+	}
+	s.mu.Unlock()
+	return dst
+}

@@ -1,0 +1,100 @@
+package gyre
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Subscription states. A subscription is added to the hub as pending before
+// its subscribe reply is built, so that nothing published meanwhile is lost;
+// publications that arrive while it is pending are held and sent right after
+// the reply.
+const (
+	subPending uint32 = iota
+	subActive
+	subClosed
+)
+
+// subscription is one client's subscription to one channel.
+type subscription struct {
+	client  *Client
+	channel string
+	opts    *ChannelOptions
+
+	state atomic.Uint32
+	// offset of the last publication delivered, for positioning.
+	offset atomic.Uint64
+	epoch  string
+
+	pushJoinLeave bool
+	positioned    bool
+	recoverable   bool
+	serverSide    bool
+	presence      bool // this client is in the channel's presence
+	joinLeave     bool // this client's join/leave is published
+	chanInfo      []byte
+	expireAt      int64 // unix seconds, 0: never
+
+	mu sync.Mutex
+	// held publications that arrived while pending.
+	held []heldMessage
+}
+
+type heldMessage struct {
+	offset uint64
+	msg    []byte
+}
+
+// deliver sends one encoded publication (or join/leave: offset 0) to the
+// subscriber. It never blocks on the network.
+func (s *subscription) deliver(msg []byte, offset uint64) {
+	if s.state.Load() != subActive {
+		s.mu.Lock()
+		switch s.state.Load() {
+		case subPending:
+			s.held = append(s.held, heldMessage{offset: offset, msg: msg})
+			s.mu.Unlock()
+			return
+		case subClosed:
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+	}
+	if offset > 0 {
+		s.offset.Store(offset)
+	}
+	s.client.enqueue(msg)
+}
+
+// activate releases held publications that come after the position the
+// client was given (top) and switches to direct delivery. It must be called
+// after the subscribe reply was enqueued.
+func (s *subscription) activate(top uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state.Load() != subPending {
+		return
+	}
+	if top > 0 {
+		s.offset.Store(top)
+	}
+	for _, h := range s.held {
+		if h.offset != 0 && h.offset <= top {
+			continue
+		}
+		if h.offset > 0 {
+			s.offset.Store(h.offset)
+		}
+		s.client.enqueue(h.msg)
+	}
+	s.held = nil
+	s.state.Store(subActive)
+}
+
+func (s *subscription) close() {
+	s.mu.Lock()
+	s.state.Store(subClosed)
+	s.held = nil
+	s.mu.Unlock()
+}

@@ -1,0 +1,22 @@
+package gyre
+
+import "github.com/gyrehq/gyre/protocol"
+
+// Transport is what the engine needs of a client connection: a way to write
+// frames and to close. The engine drives reads itself from the transport's
+// handler.
+type Transport interface {
+	// Name is the transport's name ("websocket", "http_stream", ...).
+	Name() string
+	// Protocol is the wire format negotiated for the connection.
+	Protocol() protocol.Type
+	// Unidirectional transports receive bare pushes and send no commands
+	// after connect.
+	Unidirectional() bool
+	// WriteFrame writes one frame holding one or more framed messages
+	// (see protocol.JoinFrame). It is called from one goroutine at a time.
+	WriteFrame(frame []byte) error
+	// Close closes the connection telling the client why. It may be called
+	// concurrently with WriteFrame and more than once.
+	Close(d *Disconnect) error
+}

@@ -1,0 +1,188 @@
+package gyre
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// writerLinger is how long an idle writer goroutine waits for more messages
+// before it exits. Busy connections keep their writer; idle ones have none.
+const writerLinger = time.Second
+
+// framePool holds the buffers frames are joined into, shared by all
+// connections so that an idle connection holds none.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// writer queues framed messages for one connection and writes everything
+// pending as one frame in one write. The queue is bounded in bytes.
+type writer struct {
+	mu      sync.Mutex
+	queue   [][]byte
+	spare   [][]byte
+	size    int
+	max     int
+	running bool
+	closed  bool
+	// closing, when set, is sent once the queue is drained.
+	closing *Disconnect
+	wake    chan struct{}
+
+	proto     protocol.Type
+	transport Transport
+	// onWriteError is called (once, from the writer goroutine) when a
+	// write fails.
+	onWriteError func(error)
+}
+
+func newWriter(t Transport, max int, onWriteError func(error)) *writer {
+	return &writer{
+		max:          max,
+		proto:        t.Protocol(),
+		transport:    t,
+		onWriteError: onWriteError,
+		wake:         make(chan struct{}, 1),
+	}
+}
+
+// enqueue adds one framed message. It returns false when the queue would
+// exceed its bound; the caller then disconnects the client as slow. A
+// closed writer drops the message and returns true.
+func (w *writer) enqueue(msg []byte) bool {
+	w.mu.Lock()
+	if w.closed || w.closing != nil {
+		w.mu.Unlock()
+		return true
+	}
+	if w.size+len(msg) > w.max {
+		w.mu.Unlock()
+		return false
+	}
+	w.queue = append(w.queue, msg)
+	w.size += len(msg)
+	if w.running {
+		w.mu.Unlock()
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+		return true
+	}
+	w.running = true
+	w.mu.Unlock()
+	go w.run()
+	return true
+}
+
+// closeAfterFlush writes what is queued, then closes the transport with d.
+func (w *writer) closeAfterFlush(d *Disconnect) {
+	w.mu.Lock()
+	if w.closed || w.closing != nil {
+		w.mu.Unlock()
+		return
+	}
+	w.closing = d
+	if w.running {
+		w.mu.Unlock()
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	w.running = true
+	w.mu.Unlock()
+	go w.run()
+}
+
+// close drops whatever is queued; no more writes happen after the current
+// one.
+func (w *writer) close() {
+	w.mu.Lock()
+	w.closed = true
+	clear(w.queue)
+	w.queue = w.queue[:0]
+	w.size = 0
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *writer) run() {
+	var timer *time.Timer
+	for {
+		if !w.drain() {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(writerLinger)
+		} else {
+			timer.Reset(writerLinger)
+		}
+		select {
+		case <-w.wake:
+			continue
+		case <-timer.C:
+		}
+		w.mu.Lock()
+		if len(w.queue) == 0 && w.closing == nil {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+	}
+}
+
+// drain writes everything queued. It returns false when the writer is done
+// for good (closed, or a write failed).
+func (w *writer) drain() bool {
+	for {
+		w.mu.Lock()
+		if w.closed {
+			w.running = false
+			w.mu.Unlock()
+			return false
+		}
+		if len(w.queue) == 0 {
+			d := w.closing
+			if d != nil {
+				w.closed = true
+				w.running = false
+			}
+			w.mu.Unlock()
+			if d != nil {
+				_ = w.transport.Close(d)
+				return false
+			}
+			return true
+		}
+		batch := w.queue
+		w.queue = w.spare[:0]
+		w.size = 0
+		w.mu.Unlock()
+
+		bp := framePool.Get().(*[]byte)
+		frame := protocol.JoinFrame((*bp)[:0], w.proto, batch)
+		err := w.transport.WriteFrame(frame)
+		if cap(frame) <= 64<<10 {
+			*bp = frame[:0]
+			framePool.Put(bp)
+		}
+		clear(batch)
+		w.mu.Lock()
+		w.spare = batch[:0]
+		w.mu.Unlock()
+		if err != nil {
+			w.mu.Lock()
+			w.closed = true
+			w.running = false
+			w.mu.Unlock()
+			w.onWriteError(err)
+			return false
+		}
+	}
+}
