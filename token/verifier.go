@@ -1,0 +1,156 @@
+package token
+
+import (
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// MaxTokenLength is the longest token string accepted, in bytes. Longer ones
+// are refused before decoding so that junk costs nothing; real tokens, even
+// with many channels, stay far below it.
+const MaxTokenLength = 64 << 10
+
+// Verifier checks tokens against one immutable set of keys and rules.
+// Build it with NewVerifier; it is safe for concurrent use.
+type Verifier struct {
+	parser *jwt.Parser
+
+	hmacKey  []byte
+	rsaKey   *rsa.PublicKey
+	ecdsaKey *ecdsa.PublicKey
+	ecdsaAlg string // the ES variant matching ecdsaKey's curve
+	jwks     *jwks  // nil unless a JWKS endpoint is configured
+
+	audience, issuer     string
+	audienceRe, issuerRe *regexp.Regexp
+	userIDClaim          string
+}
+
+var (
+	hmacAlgs  = []string{"HS256", "HS384", "HS512"}
+	rsaAlgs   = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512"}
+	ecdsaAlgs = []string{"ES256", "ES384", "ES512"}
+)
+
+// acceptedAlgs lists the algorithms for which the Verifier holds a key. The
+// parser refuses every other alg before any key is looked up.
+func (v *Verifier) acceptedAlgs() []string {
+	if v.jwks != nil {
+		return slices.Concat(rsaAlgs, ecdsaAlgs, []string{"EdDSA"})
+	}
+	var algs []string
+	if v.hmacKey != nil {
+		algs = append(algs, hmacAlgs...)
+	}
+	if v.rsaKey != nil {
+		algs = append(algs, rsaAlgs...)
+	}
+	if v.ecdsaKey != nil {
+		algs = append(algs, v.ecdsaAlg)
+	}
+	return algs
+}
+
+func newParser(algs []string) *jwt.Parser {
+	// An empty list would mean "any algorithm" to jwt; a sentinel that no
+	// signing method carries keeps "no keys" meaning "no tokens".
+	if len(algs) == 0 {
+		algs = []string{"-"}
+	}
+	// Claims are checked by Verifier.checkClaims so that expiry can be
+	// skipped on request and reported apart from other failures.
+	return jwt.NewParser(jwt.WithValidMethods(algs), jwt.WithoutClaimsValidation())
+}
+
+// keyFunc hands jwt the key for the token's algorithm family. The parser has
+// already limited alg to acceptedAlgs; the family switch is kept as a second
+// guard so that a key can never serve an algorithm of another family.
+func (v *Verifier) keyFunc(t *jwt.Token) (any, error) {
+	if v.jwks != nil {
+		return v.jwks.keyFor(t)
+	}
+	alg := t.Method.Alg()
+	switch t.Method.(type) {
+	case *jwt.SigningMethodHMAC:
+		if v.hmacKey != nil {
+			return v.hmacKey, nil
+		}
+	case *jwt.SigningMethodRSA, *jwt.SigningMethodRSAPSS:
+		if v.rsaKey != nil {
+			return v.rsaKey, nil
+		}
+	case *jwt.SigningMethodECDSA:
+		if v.ecdsaKey != nil && alg == v.ecdsaAlg {
+			return v.ecdsaKey, nil
+		}
+	}
+	return nil, fmt.Errorf("token: no key configured for %s", alg)
+}
+
+// verify checks the signature of token, decodes its payload into claims and
+// validates the registered claims in reg (part of claims).
+func (v *Verifier) verify(token string, claims jwt.Claims, reg *jwt.RegisteredClaims, skipExpiry bool) error {
+	if token == "" {
+		return invalid("empty token")
+	}
+	if len(token) > MaxTokenLength {
+		return invalid("token is %d bytes, limit %d", len(token), MaxTokenLength)
+	}
+	if _, err := v.parser.ParseWithClaims(token, claims, v.keyFunc); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	return v.checkClaims(reg, time.Now(), skipExpiry)
+}
+
+// checkClaims validates time, audience and issuer. Expiry is checked last so
+// that ErrTokenExpired means "would be valid but for exp", which is what a
+// refresh can fix.
+func (v *Verifier) checkClaims(reg *jwt.RegisteredClaims, now time.Time, skipExpiry bool) error {
+	if reg.NotBefore != nil && now.Before(reg.NotBefore.Time) {
+		return invalid("not valid before %d (nbf)", reg.NotBefore.Unix())
+	}
+	if err := v.checkAudience(reg.Audience); err != nil {
+		return err
+	}
+	if err := v.checkIssuer(reg.Issuer); err != nil {
+		return err
+	}
+	if !skipExpiry && reg.ExpiresAt != nil && now.After(reg.ExpiresAt.Time) {
+		return fmt.Errorf("%w: exp %d is in the past", ErrTokenExpired, reg.ExpiresAt.Unix())
+	}
+	return nil
+}
+
+func (v *Verifier) checkAudience(aud jwt.ClaimStrings) error {
+	switch {
+	case v.audience != "":
+		if !slices.Contains(aud, v.audience) {
+			return invalid("audience %q not in aud %q", v.audience, []string(aud))
+		}
+	case v.audienceRe != nil:
+		if !slices.ContainsFunc(aud, v.audienceRe.MatchString) {
+			return invalid("no aud in %q matches %s", []string(aud), v.audienceRe)
+		}
+	}
+	return nil
+}
+
+func (v *Verifier) checkIssuer(iss string) error {
+	switch {
+	case v.issuer != "":
+		if iss != v.issuer {
+			return invalid("iss %q is not %q", iss, v.issuer)
+		}
+	case v.issuerRe != nil:
+		if !v.issuerRe.MatchString(iss) {
+			return invalid("iss %q does not match %s", iss, v.issuerRe)
+		}
+	}
+	return nil
+}
