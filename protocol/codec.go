@@ -1,0 +1,93 @@
+package protocol
+
+// DecodeCommands decodes every command of one transport frame, appending them to dst so
+// that a connection can reuse one slice across frames. JSON commands are separated by
+// '\n' (a trailing newline, "\r\n" and empty lines are tolerated); protobuf commands are
+// each prefixed by their uvarint length, and a zero length is an empty Command, which is
+// the client's pong. An empty frame holds no commands. Errors wrap ErrMalformed, and dst
+// then holds the commands decoded before the bad one.
+func DecodeCommands(t Type, frame []byte, dst []*Command) ([]*Command, error) {
+	return decodeFrame(t, frame, dst, decodeCommandJSON)
+}
+
+// DecodeCommand decodes one unframed command: a JSON object, or protobuf bytes without
+// a length prefix.
+func DecodeCommand(t Type, data []byte) (*Command, error) {
+	return decodeOne[Command](t, data, decodeCommandJSON)
+}
+
+// AppendCommand appends one framed command to dst, as a client sends it: see
+// AppendReply for the framing.
+func AppendCommand(dst []byte, t Type, c *Command) ([]byte, error) {
+	return appendFramed(dst, t, c, appendCommandJSON)
+}
+
+// EncodeCommand encodes one unframed command, the inverse of DecodeCommand.
+func EncodeCommand(t Type, c *Command) ([]byte, error) {
+	return encodeOne(t, c, appendCommandJSON)
+}
+
+// AppendReply appends one framed reply to dst: in JSON the object with no separator
+// (JoinFrame adds them), in protobuf the uvarint length and then the message. An empty
+// Reply is the server's ping: "{}" or the single byte 0x00. A nil reply is written as
+// an empty one.
+func AppendReply(dst []byte, t Type, r *Reply) ([]byte, error) {
+	return appendFramed(dst, t, r, appendReplyJSON)
+}
+
+// DecodeReplies decodes every reply of one frame, the client side of DecodeCommands.
+func DecodeReplies(t Type, frame []byte, dst []*Reply) ([]*Reply, error) {
+	return decodeFrame(t, frame, dst, decodeReplyJSON)
+}
+
+// DecodeReply decodes one unframed reply.
+func DecodeReply(t Type, data []byte) (*Reply, error) {
+	return decodeOne[Reply](t, data, decodeReplyJSON)
+}
+
+// AppendPush appends a bare Push framed like AppendReply. Unidirectional transports send
+// pushes without the Reply envelope; bidirectional ones wrap them in Reply.Push.
+func AppendPush(dst []byte, t Type, p *Push) ([]byte, error) {
+	return appendFramed(dst, t, p, appendPushJSON)
+}
+
+// DecodePushes decodes every bare push of one frame, as a unidirectional client reads it.
+func DecodePushes(t Type, frame []byte, dst []*Push) ([]*Push, error) {
+	return decodeFrame(t, frame, dst, decodePushJSON)
+}
+
+// DecodePush decodes one unframed bare push.
+func DecodePush(t Type, data []byte) (*Push, error) {
+	return decodeOne[Push](t, data, decodePushJSON)
+}
+
+// DecodeEmulationRequest decodes the body of a request to the emulation endpoint.
+func DecodeEmulationRequest(t Type, data []byte) (*EmulationRequest, error) {
+	return decodeOne[EmulationRequest](t, data, decodeEmulationRequestJSON)
+}
+
+// EncodeEmulationRequest encodes the body of a request to the emulation endpoint.
+func EncodeEmulationRequest(t Type, e *EmulationRequest) ([]byte, error) {
+	return encodeOne(t, e, appendEmulationRequestJSON)
+}
+
+// JoinFrame writes already framed messages into one transport frame: JSON joins them
+// with '\n' and no trailing newline, protobuf (whose messages carry their lengths)
+// concatenates them.
+func JoinFrame(dst []byte, t Type, msgs [][]byte) []byte {
+	for i, m := range msgs {
+		if i > 0 && t == TypeJSON {
+			dst = append(dst, '\n')
+		}
+		dst = append(dst, m...)
+	}
+	return dst
+}
+
+// AppendJSONString appends s as a JSON string literal, escaped so that the result is
+// valid JSON: quotes, backslashes and control characters are escaped, invalid UTF-8
+// becomes U+FFFD. It is how a bytes field that must travel as a JSON string (a fossil
+// delta on a JSON connection) is prepared before it is set as raw data.
+func AppendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
+	return appendString(dst, s)
+}

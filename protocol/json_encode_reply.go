@@ -1,0 +1,108 @@
+package protocol
+
+// JSON encoders of Reply, Error and the results a Reply carries.
+
+func appendReplyJSON(b []byte, m *Reply) []byte {
+	start := len(b)
+	b = appendUintField(b, `,"id":`, uint64(m.Id))
+	b = appendMessageField(b, `,"error":`, m.Error, appendErrorJSON)
+	b = appendMessageField(b, `,"push":`, m.Push, appendPushJSON)
+	b = appendMessageField(b, `,"connect":`, m.Connect, appendConnectResultJSON)
+	b = appendMessageField(b, `,"subscribe":`, m.Subscribe, appendSubscribeResultJSON)
+	b = appendMessageField(b, `,"unsubscribe":`, m.Unsubscribe, appendUnsubscribeResultJSON)
+	b = appendMessageField(b, `,"publish":`, m.Publish, appendPublishResultJSON)
+	b = appendMessageField(b, `,"presence":`, m.Presence, appendPresenceResultJSON)
+	b = appendMessageField(b, `,"presence_stats":`, m.PresenceStats, appendPresenceStatsResultJSON)
+	b = appendMessageField(b, `,"history":`, m.History, appendHistoryResultJSON)
+	b = appendMessageField(b, `,"ping":`, m.Ping, appendPingResultJSON)
+	b = appendMessageField(b, `,"rpc":`, m.Rpc, appendRPCResultJSON)
+	b = appendMessageField(b, `,"refresh":`, m.Refresh, appendRefreshResultJSON)
+	b = appendMessageField(b, `,"sub_refresh":`, m.SubRefresh, appendSubRefreshResultJSON)
+	return closeObject(b, start)
+}
+
+func appendErrorJSON(b []byte, m *Error) []byte {
+	start := len(b)
+	b = appendUintField(b, `,"code":`, uint64(m.Code))
+	b = appendStringField(b, `,"message":`, m.Message)
+	b = appendBoolField(b, `,"temporary":`, m.Temporary)
+	return closeObject(b, start)
+}
+
+func appendConnectResultJSON(b []byte, m *ConnectResult) []byte {
+	start := len(b)
+	b = appendStringField(b, `,"client":`, m.Client)
+	b = appendStringField(b, `,"version":`, m.Version)
+	b = appendBoolField(b, `,"expires":`, m.Expires)
+	b = appendUintField(b, `,"ttl":`, uint64(m.Ttl))
+	b = appendRawField(b, `,"data":`, m.Data)
+	b = appendMessageMapField(b, `,"subs":`, m.Subs, appendSubscribeResultJSON)
+	b = appendUintField(b, `,"ping":`, uint64(m.Ping))
+	b = appendBoolField(b, `,"pong":`, m.Pong)
+	b = appendStringField(b, `,"session":`, m.Session)
+	b = appendStringField(b, `,"node":`, m.Node)
+	return closeObject(b, start)
+}
+
+func appendSubscribeResultJSON(b []byte, m *SubscribeResult) []byte {
+	start := len(b)
+	b = appendBoolField(b, `,"expires":`, m.Expires)
+	b = appendUintField(b, `,"ttl":`, uint64(m.Ttl))
+	b = appendBoolField(b, `,"recoverable":`, m.Recoverable)
+	b = appendStringField(b, `,"epoch":`, m.Epoch)
+	b = appendMessagesField(b, `,"publications":`, m.Publications, appendPublicationJSON)
+	b = appendBoolField(b, `,"recovered":`, m.Recovered)
+	b = appendUintField(b, `,"offset":`, m.Offset)
+	b = appendBoolField(b, `,"positioned":`, m.Positioned)
+	b = appendRawField(b, `,"data":`, m.Data)
+	b = appendBoolField(b, `,"was_recovering":`, m.WasRecovering)
+	b = appendBoolField(b, `,"delta":`, m.Delta)
+	return closeObject(b, start)
+}
+
+func appendUnsubscribeResultJSON(b []byte, _ *UnsubscribeResult) []byte { return append(b, '{', '}') }
+func appendPublishResultJSON(b []byte, _ *PublishResult) []byte         { return append(b, '{', '}') }
+func appendPingResultJSON(b []byte, _ *PingResult) []byte               { return append(b, '{', '}') }
+
+func appendPresenceResultJSON(b []byte, m *PresenceResult) []byte {
+	start := len(b)
+	b = appendMessageMapField(b, `,"presence":`, m.Presence, appendClientInfoJSON)
+	return closeObject(b, start)
+}
+
+func appendPresenceStatsResultJSON(b []byte, m *PresenceStatsResult) []byte {
+	start := len(b)
+	b = appendUintField(b, `,"num_clients":`, uint64(m.NumClients))
+	b = appendUintField(b, `,"num_users":`, uint64(m.NumUsers))
+	return closeObject(b, start)
+}
+
+func appendHistoryResultJSON(b []byte, m *HistoryResult) []byte {
+	start := len(b)
+	b = appendMessagesField(b, `,"publications":`, m.Publications, appendPublicationJSON)
+	b = appendStringField(b, `,"epoch":`, m.Epoch)
+	b = appendUintField(b, `,"offset":`, m.Offset)
+	return closeObject(b, start)
+}
+
+func appendRPCResultJSON(b []byte, m *RPCResult) []byte { return appendDataJSON(b, m.Data) }
+
+func appendRefreshResultJSON(b []byte, m *RefreshResult) []byte {
+	start := len(b)
+	b = appendStringField(b, `,"client":`, m.Client)
+	b = appendStringField(b, `,"version":`, m.Version)
+	b = appendBoolField(b, `,"expires":`, m.Expires)
+	b = appendUintField(b, `,"ttl":`, uint64(m.Ttl))
+	return closeObject(b, start)
+}
+
+func appendExpiryJSON(b []byte, expires bool, ttl uint32) []byte {
+	start := len(b)
+	b = appendBoolField(b, `,"expires":`, expires)
+	b = appendUintField(b, `,"ttl":`, uint64(ttl))
+	return closeObject(b, start)
+}
+
+func appendSubRefreshResultJSON(b []byte, m *SubRefreshResult) []byte {
+	return appendExpiryJSON(b, m.Expires, m.Ttl)
+}
