@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/protocol"
 )
 
 // Types shared with brokers, named here for library users.
@@ -307,5 +308,41 @@ func (n *Node) PersonalChannel(user string) string {
 // engine there is one node and nothing is sent between nodes.
 func (n *Node) handleControl(data []byte) error {
 	n.log.Debug("control message ignored", "size", len(data))
+	return nil
+}
+
+// Refresh updates the credentials of a user's connections on this node:
+// expired closes them with 3005; otherwise expireAt (Unix seconds, 0 for
+// never) and info (when not nil) replace theirs, and each client gets a
+// refresh push.
+func (n *Node) Refresh(user string, f ClientFilter, expired bool, expireAt int64, info []byte) error {
+	for _, c := range n.hub.userClients(user) {
+		if !f.match(c) {
+			continue
+		}
+		if expired {
+			c.Disconnect(DisconnectExpired)
+			continue
+		}
+		c.mu.Lock()
+		c.expireAt = expireAt
+		if info != nil {
+			c.info = info
+		}
+		c.mu.Unlock()
+		push := &protocol.Refresh{}
+		if expireAt > 0 {
+			push.Expires = true
+			push.Ttl = uint32(max(expireAt-time.Now().Unix(), 0))
+			c.scheduleExpiry(expireAt)
+		} else {
+			c.mu.Lock()
+			if c.expTimer != nil {
+				c.expTimer.Stop()
+			}
+			c.mu.Unlock()
+		}
+		c.enqueuePush(&protocol.Push{Refresh: push})
+	}
 	return nil
 }

@@ -1,0 +1,240 @@
+package api
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/gyrehq/gyre"
+)
+
+// Config configures the API handler.
+type Config struct {
+	// Key is the API key clients must present; with Insecure false and an
+	// empty Key every request is refused.
+	Key string
+	// Insecure accepts requests without a key.
+	Insecure bool
+	// TransportErrorMode answers errors with HTTP statuses instead of 200.
+	TransportErrorMode bool
+	// MaxBodySize caps a request body; 0 means 16 MiB.
+	MaxBodySize int64
+	// MaxBatchSize caps the commands of one batch; 0 means 100,000.
+	MaxBatchSize int
+	// Prefix is the URL path the methods are under; "" means "/api".
+	Prefix string
+	Logger *slog.Logger
+}
+
+// Handler serves the API of one node.
+type Handler struct {
+	node *gyre.Node
+	cfg  Config
+	log  *slog.Logger
+}
+
+// NewHandler creates the API handler for n.
+func NewHandler(n *gyre.Node, cfg Config) *Handler {
+	if cfg.MaxBodySize == 0 {
+		cfg.MaxBodySize = 16 << 20
+	}
+	if cfg.MaxBatchSize == 0 {
+		cfg.MaxBatchSize = 100_000
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "/api"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{node: n, cfg: cfg, log: log}
+}
+
+// method runs one API method on a raw JSON request.
+type method func(h *Handler, raw json.RawMessage) (any, error)
+
+var methods map[string]method
+
+func init() {
+	methods = map[string]method{
+		"publish":        (*Handler).publish,
+		"broadcast":      (*Handler).broadcast,
+		"subscribe":      (*Handler).subscribe,
+		"unsubscribe":    (*Handler).unsubscribe,
+		"disconnect":     (*Handler).disconnect,
+		"refresh":        (*Handler).refresh,
+		"presence":       (*Handler).presence,
+		"presence_stats": (*Handler).presenceStats,
+		"history":        (*Handler).history,
+		"history_remove": (*Handler).historyRemove,
+		"channels":       (*Handler).channels,
+		"info":           (*Handler).info,
+		"batch":          (*Handler).batch,
+	}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := strings.Trim(strings.TrimPrefix(r.URL.Path, h.cfg.Prefix), "/")
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "api: use POST", http.StatusMethodNotAllowed)
+		return
+	}
+	if !h.authorized(r) {
+		h.log.Info("api request with a wrong or missing key", "remote", r.RemoteAddr, "method", name)
+		http.Error(w, "api: unauthorized", http.StatusUnauthorized)
+		return
+	}
+	m, ok := methods[name]
+	if !ok {
+		http.Error(w, "api: unknown method", http.StatusNotFound)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodySize))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "api: request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "api: read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	if !json.Valid(body) {
+		http.Error(w, "api: malformed JSON", http.StatusBadRequest)
+		return
+	}
+	res, err := m(h, body)
+	transportMode := h.cfg.TransportErrorMode || r.Header.Get("X-Centrifugo-Error-Mode") == "transport"
+	h.write(w, name, res, err, transportMode)
+}
+
+func (h *Handler) authorized(r *http.Request) bool {
+	if h.cfg.Insecure {
+		return true
+	}
+	if h.cfg.Key == "" {
+		return false
+	}
+	key := r.Header.Get("X-API-Key")
+	if key == "" {
+		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "apikey ") {
+			key = a[7:]
+		}
+	}
+	if key == "" {
+		key = r.URL.Query().Get("api_key")
+	}
+	return subtle.ConstantTimeCompare([]byte(key), []byte(h.cfg.Key)) == 1
+}
+
+func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, transportMode bool) {
+	w.Header().Set("Content-Type", "application/json")
+	var out reply
+	if err != nil {
+		out.Error = h.toAPIError(name, err)
+		if transportMode {
+			w.WriteHeader(httpStatus(out.Error.Code))
+			_ = json.NewEncoder(w).Encode(out.Error)
+			return
+		}
+	} else {
+		out.Result = res
+	}
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		h.log.Debug("api: write response", "method", name, "error", err)
+	}
+}
+
+func httpStatus(code uint32) int {
+	switch code {
+	case 102, 104:
+		return http.StatusNotFound
+	case 107, 108:
+		return http.StatusBadRequest
+	case 112:
+		return http.StatusRequestedRangeNotSatisfiable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// toAPIError maps engine errors to API errors; unknown errors are logged
+// and hidden behind 100.
+func (h *Handler) toAPIError(name string, err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var ge *gyre.Error
+	if errors.As(err, &ge) {
+		return &apiError{Code: ge.Code, Message: ge.Message}
+	}
+	h.log.Error("api method failed", "method", name, "error", err)
+	return errInternal
+}
+
+func decode(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return &apiError{107, "bad request: " + err.Error()}
+	}
+	return nil
+}
+
+func (h *Handler) batch(raw json.RawMessage) (any, error) {
+	var req batchRequest
+	if err := decode(raw, &req); err != nil {
+		return nil, err
+	}
+	if len(req.Commands) > h.cfg.MaxBatchSize {
+		return nil, &apiError{107, "bad request: too many commands in batch"}
+	}
+	replies := make([]map[string]any, len(req.Commands))
+	run := func(i int) {
+		cmd := req.Commands[i]
+		if len(cmd) != 1 {
+			replies[i] = map[string]any{"error": errBadRequest}
+			return
+		}
+		for name, body := range cmd {
+			m, ok := methods[name]
+			if !ok || name == "batch" {
+				replies[i] = map[string]any{"error": errMethodNotFound}
+				return
+			}
+			res, err := m(h, body)
+			if err != nil {
+				replies[i] = map[string]any{"error": h.toAPIError(name, err)}
+				return
+			}
+			replies[i] = map[string]any{name: res}
+		}
+	}
+	if req.Parallel {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for i := range req.Commands {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				run(i)
+			})
+		}
+		wg.Wait()
+	} else {
+		for i := range req.Commands {
+			run(i)
+		}
+	}
+	return map[string]any{"replies": replies}, nil
+}

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"time"
+
+	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/token"
+)
+
+// nodeConfig turns the server's configuration into the engine's.
+func nodeConfig(c *config.Config) gyre.Config {
+	cl := c.Client
+	return gyre.Config{
+		Name:                              c.Node.Name,
+		Version:                           Version,
+		Channels:                          channelConfig(c),
+		Token:                             tokenConfig(cl.Token),
+		SubscriptionToken:                 gyre.SubscriptionTokenConfig{Enabled: cl.SubscriptionToken.Enabled, Config: tokenConfig(cl.SubscriptionToken.Token)},
+		Insecure:                          cl.Insecure,
+		AllowAnonymousConnectWithoutToken: cl.AllowAnonymousConnectWithoutToken,
+		DisallowAnonymousConnectionTokens: cl.DisallowAnonymousConnectionTokens,
+		PingInterval:                      cl.PingInterval,
+		PongTimeout:                       cl.PongTimeout,
+		ExpiredCloseDelay:                 cl.ExpiredCloseDelay,
+		ChannelLimit:                      cl.ChannelLimit,
+		QueueMaxSize:                      cl.QueueMaxSize,
+		ConnectionLimit:                   cl.ConnectionLimit,
+		UserConnectionLimit:               cl.UserConnectionLimit,
+		HistoryMaxPublicationLimit:        cl.HistoryMaxPublicationLimit,
+		RecoveryMaxPublicationLimit:       cl.RecoveryMaxPublicationLimit,
+		PresenceUpdateInterval:            cl.PresenceUpdateInterval,
+		SubscribeToUserPersonalChannel:    cl.SubscribeToUserPersonalChannel.Enabled,
+		PersonalChannelNamespace:          cl.SubscribeToUserPersonalChannel.PersonalChannelNamespace,
+	}
+}
+
+func tokenConfig(t config.Token) token.Config {
+	return token.Config{
+		HMACSecretKey:      t.HMACSecretKey,
+		RSAPublicKey:       t.RSAPublicKey,
+		ECDSAPublicKey:     t.ECDSAPublicKey,
+		JWKSPublicEndpoint: t.JWKSPublicEndpoint,
+		Audience:           t.Audience,
+		AudienceRegex:      t.AudienceRegex,
+		Issuer:             t.Issuer,
+		IssuerRegex:        t.IssuerRegex,
+		UserIDClaim:        t.UserIDClaim,
+	}
+}
+
+func channelConfig(c *config.Config) gyre.ChannelConfig {
+	ch := c.Channel
+	out := gyre.ChannelConfig{
+		WithoutNamespace:  channelOptions(ch.WithoutNamespace, ch.HistoryMetaTTL),
+		NamespaceBoundary: ch.NamespaceBoundary,
+		UserBoundary:      ch.UserBoundary,
+		UserSeparator:     ch.UserSeparator,
+		PrivatePrefix:     ch.PrivatePrefix,
+		MaxLength:         ch.MaxLength,
+	}
+	for _, ns := range ch.Namespaces {
+		out.Namespaces = append(out.Namespaces, gyre.Namespace{Name: ns.Name, ChannelOptions: channelOptions(ns.ChannelOptions, ch.HistoryMetaTTL)})
+	}
+	return out
+}
+
+func channelOptions(o config.ChannelOptions, metaTTL time.Duration) gyre.ChannelOptions {
+	if o.HistoryMetaTTL > 0 {
+		metaTTL = o.HistoryMetaTTL
+	}
+	mode := o.ForceRecoveryMode
+	if mode == "stream" {
+		mode = ""
+	}
+	return gyre.ChannelOptions{
+		Presence:                   o.Presence,
+		JoinLeave:                  o.JoinLeave,
+		ForcePushJoinLeave:         o.ForcePushJoinLeave,
+		HistorySize:                o.HistorySize,
+		HistoryTTL:                 o.HistoryTTL,
+		HistoryMetaTTL:             metaTTL,
+		ForcePositioning:           o.ForcePositioning,
+		AllowPositioning:           o.AllowPositioning,
+		ForceRecovery:              o.ForceRecovery,
+		AllowRecovery:              o.AllowRecovery,
+		ForceRecoveryMode:          mode,
+		AllowedDeltaTypes:          o.AllowedDeltaTypes,
+		DeltaPublish:               o.DeltaPublish,
+		AllowTagsFilter:            o.AllowTagsFilter,
+		AllowSubscribeForClient:    o.AllowSubscribeForClient,
+		AllowSubscribeForAnonymous: o.AllowSubscribeForAnonymous,
+		AllowPublishForSubscriber:  o.AllowPublishForSubscriber,
+		AllowPublishForClient:      o.AllowPublishForClient,
+		AllowPublishForAnonymous:   o.AllowPublishForAnonymous,
+		AllowPresenceForSubscriber: o.AllowPresenceForSubscriber,
+		AllowPresenceForClient:     o.AllowPresenceForClient,
+		AllowPresenceForAnonymous:  o.AllowPresenceForAnonymous,
+		AllowHistoryForSubscriber:  o.AllowHistoryForSubscriber,
+		AllowHistoryForClient:      o.AllowHistoryForClient,
+		AllowHistoryForAnonymous:   o.AllowHistoryForAnonymous,
+		AllowUserLimitedChannels:   o.AllowUserLimitedChannels,
+		ChannelRegex:               o.ChannelRegex,
+	}
+}
