@@ -1,0 +1,129 @@
+package protocol
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// The exchange recorded between centrifuge-js and a server (protocol.md, "Observed on
+// the wire"). Replies must encode byte for byte as seen; fields go in proto order.
+
+func TestGoldenClientFrame(t *testing.T) {
+	frame := "{\"id\":1,\"connect\":{\"token\":\"<JWT>\",\"name\":\"js\"}}\n" +
+		"{\"id\":2,\"subscribe\":{\"channel\":\"chat:index\",\"recover\":true,\"offset\":0,\"epoch\":\"\"}}"
+	cmds, err := DecodeCommands(TypeJSON, []byte(frame), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*Command{
+		{Id: 1, Connect: &ConnectRequest{Token: "<JWT>", Name: "js"}},
+		{Id: 2, Subscribe: &SubscribeRequest{Channel: "chat:index", Recover: true}},
+	}
+	if len(cmds) != len(want) {
+		t.Fatalf("got %d commands, want %d", len(cmds), len(want))
+	}
+	for i := range want {
+		if !proto.Equal(cmds[i], want[i]) {
+			t.Errorf("command %d: got %v, want %v", i, cmds[i], want[i])
+		}
+	}
+	// Re-encoded, the zero offset and empty epoch the SDK sent are left out.
+	var out [][]byte
+	for _, c := range cmds {
+		b, err := AppendCommand(nil, TypeJSON, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	wantFrame := "{\"id\":1,\"connect\":{\"token\":\"<JWT>\",\"name\":\"js\"}}\n" +
+		"{\"id\":2,\"subscribe\":{\"channel\":\"chat:index\",\"recover\":true}}"
+	if got := string(JoinFrame(nil, TypeJSON, out)); got != wantFrame {
+		t.Fatalf("got  %s\nwant %s", got, wantFrame)
+	}
+}
+
+func TestGoldenServerReplies(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply *Reply
+		want  string
+	}{
+		{
+			name: "connect",
+			reply: &Reply{Id: 1, Connect: &ConnectResult{
+				Client: "f51a…", Version: "…", Expires: true, Ttl: 3600, Ping: 25, Pong: true,
+			}},
+			want: `{"id":1,"connect":{"client":"f51a…","version":"…","expires":true,"ttl":3600,"ping":25,"pong":true}}`,
+		},
+		{
+			name: "subscribe with recovery",
+			reply: &Reply{Id: 2, Subscribe: &SubscribeResult{
+				Recoverable: true, Epoch: "HmekckJs",
+				Publications: []*Publication{{Data: []byte(`{"text":"hello"}`), Offset: 1}},
+				Recovered:    true, Positioned: true, WasRecovering: true,
+			}},
+			want: `{"id":2,"subscribe":{"recoverable":true,"epoch":"HmekckJs","publications":[{"data":{"text":"hello"},"offset":1}],"recovered":true,"positioned":true,"was_recovering":true}}`,
+		},
+		{
+			name: "publication push",
+			reply: &Reply{Push: &Push{Channel: "chat:index", Pub: &Publication{
+				Data: []byte(`{"text":"live"}`), Offset: 2, Tags: map[string]string{"k": "v"},
+			}}},
+			want: `{"push":{"channel":"chat:index","pub":{"data":{"text":"live"},"offset":2,"tags":{"k":"v"}}}}`,
+		},
+		{
+			name:  "error",
+			reply: &Reply{Id: 3, Error: &Error{Code: 103, Message: "permission denied"}},
+			want:  `{"id":3,"error":{"code":103,"message":"permission denied"}}`,
+		},
+		{
+			name:  "ping",
+			reply: &Reply{},
+			want:  `{}`,
+		},
+		{
+			name:  "empty result",
+			reply: &Reply{Id: 4, Ping: &PingResult{}},
+			want:  `{"id":4,"ping":{}}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := AppendReply(nil, TypeJSON, tt.reply)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+			back, err := DecodeReply(TypeJSON, got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(back, tt.reply) {
+				t.Fatalf("decoded %v, want %v", back, tt.reply)
+			}
+		})
+	}
+}
+
+func TestGoldenUnidirectionalPush(t *testing.T) {
+	p := &Push{Channel: "c", Pub: &Publication{Data: []byte(`{"x":1}`)}}
+	got, err := AppendPush(nil, TypeJSON, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"channel":"c","pub":{"data":{"x":1}}}`; string(got) != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	connect := &Push{Connect: &Connect{Client: "id", Version: "v", Ping: 25, Session: "s", Node: "n"}}
+	got, err = AppendPush(nil, TypeJSON, connect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"connect":{"client":"id","version":"v","ping":25,"session":"s","node":"n"}}`; string(got) != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
