@@ -1,0 +1,66 @@
+package config
+
+import "time"
+
+// Client configures real-time client connections.
+type Client struct {
+	AllowedOrigins                    []string                       `key:"allowed_origins" help:"Origins allowed to connect from browsers; * allows any, and a pattern like https://*.example.com matches subdomains. Empty allows only same-origin requests and clients that send no Origin."`
+	Token                             Token                          `key:"token" help:"How connection tokens (JWT) are verified; also subscription tokens unless subscription_token is enabled."`
+	SubscriptionToken                 SubscriptionToken              `key:"subscription_token" help:"A separate way to verify subscription tokens."`
+	AllowAnonymousConnectWithoutToken bool                           `key:"allow_anonymous_connect_without_token" help:"Accept connections without a token as anonymous (empty user)."`
+	DisallowAnonymousConnectionTokens bool                           `key:"disallow_anonymous_connection_tokens" help:"Refuse connection tokens whose user (sub) is empty."`
+	PingInterval                      time.Duration                  `key:"ping_interval" default:"25s" min:"-1ns" help:"How often the server pings each connection; negative turns pings off."`
+	PongTimeout                       time.Duration                  `key:"pong_timeout" default:"8s" min:"-1ns" help:"How long to wait for a pong after a ping before closing with 3012; negative turns the check off. Must be less than ping_interval."`
+	ExpiredCloseDelay                 time.Duration                  `key:"expired_close_delay" default:"25s" help:"Grace period after a connection's credentials expire before it is closed with 3005."`
+	ExpiredSubCloseDelay              time.Duration                  `key:"expired_sub_close_delay" default:"25s" help:"Grace period after a subscription token expires before the subscription is closed."`
+	StaleCloseDelay                   time.Duration                  `key:"stale_close_delay" default:"10s" min:"1ns" help:"How long a connection may stay without sending connect before it is closed with 3502."`
+	ChannelLimit                      int                            `key:"channel_limit" default:"128" help:"Most channels one connection may subscribe to; 0 means no limit."`
+	QueueMaxSize                      int                            `key:"queue_max_size" default:"1048576" help:"Most bytes queued for one connection before it is closed with 3008 (slow); 0 means no limit."`
+	PresenceUpdateInterval            time.Duration                  `key:"presence_update_interval" default:"27s" min:"1ns" help:"How often a connection refreshes its presence entries."`
+	Concurrency                       int                            `key:"concurrency" help:"How many commands of one connection may run at once; 0 runs them one by one."`
+	ChannelPositionCheckDelay         time.Duration                  `key:"channel_position_check_delay" default:"40s" min:"1ns" help:"How often positioned subscriptions check their stream position."`
+	ChannelPositionMaxTimeLag         time.Duration                  `key:"channel_position_max_time_lag" help:"How far a positioned subscription's position may lag before it counts as lost; 0 uses the engine default."`
+	ConnectionLimit                   int                            `key:"connection_limit" help:"Most connections on this node; 0 means no limit."`
+	UserConnectionLimit               int                            `key:"user_connection_limit" help:"Most connections of one user on this node; 0 means no limit."`
+	ConnectionRateLimit               int                            `key:"connection_rate_limit" help:"Most new connections per second on this node; 0 means no limit."`
+	ConnectIncludeServerTime          bool                           `key:"connect_include_server_time" help:"Put the server time into the connect result."`
+	HistoryMaxPublicationLimit        int                            `key:"history_max_publication_limit" default:"300" help:"Most publications a client may get in one history call; 0 means no limit."`
+	RecoveryMaxPublicationLimit       int                            `key:"recovery_max_publication_limit" default:"300" help:"Most publications sent on recovery; with more missed the subscription is not recovered."`
+	InsecureSkipTokenSignatureVerify  bool                           `key:"insecure_skip_token_signature_verify" help:"Accept tokens without checking their signature (testing only)."`
+	UserIDHTTPHeader                  string                         `key:"user_id_http_header" help:"Take the user of a connection from this request header, set by a trusted proxy in front."`
+	Insecure                          bool                           `key:"insecure" help:"Accept any connection and subscription without tokens or permissions (testing only)."`
+	SubscribeToUserPersonalChannel    SubscribeToUserPersonalChannel `key:"subscribe_to_user_personal_channel" help:"Subscribe every authenticated connection to its user's personal channel on the server side."`
+
+	Proxy                                 Unimplemented `key:"proxy" help:"Connect and refresh proxies to the application backend."`
+	ConnectProxyName                      Unimplemented `key:"connect_proxy_name" help:"Named proxy for connect events."`
+	RefreshProxyName                      Unimplemented `key:"refresh_proxy_name" help:"Named proxy for refresh events."`
+	ConnectCodeToUnidirectionalDisconnect Unimplemented `key:"connect_code_to_unidirectional_disconnect" help:"Mapping of connect error codes to disconnect codes on unidirectional transports."`
+}
+
+// Token configures how tokens are verified. Several key kinds may be set at
+// once; the token's alg header selects which one applies.
+type Token struct {
+	HMACSecretKey      string `key:"hmac_secret_key" help:"Secret for HS256, HS384 and HS512 tokens."`
+	RSAPublicKey       string `key:"rsa_public_key" help:"RSA public key for RS* and PS* tokens: PEM, base64 of PEM, or a file path."`
+	ECDSAPublicKey     string `key:"ecdsa_public_key" help:"ECDSA public key for ES* tokens: PEM, base64 of PEM, or a file path."`
+	JWKSPublicEndpoint string `key:"jwks_public_endpoint" help:"HTTP(S) URL of a JSON Web Key Set to verify tokens with."`
+	Audience           string `key:"audience" help:"Required aud claim; empty checks none."`
+	AudienceRegex      string `key:"audience_regex" help:"Regular expression the aud claim must match."`
+	Issuer             string `key:"issuer" help:"Required iss claim; empty checks none."`
+	IssuerRegex        string `key:"issuer_regex" help:"Regular expression the iss claim must match."`
+	UserIDClaim        string `key:"user_id_claim" help:"Claim holding the user ID instead of sub; letters and underscores."`
+}
+
+// SubscriptionToken configures subscription tokens apart from connection
+// tokens.
+type SubscriptionToken struct {
+	Enabled bool `key:"enabled" help:"Verify subscription tokens with the keys below instead of client.token."`
+	Token
+}
+
+// SubscribeToUserPersonalChannel configures automatic personal channels.
+type SubscribeToUserPersonalChannel struct {
+	Enabled                  bool   `key:"enabled" help:"Turn the personal channel subscription on."`
+	PersonalChannelNamespace string `key:"personal_channel_namespace" help:"Namespace of the personal channel (namespace:#user); empty uses channels without namespace (#user)."`
+	SingleConnection         bool   `key:"single_connection" help:"Keep at most one connection per user, closing older ones; needs presence in the personal channel's namespace."`
+}

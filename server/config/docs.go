@@ -1,0 +1,209 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// channelOptionsType is documented once, apart from the sections using it.
+var channelOptionsType = reflect.TypeFor[ChannelOptions]()
+
+// MarkdownReference renders the configuration reference (docs/config.md)
+// from the struct tags, so that the documentation cannot drift from the code.
+func MarkdownReference() []byte {
+	var b strings.Builder
+	b.WriteString(docIntro)
+	root := reflect.TypeFor[Config]()
+	b.WriteString("\n## Top level\n\n")
+	writeTableHead(&b)
+	for _, f := range fieldsOf(root) {
+		if f.kind != kindStruct && f.kind != kindUnimplemented {
+			writeRow(&b, f.key, f)
+		}
+	}
+	for _, f := range fieldsOf(root) {
+		if f.kind != kindStruct {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", f.key, f.help)
+		writeTableHead(&b)
+		writeRows(&b, f.typ, f.key)
+	}
+	b.WriteString("\n## Channel options\n\n")
+	b.WriteString("Each of these keys may appear in `channel.without_namespace` and in every item of\n")
+	b.WriteString("`channel.namespaces` (next to its `name`). From the environment:\n")
+	b.WriteString("`GYRE_CHANNEL_WITHOUT_NAMESPACE_PRESENCE=true` or, for a namespace named `chat`,\n")
+	b.WriteString("`GYRE_CHANNEL_NAMESPACES_CHAT_PRESENCE=true`.\n\n")
+	writeTableHead(&b)
+	writeRows(&b, reflect.TypeFor[Namespace](), "")
+	b.WriteString(docUnimplementedIntro)
+	b.WriteString("| Key | What it does in Centrifugo |\n| --- | --- |\n")
+	writeUnimplemented(&b, root, "")
+	writeUnimplemented(&b, channelOptionsType, "channel.namespaces[].")
+	return []byte(b.String())
+}
+
+func writeTableHead(b *strings.Builder) {
+	b.WriteString("| Key | Type | Default | Description |\n| --- | --- | --- | --- |\n")
+}
+
+// writeRows writes a row for every implemented key under the table type t.
+func writeRows(b *strings.Builder, t reflect.Type, path string) {
+	for _, f := range fieldsOf(t) {
+		p := joinPath(path, f.key)
+		switch {
+		case f.kind == kindUnimplemented:
+		case f.typ == channelOptionsType:
+			writeRow(b, p, f)
+		case f.kind == kindStruct:
+			writeRows(b, f.typ, p)
+		default:
+			writeRow(b, p, f)
+		}
+	}
+}
+
+func writeRow(b *strings.Builder, path string, f field) {
+	fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", path, typeName(f), defaultText(f), escapeCell(describeField(f)))
+}
+
+func writeUnimplemented(b *strings.Builder, t reflect.Type, path string) {
+	for _, f := range fieldsOf(t) {
+		p := path + f.key
+		switch {
+		case f.kind == kindUnimplemented:
+			fmt.Fprintf(b, "| `%s` | %s |\n", p, escapeCell(f.help))
+		case f.kind == kindStruct && f.typ != channelOptionsType:
+			writeUnimplemented(b, f.typ, p+".")
+		}
+	}
+}
+
+func typeName(f field) string {
+	switch f.kind {
+	case kindString:
+		return "string"
+	case kindBool:
+		return "bool"
+	case kindInt:
+		return "integer"
+	case kindDuration:
+		return "duration"
+	case kindStrings:
+		return "list of strings"
+	case kindStructs:
+		return "list of tables"
+	default:
+		return "table"
+	}
+}
+
+func defaultText(f field) string {
+	switch {
+	case f.hasDef && f.kind == kindStrings:
+		return "`[\"" + strings.Join(strings.Split(f.def, ","), "\", \"") + "\"]`"
+	case f.hasDef && f.kind == kindString:
+		return "`\"" + f.def + "\"`"
+	case f.hasDef:
+		return "`" + f.def + "`"
+	}
+	switch f.kind {
+	case kindString:
+		return "`\"\"`"
+	case kindBool:
+		return "`false`"
+	case kindInt:
+		return "`0`"
+	case kindDuration:
+		return "`0s`"
+	case kindStrings, kindStructs:
+		return "`[]`"
+	}
+	return ""
+}
+
+// describeField is the help text followed by the limits Validate enforces.
+func describeField(f field) string {
+	parts := []string{f.help}
+	if f.enum != nil {
+		parts = append(parts, "One of: "+describeEnum(f.enum)+".")
+	}
+	if f.kind == kindInt && (f.min != "" || f.max != "") {
+		lo := f.min
+		if lo == "" {
+			lo = "0"
+		}
+		if f.max != "" {
+			parts = append(parts, "Range: "+lo+" to "+f.max+".")
+		} else {
+			parts = append(parts, "At least "+lo+".")
+		}
+	}
+	if f.precision != "" {
+		parts = append(parts, "Precision: "+f.precision+".")
+	}
+	if f.typ == channelOptionsType {
+		parts = append(parts, "See [Channel options](#channel-options).")
+	}
+	if f.kind == kindStructs {
+		parts = append(parts, "Each item takes `name` and the [channel options](#channel-options).")
+	}
+	return strings.Join(parts, " ")
+}
+
+func escapeCell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+const docIntro = `# Configuration reference
+
+<!-- Generated from server/config by "go generate ./server/config"; do not edit. -->
+
+Gyre reads the configuration keys of Centrifugo v6, so a Centrifugo configuration file
+loads unchanged. This page lists every key Gyre knows, its type, its default and what it
+does.
+
+## Sources
+
+Values come from four layers; each overrides the ones before it:
+
+1. **Defaults**, as listed below.
+2. **A file** in JSON, YAML or TOML, chosen by its extension (` + "`.json`, `.yaml`/`.yml`, `.toml`" + `).
+   Keys nest as tables: ` + "`{\"client\": {\"token\": {\"hmac_secret_key\": \"...\"}}}`" + `.
+3. **Environment variables**: ` + "`GYRE_`" + ` followed by the key path upper-cased, with dots as
+   underscores: ` + "`GYRE_HTTP_SERVER_PORT=9000`, `GYRE_CLIENT_TOKEN_HMAC_SECRET_KEY=...`" + `.
+   The server may also read the same names with the ` + "`CENTRIFUGO_`" + ` prefix, with ` + "`GYRE_`" + `
+   winning. Kubernetes service variables such as ` + "`GYRE_PORT`" + ` are ignored silently.
+4. **Command-line flags**, keyed by the same paths (` + "`--http_server.port=9000`" + `).
+
+The result is then validated; the server refuses to start on an invalid value, with an
+error naming the key, e.g. ` + "`config: channel.namespaces[2].history_ttl: invalid duration \"5x\"`" + `.
+
+## Value syntax
+
+- **Durations** are strings with a unit: ` + "`\"25s\"`, `\"1m30s\"`, `\"720h\"`, `\"500ms\"`" + `. As in
+  Centrifugo v6, a bare number is not a duration (only ` + "`0`" + ` is accepted); Gyre says so instead
+  of reading it as nanoseconds.
+- **Booleans** from the environment or flags take ` + "`true`/`false`/`1`/`0`" + `.
+- **Lists** in a file are lists; a single string is a list of one (` + "`\"address\": \"redis:6379\"`" + `).
+  From the environment or flags, a list is a JSON array or items separated by commas or
+  spaces: ` + "`GYRE_CLIENT_ALLOWED_ORIGINS=\"https://a.example https://b.example\"`" + `.
+- **Namespaces** from the environment: ` + "`GYRE_CHANNEL_NAMESPACES`" + ` holds a JSON array of
+  namespaces, or just their names (` + "`\"chat news\"`" + `); options of a namespace then come from
+  ` + "`GYRE_CHANNEL_NAMESPACES_<NAME>_<OPTION>`" + `, with the name upper-cased and ` + "`.`/`-`" + ` as ` + "`_`" + `.
+  Flags address an item by index: ` + "`--channel.namespaces[0].presence=true`" + `.
+- **Key names** in files match without regard to case, as in Centrifugo.
+- A ` + "`null`" + ` value leaves the default in place.
+
+## Unknown keys
+
+An unknown key in a file, or an unknown ` + "`GYRE_`" + ` variable, does not stop the server: it is
+logged as a warning, so that typos show and newer files still load.
+`
+
+const docUnimplementedIntro = `
+## Known keys that Gyre does not implement
+
+These Centrifugo keys are recognised but have no effect in Gyre. Setting one to anything
+but an empty value logs a warning; it never stops the server.
+
+`

@@ -1,0 +1,76 @@
+package config
+
+// HTTPServer configures the listening sockets.
+type HTTPServer struct {
+	Address         string        `key:"address" help:"Interface address to listen on; empty listens on all."`
+	Port            int           `key:"port" default:"8000" max:"65535" help:"Port of the external HTTP server; 0 picks a free port."`
+	InternalAddress string        `key:"internal_address" help:"Interface address for internal endpoints (API, admin, metrics, health, debug); empty uses address."`
+	InternalPort    int           `key:"internal_port" max:"65535" help:"Port for internal endpoints; 0 serves them on port."`
+	TLS             TLS           `key:"tls" help:"TLS of the HTTP server."`
+	TLSExternal     bool          `key:"tls_external" help:"Use TLS only on the external port, leaving the internal port plain."`
+	InternalTLS     TLS           `key:"internal_tls" help:"TLS of the internal port when it differs from tls."`
+	TLSAutocert     Unimplemented `key:"tls_autocert" help:"Automatic certificates from an ACME provider."`
+	HTTP3           Unimplemented `key:"http3" help:"HTTP/3 support."`
+}
+
+// TLS configures a TLS endpoint or client. Certificates and keys may be given
+// inline as PEM, as base64 of PEM, or as a file path; the file wins over
+// base64, which wins over inline PEM.
+type TLS struct {
+	Enabled            bool   `key:"enabled" help:"Turn TLS on."`
+	CertPEM            string `key:"cert_pem" help:"Certificate, PEM."`
+	CertPEMB64         string `key:"cert_pem_b64" help:"Certificate, base64-encoded PEM."`
+	CertPEMFile        string `key:"cert_pem_file" help:"Certificate, path to a PEM file."`
+	KeyPEM             string `key:"key_pem" help:"Private key, PEM."`
+	KeyPEMB64          string `key:"key_pem_b64" help:"Private key, base64-encoded PEM."`
+	KeyPEMFile         string `key:"key_pem_file" help:"Private key, path to a PEM file."`
+	ServerCAPEM        string `key:"server_ca_pem" help:"CA used by a client to verify the server, PEM."`
+	ServerCAPEMB64     string `key:"server_ca_pem_b64" help:"CA used by a client to verify the server, base64-encoded PEM."`
+	ServerCAPEMFile    string `key:"server_ca_pem_file" help:"CA used by a client to verify the server, path to a PEM file."`
+	ClientCAPEM        string `key:"client_ca_pem" help:"CA used by a server to require and verify client certificates, PEM."`
+	ClientCAPEMB64     string `key:"client_ca_pem_b64" help:"CA used by a server to require and verify client certificates, base64-encoded PEM."`
+	ClientCAPEMFile    string `key:"client_ca_pem_file" help:"CA used by a server to require and verify client certificates, path to a PEM file."`
+	InsecureSkipVerify bool   `key:"insecure_skip_verify" help:"As a client, accept any server certificate (testing only)."`
+	ServerName         string `key:"server_name" help:"As a client, the host name to verify the server certificate against."`
+}
+
+// HTTPAPI configures the server HTTP API.
+type HTTPAPI struct {
+	Disabled      bool   `key:"disabled" help:"Turn the HTTP API off."`
+	HandlerPrefix string `key:"handler_prefix" default:"/api" help:"URL path the API is served under."`
+	Key           string `key:"key" help:"API key expected in X-API-Key, Authorization: apikey <key>, or ?api_key=."`
+	ErrorMode     string `key:"error_mode" enum:",transport" help:"transport maps API errors to HTTP status codes; empty always answers 200 with an error object."`
+	External      bool   `key:"external" help:"Serve the API on the external port even when an internal port is set."`
+	Insecure      bool   `key:"insecure" help:"Accept API requests without a key (only behind a trusted network)."`
+}
+
+// Admin configures the admin web interface.
+type Admin struct {
+	Enabled         bool   `key:"enabled" help:"Serve the admin web interface."`
+	HandlerPrefix   string `key:"handler_prefix" help:"URL path the admin interface is served under; empty serves it at the root."`
+	Password        string `key:"password" help:"Password to log into the admin interface."`
+	Secret          string `key:"secret" help:"Secret that signs admin session tokens."`
+	Insecure        bool   `key:"insecure" help:"No login for the admin interface (only behind a trusted network)."`
+	WebPath         string `key:"web_path" help:"Directory with a custom admin web application to serve instead of the built-in one."`
+	WebProxyAddress string `key:"web_proxy_address" help:"Address of a running admin web application to proxy to, for its development."`
+	External        bool   `key:"external" help:"Serve the admin interface on the external port even when an internal port is set."`
+}
+
+// Prometheus configures the metrics endpoint.
+type Prometheus struct {
+	Enabled                bool   `key:"enabled" help:"Serve Prometheus metrics."`
+	HandlerPrefix          string `key:"handler_prefix" default:"/metrics" help:"URL path of the metrics endpoint."`
+	InstrumentHTTPHandlers bool   `key:"instrument_http_handlers" help:"Also measure the HTTP handlers (requests, durations)."`
+}
+
+// Health configures the health check endpoint.
+type Health struct {
+	Enabled       bool   `key:"enabled" help:"Serve the health check endpoint, which reflects the broker's state."`
+	HandlerPrefix string `key:"handler_prefix" default:"/health" help:"URL path of the health check endpoint."`
+}
+
+// Debug configures the profiling endpoints.
+type Debug struct {
+	Enabled       bool   `key:"enabled" help:"Serve Go pprof endpoints."`
+	HandlerPrefix string `key:"handler_prefix" default:"/debug/pprof" help:"URL path of the pprof endpoints."`
+}

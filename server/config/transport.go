@@ -1,0 +1,78 @@
+package config
+
+import "time"
+
+// WebSocket configures the bidirectional WebSocket transport.
+type WebSocket struct {
+	Disabled           bool          `key:"disabled" help:"Turn the WebSocket endpoint off."`
+	HandlerPrefix      string        `key:"handler_prefix" default:"/connection/websocket" help:"URL path of the WebSocket endpoint."`
+	Compression        bool          `key:"compression" help:"Offer permessage-deflate compression."`
+	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing."`
+	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only."`
+	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default."`
+	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections, saving memory on mostly idle connections."`
+	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default."`
+	WriteTimeout       time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to one connection may take before it is closed."`
+	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming frame in bytes; larger ones close the connection. 0 means no limit."`
+}
+
+// UniWebSocket configures the unidirectional WebSocket transport.
+type UniWebSocket struct {
+	Enabled            bool          `key:"enabled" help:"Serve the unidirectional WebSocket endpoint."`
+	HandlerPrefix      string        `key:"handler_prefix" default:"/connection/uni_websocket" help:"URL path of the endpoint."`
+	Compression        bool          `key:"compression" help:"Offer permessage-deflate compression."`
+	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing."`
+	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only."`
+	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default."`
+	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections."`
+	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default."`
+	WriteTimeout       time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to one connection may take before it is closed."`
+	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming frame in bytes; 0 means no limit."`
+	JoinPushMessages   bool          `key:"join_push_messages" help:"Put several pushes into one frame, newline- or length-delimited; the client must expect it."`
+}
+
+// SSE configures bidirectional emulation over Server-Sent Events.
+type SSE struct {
+	Enabled            bool   `key:"enabled" help:"Serve the SSE endpoint."`
+	HandlerPrefix      string `key:"handler_prefix" default:"/connection/sse" help:"URL path of the endpoint."`
+	MaxRequestBodySize int    `key:"max_request_body_size" default:"65536" min:"1" help:"Largest request body in bytes."`
+}
+
+// HTTPStream configures bidirectional emulation over HTTP streaming.
+type HTTPStream struct {
+	Enabled            bool   `key:"enabled" help:"Serve the HTTP streaming endpoint."`
+	HandlerPrefix      string `key:"handler_prefix" default:"/connection/http_stream" help:"URL path of the endpoint."`
+	MaxRequestBodySize int    `key:"max_request_body_size" default:"65536" min:"1" help:"Largest request body in bytes."`
+}
+
+// UniSSE configures the unidirectional Server-Sent Events transport.
+type UniSSE struct {
+	Enabled                   bool          `key:"enabled" help:"Serve the unidirectional SSE endpoint."`
+	HandlerPrefix             string        `key:"handler_prefix" default:"/connection/uni_sse" help:"URL path of the endpoint."`
+	MaxRequestBodySize        int           `key:"max_request_body_size" default:"65536" min:"1" help:"Largest body of a POST connect request in bytes."`
+	ConnectCodeToHTTPResponse Unimplemented `key:"connect_code_to_http_response" help:"Mapping of connect error codes to HTTP responses."`
+}
+
+// UniHTTPStream configures the unidirectional HTTP streaming transport.
+type UniHTTPStream struct {
+	Enabled                   bool          `key:"enabled" help:"Serve the unidirectional HTTP streaming endpoint."`
+	HandlerPrefix             string        `key:"handler_prefix" default:"/connection/uni_http_stream" help:"URL path of the endpoint."`
+	MaxRequestBodySize        int           `key:"max_request_body_size" default:"65536" min:"1" help:"Largest connect request body in bytes."`
+	ConnectCodeToHTTPResponse Unimplemented `key:"connect_code_to_http_response" help:"Mapping of connect error codes to HTTP responses."`
+}
+
+// UniGRPC configures the unidirectional gRPC transport.
+type UniGRPC struct {
+	Enabled               bool   `key:"enabled" help:"Serve the unidirectional gRPC transport."`
+	Address               string `key:"address" help:"Interface address of the gRPC server; empty listens on all."`
+	Port                  int    `key:"port" default:"11000" max:"65535" help:"Port of the gRPC server."`
+	MaxReceiveMessageSize int    `key:"max_receive_message_size" help:"Largest incoming gRPC message in bytes; 0 uses the gRPC default."`
+	TLS                   TLS    `key:"tls" help:"TLS of the gRPC server."`
+}
+
+// Emulation configures the endpoint that takes commands of emulated
+// bidirectional connections.
+type Emulation struct {
+	HandlerPrefix      string `key:"handler_prefix" default:"/emulation" help:"URL path of the emulation endpoint."`
+	MaxRequestBodySize int    `key:"max_request_body_size" default:"65536" min:"1" help:"Largest request body in bytes."`
+}

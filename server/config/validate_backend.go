@@ -1,0 +1,112 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// backends checks the Redis and NATS settings that are in use.
+func (v *validator) backends(c *Config) {
+	if c.Engine.Type == "redis" {
+		v.redis("engine.redis", &c.Engine.Redis.Redis)
+	}
+	if c.Broker.Enabled {
+		switch c.Broker.Type {
+		case "redis":
+			v.redis("broker.redis", &c.Broker.Redis.Redis)
+		case "nats":
+			v.natsURL("broker.nats.url", c.Broker.Nats.URL)
+		}
+	}
+	if c.PresenceManager.Enabled && c.PresenceManager.Type == "redis" {
+		v.redis("presence_manager.redis", &c.PresenceManager.Redis.Redis)
+	}
+}
+
+var redisSchemes = []string{"redis", "rediss", "unix", "tcp"}
+
+func (v *validator) redis(path string, r *Redis) {
+	switch {
+	case len(r.ClusterAddress) > 0 && len(r.SentinelAddress) > 0:
+		v.fail(path+".cluster_address", "cannot be combined with sentinel_address")
+	case len(r.SentinelAddress) > 0 && r.SentinelMasterName == "":
+		v.fail(path+".sentinel_master_name", "must be set when sentinel_address is set")
+	case len(r.ClusterAddress) == 0 && len(r.SentinelAddress) == 0 && len(r.Address) == 0:
+		v.fail(path+".address", "must hold at least one address")
+	}
+	v.redisAddresses(path+".address", r.Address)
+	v.redisAddresses(path+".cluster_address", r.ClusterAddress)
+	v.redisAddresses(path+".sentinel_address", r.SentinelAddress)
+}
+
+func (v *validator) redisAddresses(path string, list []string) {
+	for i, addr := range list {
+		if err := checkRedisAddress(addr); err != nil {
+			v.fail(fmt.Sprintf("%s[%d]", path, i), "%v", err)
+		}
+	}
+}
+
+// checkRedisAddress accepts host:port and URLs such as redis://host:6379/0.
+func checkRedisAddress(addr string) error {
+	if !strings.Contains(addr, "://") {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("invalid address %q: want host:port or a redis:// URL", addr)
+		}
+		return nil
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return fmt.Errorf("invalid URL %q", addr)
+	}
+	if !slices.Contains(redisSchemes, u.Scheme) {
+		return fmt.Errorf("unsupported scheme %q in %q (allowed: %s)", u.Scheme, addr, strings.Join(redisSchemes, ", "))
+	}
+	if u.Scheme != "unix" && u.Host == "" {
+		return fmt.Errorf("no host in %q", addr)
+	}
+	return nil
+}
+
+func (v *validator) natsURL(path, raw string) {
+	for addr := range strings.SplitSeq(raw, ",") {
+		u, err := url.Parse(strings.TrimSpace(addr))
+		if err != nil || u.Host == "" {
+			v.fail(path, "invalid NATS URL %q", addr)
+		}
+	}
+}
+
+// endpoints checks TLS and the admin interface.
+func (v *validator) endpoints(c *Config) {
+	v.serverTLS("http_server.tls", &c.HTTPServer.TLS)
+	v.serverTLS("http_server.internal_tls", &c.HTTPServer.InternalTLS)
+	if c.UniGRPC.Enabled {
+		v.serverTLS("uni_grpc.tls", &c.UniGRPC.TLS)
+	}
+	a := &c.Admin
+	if a.Enabled && !a.Insecure {
+		if a.Password == "" {
+			v.fail("admin.password", "must be set when admin.enabled is true and admin.insecure is false")
+		}
+		if a.Secret == "" {
+			v.fail("admin.secret", "must be set when admin.enabled is true and admin.insecure is false")
+		}
+	}
+}
+
+// serverTLS checks that an enabled server TLS has a certificate and a key.
+func (v *validator) serverTLS(path string, t *TLS) {
+	if !t.Enabled {
+		return
+	}
+	if t.CertPEM == "" && t.CertPEMB64 == "" && t.CertPEMFile == "" {
+		v.fail(path+".cert_pem", "a certificate (cert_pem, cert_pem_b64 or cert_pem_file) is required when TLS is enabled")
+	}
+	if t.KeyPEM == "" && t.KeyPEMB64 == "" && t.KeyPEMFile == "" {
+		v.fail(path+".key_pem", "a private key (key_pem, key_pem_b64 or key_pem_file) is required when TLS is enabled")
+	}
+}
