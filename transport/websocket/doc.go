@@ -1,0 +1,47 @@
+// Package websocket is the byte layer of Gyre's WebSocket transport: it
+// upgrades an HTTP request, reads complete data messages and writes data
+// frames. It knows nothing of commands, replies or clients; the engine in the
+// module root drives it.
+//
+// # Wire format
+//
+// The connection's format is chosen at [Upgrade]: the subprotocol
+// "centrifuge-protobuf" selects protobuf (binary frames), "centrifuge-json"
+// selects JSON (text frames); without a subprotocol the query parameter
+// cf_protocol=protobuf or cf_protocol=json decides, and JSON is the default.
+// Every frame [Conn.WriteFrame] sends uses the opcode of that format.
+//
+// # Concurrency
+//
+// One goroutine reads ([Conn.ReadMessage]) while another writes
+// ([Conn.WriteFrame], [Conn.WriteFrameParts]); [Conn.Close] may be called
+// from any goroutine at any time. Writes are serialised by a lock; pongs and
+// close echoes sent by the reader take the same lock, so frames never
+// interleave on the wire.
+//
+// # Memory
+//
+// An idle connection owns no buffer of its own beyond a few dozen bytes
+// inside [Conn]: the reader blocks on a small array embedded in the struct,
+// large enough for a pong or a ping reply from a client. A pooled 4 KiB
+// buffer is taken only while a frame is being read and is given back as soon
+// as no unread bytes remain. Messages that do not fit that buffer, or that
+// arrive in fragments, are assembled in a buffer from size-classed pools that
+// is returned at the next ReadMessage. The payload returned by ReadMessage is
+// therefore valid only until the next call.
+//
+// Writes copy nothing: header and payload go to the kernel with one writev.
+//
+// # Errors
+//
+// ReadMessage reports the peer's close frame as a [*CloseError] after echoing
+// it. A message over the read limit gives [ErrMessageTooLarge] before its
+// payload is read; a frame that breaks RFC 6455 gives an error matching
+// [ErrProtocol]; a text message that is not UTF-8 gives [ErrInvalidUTF8]. The
+// connection is unusable for reading after any error, and the caller picks
+// the close code (1009 or 3501 for a large message, 1002 for a protocol
+// error, 1007 for bad UTF-8). A dropped connection gives an error matching
+// [io.EOF] (between frames) or [io.ErrUnexpectedEOF] (inside one).
+//
+// Permessage-deflate is not negotiated.
+package websocket

@@ -1,0 +1,254 @@
+package websocket
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// upgraded is what the test server's handler got from Upgrade.
+type upgraded struct {
+	conn   *Conn
+	format protocol.Type
+	err    error
+}
+
+// testServer upgrades every request with opts and hands the result over.
+type testServer struct {
+	*httptest.Server
+	conns chan upgraded
+}
+
+func newTestServer(t testing.TB, opts Options) *testServer {
+	t.Helper()
+	return startTestServer(t, opts, httptest.NewServer)
+}
+
+func newTLSTestServer(t testing.TB, opts Options) *testServer {
+	t.Helper()
+	return startTestServer(t, opts, httptest.NewTLSServer)
+}
+
+func startTestServer(t testing.TB, opts Options, start func(http.Handler) *httptest.Server) *testServer {
+	t.Helper()
+	s := &testServer{conns: make(chan upgraded, 16)}
+	s.Server = start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, f, err := Upgrade(w, r, opts)
+		s.conns <- upgraded{conn: c, format: f, err: err}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// wsURL is the server's address with a ws or wss scheme and the given
+// path and query.
+func (s *testServer) wsURL(pathQuery string) string {
+	u := strings.Replace(s.URL, "http", "ws", 1)
+	return u + pathQuery
+}
+
+// accept waits for the server side of the next connection.
+func (s *testServer) accept(t testing.TB) upgraded {
+	t.Helper()
+	select {
+	case u := <-s.conns:
+		return u
+	case <-time.After(10 * time.Second):
+		t.Fatal("no upgrade reached the server")
+		return upgraded{}
+	}
+}
+
+// client is the peer: a real WebSocket client on a real socket.
+type client struct {
+	t    testing.TB
+	conn net.Conn
+	r    io.Reader
+	hs   ws.Handshake
+}
+
+func (s *testServer) dial(t testing.TB, pathQuery string, protocols ...string) *client {
+	t.Helper()
+	d := ws.Dialer{Protocols: protocols}
+	if s.TLS != nil {
+		d.TLSConfig = &tls.Config{RootCAs: s.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	}
+	conn, br, hs, err := d.Dial(context.Background(), s.wsURL(pathQuery))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	c := &client{t: t, conn: conn, r: conn, hs: hs}
+	if br != nil {
+		c.r = io.MultiReader(br, conn)
+	}
+	return c
+}
+
+// connect dials and returns both ends.
+func (s *testServer) connect(t testing.TB, pathQuery string, protocols ...string) (*client, *Conn) {
+	t.Helper()
+	cl := s.dial(t, pathQuery, protocols...)
+	u := s.accept(t)
+	if u.err != nil {
+		t.Fatalf("upgrade: %v", u.err)
+	}
+	t.Cleanup(func() { _ = u.conn.Close(1000, "") })
+	return cl, u.conn
+}
+
+// send writes a masked frame as a client must.
+func (c *client) send(op ws.OpCode, fin bool, payload []byte) {
+	c.t.Helper()
+	p := append([]byte(nil), payload...)
+	f := ws.MaskFrameInPlace(ws.NewFrame(op, fin, p))
+	if err := ws.WriteFrame(c.conn, f); err != nil {
+		c.t.Fatalf("client send: %v", err)
+	}
+}
+
+// sendRaw writes bytes as they are, for frames a client must not send.
+func (c *client) sendRaw(b []byte) {
+	c.t.Helper()
+	if _, err := c.conn.Write(b); err != nil {
+		c.t.Fatalf("client send raw: %v", err)
+	}
+}
+
+// recv reads one frame from the server and checks it is unmasked.
+func (c *client) recv() ws.Frame {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	f, err := ws.ReadFrame(c.r)
+	if err != nil {
+		c.t.Fatalf("client recv: %v", err)
+	}
+	if f.Header.Masked {
+		c.t.Fatal("server frame is masked")
+	}
+	return f
+}
+
+// recvClose reads the close frame, checks nothing follows it, and returns
+// its code and reason.
+func (c *client) recvClose() (ws.StatusCode, string) {
+	c.t.Helper()
+	f := c.recv()
+	if f.Header.OpCode != ws.OpClose {
+		c.t.Fatalf("got opcode %v, want close", f.Header.OpCode)
+	}
+	c.expectEOF()
+	if len(f.Payload) == 0 {
+		return 0, ""
+	}
+	code, reason := ws.ParseCloseFrameData(f.Payload)
+	return code, reason
+}
+
+// expectEOF checks the server closed the socket.
+func (c *client) expectEOF() {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var b [1]byte
+	n, err := c.r.Read(b[:])
+	if n != 0 || err == nil {
+		c.t.Fatalf("read after close: n=%d err=%v, want end of stream", n, err)
+	}
+	if errors.Is(err, io.EOF) || isReset(err) {
+		return
+	}
+	c.t.Fatalf("read after close: %v, want end of stream", err)
+}
+
+func isReset(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
+
+// maskedFrame builds the bytes of a masked client frame, with fin, opcode
+// and reserved bits given as the first header byte.
+func maskedFrame(b0 byte, payload []byte) []byte {
+	h := ws.Header{
+		Fin:    b0&0x80 != 0,
+		Rsv:    (b0 >> 4) & 0x7,
+		OpCode: ws.OpCode(b0 & 0x0f),
+		Masked: true,
+		Mask:   ws.NewMask(),
+		Length: int64(len(payload)),
+	}
+	var sb strings.Builder
+	_ = ws.WriteHeader(&sb, h)
+	p := append([]byte(nil), payload...)
+	ws.Cipher(p, h.Mask, 0)
+	return append([]byte(sb.String()), p...)
+}
+
+// readResult runs ReadMessage in the background so a test can fail
+// instead of hanging when the server blocks.
+type readResult struct {
+	payload []byte
+	binary  bool
+	err     error
+}
+
+func readAsync(c *Conn) <-chan readResult {
+	ch := make(chan readResult, 1)
+	go func() {
+		p, b, err := c.ReadMessage()
+		ch <- readResult{append([]byte(nil), p...), b, err}
+	}()
+	return ch
+}
+
+func waitRead(t testing.TB, ch <-chan readResult) readResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadMessage is still blocked")
+		return readResult{}
+	}
+}
+
+func mustRead(t testing.TB, c *Conn) ([]byte, bool) {
+	t.Helper()
+	r := waitRead(t, readAsync(c))
+	if r.err != nil {
+		t.Fatalf("ReadMessage: %v", r.err)
+	}
+	return r.payload, r.binary
+}
+
+// checkNoLeak fails if goroutines started during the test outlive it.
+func checkNoLeak(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}

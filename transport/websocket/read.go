@@ -1,0 +1,255 @@
+package websocket
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"unicode/utf8"
+
+	"github.com/gobwas/ws"
+)
+
+// readBufSize is the largest frame payload read in place, without copying
+// it into a message buffer.
+const readBufSize = 1 << minClassShift
+
+// frameHeader is a parsed client frame header.
+type frameHeader struct {
+	fin    bool
+	op     byte
+	length int64
+	mask   [4]byte
+}
+
+// ReadMessage blocks until the next complete data message and reports
+// whether it came in binary frames. Fragments are joined; pings are answered
+// with pongs, pongs are dropped, and a close frame is echoed, closes the
+// connection and comes back as a *CloseError.
+//
+// The payload is valid until the next call. After an error every later call
+// returns the same error.
+func (c *Conn) ReadMessage() (payload []byte, binary bool, err error) {
+	if c.rerr != nil {
+		return nil, false, c.rerr
+	}
+	c.dropMessage()
+	payload, binary, err = c.readMessage()
+	if err != nil {
+		c.rerr = c.readError(err)
+		c.dropMessage()
+		c.in.discard()
+		return nil, false, c.rerr
+	}
+	return payload, binary, nil
+}
+
+func (c *Conn) readMessage() ([]byte, bool, error) {
+	var fragmented, binary bool
+	for {
+		h, err := c.readHeader(fragmented)
+		if err != nil {
+			return nil, false, err
+		}
+		switch {
+		case h.op >= opClose:
+			if err := c.control(h); err != nil {
+				return nil, false, err
+			}
+			continue
+		case h.op == opContinuation && !fragmented:
+			return nil, false, protocolError("continuation frame outside a message")
+		case h.op != opContinuation && fragmented:
+			return nil, false, protocolError("data frame inside a fragmented message")
+		case h.op != opContinuation:
+			binary = h.op == opBinary
+		}
+		if int64(len(c.msg))+h.length > c.readLimit {
+			return nil, false, ErrMessageTooLarge
+		}
+		var p []byte
+		if h.fin && !fragmented && h.length <= readBufSize {
+			p, err = c.readInPlace(h)
+		} else {
+			p, err = c.readFragment(h)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if !h.fin {
+			fragmented = true
+			continue
+		}
+		if !binary && !utf8.Valid(p) {
+			return nil, false, ErrInvalidUTF8
+		}
+		return p, binary, nil
+	}
+}
+
+// readHeader reads and checks one frame header. It is where a connection
+// waits for its peer, so it first gives back the pooled read buffer if
+// nothing is left in it.
+func (c *Conn) readHeader(fragmented bool) (frameHeader, error) {
+	var h frameHeader
+	c.in.release()
+	if err := c.in.fill(c.nc, 2); err != nil {
+		if fragmented || c.in.buffered() > 0 {
+			err = midFrame(err)
+		}
+		return h, err
+	}
+	b0, b1 := c.in.buf[c.in.r], c.in.buf[c.in.r+1]
+	if b0&0x70 != 0 {
+		return h, protocolError("reserved bits set")
+	}
+	if b1&0x80 == 0 {
+		return h, protocolError("unmasked client frame")
+	}
+	size := 2 + 4
+	switch b1 & 0x7f {
+	case 126:
+		size += 2
+	case 127:
+		size += 8
+	}
+	if err := c.in.fill(c.nc, size); err != nil {
+		return h, midFrame(err)
+	}
+	b := c.in.buf[c.in.r : c.in.r+size]
+	c.in.r += size
+	h.fin = b0&0x80 != 0
+	h.op = b0 & 0x0f
+	switch n := b1 & 0x7f; n {
+	case 126:
+		h.length = int64(binary.BigEndian.Uint16(b[2:]))
+	case 127:
+		u := binary.BigEndian.Uint64(b[2:])
+		if u>>63 != 0 {
+			return h, protocolError("payload length over 63 bits")
+		}
+		h.length = int64(u)
+	default:
+		h.length = int64(n)
+	}
+	copy(h.mask[:], b[size-4:])
+	return h, checkOpcode(h)
+}
+
+func checkOpcode(h frameHeader) error {
+	switch h.op {
+	case opContinuation, opText, opBinary:
+		return nil
+	case opClose, opPing, opPong:
+		if !h.fin {
+			return protocolError("fragmented control frame")
+		}
+		if h.length > ws.MaxControlFramePayloadSize {
+			return protocolError("control frame over 125 bytes")
+		}
+		return nil
+	}
+	return protocolError(fmt.Sprintf("reserved opcode %#x", h.op))
+}
+
+// readInPlace returns a whole-message frame's payload unmasked inside the
+// read buffer.
+func (c *Conn) readInPlace(h frameHeader) ([]byte, error) {
+	n := int(h.length)
+	if err := c.in.fill(c.nc, n); err != nil {
+		return nil, midFrame(err)
+	}
+	p := c.in.buf[c.in.r : c.in.r+n : c.in.r+n]
+	c.in.r += n
+	ws.Cipher(p, h.mask, 0)
+	return p, nil
+}
+
+// readFragment appends a frame's payload to the message buffer, growing it
+// through the size classes, and returns the message so far.
+func (c *Conn) readFragment(h frameHeader) ([]byte, error) {
+	start := len(c.msg)
+	end := start + int(h.length)
+	if c.msgBuf == nil || cap(*c.msgBuf) < end {
+		nb := getBuf(end)
+		*nb = append((*nb)[:0], c.msg...)
+		if c.msgBuf != nil {
+			putBuf(c.msgBuf)
+		}
+		c.msgBuf = nb
+	}
+	c.msg = (*c.msgBuf)[:end]
+	dst := c.msg[start:]
+	if err := c.in.readFull(c.nc, dst); err != nil {
+		return nil, midFrame(err)
+	}
+	ws.Cipher(dst, h.mask, 0)
+	return c.msg, nil
+}
+
+// dropMessage gives the message buffer back once its payload is invalid.
+func (c *Conn) dropMessage() {
+	if c.msgBuf != nil {
+		putBuf(c.msgBuf)
+		c.msgBuf = nil
+	}
+	c.msg = nil
+}
+
+// control handles a ping, pong or close frame met while reading.
+func (c *Conn) control(h frameHeader) error {
+	n := int(h.length)
+	if err := c.in.fill(c.nc, n); err != nil {
+		return midFrame(err)
+	}
+	p := c.in.buf[c.in.r : c.in.r+n]
+	c.in.r += n
+	ws.Cipher(p, h.mask, 0)
+	switch h.op {
+	case opPing:
+		err := c.writeControl(opPong, p)
+		if errors.Is(err, ErrClosed) {
+			return nil // closing anyway; the reader learns it from the socket
+		}
+		return err
+	case opClose:
+		return c.peerClose(p)
+	}
+	return nil
+}
+
+// peerClose echoes a close frame, closes the connection and reports the
+// peer's status.
+func (c *Conn) peerClose(p []byte) error {
+	ce := &CloseError{Code: statusNoStatus}
+	switch {
+	case len(p) == 1:
+		return protocolError("one-byte close payload")
+	case len(p) >= 2:
+		ce.Code = binary.BigEndian.Uint16(p)
+		if !validCloseCode(ce.Code) {
+			return protocolError(fmt.Sprintf("close code %d", ce.Code))
+		}
+		if !utf8.Valid(p[2:]) {
+			return ErrInvalidUTF8
+		}
+		ce.Reason = string(p[2:])
+	}
+	if err := c.closeWith(ce.Code, ce.Reason); err != nil {
+		return fmt.Errorf("websocket: echo close: %w", err)
+	}
+	return ce
+}
+
+// readError gives the caller ErrClosed for reads cut short by Close, and
+// puts the package name on socket errors.
+func (c *Conn) readError(err error) error {
+	var ce *CloseError
+	switch {
+	case errors.As(err, &ce), errors.Is(err, ErrProtocol), err == ErrMessageTooLarge, err == ErrInvalidUTF8:
+		return err
+	case errors.Is(err, net.ErrClosed) && c.closeReq.Load() != nil:
+		return ErrClosed
+	}
+	return fmt.Errorf("websocket: read: %w", err)
+}

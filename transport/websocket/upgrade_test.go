@@ -1,0 +1,203 @@
+package websocket
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gobwas/ws"
+
+	"github.com/gyrehq/gyre/protocol"
+)
+
+func TestUpgradeNegotiatesFormat(t *testing.T) {
+	tests := []struct {
+		name       string
+		query      string
+		offer      []string
+		want       protocol.Type
+		wantAccept string
+		wantOpcode ws.OpCode
+	}{
+		{name: "default", want: protocol.TypeJSON, wantOpcode: ws.OpText},
+		{name: "subprotocol protobuf", offer: []string{SubprotocolProtobuf}, want: protocol.TypeProtobuf, wantAccept: SubprotocolProtobuf, wantOpcode: ws.OpBinary},
+		{name: "subprotocol json", offer: []string{SubprotocolJSON}, want: protocol.TypeJSON, wantAccept: SubprotocolJSON, wantOpcode: ws.OpText},
+		{name: "first offer wins", offer: []string{SubprotocolJSON, SubprotocolProtobuf}, want: protocol.TypeJSON, wantAccept: SubprotocolJSON, wantOpcode: ws.OpText},
+		{name: "unknown offer ignored", offer: []string{"mqtt", SubprotocolProtobuf}, want: protocol.TypeProtobuf, wantAccept: SubprotocolProtobuf, wantOpcode: ws.OpBinary},
+		{name: "query protobuf", query: "?cf_protocol=protobuf", want: protocol.TypeProtobuf, wantOpcode: ws.OpBinary},
+		{name: "query json", query: "?cf_protocol=json", want: protocol.TypeJSON, wantOpcode: ws.OpText},
+		{name: "query among others", query: "?a=1&cf_protocol=protobuf&b=2", want: protocol.TypeProtobuf, wantOpcode: ws.OpBinary},
+		{name: "query unknown value", query: "?cf_protocol=xml", want: protocol.TypeJSON, wantOpcode: ws.OpText},
+		{name: "subprotocol beats query", query: "?cf_protocol=protobuf", offer: []string{SubprotocolJSON}, want: protocol.TypeJSON, wantAccept: SubprotocolJSON, wantOpcode: ws.OpText},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestServer(t, Options{})
+			cl := s.dial(t, "/connection/websocket"+tt.query, tt.offer...)
+			u := s.accept(t)
+			if u.err != nil {
+				t.Fatalf("Upgrade: %v", u.err)
+			}
+			if u.format != tt.want || u.conn.Protocol() != tt.want {
+				t.Errorf("format %v, Protocol() %v, want %v", u.format, u.conn.Protocol(), tt.want)
+			}
+			if cl.hs.Protocol != tt.wantAccept {
+				t.Errorf("client saw subprotocol %q, want %q", cl.hs.Protocol, tt.wantAccept)
+			}
+			if err := u.conn.WriteFrame([]byte("{}")); err != nil {
+				t.Fatalf("WriteFrame: %v", err)
+			}
+			f := cl.recv()
+			if f.Header.OpCode != tt.wantOpcode || !f.Header.Fin || string(f.Payload) != "{}" {
+				t.Errorf("frame op=%v fin=%v payload=%q, want op=%v fin payload {}", f.Header.OpCode, f.Header.Fin, f.Payload, tt.wantOpcode)
+			}
+			if got, want := u.conn.RemoteAddr().String(), cl.conn.LocalAddr().String(); got != want {
+				t.Errorf("RemoteAddr %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func TestUpgradeChecksOrigin(t *testing.T) {
+	allow := func(r *http.Request) bool { return r.Header.Get("Origin") == "https://good.example" }
+	tests := []struct {
+		name       string
+		check      func(*http.Request) bool
+		origin     string
+		wantStatus int
+		wantErr    error
+	}{
+		{name: "allowed", check: allow, origin: "https://good.example", wantStatus: http.StatusSwitchingProtocols},
+		{name: "refused", check: allow, origin: "https://evil.example", wantStatus: http.StatusForbidden, wantErr: ErrOriginNotAllowed},
+		{name: "nil allows all", origin: "https://evil.example", wantStatus: http.StatusSwitchingProtocols},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestServer(t, Options{CheckOrigin: tt.check})
+			h := handshakeHeaders()
+			h.Set("Origin", tt.origin)
+			status := rawHandshake(t, s, http.MethodGet, h)
+			if status != tt.wantStatus {
+				t.Errorf("status %d, want %d", status, tt.wantStatus)
+			}
+			u := s.accept(t)
+			if !errors.Is(u.err, tt.wantErr) || (tt.wantErr == nil) != (u.err == nil) {
+				t.Errorf("Upgrade error %v, want %v", u.err, tt.wantErr)
+			}
+			if u.conn != nil {
+				_ = u.conn.Close(1000, "")
+			}
+		})
+	}
+}
+
+func TestUpgradeRejectsBadHandshake(t *testing.T) {
+	tests := []struct {
+		name       string
+		method     string
+		edit       func(http.Header)
+		wantStatus int
+	}{
+		{name: "plain GET", method: http.MethodGet, edit: func(h http.Header) { h.Del("Upgrade"); h.Del("Connection") }, wantStatus: http.StatusBadRequest},
+		{name: "no key", method: http.MethodGet, edit: func(h http.Header) { h.Del("Sec-WebSocket-Key") }, wantStatus: http.StatusBadRequest},
+		{name: "short key", method: http.MethodGet, edit: func(h http.Header) { h.Set("Sec-WebSocket-Key", "abc") }, wantStatus: http.StatusBadRequest},
+		{name: "no version", method: http.MethodGet, edit: func(h http.Header) { h.Del("Sec-WebSocket-Version") }, wantStatus: http.StatusBadRequest},
+		{name: "old version", method: http.MethodGet, edit: func(h http.Header) { h.Set("Sec-WebSocket-Version", "8") }, wantStatus: http.StatusUpgradeRequired},
+		{name: "POST", method: http.MethodPost, edit: func(http.Header) {}, wantStatus: http.StatusMethodNotAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestServer(t, Options{})
+			h := handshakeHeaders()
+			tt.edit(h)
+			if status := rawHandshake(t, s, tt.method, h); status != tt.wantStatus {
+				t.Errorf("status %d, want %d", status, tt.wantStatus)
+			}
+			u := s.accept(t)
+			if !errors.Is(u.err, ErrBadHandshake) {
+				t.Errorf("Upgrade error %v, want ErrBadHandshake", u.err)
+			}
+		})
+	}
+}
+
+// TestUpgradeKeepsPipelinedFrames sends a frame in the same write as the
+// handshake, so that it lands in the HTTP server's buffer.
+func TestUpgradeKeepsPipelinedFrames(t *testing.T) {
+	tests := []struct {
+		name     string
+		payloads []string
+	}{
+		{name: "one small", payloads: []string{`{"id":1}`}},
+		{name: "several", payloads: []string{`{"id":1}`, `{"id":2}`, strings.Repeat("x", 300)}},
+		{name: "larger than the small buffer", payloads: []string{strings.Repeat("y", 2000)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestServer(t, Options{})
+			nc, err := net.Dial("tcp", s.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			var b strings.Builder
+			req, _ := http.NewRequest(http.MethodGet, s.URL+"/connection/websocket", nil)
+			req.Header = handshakeHeaders()
+			_ = req.Write(&b)
+			for _, p := range tt.payloads {
+				b.Write(maskedFrame(0x80|byte(ws.OpText), []byte(p)))
+			}
+			if _, err := io.WriteString(nc, b.String()); err != nil {
+				t.Fatal(err)
+			}
+			u := s.accept(t)
+			if u.err != nil {
+				t.Fatalf("Upgrade: %v", u.err)
+			}
+			defer u.conn.Close(1000, "")
+			for _, want := range tt.payloads {
+				got, _ := mustRead(t, u.conn)
+				if string(got) != want {
+					t.Fatalf("got %q, want %q", got, want)
+				}
+			}
+		})
+	}
+}
+
+func handshakeHeaders() http.Header {
+	h := http.Header{}
+	h.Set("Upgrade", "websocket")
+	h.Set("Connection", "Upgrade")
+	h.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	h.Set("Sec-WebSocket-Version", "13")
+	return h
+}
+
+// rawHandshake sends a handshake request by hand and returns the status.
+func rawHandshake(t *testing.T, s *testServer, method string, h http.Header) int {
+	t.Helper()
+	nc, err := net.Dial("tcp", s.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	req, err := http.NewRequest(method, s.URL+"/connection/websocket", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = h
+	if err := req.Write(nc); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(nc), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}

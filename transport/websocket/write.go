@@ -1,0 +1,144 @@
+package websocket
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// maxServerHeader is the longest header of an unmasked frame.
+const maxServerHeader = 10
+
+// WriteFrame sends payload as one data frame, text on a JSON connection and
+// binary on a protobuf one. Header and payload leave in one write call. It
+// may run concurrently with ReadMessage and Close; concurrent writers are
+// serialised. Each write is bounded by Options.WriteTimeout; after a failed
+// write the connection only accepts Close.
+func (c *Conn) WriteFrame(payload []byte) error {
+	c.wmu.Lock()
+	err := c.writeFrameLocked(c.dataOp, payload)
+	c.unlockWrite()
+	return err
+}
+
+// WriteFrameParts sends the concatenation of parts as one data frame without
+// copying them, so that messages encoded once for many connections (each
+// with its own separator or length prefix) go out as one frame and one write
+// call. Otherwise it behaves as WriteFrame.
+func (c *Conn) WriteFrameParts(parts [][]byte) error {
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	c.wmu.Lock()
+	defer c.unlockWrite()
+	if err := c.writable(); err != nil {
+		return err
+	}
+	n := putHeader(c.whdr[:], c.dataOp, total)
+	c.setWriteDeadline()
+	var err error
+	if c.vectored {
+		v := vecPool.Get().(*vector)
+		v.parts = append(append(v.parts[:0], c.whdr[:n]), parts...)
+		v.bufs = v.parts
+		_, err = v.bufs.WriteTo(c.nc)
+		clear(v.parts) // keep no payload reachable from the pool
+		vecPool.Put(v)
+	} else {
+		err = c.writeCopy(c.whdr[:n], parts...)
+	}
+	return c.wrote(err)
+}
+
+// writeControl sends a pong (or another control frame) from the reader.
+func (c *Conn) writeControl(op byte, payload []byte) error {
+	c.wmu.Lock()
+	err := c.writeFrameLocked(op, payload)
+	c.unlockWrite()
+	return err
+}
+
+func (c *Conn) writeFrameLocked(op byte, payload []byte) error {
+	if err := c.writable(); err != nil {
+		return err
+	}
+	n := putHeader(c.whdr[:], op, len(payload))
+	c.setWriteDeadline()
+	var err error
+	if c.vectored {
+		c.wvec[0], c.wvec[1] = c.whdr[:n], payload
+		c.wbufs = c.wvec[:]
+		_, err = c.wbufs.WriteTo(c.nc)
+		c.wvec[1] = nil
+	} else {
+		err = c.writeCopy(c.whdr[:n], payload)
+	}
+	return c.wrote(err)
+}
+
+// writable reports why nothing more may be written, under wmu.
+func (c *Conn) writable() error {
+	if c.wclosed || c.closeReq.Load() != nil {
+		return ErrClosed
+	}
+	return c.werr
+}
+
+// wrote records a failed write: the peer may have half a frame, so the
+// stream is unusable from here on.
+func (c *Conn) wrote(err error) error {
+	if err != nil {
+		c.werr = fmt.Errorf("websocket: write: %w", err)
+		return c.werr
+	}
+	return nil
+}
+
+func (c *Conn) setWriteDeadline() {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+}
+
+// writeCopy joins a frame in a pooled buffer for connections (TLS) where
+// separate writes would mean separate records and packets.
+func (c *Conn) writeCopy(header []byte, parts ...[]byte) error {
+	n := len(header)
+	for _, p := range parts {
+		n += len(p)
+	}
+	b := getBuf(n)
+	*b = append((*b)[:0], header...)
+	for _, p := range parts {
+		*b = append(*b, p...)
+	}
+	_, err := c.nc.Write(*b)
+	putBuf(b)
+	return err
+}
+
+// putHeader writes a final, unmasked frame header and returns its length.
+func putHeader(dst []byte, op byte, n int) int {
+	dst[0] = 0x80 | op
+	switch {
+	case n < 126:
+		dst[1] = byte(n)
+		return 2
+	case n <= 0xffff:
+		dst[1] = 126
+		binary.BigEndian.PutUint16(dst[2:], uint16(n))
+		return 4
+	}
+	dst[1] = 127
+	binary.BigEndian.PutUint64(dst[2:], uint64(n))
+	return 10
+}
+
+// vector is a reusable writev list for WriteFrameParts.
+type vector struct {
+	parts [][]byte
+	bufs  net.Buffers // consumed by WriteTo, hence apart from parts
+}
+
+var vecPool = sync.Pool{New: func() any { return new(vector) }}
