@@ -1,0 +1,238 @@
+package brokertest
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+)
+
+// testIdempotency: a repeated key returns the first position, reports the
+// publish suppressed and delivers nothing; other keys publish.
+func testIdempotency(t *testing.T, e *brokerEnv) {
+	for _, tt := range []struct {
+		name string
+		opts broker.PublishOptions
+	}{
+		{"WithHistory", withHistory},
+		{"WithoutHistory", broker.PublishOptions{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := e.channel()
+			keyed := func(key string) broker.PublishOptions {
+				o := tt.opts
+				o.IdempotencyKey = key
+				return o
+			}
+			first := e.publish(ch, "a", keyed("k1"))
+			sp, suppressed, err := e.b.Publish(ch, []byte("b"), keyed("k1"))
+			if err != nil || !suppressed || sp != first {
+				t.Fatalf("repeated key: position %+v suppressed %v error %v; want %+v, true, nil", sp, suppressed, err, first)
+			}
+			other := e.publish(ch, "c", keyed("k2"))
+			e.publish(ch, "d", tt.opts)
+			if got := deliveredData(e.rec.waitPubs(t, ch, 3)); !reflect.DeepEqual(got, []string{"a", "c", "d"}) {
+				t.Errorf("delivered %q, want [a c d]", got)
+			}
+			if tt.opts.HistorySize > 0 && other.Offset != first.Offset+1 {
+				t.Errorf("second key got offset %d, want %d", other.Offset, first.Offset+1)
+			}
+		})
+	}
+}
+
+// testIdempotencyExpiry: once IdempotentResultTTL passes, the key
+// publishes again, even while a key stored earlier with a longer TTL is
+// still remembered.
+func testIdempotencyExpiry(t *testing.T, e *brokerEnv) {
+	ch := e.channel()
+	keyed := func(key string, ttl time.Duration) broker.PublishOptions {
+		o := withHistory
+		o.IdempotencyKey, o.IdempotentResultTTL = key, ttl
+		return o
+	}
+	long := keyed("long", time.Hour)
+	short := keyed("short", 100*time.Millisecond)
+	e.publish(ch, "m", long)
+	first := e.publish(ch, "m", short)
+	eventually(t, "the idempotency key to expire", func() bool {
+		sp, suppressed, err := e.b.Publish(ch, []byte("m"), short)
+		if err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+		if suppressed {
+			if sp != first {
+				t.Fatalf("suppressed publish returned %+v, want %+v", sp, first)
+			}
+			return false
+		}
+		if sp.Offset != first.Offset+1 {
+			t.Fatalf("publish after expiry got offset %d, want %d", sp.Offset, first.Offset+1)
+		}
+		return true
+	})
+	if _, suppressed, err := e.b.Publish(ch, []byte("m"), long); err != nil || !suppressed {
+		t.Errorf("key with the long TTL: suppressed %v, error %v; want true, nil", suppressed, err)
+	}
+}
+
+// testOrderOnePublisher: publishes issued back to back by one goroutine
+// are delivered in that order, with and without history.
+func testOrderOnePublisher(t *testing.T, e *brokerEnv) {
+	for _, tt := range []struct {
+		name string
+		opts broker.PublishOptions
+	}{
+		{"WithHistory", withHistory},
+		{"WithoutHistory", broker.PublishOptions{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := e.channel()
+			const n = 500
+			want := make([]string, n)
+			for i := range n {
+				want[i] = strconv.Itoa(i)
+				e.publish(ch, want[i], tt.opts)
+			}
+			if got := deliveredData(e.rec.waitPubs(t, ch, n)); !reflect.DeepEqual(got, want) {
+				t.Errorf("delivery order differs from publish order:\n got %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+// testOrderConcurrentPublishers: many goroutines publishing to a few
+// channels get distinct offsets, and each channel's publications reach the
+// handler in offset order and never concurrently.
+func testOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
+	const channels, publishers, each = 3, 4, 100
+	chs := make([]string, channels)
+	for i := range chs {
+		chs[i] = e.channel()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, channels*publishers)
+	for _, ch := range chs {
+		for p := range publishers {
+			wg.Go(func() {
+				for i := range each {
+					if _, _, err := e.b.Publish(ch, fmt.Appendf(nil, "%d-%d", p, i), withHistory); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Publish: %v", err)
+	}
+	for _, ch := range chs {
+		ds := e.rec.waitPubs(t, ch, publishers*each)
+		next := make(map[string]string) // publisher -> sequence number expected next
+		for i, d := range ds {
+			if d.pub.Offset != uint64(i+1) || d.sp.Offset != uint64(i+1) {
+				t.Fatalf("%s: delivery %d has offset %d, position %+v", ch, i, d.pub.Offset, d.sp)
+			}
+			// Each publisher's own publications keep their order too.
+			p, seq, _ := strings.Cut(string(d.pub.Data), "-")
+			if want := cmp.Or(next[p], "0"); seq != want {
+				t.Fatalf("%s: publisher %s's publication %s arrived when %s was due", ch, p, seq, want)
+			}
+			n, _ := strconv.Atoi(seq)
+			next[p] = strconv.Itoa(n + 1)
+		}
+		if n := e.rec.overlapCount(ch); n != 0 {
+			t.Errorf("%s: %d publications handled while another of the channel was in the handler", ch, n)
+		}
+	}
+}
+
+// testDelta: with UseDelta the handler gets the delta flag and the
+// previous publication of the channel, with or without history.
+func testDelta(t *testing.T, e *brokerEnv) {
+	for _, tt := range []struct {
+		name string
+		opts broker.PublishOptions
+	}{
+		{"WithHistory", withHistory},
+		{"WithoutHistory", broker.PublishOptions{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := e.channel()
+			delta := tt.opts
+			delta.UseDelta = true
+			e.publish(ch, "one", delta)
+			e.publish(ch, "two", delta)
+			e.publish(ch, "three", tt.opts)
+			e.publish(ch, "four", delta)
+			ds := e.rec.waitPubs(t, ch, 4)
+			if !ds[0].delta || !ds[1].delta || ds[2].delta {
+				t.Errorf("delta flags = %v %v %v, want true true false", ds[0].delta, ds[1].delta, ds[2].delta)
+			}
+			if ds[0].prev != nil {
+				t.Errorf("first publication of the channel has prev %q", ds[0].prev.Data)
+			}
+			if p := ds[1].prev; p == nil || string(p.Data) != "one" || p.Offset != ds[0].pub.Offset {
+				t.Errorf("second publication's prev = %+v, want the first", p)
+			}
+			if ds[2].prev != nil {
+				t.Errorf("publication without UseDelta has prev %q", ds[2].prev.Data)
+			}
+			// Subscribers got "three" in full: a delta against "two" would
+			// corrupt their state. Knowing no base (nil) is allowed.
+			if p := ds[3].prev; p != nil && string(p.Data) != "three" {
+				t.Errorf("publication after one without delta has prev %q, want three or none", p.Data)
+			}
+		})
+	}
+}
+
+// testJoinLeave: join and leave events reach the handler with their
+// channel and client info.
+func testJoinLeave(t *testing.T, e *brokerEnv) {
+	ch := e.channel()
+	info := &broker.ClientInfo{ClientID: "c1", UserID: "u1", ConnInfo: []byte("conn"), ChanInfo: []byte("chan")}
+	if err := e.b.PublishJoin(ch, info); err != nil {
+		t.Fatalf("PublishJoin: %v", err)
+	}
+	if err := e.b.PublishLeave(ch, info); err != nil {
+		t.Fatalf("PublishLeave: %v", err)
+	}
+	r := e.rec
+	r.waitUntil(t, "join and leave", func() bool { return len(r.joins[ch]) == 1 && len(r.leaves[ch]) == 1 })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, got := range []broker.ClientInfo{r.joins[ch][0], r.leaves[ch][0]} {
+		if got.ClientID != info.ClientID || got.UserID != info.UserID ||
+			!bytes.Equal(got.ConnInfo, info.ConnInfo) || !bytes.Equal(got.ChanInfo, info.ChanInfo) {
+			t.Errorf("delivered info %+v, want %+v", got, *info)
+		}
+	}
+}
+
+// testControl: a control message for every node reaches this one.
+func testControl(t *testing.T, e *brokerEnv) {
+	data := []byte("control-" + uniqueChannel(t))
+	if err := e.b.PublishControl(data, ""); err != nil {
+		t.Fatalf("PublishControl: %v", err)
+	}
+	r := e.rec
+	r.waitUntil(t, "the control message", func() bool {
+		for _, c := range r.controls {
+			if bytes.Equal(c, data) {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,24 @@
+// Package brokertest checks that an implementation of the broker contracts
+// behaves as the Gyre engine expects, and benchmarks it.
+//
+// Each broker package calls the suites from its own tests:
+//
+//	func TestBroker(t *testing.T) {
+//		brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker {
+//			b, err := memory.NewBroker(memory.Config{})
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return b
+//		})
+//	}
+//
+// The suites work with brokers that deliver asynchronously (through Redis
+// or NATS): they subscribe before publishing, wait for deliveries with a
+// generous deadline, and prove that something was not delivered by
+// publishing a later marker and checking what arrived before it. Tests of
+// expiry use short TTLs and wait for the effect with growing pauses rather
+// than measuring time, so a broker whose TTLs have coarse granularity
+// passes too. Channel names are unique per subtest, so brokers sharing a
+// backend across subtests do not see each other's state.
+package brokertest

@@ -1,0 +1,162 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+)
+
+// ErrClosed is returned by every method of a closed Broker or
+// PresenceManager except Close.
+var ErrClosed = errors.New("memory: closed")
+
+// Broker is a broker.Broker for one node. Its methods are safe for
+// concurrent use.
+type Broker struct {
+	cfg     Config
+	log     *slog.Logger
+	streams shards
+	handler atomic.Pointer[handlerRef]
+	closed  atomic.Bool
+
+	closeOnce sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// handlerRef boxes the interface for atomic.Pointer.
+type handlerRef struct{ h broker.EventHandler }
+
+var _ broker.Broker = (*Broker)(nil)
+
+// NewBroker returns a Broker and starts its background sweep, which Close
+// stops.
+func NewBroker(cfg Config) (*Broker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		streams: newShards(cfg.Shards),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go b.sweepLoop()
+	return b, nil
+}
+
+// Run sets the handler that receives every publication, join, leave and
+// control message from now on. Before Run, publishes are stored but not
+// delivered. It may be called once.
+func (b *Broker) Run(h broker.EventHandler) error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	if h == nil {
+		return errors.New("memory: Run with nil handler")
+	}
+	if !b.handler.CompareAndSwap(nil, &handlerRef{h: h}) {
+		return errors.New("memory: Run called twice")
+	}
+	return nil
+}
+
+func (b *Broker) eventHandler() broker.EventHandler {
+	if r := b.handler.Load(); r != nil {
+		return r.h
+	}
+	return nil
+}
+
+// Subscribe does nothing: one node receives every channel's events.
+func (b *Broker) Subscribe(channel string) error { return b.checkOpen() }
+
+// Unsubscribe does nothing, like Subscribe.
+func (b *Broker) Unsubscribe(channel string) error { return b.checkOpen() }
+
+// PublishJoin hands a join event to the handler.
+func (b *Broker) PublishJoin(channel string, info *broker.ClientInfo) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if h := b.eventHandler(); h != nil {
+		if err := h.HandleJoin(channel, info); err != nil {
+			return fmt.Errorf("memory: handle join: %w", err)
+		}
+	}
+	return nil
+}
+
+// PublishLeave hands a leave event to the handler.
+func (b *Broker) PublishLeave(channel string, info *broker.ClientInfo) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if h := b.eventHandler(); h != nil {
+		if err := h.HandleLeave(channel, info); err != nil {
+			return fmt.Errorf("memory: handle leave: %w", err)
+		}
+	}
+	return nil
+}
+
+// PublishControl hands data to the handler. With one node every control
+// message is for this node, whatever nodeID says.
+func (b *Broker) PublishControl(data []byte, nodeID string) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if h := b.eventHandler(); h != nil {
+		if err := h.HandleControl(data); err != nil {
+			return fmt.Errorf("memory: handle control: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close stops the background sweep and waits for it to end. Later calls
+// return nil; other methods then return ErrClosed.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.closed.Store(true)
+		close(b.stop)
+		<-b.done
+	})
+	return nil
+}
+
+func (b *Broker) checkOpen() error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (b *Broker) sweepLoop() {
+	defer close(b.done)
+	t := time.NewTicker(b.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case now := <-t.C:
+			b.sweep(now.UnixNano())
+		}
+	}
+}
+
+// sweep runs one tick over every shard within the configured budget.
+func (b *Broker) sweep(now int64) {
+	budget := sweepBudget(b.cfg.SweepBatch, len(b.streams.all))
+	for i := range b.streams.all {
+		b.streams.all[i].sweep(now, budget)
+	}
+}

@@ -1,0 +1,71 @@
+// Package memory implements the broker contracts for a single Gyre node,
+// keeping streams, idempotency results and presence in process memory.
+//
+// Everything is lost when the process exits: a restarted node starts every
+// stream with a new epoch, so clients that try to recover from the old one
+// learn that their position is gone.
+//
+// # Streams
+//
+// A channel published with history on (PublishOptions.HistorySize and
+// HistoryTTL both positive) is a stream: every such publication gets the
+// next offset (1, 2, 3, ...) and the stream carries an epoch, a short random
+// string made when the stream is created. The stream keeps at most
+// HistorySize publications, each for HistoryTTL. Its meta (offset and
+// epoch) lives HistoryMetaTTL after the last publish or History call; once
+// that passes the stream is lost, and the next publish or History call
+// starts a new one with a new epoch and offsets from 1.
+//
+// A publish with history off is still delivered, with offset 0, and returns
+// a zero StreamPosition; it neither stores the publication nor moves the
+// stream's offset.
+//
+// # History rules
+//
+// History first drops expired state, then creates the stream (a fresh
+// epoch, offset 0) if the channel has none, so that a subscriber can learn
+// an epoch before anything is published. The returned StreamPosition is
+// always the stream's top: its epoch and the offset of its last publication.
+//
+// With Filter.Since set:
+//
+//   - Since.Epoch differs from the stream's, or Since.Offset is greater than
+//     the top offset: no publications, the top, and
+//     broker.ErrUnrecoverablePosition.
+//   - Otherwise, forward: the stored publications with offsets greater than
+//     Since.Offset, oldest first. Reverse: those with offsets less than
+//     Since.Offset, newest first (so that paging backwards passes the
+//     oldest offset seen as the next Since).
+//   - Publications evicted by HistorySize, expired by HistoryTTL or dropped
+//     by RemoveHistory are simply missing: no error. A caller that needs
+//     continuity checks it: the first publication returned has offset
+//     Since.Offset+1, or none is returned and Since.Offset equals the top.
+//
+// Without Since, forward starts at the oldest stored publication and
+// reverse at the newest. Filter.Limit 0 returns no publications (the top
+// only, still checking Since), a negative limit returns all, a positive
+// one at most that many.
+//
+// Returned publications are copies: a caller may change them freely.
+//
+// # Delivery
+//
+// Publish calls the EventHandler's HandlePublication before it returns,
+// holding the channel's lock, so publications of one channel reach the
+// handler one at a time in offset order whatever the number of publishing
+// goroutines. Channels live in a sharded map, and each has its own lock, so
+// publishes to different channels do not wait for each other. The
+// publication and prev handed to the handler are the broker's stored values
+// and must be treated as read-only; the handler must not publish to the
+// same channel before returning. Join, leave and control messages go to
+// the handler directly. Subscribe and Unsubscribe do nothing: one node
+// receives everything.
+//
+// # Expiry
+//
+// Publishes and History calls drop the expired state of the channel they
+// touch. A background sweep, started by NewBroker and stopped by Close,
+// frees channels nobody touches: each tick examines at most
+// Config.SweepBatch channels, resuming where the previous tick stopped.
+// PresenceManager sweeps its entries the same way.
+package memory

@@ -1,0 +1,88 @@
+package memory
+
+import (
+	"bytes"
+	"maps"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+)
+
+// Publish stores the publication when history is on and hands it to the
+// handler before returning, under the channel's lock. An error from the
+// handler is logged, not returned: the publication is already part of the
+// stream, and a caller retrying it would publish it twice.
+func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error) {
+	if err := b.checkOpen(); err != nil {
+		return broker.StreamPosition{}, false, err
+	}
+	now := time.Now()
+	nowNano := now.UnixNano()
+	st := b.streams.lock(channel, true)
+	defer st.mu.Unlock()
+	st.expire(nowNano)
+
+	if opts.IdempotencyKey != "" {
+		if sp, ok := st.idemLookup(opts.IdempotencyKey, nowNano); ok {
+			return sp, true, nil
+		}
+	}
+
+	pub := newPublication(data, opts, now)
+	metaTTL := orDefault(opts.HistoryMetaTTL, b.cfg.HistoryMetaTTL)
+	var sp broker.StreamPosition
+	withHistory := opts.HistorySize > 0 && opts.HistoryTTL > 0
+	if withHistory {
+		st.ensureMeta(nowNano + int64(metaTTL))
+		st.top++
+		pub.Offset = st.top
+		st.hist.push(histEntry{pub: pub, expires: nowNano + int64(opts.HistoryTTL)}, opts.HistorySize)
+		sp = st.position()
+	}
+
+	prev := st.last
+	if withHistory || opts.UseDelta {
+		st.last, st.lastExpires = pub, nowNano+int64(metaTTL)
+	} else {
+		// Subscribers get this one in full; a later delta must not be
+		// computed against an older base.
+		st.last = nil
+	}
+	if opts.IdempotencyKey != "" {
+		ttl := orDefault(opts.IdempotentResultTTL, b.cfg.IdempotentResultTTL)
+		st.idemStore(opts.IdempotencyKey, sp, nowNano+int64(ttl))
+	}
+
+	if h := b.eventHandler(); h != nil {
+		if !opts.UseDelta {
+			prev = nil
+		}
+		if err := h.HandlePublication(channel, pub, sp, opts.UseDelta, prev); err != nil {
+			b.log.Error("memory: handle publication", "channel", channel, "offset", sp.Offset, "error", err)
+		}
+	}
+	return sp, false, nil
+}
+
+// newPublication copies everything the caller passed, so that the caller
+// may reuse its buffers once Publish returns.
+func newPublication(data []byte, opts broker.PublishOptions, now time.Time) *broker.Publication {
+	return &broker.Publication{
+		Data: bytes.Clone(data),
+		Info: cloneInfo(opts.ClientInfo),
+		Tags: maps.Clone(opts.Tags),
+		Time: now.UnixMilli(),
+	}
+}
+
+func cloneInfo(info *broker.ClientInfo) *broker.ClientInfo {
+	if info == nil {
+		return nil
+	}
+	return &broker.ClientInfo{
+		ClientID: info.ClientID,
+		UserID:   info.UserID,
+		ConnInfo: bytes.Clone(info.ConnInfo),
+		ChanInfo: bytes.Clone(info.ChanInfo),
+	}
+}
