@@ -6,13 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gyrehq/gyre/server"
 	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/token"
 )
 
 func main() {
@@ -53,12 +56,25 @@ func run(args []string) error {
 	for _, w := range warnings {
 		log.Warn(w)
 	}
+	dev := path == ""
+	var secret, apiKey string
+	if dev {
+		secret, apiKey = server.DevDefaults(cfg)
+	}
 	srv, err := server.New(cfg, log)
 	if err != nil {
 		return err
 	}
+	if dev {
+		srv.EnableDemo()
+	}
 	if err := srv.Start(); err != nil {
 		return err
+	}
+	if dev {
+		if err := printDevWelcome(srv, secret, apiKey); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -67,6 +83,29 @@ func run(args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// printDevWelcome tells someone who started gyre without a config how to
+// try it: a demo page with a token, and the API key.
+func printDevWelcome(srv *server.Server, secret, apiKey string) error {
+	tok, err := token.SignHMAC("HS256", []byte(secret), map[string]any{
+		"sub": "demo",
+		"exp": time.Now().Add(24 * time.Hour).Unix(),
+	})
+	if err != nil {
+		return fmt.Errorf("demo token: %w", err)
+	}
+	_, port, _ := net.SplitHostPort(srv.Addr().String())
+	fmt.Printf(`Gyre is running with development defaults (no config file given).
+
+  Demo page:  http://localhost:%[1]s/?token=%[2]s
+  Token:      %[2]s   (user "demo", valid 24h)
+  API key:    %[3]s
+  Publish:    curl -X POST -H "X-API-Key: %[3]s" -d '{"channel":"demo","data":{"text":"hi"}}' http://localhost:%[1]s/api/publish
+
+Secrets are new at every start. Run "gyre -c config.json" to use your own.
+`, port, tok, apiKey)
+	return nil
 }
 
 func newLogger(level string) *slog.Logger {
