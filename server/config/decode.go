@@ -102,6 +102,10 @@ func (d *decoder) tables(path string, v reflect.Value, raw any) {
 		d.fail(path, fmt.Errorf("expected a list of tables, got %s", describe(raw)))
 		return
 	}
+	if len(list) == 0 {
+		v.SetZero()
+		return
+	}
 	out := reflect.MakeSlice(v.Type(), len(list), len(list))
 	for i, item := range list {
 		elem := out.Index(i)

@@ -199,6 +199,17 @@ func writeJSON(buf *bytes.Buffer, val any, indent string) error {
 			buf.WriteByte('\n')
 		}
 		buf.WriteString(indent + "]")
+	case []string:
+		buf.WriteByte('[')
+		for i, item := range x {
+			if i > 0 {
+				buf.WriteString(", ")
+			}
+			if err := writeJSONScalar(buf, item); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
 	default:
 		return writeJSONScalar(buf, x)
 	}

@@ -119,7 +119,7 @@ func setString(v reflect.Value, f field, path, s string) ([]string, error) {
 		if err != nil {
 			return nil, keyErr(path, err)
 		}
-		v.Set(reflect.ValueOf(list))
+		setList(v, list)
 		return nil, nil
 	case kindStruct:
 		return setJSON(v, f, path, s, "{")
@@ -176,6 +176,10 @@ func setNamed(v reflect.Value, path, s string) error {
 	nameField, ok := lookupField(v.Type().Elem(), "name")
 	if !ok {
 		return keyErr(path, errors.New("items have no name"))
+	}
+	if len(names) == 0 {
+		v.SetZero()
+		return nil
 	}
 	out := reflect.MakeSlice(v.Type(), len(names), len(names))
 	for i, name := range names {

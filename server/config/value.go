@@ -189,7 +189,7 @@ func setScalar(v reflect.Value, k kind, raw any) error {
 		if err != nil {
 			return err
 		}
-		v.Set(reflect.ValueOf(list))
+		setList(v, list)
 	case kindUnimplemented:
 		v.Set(reflect.ValueOf(Unimplemented{value: raw}))
 	default:
@@ -234,4 +234,14 @@ func meaningful(raw any) bool {
 		return n != 0
 	}
 	return true
+}
+
+// setList stores a list of strings, an empty one as nil so that a written and
+// re-read configuration compares equal to the original.
+func setList(v reflect.Value, list []string) {
+	if len(list) == 0 {
+		v.SetZero()
+		return
+	}
+	v.Set(reflect.ValueOf(list))
 }

@@ -1,0 +1,53 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"reflect"
+	"testing"
+)
+
+func TestDocsUpToDate(t *testing.T) {
+	got, err := os.ReadFile("../../docs/config.md")
+	if err != nil {
+		t.Fatalf("read docs/config.md: %v (run: go generate ./server/config)", err)
+	}
+	if !bytes.Equal(got, MarkdownReference()) {
+		t.Error("docs/config.md is out of date: run go generate ./server/config")
+	}
+}
+
+// TestEveryKeyDocumented keeps the one source of truth complete: every key
+// has a help text, and every default parses (Default would panic otherwise).
+func TestEveryKeyDocumented(t *testing.T) {
+	var check func(t reflect.Type, path string)
+	check = func(typ reflect.Type, path string) {
+		for _, f := range fieldsOf(typ) {
+			p := joinPath(path, f.key)
+			if f.help == "" {
+				t.Errorf("%s has no help text", p)
+			}
+			switch f.kind {
+			case kindStruct:
+				check(f.typ, p)
+			case kindStructs:
+				check(f.typ.Elem(), p+"[]")
+			}
+		}
+	}
+	check(reflect.TypeFor[Config](), "")
+	doc := string(MarkdownReference())
+	walkLeaves(reflect.TypeFor[Config](), "", func(path string, f field) {
+		if f.kind == kindUnimplemented {
+			return
+		}
+		if !bytes.Contains([]byte(doc), []byte("`"+path+"`")) && !isChannelOptionPath(path) {
+			t.Errorf("%s is missing from the reference", path)
+		}
+	})
+	_ = Default()
+}
+
+func isChannelOptionPath(path string) bool {
+	return len(path) > len("channel.without_namespace.") && path[:len("channel.without_namespace.")] == "channel.without_namespace."
+}
