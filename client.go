@@ -33,6 +33,9 @@ type Client struct {
 	state atomic.Uint32
 	// awaitingPong is set when a ping was sent and cleared by any command.
 	awaitingPong atomic.Bool
+	// slow is set once the queue overflowed, so that the disconnect is
+	// started once however many messages keep coming.
+	slow atomic.Bool
 
 	mu       sync.Mutex
 	user     string
@@ -43,8 +46,9 @@ type Client struct {
 	// tokenChannels are the server-side channels the connect token named.
 	tokenChannels []string
 
-	closeOnce sync.Once
-	closed    chan struct{}
+	closeOnce  sync.Once
+	closed     chan struct{}
+	staleTimer *time.Timer
 }
 
 // NewClient creates a connection's client for transport t. The transport's
@@ -62,7 +66,18 @@ func (n *Node) NewClient(ctx context.Context, t Transport) *Client {
 		closed:    make(chan struct{}),
 	}
 	c.w = newWriter(t, n.cfg.QueueMaxSize, c.onWriteError)
+	if !c.uni {
+		c.staleTimer = time.AfterFunc(n.cfg.StaleCloseDelay, c.closeIfStale)
+	}
 	return c
+}
+
+// closeIfStale closes a connection that did not send connect in time.
+func (c *Client) closeIfStale() {
+	if c.state.Load() == stateConnecting {
+		c.node.log.Info("connection closed: no connect command in time", "client", c.id)
+		c.Disconnect(DisconnectStale)
+	}
 }
 
 // ID is the connection's unique id.
@@ -246,7 +261,8 @@ func (c *Client) badRequest(why string) {
 // enqueue queues an encoded message; a full queue disconnects the client
 // as slow.
 func (c *Client) enqueue(msg []byte) {
-	if !c.w.enqueue(msg) {
+	if !c.w.enqueue(msg) && c.slow.CompareAndSwap(false, true) {
+		c.node.log.Info("client too slow: queue full", "client", c.id, "max_bytes", c.node.cfg.QueueMaxSize)
 		go c.close(DisconnectSlow, false)
 	}
 }
@@ -285,11 +301,15 @@ func (c *Client) onWriteError(err error) {
 func (c *Client) close(d *Disconnect, flush bool) {
 	c.closeOnce.Do(func() {
 		prev := c.state.Swap(stateClosed)
+		if c.staleTimer != nil {
+			c.staleTimer.Stop()
+		}
 		c.node.pinger.remove(c)
 		c.mu.Lock()
 		if c.expTimer != nil {
 			c.expTimer.Stop()
 		}
+		user := c.user
 		subs := c.subs
 		c.subs = nil
 		c.mu.Unlock()
@@ -313,7 +333,7 @@ func (c *Client) close(d *Disconnect, flush bool) {
 		if d.Code >= 3500 && d.Code < 4000 || d == DisconnectSlow {
 			lvl = slog.LevelInfo
 		}
-		c.node.log.Log(context.Background(), lvl, "client disconnected", "client", c.id, "user", c.user, "code", d.Code, "reason", d.Reason)
+		c.node.log.Log(context.Background(), lvl, "client disconnected", "client", c.id, "user", user, "code", d.Code, "reason", d.Reason)
 		if prev == stateConnected {
 			if h := c.node.handlers.disconnect; h != nil {
 				h(c, DisconnectEvent{Disconnect: *d, Duration: time.Since(c.startedAt)})

@@ -116,6 +116,9 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if !c.state.CompareAndSwap(stateConnecting, stateConnected) {
 		return nil, nil, DisconnectConnectionClosed
 	}
+	if c.staleTimer != nil {
+		c.staleTimer.Stop()
+	}
 	n.hub.addClient(c)
 	n.pinger.add(c)
 	if creds.ExpireAt > 0 {

@@ -245,6 +245,9 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	s.presence = p.presence
 	s.joinLeave = p.joinLeave
 	s.offset.Store(res.Offset)
+	if p.expireAt > 0 {
+		c.scheduleSubExpiry(s, p.expireAt)
+	}
 	return s, res, nil
 }
 
@@ -348,13 +351,18 @@ func (c *Client) Unsubscribe(channel string, code uint32, reason string) {
 func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 	n := c.node
 	s.close()
+	c.mu.Lock()
+	if s.expTimer != nil {
+		s.expTimer.Stop()
+	}
+	c.mu.Unlock()
 	if n.hub.removeSubscription(s) {
 		if err := n.broker.Unsubscribe(s.channel); err != nil {
 			n.log.Error("broker unsubscribe", "channel", s.channel, "error", err)
 		}
 	}
 	if s.presence {
-		if err := n.presence.RemovePresence(s.channel, c.id, c.user); err != nil {
+		if err := n.presence.RemovePresence(s.channel, c.id, c.UserID()); err != nil {
 			n.log.Error("remove presence", "channel", s.channel, "error", err)
 		}
 	}
@@ -407,8 +415,30 @@ func (c *Client) subRefreshCmd(req *protocol.SubRefreshRequest) (*protocol.Reply
 		}
 		res.Expires, res.Ttl = true, uint32(ttl)
 	}
-	c.mu.Lock()
-	s.expireAt = st.ExpireAt
-	c.mu.Unlock()
+	c.scheduleSubExpiry(s, st.ExpireAt)
 	return &protocol.Reply{SubRefresh: res}, nil
+}
+
+// scheduleSubExpiry ends a subscription with unsubscribe 2501 when its
+// token is not refreshed within the grace period after expireAt (0: never).
+func (c *Client) scheduleSubExpiry(s *subscription, expireAt int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.expireAt = expireAt
+	if s.expTimer != nil {
+		s.expTimer.Stop()
+		s.expTimer = nil
+	}
+	if expireAt == 0 {
+		return
+	}
+	d := time.Until(time.Unix(expireAt, 0)) + c.node.cfg.ExpiredSubCloseDelay
+	s.expTimer = time.AfterFunc(d, func() {
+		c.mu.Lock()
+		expired := c.subs[s.channel] == s && s.expireAt > 0 && time.Now().Unix() >= s.expireAt
+		c.mu.Unlock()
+		if expired {
+			c.Unsubscribe(s.channel, UnsubscribeCodeExpired, "subscription expired")
+		}
+	})
 }

@@ -51,6 +51,13 @@ type Config struct {
 	// ExpiredCloseDelay is the grace period after a connection's credentials
 	// expire before it is closed with 3005; 0 means 25s.
 	ExpiredCloseDelay time.Duration
+	// ExpiredSubCloseDelay is the grace period after a subscription token
+	// expires before the subscription ends with unsubscribe 2501 (the
+	// client resubscribes with a fresh token); 0 means 25s.
+	ExpiredSubCloseDelay time.Duration
+	// StaleCloseDelay is how long a connection may stay without sending
+	// connect before it is closed with 3502; 0 means 10s.
+	StaleCloseDelay time.Duration
 
 	// ChannelLimit caps channels per connection; 0 means 128.
 	ChannelLimit int
@@ -108,6 +115,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ExpiredCloseDelay == 0 {
 		c.ExpiredCloseDelay = 25 * time.Second
+	}
+	if c.ExpiredSubCloseDelay == 0 {
+		c.ExpiredSubCloseDelay = 25 * time.Second
+	}
+	if c.StaleCloseDelay == 0 {
+		c.StaleCloseDelay = 10 * time.Second
 	}
 	if c.ChannelLimit == 0 {
 		c.ChannelLimit = 128

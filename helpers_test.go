@@ -282,4 +282,3 @@ func (c *testClient) waitPush(what string, match func(*protocol.Push) bool) *pro
 	})
 	return found
 }
-

@@ -3,6 +3,7 @@ package gyre
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Subscription states. A subscription is added to the hub as pending before
@@ -33,7 +34,8 @@ type subscription struct {
 	presence      bool // this client is in the channel's presence
 	joinLeave     bool // this client's join/leave is published
 	chanInfo      []byte
-	expireAt      int64 // unix seconds, 0: never
+	expireAt      int64       // unix seconds, 0: never; guarded by client.mu
+	expTimer      *time.Timer // guarded by client.mu
 
 	mu sync.Mutex
 	// held publications that arrived while pending.
