@@ -43,6 +43,11 @@ func newTLSTestServer(t testing.TB, opts Options) *testServer {
 
 func startTestServer(t testing.TB, opts Options, start func(http.Handler) *httptest.Server) *testServer {
 	t.Helper()
+	if opts.WriteTimeout == 0 {
+		// Loaded test machines can stall a write for longer than the
+		// default; tests about timeouts set their own.
+		opts.WriteTimeout = 20 * time.Second
+	}
 	s := &testServer{conns: make(chan upgraded, 16)}
 	s.Server = start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, f, err := Upgrade(w, r, opts)
