@@ -1,0 +1,181 @@
+package memory
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+)
+
+// countHandler counts publications and returns err from every call.
+type countHandler struct {
+	n   atomic.Int64
+	err error
+}
+
+func (h *countHandler) HandlePublication(string, *broker.Publication, broker.StreamPosition, bool, *broker.Publication) error {
+	h.n.Add(1)
+	return h.err
+}
+func (h *countHandler) HandleJoin(string, *broker.ClientInfo) error  { return h.err }
+func (h *countHandler) HandleLeave(string, *broker.ClientInfo) error { return h.err }
+func (h *countHandler) HandleControl([]byte) error                   { return h.err }
+func (h *countHandler) pubs() int                                    { return int(h.n.Load()) }
+
+// sweepGoroutines counts goroutines started by the constructors of this
+// package (matched by their "created by" line, present whether or not the
+// goroutine has begun to run).
+func sweepGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "created by github.com/gyrehq/gyre/broker/memory.New")
+}
+
+func TestCloseStopsGoroutines(t *testing.T) {
+	before := sweepGoroutines()
+	var closers []func() error
+	for range 3 {
+		b, err := NewBroker(Config{SweepInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, err := NewPresenceManager(PresenceConfig{SweepInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closers = append(closers, b.Close, pm.Close)
+	}
+	if n := sweepGoroutines() - before; n != 6 {
+		t.Fatalf("%d sweep goroutines running, want 6", n)
+	}
+	for _, c := range closers {
+		if err := c(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	// Close waits for each loop to signal that it is done; the goroutine
+	// itself may need a moment more to exit.
+	deadline := time.Now().Add(10 * time.Second)
+	for sweepGoroutines() != before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sweep goroutines still running after Close", sweepGoroutines()-before)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	b, err := NewBroker(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := NewPresenceManager(PresenceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []func() error{b.Close, b.Close, pm.Close, pm.Close} {
+		if err := c(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	for name, call := range map[string]func() error{
+		"Run":            func() error { return b.Run(&countHandler{}) },
+		"Subscribe":      func() error { return b.Subscribe("ch") },
+		"Unsubscribe":    func() error { return b.Unsubscribe("ch") },
+		"Publish":        func() error { _, _, err := b.Publish("ch", nil, broker.PublishOptions{}); return err },
+		"PublishJoin":    func() error { return b.PublishJoin("ch", &broker.ClientInfo{}) },
+		"PublishLeave":   func() error { return b.PublishLeave("ch", &broker.ClientInfo{}) },
+		"PublishControl": func() error { return b.PublishControl(nil, "") },
+		"History":        func() error { _, _, err := b.History("ch", broker.HistoryOptions{}); return err },
+		"RemoveHistory":  func() error { return b.RemoveHistory("ch") },
+		"Presence":       func() error { _, err := pm.Presence("ch"); return err },
+		"PresenceStats":  func() error { _, err := pm.PresenceStats("ch"); return err },
+		"AddPresence":    func() error { return pm.AddPresence("ch", "c", nil) },
+		"RemovePresence": func() error { return pm.RemovePresence("ch", "c", "u") },
+	} {
+		if err := call(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}
+
+func TestRun(t *testing.T) {
+	b := newQuietBroker(t, Config{})
+	// Before Run, publishes are stored without delivery.
+	mustPublish(t, b, "ch", broker.PublishOptions{HistorySize: 1, HistoryTTL: time.Minute})
+	if err := b.Run(nil); err == nil {
+		t.Error("Run(nil) succeeded")
+	}
+	h := &countHandler{}
+	if err := b.Run(h); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err := b.Run(h); err == nil {
+		t.Error("second Run succeeded")
+	}
+	if sp := mustPublish(t, b, "ch", broker.PublishOptions{HistorySize: 1, HistoryTTL: time.Minute}); sp.Offset != 2 || h.pubs() != 1 {
+		t.Errorf("after Run: offset %d, %d delivered; want 2, 1", sp.Offset, h.pubs())
+	}
+}
+
+// TestHandlerErrors: Publish logs a handler error (the publication is
+// stored already); join, leave and control return it.
+func TestHandlerErrors(t *testing.T) {
+	var logs syncBuffer
+	b := newQuietBroker(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	boom := errors.New("boom")
+	if err := b.Run(&countHandler{err: boom}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Publish("ch", []byte("m"), broker.PublishOptions{}); err != nil {
+		t.Errorf("Publish returned the handler's error: %v", err)
+	}
+	if out := logs.String(); !strings.Contains(out, "boom") || !strings.Contains(out, "channel=ch") {
+		t.Errorf("log = %q, want the handler error with its channel", out)
+	}
+	for name, call := range map[string]func() error{
+		"PublishJoin":    func() error { return b.PublishJoin("ch", &broker.ClientInfo{}) },
+		"PublishLeave":   func() error { return b.PublishLeave("ch", &broker.ClientInfo{}) },
+		"PublishControl": func() error { return b.PublishControl([]byte("x"), "") },
+	} {
+		if err := call(); !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "memory: ") {
+			t.Errorf("%s: %v, want the handler's error wrapped", name, err)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestEpochs: epochs are short, and streams get their own.
+func TestEpochs(t *testing.T) {
+	seen := make(map[string]bool)
+	for range 1000 {
+		e := newEpoch()
+		if len(e) != 8 || seen[e] {
+			t.Fatalf("epoch %q: length %d, seen before %v", e, len(e), seen[e])
+		}
+		seen[e] = true
+	}
+}
