@@ -47,9 +47,10 @@
 //
 // # Performance
 //
-// Verification is dominated by the signature check and by decoding the
-// claims JSON. On one core HS256 verifies in a few microseconds (hundreds of
-// thousands per second); RS256 with a 2048-bit key costs tens of
-// microseconds. Tokens longer than [MaxTokenLength] are refused before any
+// Verification costs the signature check plus decoding the header and
+// claims JSON, and for HMAC the JSON dominates: HS256 takes about 10-15µs and
+// 48 allocations on one core of a shared 2-core EPYC, i.e. tens of thousands
+// of tokens per second; RS256 (2048-bit) about 50µs, ES256 about 110µs (see
+// bench_test.go). Tokens longer than [MaxTokenLength] are refused before any
 // decoding, bounding the work an unauthenticated peer can cause.
 package token
