@@ -100,7 +100,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		Data:    replyData,
 		Node:    n.id,
 	}
-	if !c.uni {
+	if !c.uni && n.cfg.PingInterval > 0 {
 		res.Ping = uint32(n.cfg.PingInterval / time.Second)
 		res.Pong = true
 	}

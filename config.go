@@ -43,7 +43,8 @@ type Config struct {
 	// DisallowAnonymousConnectionTokens refuses tokens with an empty sub.
 	DisallowAnonymousConnectionTokens bool
 
-	// PingInterval between server pings; 0 means 25s.
+	// PingInterval between server pings; 0 means 25s, negative turns pings
+	// (and the pong check) off.
 	PingInterval time.Duration
 	// PongTimeout is how long a client has to answer a ping; 0 means 8s.
 	// It must be shorter than PingInterval.
@@ -75,6 +76,9 @@ type Config struct {
 	// RecoveryMaxPublicationLimit caps the publications sent on recovery;
 	// over it recovery fails (recovered=false). 0 means 300.
 	RecoveryMaxPublicationLimit int
+	// PositionCheckInterval is how often positioned subscriptions are
+	// checked for lost publications; 0 means 40s.
+	PositionCheckInterval time.Duration
 	// PresenceUpdateInterval is how often presence entries of connected
 	// clients are refreshed; 0 means 27s.
 	PresenceUpdateInterval time.Duration
@@ -107,10 +111,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PongTimeout == 0 {
 		c.PongTimeout = 8 * time.Second
 	}
-	if c.PingInterval < 2*time.Second {
+	if c.PingInterval > 0 && c.PingInterval < 2*time.Second {
 		return c, fmt.Errorf("gyre: PingInterval %v: must be at least 2s", c.PingInterval)
 	}
-	if c.PongTimeout >= c.PingInterval {
+	if c.PingInterval > 0 && c.PongTimeout >= c.PingInterval {
 		return c, fmt.Errorf("gyre: PongTimeout %v: must be shorter than PingInterval %v", c.PongTimeout, c.PingInterval)
 	}
 	if c.ExpiredCloseDelay == 0 {
@@ -133,6 +137,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RecoveryMaxPublicationLimit == 0 {
 		c.RecoveryMaxPublicationLimit = 300
+	}
+	if c.PositionCheckInterval == 0 {
+		c.PositionCheckInterval = 40 * time.Second
 	}
 	if c.PresenceUpdateInterval == 0 {
 		c.PresenceUpdateInterval = 27 * time.Second

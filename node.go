@@ -190,9 +190,10 @@ func (n *Node) Run() error {
 	if err := n.broker.Run(&brokerEvents{n}); err != nil {
 		return fmt.Errorf("gyre: run broker: %w", err)
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go func() { defer n.wg.Done(); n.pinger.run(n.done) }()
 	go func() { defer n.wg.Done(); n.refreshPresenceLoop() }()
+	go func() { defer n.wg.Done(); n.positionLoop() }()
 	n.log.Info("node running", "id", n.id, "name", n.name)
 	return nil
 }

@@ -77,6 +77,60 @@ func TestPublicationOrder(t *testing.T) {
 	}
 }
 
+// TestSubscribeDuringPublish subscribes clients while publications stream
+// into the channel: each must get everything after the position its
+// subscribe result gave, in order, with nothing lost between the reply and
+// the first push.
+func TestSubscribeDuringPublish(t *testing.T) {
+	const (
+		subscribers = 20
+		total       = 2000
+	)
+	n, url := newTestNode(t, streamConfig())
+	channel := "ord:live"
+	started := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for i := range total {
+			if i == 10 {
+				close(started)
+			}
+			if _, err := n.Publish(channel, []byte(`{"i":`+strconv.Itoa(i)+`}`)); err != nil {
+				t.Errorf("publish %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	<-started
+	recs := make([]*offsetRecorder, subscribers)
+	for i := range recs {
+		proto := protocol.TypeJSON
+		if i%2 == 1 {
+			proto = protocol.TypeProtobuf
+		}
+		c := dialRaw(t, url, proto)
+		c.connect(connToken(t, "u"+strconv.Itoa(i), 0, nil))
+		r := c.call(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: channel}})
+		if r.Error != nil {
+			t.Fatalf("subscribe %d: %+v", i, r.Error)
+		}
+		top := r.Subscribe.Offset
+		recs[i] = recordOffsets(c, channel, total-int(top))
+		recs[i].top = top
+	}
+	<-finished
+	for i, rec := range recs {
+		offsets, err := rec.wait(30 * time.Second)
+		if err != nil {
+			t.Fatalf("subscriber %d (%s, from offset %d): %v after %d publications", i, rec.c.proto, rec.top, err, len(offsets))
+		}
+		if err := checkContiguous(offsets, rec.top+1); err != nil {
+			t.Fatalf("subscriber %d (%s, from offset %d): %v", i, rec.c.proto, rec.top, err)
+		}
+	}
+}
+
 // publishConcurrently publishes total publications into channel from the
 // given number of goroutines, each in a tight loop.
 func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publishers int) {
@@ -129,6 +183,17 @@ type offsetRecorder struct {
 
 func recordOffsets(c *rawConn, channel string, want int) *offsetRecorder {
 	rec := &offsetRecorder{c: c, want: want, done: make(chan struct{})}
+	// Publications may share a frame with the subscribe reply.
+	for _, p := range c.pushes {
+		if p.Channel == channel && p.Pub != nil {
+			rec.offsets = append(rec.offsets, p.Pub.Offset)
+		}
+	}
+	c.pushes = nil
+	if len(rec.offsets) >= want {
+		close(rec.done)
+		return rec
+	}
 	go rec.run(channel)
 	return rec
 }

@@ -48,7 +48,7 @@ func newPinger(n *Node, interval, pongTimeout time.Duration) *pinger {
 		pongTimeout: int((pongTimeout + time.Second - 1) / time.Second),
 		where:       make(map[*Client]int),
 	}
-	p.slots = make([]pingSlot, p.interval)
+	p.slots = make([]pingSlot, max(p.interval, 0))
 	for i := range p.slots {
 		p.slots[i].clients = make(map[*Client]struct{})
 	}
@@ -58,7 +58,7 @@ func newPinger(n *Node, interval, pongTimeout time.Duration) *pinger {
 // add puts a connection in the slot pinged furthest from now, so its first
 // ping comes about one interval after connect.
 func (p *pinger) add(c *Client) {
-	if c.uni {
+	if c.uni || p.interval <= 0 {
 		return
 	}
 	p.mu.Lock()
@@ -86,6 +86,9 @@ func (p *pinger) remove(c *Client) {
 }
 
 func (p *pinger) run(done <-chan struct{}) {
+	if p.interval <= 0 {
+		return
+	}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var batch []*Client

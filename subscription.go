@@ -26,6 +26,9 @@ type subscription struct {
 	// offset of the last publication delivered, for positioning.
 	offset atomic.Uint64
 	epoch  string
+	// checkedTop is the stream top seen at the last position check; only
+	// the position checker touches it.
+	checkedTop uint64
 
 	pushJoinLeave bool
 	positioned    bool

@@ -1,0 +1,59 @@
+package gyre
+
+import (
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+)
+
+// checkPositions verifies, for every positioned subscription, that the
+// client has not lost publications: its epoch must still be the stream's,
+// and it must have received at least what was the stream top at the
+// previous check (what was published since may still be on its way). A
+// subscriber that fails is unsubscribed with 2500 so that it resubscribes
+// and recovers.
+func (n *Node) checkPositions() {
+	tops := make(map[string]broker.StreamPosition)
+	n.hub.allClients(func(c *Client) {
+		c.mu.Lock()
+		var subs []*subscription
+		for _, s := range c.subs {
+			if s.positioned && s.state.Load() == subActive {
+				subs = append(subs, s)
+			}
+		}
+		c.mu.Unlock()
+		for _, s := range subs {
+			top, ok := tops[s.channel]
+			if !ok {
+				_, sp, err := n.broker.History(s.channel, broker.HistoryOptions{MetaTTL: s.opts.HistoryMetaTTL})
+				if err != nil {
+					n.log.Warn("position check: stream top", "channel", s.channel, "error", err)
+					continue
+				}
+				top = sp
+				tops[s.channel] = top
+			}
+			lost := top.Epoch != s.epoch || s.offset.Load() < s.checkedTop
+			s.checkedTop = top.Offset
+			if lost {
+				n.log.Info("subscriber lost its position", "client", c.id, "channel", s.channel,
+					"offset", s.offset.Load(), "epoch", s.epoch, "stream_epoch", top.Epoch)
+				c.Unsubscribe(s.channel, UnsubscribeCodeInsufficientState, "insufficient state")
+			}
+		}
+	})
+}
+
+func (n *Node) positionLoop() {
+	t := time.NewTicker(n.cfg.PositionCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-t.C:
+			n.checkPositions()
+		}
+	}
+}
