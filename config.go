@@ -46,7 +46,8 @@ type Config struct {
 	// PingInterval between server pings; 0 means 25s, negative turns pings
 	// (and the pong check) off.
 	PingInterval time.Duration
-	// PongTimeout is how long a client has to answer a ping; 0 means 8s.
+	// PongTimeout is how long a client has to answer a ping; 0 means 8s,
+	// negative turns the check off.
 	// It must be shorter than PingInterval.
 	PongTimeout time.Duration
 	// ExpiredCloseDelay is the grace period after a connection's credentials

@@ -104,16 +104,18 @@ func (p *pinger) run(done <-chan struct{}) {
 		p.mu.Unlock()
 
 		// Pongs are due from the slot pinged pongTimeout seconds ago.
-		check := (cur - p.pongTimeout + p.interval*2) % p.interval
-		batch = p.collect(check, batch[:0])
-		for _, c := range batch {
-			if c.awaitingPong.Load() {
-				c.Disconnect(DisconnectNoPong)
+		if p.pongTimeout > 0 {
+			check := (cur - p.pongTimeout + p.interval*2) % p.interval
+			batch = p.collect(check, batch[:0])
+			for _, c := range batch {
+				if c.awaitingPong.Load() {
+					c.Disconnect(DisconnectNoPong)
+				}
 			}
 		}
 		batch = p.collect(cur, batch[:0])
 		for _, c := range batch {
-			c.awaitingPong.Store(true)
+			c.awaitingPong.Store(p.pongTimeout > 0)
 			c.enqueue(pingMsgs[c.proto])
 		}
 		clear(batch)
