@@ -1,0 +1,34 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { signToken } from '../lib/server.js';
+import { builds, newClient, connected, closeAll, useServer } from '../lib/sdk.js';
+
+const server = useServer();
+
+for (const build of builds) {
+  describe(`connect (${build.name} build)`, () => {
+    it('connects with a valid token and gets a client id', async (t) => {
+      const c = newClient(build, server(), { user: 'alice' });
+      t.after(() => closeAll([c]));
+      const ctx = await connected(c);
+      assert.equal(typeof ctx.client, 'string', `client id missing in connected event: ${JSON.stringify(ctx)}`);
+      assert.ok(ctx.client.length > 0, 'client id is empty');
+      assert.equal(ctx.transport, 'websocket');
+      assert.equal(c.state, 'connected');
+    });
+
+    it('is disconnected with 3500 and stays away when the token has the wrong key', async (t) => {
+      const token = signToken({ sub: 'alice' }, 'not-the-server-secret');
+      const c = newClient(build, server(), { token });
+      t.after(() => closeAll([c]));
+      c.connect();
+      const ctx = await c.rec.waitFor('disconnected');
+      assert.equal(ctx.code, 3500, `disconnect code: ${JSON.stringify(ctx)}`);
+      // The SDK moves to "connecting" for codes it retries; "disconnected" with the
+      // client in that state means it decided not to reconnect.
+      assert.equal(c.state, 'disconnected');
+      assert.equal(c.rec.all('connected').length, 0, 'a client with a bad token got connected');
+    });
+  });
+}
