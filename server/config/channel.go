@@ -55,13 +55,13 @@ type ChannelOptions struct {
 	ChannelRegex               string        `key:"channel_regex" help:"Regular expression (RE2) the part of a channel name after the namespace must match."`
 
 	SubscribeProxyEnabled             Unimplemented `key:"subscribe_proxy_enabled" help:"Proxy subscribe requests to the backend."`
-	SubscribeProxyName                Unimplemented `key:"subscribe_proxy_name" help:"Named proxy for subscribe requests."`
+	SubscribeProxyName                Unimplemented `key:"subscribe_proxy_name" default:"default" help:"Named proxy for subscribe requests."`
 	PublishProxyEnabled               Unimplemented `key:"publish_proxy_enabled" help:"Proxy publish requests to the backend."`
-	PublishProxyName                  Unimplemented `key:"publish_proxy_name" help:"Named proxy for publish requests."`
+	PublishProxyName                  Unimplemented `key:"publish_proxy_name" default:"default" help:"Named proxy for publish requests."`
 	SubRefreshProxyEnabled            Unimplemented `key:"sub_refresh_proxy_enabled" help:"Proxy subscription refresh to the backend."`
-	SubRefreshProxyName               Unimplemented `key:"sub_refresh_proxy_name" help:"Named proxy for subscription refresh."`
+	SubRefreshProxyName               Unimplemented `key:"sub_refresh_proxy_name" default:"default" help:"Named proxy for subscription refresh."`
 	SubscribeStreamProxyEnabled       Unimplemented `key:"subscribe_stream_proxy_enabled" help:"Stream subscriptions from the backend."`
-	SubscribeStreamProxyName          Unimplemented `key:"subscribe_stream_proxy_name" help:"Named proxy for subscription streams."`
+	SubscribeStreamProxyName          Unimplemented `key:"subscribe_stream_proxy_name" default:"default" help:"Named proxy for subscription streams."`
 	SubscribeStreamProxyBidirectional Unimplemented `key:"subscribe_stream_proxy_bidirectional" help:"Bidirectional subscription streams."`
 	PublicationDataFormat             Unimplemented `key:"publication_data_format" help:"Validation of publication data format."`
 	SubscriptionType                  Unimplemented `key:"subscription_type" help:"Keyed-state (map) subscriptions."`

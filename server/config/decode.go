@@ -83,10 +83,19 @@ func (d *decoder) value(path string, f field, v reflect.Value, raw any) {
 	case kindStructs:
 		d.tables(path, v, raw)
 	case kindUnimplemented:
-		if meaningful(raw) {
+		if inEffect(f, raw) {
 			d.warn("config: key %q is not implemented by Gyre and is ignored", path)
 		}
 		v.Set(reflect.ValueOf(Unimplemented{value: raw}))
+	case kindInt, kindBool:
+		// Centrifugo reads "" as zero here, and writes internal_port as "".
+		if raw == "" {
+			v.SetZero()
+			return
+		}
+		if err := setScalar(v, f.kind, raw); err != nil {
+			d.fail(path, err)
+		}
 	default:
 		if err := setScalar(v, f.kind, raw); err != nil {
 			d.fail(path, err)
@@ -113,4 +122,37 @@ func (d *decoder) tables(path string, v reflect.Value, raw any) {
 		d.table(path+"["+strconv.Itoa(i)+"]", elem, item)
 	}
 	v.Set(out)
+}
+
+// inEffect reports whether the value of an unimplemented key would turn a
+// Centrifugo feature on, so that ignoring it deserves a warning. A dumped
+// Centrifugo configuration holds every such key at its default: a table
+// counts only when it switches something on (a true, or a non-empty list),
+// and a scalar only when it differs from its default.
+func inEffect(f field, raw any) bool {
+	switch raw.(type) {
+	case map[string]any, map[any]any, []any:
+		return switchedOn(raw)
+	}
+	if s, err := toString(raw); err == nil && f.hasDef && s == f.def {
+		return false
+	}
+	return meaningful(raw)
+}
+
+func switchedOn(raw any) bool {
+	switch x := raw.(type) {
+	case bool:
+		return x
+	case []any:
+		return meaningful(x)
+	}
+	if m, ok := asTable(raw); ok {
+		for _, v := range m {
+			if switchedOn(v) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -18,7 +19,7 @@ func TestDocsUpToDate(t *testing.T) {
 }
 
 // TestEveryKeyDocumented keeps the one source of truth complete: every key
-// has a help text, and every default parses (Default would panic otherwise).
+// has a help text and appears in the reference.
 func TestEveryKeyDocumented(t *testing.T) {
 	var check func(t reflect.Type, path string)
 	check = func(typ reflect.Type, path string) {
@@ -41,13 +42,13 @@ func TestEveryKeyDocumented(t *testing.T) {
 		if f.kind == kindUnimplemented {
 			return
 		}
-		if !bytes.Contains([]byte(doc), []byte("`"+path+"`")) && !isChannelOptionPath(path) {
+		if !strings.Contains(doc, "`"+path+"`") && !isChannelOptionPath(path) {
 			t.Errorf("%s is missing from the reference", path)
 		}
 	})
-	_ = Default()
 }
 
+// isChannelOptionPath tells keys documented once under "Channel options".
 func isChannelOptionPath(path string) bool {
-	return len(path) > len("channel.without_namespace.") && path[:len("channel.without_namespace.")] == "channel.without_namespace."
+	return strings.HasPrefix(path, "channel.without_namespace.")
 }

@@ -154,7 +154,9 @@ func TestSet(t *testing.T) {
 		{"engine.redis.address", "a:1 b:2", func(c *Config) bool { return slices.Equal(c.Engine.Redis.Address, []string{"a:1", "b:2"}) }},
 		{"channel.namespaces[1].history_size", "42", func(c *Config) bool { return c.Channel.Namespaces[1].HistorySize == 42 }},
 		{"CHANNEL.Namespaces[0].Presence", "false", func(c *Config) bool { return !c.Channel.Namespaces[0].Presence }},
-		{"client.token", `{"hmac_secret_key": "json"}`, func(c *Config) bool { return c.Client.Token.HMACSecretKey == "json" && c.Client.Token.Audience == "gyre-tests" }},
+		{"client.token", `{"hmac_secret_key": "json"}`, func(c *Config) bool {
+			return c.Client.Token.HMACSecretKey == "json" && c.Client.Token.Audience == "gyre-tests"
+		}},
 		{"channel.namespaces[2]", `{"presence": true}`, func(c *Config) bool { return c.Channel.Namespaces[2].Presence }},
 		{"channel.namespaces", `[{"name": "only"}]`, func(c *Config) bool { return len(c.Channel.Namespaces) == 1 && c.Channel.Namespaces[0].Name == "only" }},
 	}

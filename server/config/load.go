@@ -37,7 +37,7 @@ func applyDefaults(v reflect.Value) {
 			applyDefaults(fv)
 			continue
 		}
-		if !f.hasDef {
+		if !f.hasDef || f.kind == kindUnimplemented {
 			continue
 		}
 		if _, err := setString(fv, f, f.key, f.def); err != nil {

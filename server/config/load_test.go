@@ -250,3 +250,51 @@ func BenchmarkLoadBytes(b *testing.B) {
 		})
 	}
 }
+
+// A dump of Centrifugo's defaults (as its defaultconfig command writes) must
+// load silently and give Gyre's defaults, apart from the key prefixes.
+func TestLoadCentrifugoDefaults(t *testing.T) {
+	got, warnings, err := Load(filepath.Join("testdata", "centrifugo_defaults.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("unexpected warnings: %q", warnings)
+	}
+	want := Default()
+	want.Engine.Redis.Prefix = "centrifugo"
+	want.Broker.Nats.Prefix = "centrifugo"
+	got.zeroUnimplemented()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("differs from the defaults:\n%s", diffConfigs(t, got, want))
+	}
+}
+
+func TestUnimplementedInEffect(t *testing.T) {
+	tests := []struct {
+		name, json string
+		warn       bool
+	}{
+		{"feature on", `{"grpc_api": {"enabled": true}}`, true},
+		{"feature off with settings", `{"grpc_api": {"enabled": false, "port": 10001}}`, false},
+		{"non-empty list", `{"proxies": [{"name": "p"}]}`, true},
+		{"empty list", `{"consumers": []}`, false},
+		{"scalar at default", `{"channel": {"without_namespace": {"subscribe_proxy_name": "default"}}}`, false},
+		{"scalar changed", `{"channel": {"namespaces": [{"name": "ns", "subscribe_proxy_name": "mine"}]}}`, true},
+		{"scalar switch", `{"enable_unreleased_features": true}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, warnings, err := LoadBytes([]byte(tt.json), "json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(warnings) > 0; got != tt.warn {
+				t.Errorf("warnings = %q, want a warning: %v", warnings, tt.warn)
+			}
+			if tt.warn && !strings.Contains(warnings[0], "not implemented by Gyre") {
+				t.Errorf("warning %q does not say the key is unimplemented", warnings[0])
+			}
+		})
+	}
+}

@@ -79,7 +79,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"admin password", func(c *Config) { c.Admin.Enabled = true; c.Admin.Secret = "s" }, "admin.password", "must be set"},
 		{"admin secret", func(c *Config) { c.Admin.Enabled = true; c.Admin.Password = "p" }, "admin.secret", "must be set"},
 		{"tls cert", func(c *Config) { c.HTTPServer.TLS = TLS{Enabled: true, KeyPEMFile: "k.pem"} }, "http_server.tls.cert_pem", "certificate"},
-		{"tls key", func(c *Config) { c.UniGRPC = UniGRPC{Enabled: true, Port: 11000, TLS: TLS{Enabled: true, CertPEM: "c"}} }, "uni_grpc.tls.key_pem", "private key"},
+		{"tls key", func(c *Config) {
+			c.UniGRPC = UniGRPC{Enabled: true, Port: 11000, TLS: TLS{Enabled: true, CertPEM: "c"}}
+		}, "uni_grpc.tls.key_pem", "private key"},
 		{"redis address", func(c *Config) { c.Engine.Type = "redis"; c.Engine.Redis.Address = []string{"localhost"} }, "engine.redis.address[0]", "want host:port or a redis:// URL"},
 		{"redis scheme", func(c *Config) { c.Engine.Type = "redis"; c.Engine.Redis.Address = []string{"http://x:1"} }, "engine.redis.address[0]", `unsupported scheme "http"`},
 		{"redis no address", func(c *Config) { c.Engine.Type = "redis"; c.Engine.Redis.Address = nil }, "engine.redis.address", "at least one address"},
