@@ -203,7 +203,9 @@ logged as a warning, so that typos show and newer files still load.
 const docUnimplementedIntro = `
 ## Known keys that Gyre does not implement
 
-These Centrifugo keys are recognised but have no effect in Gyre. Setting one to anything
-but an empty value logs a warning; it never stops the server.
+These Centrifugo keys are recognised but have no effect in Gyre. A value that would turn
+the feature on (a ` + "`true`" + `, a non-empty list, a scalar other than its default) logs a
+warning; it never stops the server, and a dump of Centrifugo's defaults loads silently.
+The ` + "`channel.namespaces[]`" + ` keys apply to ` + "`channel.without_namespace`" + ` too.
 
 `
