@@ -12,9 +12,9 @@
 // next offset (1, 2, 3, ...) and the stream carries an epoch, a short random
 // string made when the stream is created. The stream keeps at most
 // HistorySize publications, each for HistoryTTL. Its meta (offset and
-// epoch) lives HistoryMetaTTL after the last publish or History call; once
-// that passes the stream is lost, and the next publish or History call
-// starts a new one with a new epoch and offsets from 1.
+// epoch) lives HistoryMetaTTL after the last publish with history or
+// History call; once that passes the stream is lost, and the next publish
+// or History call starts a new one with a new epoch and offsets from 1.
 //
 // A publish with history off is still delivered, with offset 0, and returns
 // a zero StreamPosition; it neither stores the publication nor moves the
@@ -60,6 +60,11 @@
 // same channel before returning. Join, leave and control messages go to
 // the handler directly. Subscribe and Unsubscribe do nothing: one node
 // receives everything.
+//
+// Locks are taken in one order: a shard's, then a channel's. Publish and
+// History release the shard lock before taking the channel's; only the
+// sweep holds both, and it only tries the channel lock, skipping a busy
+// channel rather than waiting for its handler.
 //
 // # Expiry
 //
