@@ -123,7 +123,7 @@ func TestSubscribeDuringPublish(t *testing.T) {
 	for i, rec := range recs {
 		offsets, err := rec.wait(30 * time.Second)
 		if err != nil {
-			t.Fatalf("subscriber %d (%s, from offset %d): %v after %d publications", i, rec.c.proto, rec.top, err, len(offsets))
+			t.Fatalf("subscriber %d (%s, from offset %d): %v after %d publications; contiguous: %v; first %v last %v", i, rec.c.proto, rec.top, err, len(offsets), checkContiguous(offsets, rec.top+1), offsets[:min(5, len(offsets))], offsets[max(0, len(offsets)-5):])
 		}
 		if err := checkContiguous(offsets, rec.top+1); err != nil {
 			t.Fatalf("subscriber %d (%s, from offset %d): %v", i, rec.c.proto, rec.top, err)
@@ -350,13 +350,17 @@ func (c *rawConn) tryCall(cmd *protocol.Command) (*protocol.Reply, error) {
 		if err != nil {
 			return nil, err
 		}
+		var reply *protocol.Reply
 		for _, r := range replies {
 			switch {
 			case r.Id == cmd.Id:
-				return r, nil
+				reply = r
 			case r.Push != nil:
 				c.pushes = append(c.pushes, r.Push)
 			}
+		}
+		if reply != nil {
+			return reply, nil
 		}
 	}
 }
