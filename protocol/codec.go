@@ -91,3 +91,27 @@ func JoinFrame(dst []byte, t Type, msgs [][]byte) []byte {
 func AppendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	return appendString(dst, s)
 }
+
+// UnquoteJSONString returns the contents of a raw JSON string value, unescaped. It
+// undoes AppendJSONString, and reads bytes fields that JSON clients fill with a string:
+// centrifuge-js sends the data of an EmulationRequest as a JSON string holding the
+// command frame. Errors wrap ErrMalformed.
+func UnquoteJSONString(raw []byte) ([]byte, error) {
+	r := getReader(raw)
+	defer putReader(r)
+	if r.peek() != '"' {
+		r.fail("expected string")
+		return nil, r.err
+	}
+	start, end, escaped := r.scanString()
+	if r.peek(); r.err == nil && r.pos != len(raw) {
+		r.fail("data after string")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if escaped {
+		return unescape(make([]byte, 0, end-start), raw[start:end]), nil
+	}
+	return append([]byte(nil), raw[start:end]...), nil
+}

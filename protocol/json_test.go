@@ -345,3 +345,40 @@ func protoregistryFind(md protoreflect.MessageDescriptor) (proto.Message, error)
 	}
 	return mt.New().Interface(), nil
 }
+
+func TestUnquoteJSONString(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+		bad            bool
+	}{
+		{"plain", `"abc"`, "abc", false},
+		{"empty", `""`, "", false},
+		{"command frame", `"{\"id\":1}\n{\"id\":2,\"ping\":{}}"`, "{\"id\":1}\n{\"id\":2,\"ping\":{}}", false},
+		{"surrounding space", " \"x\" \n", "x", false},
+		{"not a string", `{"id":1}`, "", true},
+		{"null", `null`, "", true},
+		{"trailing data", `"a"b`, "", true},
+		{"unterminated", `"abc`, "", true},
+		{"bad escape", `"\q"`, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := UnquoteJSONString([]byte(tt.in))
+			if tt.bad {
+				if !errors.Is(err, ErrMalformed) {
+					t.Fatalf("got %q, %v; want ErrMalformed", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+			if back := string(AppendJSONString(nil, got)); strings.TrimSpace(tt.in) != back {
+				t.Fatalf("AppendJSONString gives %s, want %s", back, tt.in)
+			}
+		})
+	}
+}

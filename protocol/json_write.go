@@ -102,38 +102,46 @@ func appendStringsField(b []byte, key string, vs []string) []byte {
 // subscription maps are nearly always this small, so encoding them does not allocate.
 const smallMap = 16
 
-// sortedKeys returns the keys of m in order, so that equal messages encode to equal
-// bytes (golden tests, caches keyed by content).
-func sortedKeys[V any](m map[string]V, buf *[smallMap]string) []string {
-	keys := buf[:0]
+// mapEntry is a key and value taken out of a map in one iteration, which spares the
+// encoder a lookup per key after sorting.
+type mapEntry[V any] struct {
+	key string
+	val V
+}
+
+// sortedEntries returns the entries of m ordered by key, so that equal messages encode
+// to equal bytes (golden tests, caches keyed by content). Up to smallMap entries live in
+// buf, on the caller's stack.
+func sortedEntries[V any](m map[string]V, buf *[smallMap]mapEntry[V]) []mapEntry[V] {
+	es := buf[:0]
 	if len(m) > smallMap {
-		keys = make([]string, 0, len(m))
+		es = make([]mapEntry[V], 0, len(m))
 	}
-	for k := range m {
-		keys = append(keys, k)
+	for k, v := range m {
+		es = append(es, mapEntry[V]{k, v})
 	}
-	for i := 1; i < len(keys); i++ { // insertion sort: tiny n, no allocation
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
+	for i := 1; i < len(es); i++ { // insertion sort: tiny n, no allocation
+		for j := i; j > 0 && es[j].key < es[j-1].key; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
 		}
 	}
-	return keys
+	return es
 }
 
 func appendStringMapField(b []byte, key string, m map[string]string) []byte {
 	if len(m) == 0 {
 		return b
 	}
-	var buf [smallMap]string
+	var buf [smallMap]mapEntry[string]
 	b = append(b, key...)
 	b = append(b, '{')
-	for i, k := range sortedKeys(m, &buf) {
+	for i, e := range sortedEntries(m, &buf) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = appendString(b, e.key)
 		b = append(b, ':')
-		b = appendString(b, m[k])
+		b = appendString(b, e.val)
 	}
 	return append(b, '}')
 }
@@ -142,17 +150,17 @@ func appendMessageMapField[T any](b []byte, key string, m map[string]*T, enc fun
 	if len(m) == 0 {
 		return b
 	}
-	var buf [smallMap]string
+	var buf [smallMap]mapEntry[*T]
 	b = append(b, key...)
 	b = append(b, '{')
-	for i, k := range sortedKeys(m, &buf) {
+	for i, e := range sortedEntries(m, &buf) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = appendString(b, e.key)
 		b = append(b, ':')
-		if v := m[k]; v != nil {
-			b = enc(b, v)
+		if e.val != nil {
+			b = enc(b, e.val)
 		} else {
 			b = append(b, '{', '}')
 		}
