@@ -23,14 +23,19 @@ func (c *Conn) WriteFrame(payload []byte) error {
 	return err
 }
 
-// WriteFrameParts sends the concatenation of parts as one data frame without
-// copying them, so that messages encoded once for many connections (each
-// with its own separator or length prefix) go out as one frame and one write
-// call. Otherwise it behaves as WriteFrame.
+// WriteFrameParts sends the concatenation of parts as one data frame and one
+// write call, so that messages encoded once for many connections (each with
+// its own separator or length prefix) need no joining by the caller. Parts
+// under 2 KiB are copied into a pooled buffer, larger ones go to the kernel
+// as they are: a writev of many small pieces costs more than the copy.
+// Otherwise it behaves as WriteFrame.
 func (c *Conn) WriteFrameParts(parts [][]byte) error {
-	total := 0
+	total, small := 0, 0
 	for _, p := range parts {
 		total += len(p)
+		if len(p) < copyPartMax {
+			small += len(p)
+		}
 	}
 	c.wmu.Lock()
 	defer c.unlockWrite()
@@ -39,17 +44,17 @@ func (c *Conn) WriteFrameParts(parts [][]byte) error {
 	}
 	n := putHeader(c.whdr[:], c.dataOp, total)
 	c.setWriteDeadline()
-	var err error
-	if c.vectored {
-		v := vecPool.Get().(*vector)
-		v.parts = append(append(v.parts[:0], c.whdr[:n]), parts...)
-		v.bufs = v.parts
-		_, err = v.bufs.WriteTo(c.nc)
-		clear(v.parts) // keep no payload reachable from the pool
-		vecPool.Put(v)
-	} else {
-		err = c.writeCopy(c.whdr[:n], parts...)
+	if !c.vectored {
+		return c.wrote(c.writeCopy(c.whdr[:n], parts...))
 	}
+	v := vecPool.Get().(*vector)
+	stage := getBuf(n + small)
+	v.gather(stage, c.whdr[:n], parts)
+	_, err := v.bufs.WriteTo(c.nc)
+	clear(v.parts) // keep no payload reachable from the pool
+	v.parts = v.parts[:0]
+	vecPool.Put(v)
+	putBuf(stage)
 	return c.wrote(err)
 }
 
@@ -135,10 +140,37 @@ func putHeader(dst []byte, op byte, n int) int {
 	return 10
 }
 
+// copyPartMax is the size under which WriteFrameParts copies a part
+// instead of giving it its own iovec.
+const copyPartMax = 2 << 10
+
 // vector is a reusable writev list for WriteFrameParts.
 type vector struct {
 	parts [][]byte
 	bufs  net.Buffers // consumed by WriteTo, hence apart from parts
+}
+
+// gather lists header and parts for one writev, copying runs of small parts
+// into stage, which has room for all of them, so it never moves.
+func (v *vector) gather(stage *[]byte, header []byte, parts [][]byte) {
+	buf := append((*stage)[:0], header...)
+	start := 0
+	for _, p := range parts {
+		if len(p) < copyPartMax {
+			buf = append(buf, p...)
+			continue
+		}
+		if len(buf) > start {
+			v.parts = append(v.parts, buf[start:])
+			start = len(buf)
+		}
+		v.parts = append(v.parts, p)
+	}
+	if len(buf) > start {
+		v.parts = append(v.parts, buf[start:])
+	}
+	*stage = buf
+	v.bufs = v.parts
 }
 
 var vecPool = sync.Pool{New: func() any { return new(vector) }}

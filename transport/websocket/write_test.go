@@ -59,6 +59,13 @@ func TestWriteFrameParts(t *testing.T) {
 		{name: "one", parts: [][]byte{[]byte(`{"id":1}`)}},
 		{name: "with empty parts", parts: [][]byte{{}, []byte("a"), {}, []byte("b")}},
 		{name: "100 messages", parts: many},
+		{
+			name: "mixed sizes",
+			parts: [][]byte{
+				[]byte("head"), bytes.Repeat([]byte("B"), copyPartMax), []byte("s1"), []byte("s2"),
+				bytes.Repeat([]byte("C"), 5000), bytes.Repeat([]byte("D"), 3000), []byte("tail"),
+			},
+		},
 		{name: "over 64 KiB", parts: [][]byte{bytes.Repeat([]byte("a"), 40000), bytes.Repeat([]byte("b"), 40000)}},
 	}
 	transports(t, Options{}, func(t *testing.T, s *testServer) {
