@@ -114,3 +114,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	errs = append(errs, s.node.Shutdown(ctx))
 	return errors.Join(errs...)
 }
+
+// Reload applies what can change without dropping connections: channel
+// options and token keys. Existing subscriptions keep what they got; new
+// subscriptions and commands use the new rules.
+func (s *Server) Reload(cfg *config.Config) error {
+	ncfg := nodeConfig(cfg)
+	if err := s.node.SetChannelConfig(ncfg.Channels); err != nil {
+		return fmt.Errorf("server: reload channels: %w", err)
+	}
+	if err := s.node.SetTokenConfig(ncfg.Token, ncfg.SubscriptionToken); err != nil {
+		return fmt.Errorf("server: reload tokens: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gyrehq/gyre/server"
+	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/token"
+)
+
+// parseServeArgs reads -c/--config and --key.path VALUE pairs.
+func parseServeArgs(args []string) (path string, flags map[string]string, err error) {
+	flags = map[string]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			return "", nil, fmt.Errorf("unexpected argument %q", a)
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+				value = args[i+1]
+				i++
+			} else if name != "c" && name != "config" {
+				value = "true" // a bare boolean flag: --client.insecure
+			} else {
+				return "", nil, fmt.Errorf("flag %s needs a value", a)
+			}
+		}
+		if name == "c" || name == "config" {
+			path = value
+			continue
+		}
+		if !strings.Contains(name, ".") {
+			return "", nil, fmt.Errorf("unknown flag %s (config keys look like --http_server.port)", a)
+		}
+		flags[name] = value
+	}
+	return path, flags, nil
+}
+
+func serve(args []string, stdout, stderr io.Writer) error {
+	path, flags, err := parseServeArgs(args)
+	if err != nil {
+		return err
+	}
+	environ := os.Environ()
+	cfg, warnings, err := config.Resolve(config.Sources{File: path, Environ: environ, Flags: flags})
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log.Level, stderr)
+	for _, w := range warnings {
+		log.Warn("config: " + w)
+	}
+	dev := path == "" && !hasEnv(environ, config.DefaultEnvPrefix+"_")
+	var secret, apiKey string
+	if dev {
+		secret, apiKey = server.DevDefaults(cfg)
+		log.Warn("no config file: running on development defaults (open channels, fresh secrets)")
+	}
+	srv, err := server.New(cfg, log)
+	if err != nil {
+		return err
+	}
+	if dev {
+		srv.EnableDemo()
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	if dev {
+		if err := printDevWelcome(stdout, srv, secret, apiKey); err != nil {
+			return err
+		}
+	}
+	return waitSignals(srv, path, flags, log, cfg.Shutdown.Timeout)
+}
+
+// waitSignals reloads the config on SIGHUP and shuts down on SIGINT or
+// SIGTERM.
+func waitSignals(srv *server.Server, path string, flags map[string]string, log *slog.Logger, timeout time.Duration) error {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			reload(srv, path, flags, log)
+			continue
+		}
+		log.Info("shutting down", "signal", sig.String(), "timeout", timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := srv.Shutdown(ctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			log.Warn("shutdown timed out", "timeout", timeout)
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+func reload(srv *server.Server, path string, flags map[string]string, log *slog.Logger) {
+	if path == "" {
+		log.Warn("SIGHUP ignored: no config file to reload")
+		return
+	}
+	cfg, warnings, err := config.Resolve(config.Sources{File: path, Environ: os.Environ(), Flags: flags})
+	if err != nil {
+		log.Error("config reload failed; keeping the running config", "error", err)
+		return
+	}
+	for _, w := range warnings {
+		log.Warn("config: " + w)
+	}
+	if err := srv.Reload(cfg); err != nil {
+		log.Error("config reload failed; keeping the running config", "error", err)
+		return
+	}
+	log.Info("config reloaded", "file", path)
+}
+
+func hasEnv(environ []string, prefix string) bool {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// printDevWelcome tells someone who started gyre without a config how to
+// try it: a demo page with a token, and the API key.
+func printDevWelcome(w io.Writer, srv *server.Server, secret, apiKey string) error {
+	tok, err := token.SignHMAC("HS256", []byte(secret), map[string]any{
+		"sub": "demo",
+		"exp": time.Now().Add(24 * time.Hour).Unix(),
+	})
+	if err != nil {
+		return fmt.Errorf("demo token: %w", err)
+	}
+	_, port, _ := net.SplitHostPort(srv.Addr().String())
+	_, err = fmt.Fprintf(w, `Gyre is running with development defaults (no config file given).
+
+  Demo page:  http://localhost:%[1]s/?token=%[2]s
+  Token:      %[2]s   (user "demo", valid 24h)
+  API key:    %[3]s
+  Publish:    curl -X POST -H "X-API-Key: %[3]s" -d '{"channel":"demo","data":{"text":"hi"}}' http://localhost:%[1]s/api/publish
+
+Secrets are new at every start. Run "gyre -c config.json" to use your own ("gyre genconfig" writes one).
+`, port, tok, apiKey)
+	return err
+}
+
+// newLogger logs JSON when stderr is not a terminal (collected logs), text
+// otherwise.
+func newLogger(level string, w io.Writer) *slog.Logger {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "none":
+		return slog.New(slog.DiscardHandler)
+	case "trace", "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error", "fatal":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

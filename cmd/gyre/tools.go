@@ -1,0 +1,179 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/gyrehq/gyre/server"
+	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/token"
+)
+
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	return nil
+}
+
+// genConfig writes a config with fresh secrets, refusing to overwrite.
+func genConfig(args []string, stdout io.Writer) error {
+	fs := newFlagSet("genconfig")
+	path := fs.String("c", "config.json", "file to write")
+	format := fs.String("f", "", "json, yaml or toml (default: from the file extension)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	f := *format
+	if f == "" {
+		var err error
+		if f, err = config.FormatOf(*path); err != nil {
+			return err
+		}
+	}
+	data, err := config.Generate().MarshalNonDefault(f)
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(*path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("genconfig: %w", err)
+	}
+	if _, err := out.Write(data); err != nil {
+		out.Close()
+		return fmt.Errorf("genconfig: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("genconfig: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "wrote %s\n", *path)
+	return err
+}
+
+func checkConfig(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("checkconfig")
+	path := fs.String("c", "config.json", "file to check")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	_, warnings, err := config.Resolve(config.Sources{File: *path, Environ: os.Environ()})
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s is valid\n", *path)
+	return err
+}
+
+func defaultConfig(args []string, stdout io.Writer) error {
+	fs := newFlagSet("defaultconfig")
+	format := fs.String("f", "json", "json, yaml or toml")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	data, err := config.Default().Marshal(*format)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(data)
+	return err
+}
+
+// loadForTokens reads the config whose keys sign or check tokens.
+func loadForTokens(path string) (*config.Config, error) {
+	cfg, _, err := config.Resolve(config.Sources{File: path, Environ: os.Environ()})
+	return cfg, err
+}
+
+func genToken(args []string, stdout io.Writer, sub bool) error {
+	name := "gentoken"
+	if sub {
+		name = "gensubtoken"
+	}
+	fs := newFlagSet(name)
+	path := fs.String("c", "config.json", "config with client.token.hmac_secret_key")
+	user := fs.String("u", "", "user id (sub claim)")
+	channel := fs.String("s", "", "channel (subscription tokens)")
+	ttl := fs.Duration("t", 7*24*time.Hour, "time to live; 0 for a token that never expires")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if sub && *channel == "" {
+		return errors.New("gensubtoken: -s CHANNEL is required")
+	}
+	cfg, err := loadForTokens(*path)
+	if err != nil {
+		return err
+	}
+	secret := cfg.Client.Token.HMACSecretKey
+	if sub && cfg.Client.SubscriptionToken.Enabled {
+		secret = cfg.Client.SubscriptionToken.HMACSecretKey
+	}
+	if secret == "" {
+		return fmt.Errorf("%s: no HMAC secret key in %s (client.token.hmac_secret_key)", name, *path)
+	}
+	claims := map[string]any{"sub": *user}
+	if *ttl > 0 {
+		claims["exp"] = time.Now().Add(*ttl).Unix()
+	}
+	if sub {
+		claims["channel"] = *channel
+	}
+	tok, err := token.SignHMAC("HS256", []byte(secret), claims)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, tok)
+	return err
+}
+
+func checkToken(args []string, stdout io.Writer) error {
+	fs := newFlagSet("checktoken")
+	path := fs.String("c", "config.json", "config with the token keys")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("checktoken: give one token")
+	}
+	cfg, err := loadForTokens(*path)
+	if err != nil {
+		return err
+	}
+	t := cfg.Client.Token
+	v, err := token.NewVerifier(token.Config{
+		HMACSecretKey: t.HMACSecretKey, RSAPublicKey: t.RSAPublicKey, ECDSAPublicKey: t.ECDSAPublicKey,
+		JWKSPublicEndpoint: t.JWKSPublicEndpoint, Audience: t.Audience, AudienceRegex: t.AudienceRegex,
+		Issuer: t.Issuer, IssuerRegex: t.IssuerRegex, UserIDClaim: t.UserIDClaim,
+	})
+	if err != nil {
+		return err
+	}
+	ct, err := v.VerifyConnectToken(fs.Arg(0), false)
+	if err != nil {
+		return err
+	}
+	exp := "never"
+	if ct.ExpireAt > 0 {
+		exp = time.Unix(ct.ExpireAt, 0).UTC().Format(time.RFC3339)
+	}
+	_, err = fmt.Fprintf(stdout, "valid token for user %q, expires %s\n", ct.UserID, exp)
+	return err
+}
+
+func printVersion(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "gyre %s\n", server.Version)
+	return err
+}
