@@ -65,7 +65,8 @@
 // # Performance
 //
 // Encoding is append-style with no reflection: encoding a publication into a reused
-// buffer does not allocate, in either format. Decoders allocate the messages and their
-// strings and bytes, and nothing else; the JSON decoder is a single pass over the input
-// that writes straight into the message structs.
+// buffer does not allocate, in either format. Decoders allocate the messages and what
+// they hold (strings, bytes, maps, slices) and nothing else: the JSON decoder is a
+// single pass over the input that writes straight into the message structs, and is
+// pooled with its scratch space.
 package protocol

@@ -183,7 +183,10 @@ func (r *jsonReader) str() string {
 			return ""
 		}
 		if escaped {
-			return string(unescape(make([]byte, 0, end-start), r.data[start:end]))
+			// The key of the current field may live in scratch too; it has been
+			// matched (or copied) by the time its value is read.
+			r.scratch = unescape(r.scratch[:0], r.data[start:end])
+			return string(r.scratch)
 		}
 		return string(r.data[start:end])
 	case 'n':
