@@ -6,8 +6,8 @@ import (
 	"github.com/gyrehq/gyre/broker"
 )
 
-// clonePublications deep-copies pubs so that callers cannot reach stored
-// values. The copies share a few backing allocations (structs, infos, one
+// clonePublications replaces each element of pubs by a deep copy, so that
+// callers cannot reach stored values, and returns pubs. The copies share a few backing allocations (structs, infos, one
 // byte arena) instead of several per publication; each byte slice is
 // capped so that appending to one cannot write into its neighbour.
 func clonePublications(pubs []*broker.Publication) []*broker.Publication {
@@ -25,7 +25,6 @@ func clonePublications(pubs []*broker.Publication) []*broker.Publication {
 	a := arena{buf: make([]byte, 0, size)}
 	structs := make([]broker.Publication, len(pubs))
 	infoStructs := make([]broker.ClientInfo, infos)
-	out := make([]*broker.Publication, len(pubs))
 	for i, p := range pubs {
 		c := &structs[i]
 		*c = *p
@@ -39,9 +38,9 @@ func clonePublications(pubs []*broker.Publication) []*broker.Publication {
 			ci.ChanInfo = a.copy(p.Info.ChanInfo)
 			c.Info = ci
 		}
-		out[i] = c
+		pubs[i] = c
 	}
-	return out
+	return pubs
 }
 
 // arena hands out capped sub-slices of one buffer allocated up front.

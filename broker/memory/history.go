@@ -36,10 +36,24 @@ func (b *Broker) History(channel string, opts broker.HistoryOptions) ([]*broker.
 // index follows from Since without a search.
 func selectHistory(r *ring, f broker.HistoryFilter, now int64) []*broker.Publication {
 	first := r.at(0).pub.Offset
-	n := r.len()
-	limit := f.Limit
-	if limit < 0 || limit > n {
-		limit = n
+	// Indexes lo..hi (inclusive) hold the candidates.
+	lo, hi := 0, r.len()-1
+	if f.Since != nil {
+		if f.Reverse {
+			if f.Since.Offset <= first {
+				return nil
+			}
+			hi = min(hi, int(f.Since.Offset-1-first))
+		} else if f.Since.Offset >= first {
+			lo = int(f.Since.Offset + 1 - first)
+		}
+	}
+	limit := hi - lo + 1
+	if f.Limit > 0 && f.Limit < limit {
+		limit = f.Limit
+	}
+	if limit <= 0 {
+		return nil
 	}
 	out := make([]*broker.Publication, 0, limit)
 	take := func(i int) bool {
@@ -49,22 +63,11 @@ func selectHistory(r *ring, f broker.HistoryFilter, now int64) []*broker.Publica
 		return len(out) < limit
 	}
 	if f.Reverse {
-		end := n - 1
-		if f.Since != nil {
-			if f.Since.Offset <= first {
-				return nil
-			}
-			end = min(end, int(f.Since.Offset-1-first))
+		for i := hi; i >= lo && take(i); i-- {
 		}
-		for i := end; i >= 0 && take(i); i-- {
+	} else {
+		for i := lo; i <= hi && take(i); i++ {
 		}
-		return out
-	}
-	start := 0
-	if f.Since != nil && f.Since.Offset >= first {
-		start = int(f.Since.Offset + 1 - first)
-	}
-	for i := start; i < n && take(i); i++ {
 	}
 	return out
 }
