@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const HMAC_SECRET = 'gyre-sdk-test-secret';
+export const HMAC_SECRET = 'gyre-sdk-test-secret-0123456789abcdef';
 export const API_KEY = 'gyre-sdk-test-apikey';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');

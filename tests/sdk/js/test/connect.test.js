@@ -19,7 +19,7 @@ for (const build of builds) {
     });
 
     it('is disconnected with 3500 and stays away when the token has the wrong key', async (t) => {
-      const token = signToken({ sub: 'alice' }, 'not-the-server-secret');
+      const token = signToken({ sub: 'alice' }, 'not-the-server-secret-0123456789abcdef');
       const c = newClient(build, server(), { token });
       t.after(() => closeAll([c]));
       c.connect();
