@@ -1,6 +1,8 @@
 package gyre
 
 import (
+	"time"
+
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/protocol"
 )
@@ -63,7 +65,12 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication) {
 	if len(subs) == 0 {
 		return
 	}
+	start := time.Now()
 	enc := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}}
+	defer func() {
+		n.obs.MessagesSent("publication", len(subs))
+		n.obs.Broadcast(len(subs), time.Since(start))
+	}()
 	for _, s := range subs {
 		msg := enc.get(s.client.proto, s.client.uni)
 		if msg == nil {
@@ -80,10 +87,17 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 		return
 	}
 	enc := encodedPush{push: push}
+	kind := "join"
+	if push.Leave != nil {
+		kind = "leave"
+	}
+	sent := 0
+	defer func() { n.obs.MessagesSent(kind, sent) }()
 	for _, s := range subs {
 		if !s.pushJoinLeave {
 			continue
 		}
+		sent++
 		msg := enc.get(s.client.proto, s.client.uni)
 		if msg == nil {
 			n.log.Error("encode join/leave", "channel", channel, "error", enc.err)

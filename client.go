@@ -65,7 +65,7 @@ func (n *Node) NewClient(ctx context.Context, t Transport) *Client {
 		startedAt: time.Now(),
 		closed:    make(chan struct{}),
 	}
-	c.w = newWriter(t, n.cfg.QueueMaxSize, c.onWriteError)
+	c.w = newWriter(t, n.cfg.QueueMaxSize, c.onWriteError, n.obs)
 	if !c.uni {
 		c.staleTimer = time.AfterFunc(n.cfg.StaleCloseDelay, c.closeIfStale)
 	}
@@ -165,6 +165,7 @@ func (c *Client) HandleFrame(frame []byte) bool {
 // disconnected.
 func (c *Client) handleCommand(cmd *protocol.Command) bool {
 	c.awaitingPong.Store(false)
+	c.node.obs.CommandReceived(commandMethod(cmd))
 	st := c.state.Load()
 	if st == stateClosed {
 		return false
@@ -224,6 +225,40 @@ func (c *Client) handleCommand(cmd *protocol.Command) bool {
 	return c.finishCommand(cmd.Id, reply, err)
 }
 
+// commandMethod names a command's method for metrics.
+func commandMethod(cmd *protocol.Command) string {
+	switch {
+	case cmd.Connect != nil:
+		return "connect"
+	case cmd.Subscribe != nil:
+		return "subscribe"
+	case cmd.Unsubscribe != nil:
+		return "unsubscribe"
+	case cmd.Publish != nil:
+		return "publish"
+	case cmd.Presence != nil:
+		return "presence"
+	case cmd.PresenceStats != nil:
+		return "presence_stats"
+	case cmd.History != nil:
+		return "history"
+	case cmd.Ping != nil:
+		return "ping"
+	case cmd.Send != nil:
+		return "send"
+	case cmd.Rpc != nil:
+		return "rpc"
+	case cmd.Refresh != nil:
+		return "refresh"
+	case cmd.SubRefresh != nil:
+		return "sub_refresh"
+	case cmd.Id == 0:
+		return "pong"
+	default:
+		return "unknown"
+	}
+}
+
 func isEmptyCommand(cmd *protocol.Command) bool {
 	return cmd.Subscribe == nil && cmd.Unsubscribe == nil && cmd.Publish == nil &&
 		cmd.Presence == nil && cmd.PresenceStats == nil && cmd.History == nil &&
@@ -273,6 +308,7 @@ func (c *Client) enqueueReply(r *protocol.Reply) {
 		c.node.log.Error("encode reply", "client", c.id, "error", err)
 		return
 	}
+	c.node.obs.MessagesSent("reply", 1)
 	c.enqueue(msg)
 }
 
@@ -288,6 +324,7 @@ func (c *Client) enqueuePush(p *protocol.Push) {
 		c.node.log.Error("encode push", "client", c.id, "error", err)
 		return
 	}
+	c.node.obs.MessagesSent("push", 1)
 	c.enqueue(msg)
 }
 
@@ -329,6 +366,7 @@ func (c *Client) close(d *Disconnect, flush bool) {
 			_ = c.transport.Close(d)
 		}
 		close(c.closed)
+		c.node.obs.Disconnected(d.Code)
 		lvl := slog.LevelDebug
 		if d.Code >= 3500 && d.Code < 4000 || d == DisconnectSlow {
 			lvl = slog.LevelInfo

@@ -18,6 +18,8 @@ type Config struct {
 	Version string
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
+	// Observer receives measurements for metrics; nil measures nothing.
+	Observer Observer
 
 	// Broker and PresenceManager carry publications between nodes and keep
 	// history and presence; nil means the memory engine.
@@ -147,6 +149,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IdempotentResultTTL == 0 {
 		c.IdempotentResultTTL = 5 * time.Minute
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

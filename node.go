@@ -25,6 +25,7 @@ type Node struct {
 	name      string
 	cfg       Config
 	log       *slog.Logger
+	obs       Observer
 	broker    broker.Broker
 	presence  broker.PresenceManager
 	hub       *hub
@@ -68,6 +69,7 @@ func NewNode(cfg Config) (*Node, error) {
 		id:        newID(),
 		cfg:       cfg,
 		log:       cfg.Logger,
+		obs:       cfg.Observer,
 		hub:       newHub(),
 		done:      make(chan struct{}),
 		startedAt: time.Now(),

@@ -280,8 +280,13 @@ type NodeInfo struct {
 // Info describes the nodes of the cluster (this one, with the memory
 // engine).
 func (n *Node) Info() []NodeInfo {
+	return []NodeInfo{n.LocalInfo()}
+}
+
+// LocalInfo describes this node.
+func (n *Node) LocalInfo() NodeInfo {
 	users, channels, subs := n.hub.stats()
-	return []NodeInfo{{
+	return NodeInfo{
 		ID:          n.id,
 		Name:        n.name,
 		Version:     n.cfg.Version,
@@ -290,7 +295,23 @@ func (n *Node) Info() []NodeInfo {
 		NumChannels: channels,
 		NumSubs:     subs,
 		Uptime:      time.Since(n.startedAt),
-	}}
+	}
+}
+
+// Healthy returns nil when the node can serve: its broker and presence
+// manager report no trouble (those that implement broker.HealthChecker).
+func (n *Node) Healthy() error {
+	for _, c := range []any{n.broker, n.presence} {
+		if hc, ok := c.(broker.HealthChecker); ok {
+			if err := hc.Healthy(); err != nil {
+				return fmt.Errorf("gyre: unhealthy: %w", err)
+			}
+		}
+	}
+	if n.closing.Load() {
+		return errors.New("gyre: node is shutting down")
+	}
+	return nil
 }
 
 // PersonalChannel is the channel a user is subscribed to when

@@ -114,6 +114,7 @@ func (p *pinger) run(done <-chan struct{}) {
 			}
 		}
 		batch = p.collect(cur, batch[:0])
+		p.n.obs.MessagesSent("ping", len(batch))
 		for _, c := range batch {
 			c.awaitingPong.Store(p.pongTimeout > 0)
 			c.enqueue(pingMsgs[c.proto])

@@ -34,10 +34,12 @@ type writer struct {
 	// onWriteError is called (once, from the writer goroutine) when a
 	// write fails.
 	onWriteError func(error)
+	obs          Observer
 }
 
-func newWriter(t Transport, max int, onWriteError func(error)) *writer {
+func newWriter(t Transport, max int, onWriteError func(error), obs Observer) *writer {
 	return &writer{
+		obs:          obs,
 		max:          max,
 		proto:        t.Protocol(),
 		transport:    t,
@@ -168,6 +170,7 @@ func (w *writer) drain() bool {
 		bp := framePool.Get().(*[]byte)
 		frame := protocol.JoinFrame((*bp)[:0], w.proto, batch)
 		err := w.transport.WriteFrame(frame)
+		w.obs.FrameWritten(len(batch), len(frame))
 		if cap(frame) <= 64<<10 {
 			*bp = frame[:0]
 			framePool.Put(bp)

@@ -159,3 +159,10 @@ type PresenceManager interface {
 	RemovePresence(channel, clientID, userID string) error
 	Close() error
 }
+
+// HealthChecker is implemented by brokers and presence managers that can
+// lose their backend (a Redis connection): Healthy returns an error while
+// they cannot serve. The node's health reflects it.
+type HealthChecker interface {
+	Healthy() error
+}

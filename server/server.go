@@ -2,17 +2,22 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/server/metrics"
 )
 
 // Version of the server, set at build time with -ldflags "-X ...".
@@ -20,12 +25,16 @@ var Version = "0.1.0-dev"
 
 // Server is a running Gyre server.
 type Server struct {
-	cfg  *config.Config
-	log  *slog.Logger
-	node *gyre.Node
-	mux  *http.ServeMux
-	http *http.Server
-	ln   net.Listener
+	cfg     *config.Config
+	log     *slog.Logger
+	node    *gyre.Node
+	metrics *metrics.Metrics
+	// mux serves clients; internal serves the API, metrics, health and
+	// pprof when http_server.internal_port is set (else it is mux).
+	mux      *http.ServeMux
+	internal *http.ServeMux
+	servers  []*http.Server
+	ln       net.Listener
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -33,11 +42,18 @@ type Server struct {
 func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	ncfg := nodeConfig(cfg)
 	ncfg.Logger = log
+	m := metrics.New()
+	ncfg.Observer = m
 	node, err := gyre.NewNode(ncfg)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{cfg: cfg, log: log, node: node, mux: http.NewServeMux()}
+	m.Bind(node)
+	s := &Server{cfg: cfg, log: log, node: node, metrics: m, mux: http.NewServeMux()}
+	s.internal = s.mux
+	if cfg.HTTPServer.InternalPort != 0 {
+		s.internal = http.NewServeMux()
+	}
 	s.routes()
 	return s, nil
 }
@@ -65,16 +81,44 @@ func (s *Server) routes() {
 			TransportErrorMode: c.HTTPAPI.ErrorMode == "transport",
 			Prefix:             prefix,
 			Logger:             s.log,
+			OnCall:             s.metrics.APICall,
 		})
-		s.mux.Handle(prefix+"/", h)
+		s.internalOr(c.HTTPAPI.External).Handle(prefix+"/", h)
 	}
 	if c.Health.Enabled {
-		s.mux.HandleFunc(c.Health.HandlerPrefix, s.health)
+		s.internal.HandleFunc(c.Health.HandlerPrefix, s.health)
+	}
+	if c.Prometheus.Enabled {
+		s.internal.Handle(c.Prometheus.HandlerPrefix, s.metrics.Handler())
+	}
+	if c.Debug.Enabled {
+		p := strings.TrimSuffix(c.Debug.HandlerPrefix, "/")
+		s.internal.HandleFunc(p+"/", pprof.Index)
+		s.internal.HandleFunc(p+"/cmdline", pprof.Cmdline)
+		s.internal.HandleFunc(p+"/profile", pprof.Profile)
+		s.internal.HandleFunc(p+"/symbol", pprof.Symbol)
+		s.internal.HandleFunc(p+"/trace", pprof.Trace)
 	}
 }
 
+// internalOr is the mux of an internal endpoint that may be asked to stay
+// on the external port.
+func (s *Server) internalOr(external bool) *http.ServeMux {
+	if external {
+		return s.mux
+	}
+	return s.internal
+}
+
+// health answers 200 while the node can serve (its broker is reachable)
+// and 503 otherwise.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	if err := s.node.Healthy(); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		return
+	}
 	_, _ = w.Write([]byte("{}"))
 }
 
@@ -83,20 +127,39 @@ func (s *Server) Start() error {
 	if err := s.node.Run(); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	addr := net.JoinHostPort(s.cfg.HTTPServer.Address, strconv.Itoa(s.cfg.HTTPServer.Port))
-	ln, err := net.Listen("tcp", addr)
+	hs := s.cfg.HTTPServer
+	ln, err := s.listen(hs.Address, hs.Port, s.mux)
 	if err != nil {
-		return fmt.Errorf("server: listen on %s: %w", addr, err)
+		return err
 	}
 	s.ln = ln
-	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	if hs.InternalPort != 0 {
+		addr := hs.InternalAddress
+		if addr == "" {
+			addr = hs.Address
+		}
+		if _, err := s.listen(addr, hs.InternalPort, s.internal); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) listen(host string, port int, h http.Handler) (net.Listener, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("server: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.servers = append(s.servers, srv)
 	go func() {
-		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("http server stopped", "error", err)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "address", addr, "error", err)
 		}
 	}()
 	s.log.Info("listening", "address", ln.Addr().String())
-	return nil
+	return ln, nil
 }
 
 // Addr is the address the server listens on, once started.
@@ -106,12 +169,21 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // within ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
-	if s.http != nil {
-		// Shutdown does not wait for hijacked (WebSocket) connections; the
-		// node closes those.
-		errs = append(errs, s.http.Shutdown(ctx))
+	// Shutdown stops accepting and waits for API requests; it does not
+	// wait for hijacked (WebSocket) connections: the node closes those
+	// with 3001.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, srv := range s.servers {
+		wg.Go(func() {
+			err := srv.Shutdown(ctx)
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		})
 	}
 	errs = append(errs, s.node.Shutdown(ctx))
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gyrehq/gyre"
 )
@@ -30,6 +31,9 @@ type Config struct {
 	// Prefix is the URL path the methods are under; "" means "/api".
 	Prefix string
 	Logger *slog.Logger
+	// OnCall, when set, is told about every API call: its method, its error
+	// code (0 for success) and how long it took.
+	OnCall func(method string, code uint32, d time.Duration)
 }
 
 // Handler serves the API of one node.
@@ -114,9 +118,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "api: malformed JSON", http.StatusBadRequest)
 		return
 	}
+	start := time.Now()
 	res, err := m(h, body)
 	transportMode := h.cfg.TransportErrorMode || r.Header.Get("X-Centrifugo-Error-Mode") == "transport"
-	h.write(w, name, res, err, transportMode)
+	h.write(w, name, res, err, transportMode, start)
 }
 
 func (h *Handler) authorized(r *http.Request) bool {
@@ -138,9 +143,18 @@ func (h *Handler) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(key), []byte(h.cfg.Key)) == 1
 }
 
-func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, transportMode bool) {
+func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, transportMode bool, start time.Time) {
 	w.Header().Set("Content-Type", "application/json")
 	var out reply
+	if h.cfg.OnCall != nil {
+		defer func() {
+			var code uint32
+			if out.Error != nil {
+				code = out.Error.Code
+			}
+			h.cfg.OnCall(name, code, time.Since(start))
+		}()
+	}
 	if err != nil {
 		out.Error = h.toAPIError(name, err)
 		if transportMode {
