@@ -1,0 +1,256 @@
+package gyre_test
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
+
+	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// bigPublish is a JSON publish command of exactly size bytes.
+func bigPublish(id, size int) []byte {
+	head := `{"id":` + strconv.Itoa(id) + `,"publish":{"channel":"news","data":"`
+	tail := `"}}`
+	return []byte(head + strings.Repeat("x", size-len(head)-len(tail)) + tail)
+}
+
+// bigProtoPublish is a framed protobuf publish command of at least size
+// bytes.
+func bigProtoPublish(size int) []byte {
+	b, err := protocol.AppendCommand(nil, protocol.TypeProtobuf, &protocol.Command{
+		Id: 2, Publish: &protocol.PublishRequest{Channel: "news", Data: bytes.Repeat([]byte("x"), size)},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return protocol.JoinFrame(nil, protocol.TypeProtobuf, [][]byte{b})
+}
+
+// writeFragments sends one message split into frames. It stops at the
+// first write error: the server may close before the last fragment.
+func writeFragments(c *testClient, op ws.OpCode, parts ...[]byte) {
+	for i, p := range parts {
+		f := ws.NewFrame(ws.OpContinuation, i == len(parts)-1, p)
+		if i == 0 {
+			f.Header.OpCode = op
+		}
+		if err := ws.WriteFrame(c.conn, ws.MaskFrame(f)); err != nil {
+			return
+		}
+	}
+}
+
+func TestBadInputCloses(t *testing.T) {
+	connectCmd := func(c *testClient) {
+		c.connect(connToken(t, "42", 0, nil))
+	}
+	jsonFrame := func(s string) func(c *testClient) {
+		return func(c *testClient) { c.writeFrame([]byte(s)) }
+	}
+	rawFrame := func(b []byte) func(c *testClient) {
+		return func(c *testClient) { c.writeFrame(b) }
+	}
+	tests := []struct {
+		name  string
+		proto protocol.Type
+		setup func(c *testClient)
+		send  func(c *testClient)
+		code  ws.StatusCode
+	}{
+		{"malformed JSON", protocol.TypeJSON, nil, jsonFrame(`{"id":1,"connect":`), 3501},
+		{"malformed JSON after connect", protocol.TypeJSON, connectCmd, jsonFrame(`{"id":2,"subscribe":{"channel":}}`), 3501},
+		{"JSON array", protocol.TypeJSON, nil, jsonFrame(`[{"id":1}]`), 3501},
+		{"JSON wrong type", protocol.TypeJSON, nil, jsonFrame(`{"id":"one","connect":{}}`), 3501},
+		{"JSON negative id", protocol.TypeJSON, connectCmd, jsonFrame(`{"id":-2,"ping":{}}`), 3501},
+		{"JSON bad data", protocol.TypeJSON, connectCmd, jsonFrame(`{"id":2,"publish":{"channel":"news","data":{bad}}}`), 3501},
+		{"JSON garbage after a good command", protocol.TypeJSON, connectCmd, jsonFrame("{\"id\":2,\"ping\":{}}\n}{"), 3501},
+		{"protobuf garbage", protocol.TypeProtobuf, nil, rawFrame([]byte{0x03, 0xff, 0xff, 0xff}), 3501},
+		{"protobuf wrong wire type", protocol.TypeProtobuf, connectCmd, rawFrame([]byte{0x02, 0x0f, 0x01}), 3501},
+		{"protobuf length past the end", protocol.TypeProtobuf, nil, rawFrame([]byte{0x40, 0x08, 0x01}), 3501},
+		{"protobuf length overflow", protocol.TypeProtobuf, nil, rawFrame(bytes.Repeat([]byte{0xff}, 11)), 3501},
+		{"protobuf length past the end after connect", protocol.TypeProtobuf, connectCmd, rawFrame([]byte{0x02, 0x08, 0x05, 0x7f}), 3501},
+		{"subscribe before connect", protocol.TypeJSON, nil, jsonFrame(`{"id":1,"subscribe":{"channel":"news"}}`), 3501},
+		{"subscribe before connect protobuf", protocol.TypeProtobuf, nil, func(c *testClient) {
+			c.sendRaw(&protocol.Command{Id: 1, Subscribe: &protocol.SubscribeRequest{Channel: "news"}})
+		}, 3501},
+		{"empty command before connect", protocol.TypeJSON, nil, jsonFrame(`{"id":1}`), 3501},
+		{"pong before connect", protocol.TypeJSON, nil, jsonFrame(`{}`), 3501},
+		{"connect without id", protocol.TypeJSON, nil, func(c *testClient) {
+			c.sendRaw(&protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
+		}, 3501},
+		{"second connect", protocol.TypeJSON, connectCmd, func(c *testClient) {
+			c.sendRaw(&protocol.Command{Id: 9, Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
+		}, 3501},
+		{"second connect protobuf", protocol.TypeProtobuf, connectCmd, func(c *testClient) {
+			c.sendRaw(&protocol.Command{Id: 9, Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
+		}, 3501},
+		{"publish without id", protocol.TypeJSON, connectCmd, jsonFrame(`{"publish":{"channel":"news","data":{}}}`), 3501},
+		{"oversized frame", protocol.TypeJSON, connectCmd, rawFrame(bigPublish(2, 64<<10+1)), 3501},
+		{"oversized frame before connect", protocol.TypeJSON, nil, rawFrame(bigPublish(2, 1<<20)), 3501},
+		{"oversized frame protobuf", protocol.TypeProtobuf, connectCmd, rawFrame(bigProtoPublish(64 << 10)), 3501},
+		{"oversized fragmented message", protocol.TypeJSON, connectCmd, func(c *testClient) {
+			msg := bigPublish(2, 100<<10)
+			writeFragments(c, ws.OpText, msg[:40<<10], msg[40<<10:80<<10], msg[80<<10:])
+		}, 3501},
+		{"binary frame on a JSON connection", protocol.TypeJSON, connectCmd, func(c *testClient) {
+			_ = wsutil.WriteClientMessage(c.conn, ws.OpBinary, []byte(`{"id":2,"ping":{}}`))
+		}, 3506},
+		{"binary frame on a JSON connection before connect", protocol.TypeJSON, nil, func(c *testClient) {
+			_ = wsutil.WriteClientMessage(c.conn, ws.OpBinary, []byte{0x00})
+		}, 3506},
+		{"invalid UTF-8 in a text frame", protocol.TypeJSON, connectCmd, jsonFrame("{\"id\":2,\"publish\":{\"channel\":\"news\",\"data\":\"\xff\xfe\"}}"), 3501},
+		{"invalid UTF-8 split across fragments", protocol.TypeJSON, connectCmd, func(c *testClient) {
+			writeFragments(c, ws.OpText, []byte("{\"id\":2,\"ping\":{}}\xe2"), []byte("\x28\xa1"))
+		}, 3501},
+		{"unmasked frame", protocol.TypeJSON, connectCmd, func(c *testClient) {
+			_ = ws.WriteFrame(c.conn, ws.NewTextFrame([]byte(`{"id":2,"ping":{}}`)))
+		}, 3501},
+	}
+	n, url := newTestNode(t, chatConfig())
+	bystander := dial(t, url, protocol.TypeProtobuf)
+	bystander.connect(connToken(t, "bystander", 0, nil))
+	if r := bystander.subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, url, tt.proto)
+			if tt.setup != nil {
+				tt.setup(c)
+			}
+			tt.send(c)
+			if ce := c.waitClose(); ce.Code != tt.code {
+				t.Fatalf("close code %d (%s), want %d", ce.Code, ce.Reason, tt.code)
+			}
+			checkServing(t, n, url, bystander)
+		})
+	}
+}
+
+func TestBadInputReplies(t *testing.T) {
+	protoCmd := func(cmd *protocol.Command) []byte {
+		b, err := protocol.AppendCommand(nil, protocol.TypeProtobuf, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return protocol.JoinFrame(nil, protocol.TypeProtobuf, [][]byte{b})
+	}
+	tests := []struct {
+		name  string
+		proto protocol.Type
+		frame []byte
+		// id of the reply; 0 means none is due.
+		id   uint32
+		code uint32
+	}{
+		{"empty command", protocol.TypeJSON, []byte(`{"id":5}`), 5, 104},
+		{"unknown command", protocol.TypeJSON, []byte(`{"id":6,"launch":{"now":true}}`), 6, 104},
+		{"empty command protobuf", protocol.TypeProtobuf, protoCmd(&protocol.Command{Id: 5}), 5, 104},
+		{"unknown field protobuf", protocol.TypeProtobuf, []byte{0x05, 0x08, 0x07, 0xa0, 0x06, 0x01}, 7, 104},
+		{"pong", protocol.TypeJSON, []byte(`{}`), 0, 0},
+		{"pong with newlines", protocol.TypeJSON, []byte("{}\n{}\n"), 0, 0},
+		{"pong protobuf", protocol.TypeProtobuf, []byte{0x00}, 0, 0},
+		{"frame at the size limit", protocol.TypeJSON, bigPublish(8, 64<<10), 8, 103},
+		{"publish into a channel without permission", protocol.TypeJSON, []byte(`{"id":9,"publish":{"channel":"news","data":{}}}`), 9, 103},
+		{"subscribe to an unknown namespace", protocol.TypeJSON, []byte(`{"id":10,"subscribe":{"channel":"nope:x"}}`), 10, 102},
+		{"subscribe to a channel too long", protocol.TypeJSON, []byte(`{"id":11,"subscribe":{"channel":"` + strings.Repeat("c", 256) + `"}}`), 11, 102},
+		{"sub_refresh of a channel not subscribed", protocol.TypeJSON, []byte(`{"id":12,"sub_refresh":{"channel":"news","token":"x"}}`), 12, 107},
+		{"refresh without token", protocol.TypeJSON, []byte(`{"id":13,"refresh":{}}`), 13, 107},
+	}
+	n, url := newTestNode(t, chatConfig())
+	bystander := dial(t, url, protocol.TypeJSON)
+	bystander.connect(connToken(t, "bystander", 0, nil))
+	if r := bystander.subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, url, tt.proto)
+			c.connect(connToken(t, "42", 0, nil))
+			c.mu.Lock()
+			c.id = 100 // above every id the table uses
+			c.mu.Unlock()
+			c.writeFrame(tt.frame)
+			if tt.id != 0 {
+				r := c.waitReply(tt.id)
+				if r.Error == nil || r.Error.Code != tt.code {
+					t.Fatalf("reply %+v, want error %d", r, tt.code)
+				}
+			}
+			// The connection still works.
+			if r := c.call(&protocol.Command{Ping: &protocol.PingRequest{}}); r.Error != nil || r.Ping == nil {
+				t.Fatalf("ping after bad input: %+v", r)
+			}
+			c.mu.Lock()
+			for id := range c.replies {
+				if id != tt.id && id != 1 && id <= 100 {
+					t.Errorf("unexpected reply %d: %+v", id, c.replies[id])
+				}
+			}
+			c.mu.Unlock()
+			c.conn.Close()
+			<-c.done
+			checkServing(t, n, url, bystander)
+		})
+	}
+}
+
+// TestBatchOfCommands sends thousands of commands in one frame: each gets
+// its reply, in order.
+func TestBatchOfCommands(t *testing.T) {
+	protocols(t, func(t *testing.T, proto protocol.Type) {
+		_, url := newTestNode(t, chatConfig())
+		c := dial(t, url, proto)
+		c.connect(connToken(t, "42", 0, nil))
+		const count = 3000
+		cmds := make([]*protocol.Command, count)
+		for i := range cmds {
+			cmds[i] = &protocol.Command{Id: uint32(10 + i), Ping: &protocol.PingRequest{}}
+		}
+		c.sendRaw(cmds...)
+		for i := range count {
+			if r := c.waitReply(uint32(10 + i)); r.Error != nil || r.Ping == nil {
+				t.Fatalf("reply %d: %+v", i, r)
+			}
+		}
+	})
+}
+
+// checkServing checks that the node still delivers to a client connected
+// before and serves a new one.
+func checkServing(t *testing.T, n *gyre.Node, url string, bystander *testClient) {
+	t.Helper()
+	before := len(bystander.pubs("news"))
+	fresh := dial(t, url, protocol.TypeJSON)
+	fresh.connect(connToken(t, "fresh", 0, nil))
+	if r := fresh.subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
+		t.Fatalf("fresh client subscribe: %+v", r.Error)
+	}
+	if _, err := n.Publish("news", []byte(`{"alive":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	fresh.waitPubs("news", 1)
+	bystander.waitPubs("news", before+1)
+	fresh.conn.Close()
+	<-fresh.done
+	waitFor(t, "fresh client gone", func() bool { return n.Info()[0].NumClients == 1 })
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
