@@ -4,15 +4,19 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"unicode/utf8"
 
 	"github.com/gobwas/ws"
 )
 
-// readBufSize is the largest frame payload read in place, without copying
-// it into a message buffer.
-const readBufSize = 1 << minClassShift
+const (
+	// readBufSize is the largest frame payload read in place, without
+	// copying it into a message buffer.
+	readBufSize = 1 << minClassShift
+	// readStep is how much of a large payload is read before the message
+	// buffer grows again.
+	readStep = 64 << 10
+)
 
 // frameHeader is a parsed client frame header.
 type frameHeader struct {
@@ -165,26 +169,44 @@ func (c *Conn) readInPlace(h frameHeader) ([]byte, error) {
 	return p, nil
 }
 
-// readFragment appends a frame's payload to the message buffer, growing it
-// through the size classes, and returns the message so far.
+// readFragment appends a frame's payload to the message buffer and returns
+// the message so far. The buffer grows with the bytes that actually arrive,
+// not with the length the header announces, so a peer cannot make the
+// server reserve ReadLimit bytes by sending a header alone.
 func (c *Conn) readFragment(h frameHeader) ([]byte, error) {
-	start := len(c.msg)
-	end := start + int(h.length)
-	if c.msgBuf == nil || cap(*c.msgBuf) < end {
-		nb := getBuf(end)
-		*nb = append((*nb)[:0], c.msg...)
-		if c.msgBuf != nil {
-			putBuf(c.msgBuf)
+	n := int(h.length)
+	for done := 0; done < n; {
+		step := min(n-done, readStep)
+		end := len(c.msg) + step
+		c.growMessage(end)
+		chunk := c.msg[len(c.msg):end]
+		if err := c.in.readFull(c.nc, chunk); err != nil {
+			return nil, midFrame(err)
 		}
-		c.msgBuf = nb
+		ws.Cipher(chunk, h.mask, done)
+		c.msg = c.msg[:end]
+		done += step
 	}
-	c.msg = (*c.msgBuf)[:end]
-	dst := c.msg[start:]
-	if err := c.in.readFull(c.nc, dst); err != nil {
-		return nil, midFrame(err)
-	}
-	ws.Cipher(dst, h.mask, 0)
 	return c.msg, nil
+}
+
+// growMessage makes room for n bytes in the message buffer, at least
+// doubling it so that long messages are copied a bounded number of times.
+func (c *Conn) growMessage(n int) {
+	if c.msgBuf != nil && cap(*c.msgBuf) >= n {
+		return
+	}
+	size := n
+	if c.msgBuf != nil {
+		size = max(n, 2*cap(*c.msgBuf))
+	}
+	nb := getBuf(size)
+	*nb = append((*nb)[:0], c.msg...)
+	if c.msgBuf != nil {
+		putBuf(c.msgBuf)
+	}
+	c.msgBuf = nb
+	c.msg = *nb
 }
 
 // dropMessage gives the message buffer back once its payload is invalid.
@@ -241,14 +263,14 @@ func (c *Conn) peerClose(p []byte) error {
 	return ce
 }
 
-// readError gives the caller ErrClosed for reads cut short by Close, and
+// readError gives the caller ErrClosed for reads cut short by a close, and
 // puts the package name on socket errors.
 func (c *Conn) readError(err error) error {
 	var ce *CloseError
 	switch {
 	case errors.As(err, &ce), errors.Is(err, ErrProtocol), err == ErrMessageTooLarge, err == ErrInvalidUTF8:
 		return err
-	case errors.Is(err, net.ErrClosed) && c.closeReq.Load() != nil:
+	case c.closeReq.Load() != nil:
 		return ErrClosed
 	}
 	return fmt.Errorf("websocket: read: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -348,4 +349,25 @@ func abbrev(b []byte) string {
 		return string(b[:40]) + "..."
 	}
 	return string(b)
+}
+
+// TestReadMessageAllocatesAsDataArrives checks that a header announcing a
+// large message reserves memory only for the bytes that follow it.
+func TestReadMessageAllocatesAsDataArrives(t *testing.T) {
+	const announced = 32 << 20
+	s := newTestServer(t, Options{ReadLimit: 64 << 20})
+	cl, c := s.connect(t, "/")
+	frame := maskedFrame(0x80|byte(ws.OpBinary), make([]byte, announced))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cl.sendRaw(frame[:200<<10])
+	_ = cl.conn.Close()
+	r := waitRead(t, readAsync(c))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(r.err, io.ErrUnexpectedEOF) {
+		t.Fatalf("ReadMessage: %v, want unexpected EOF", r.err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > announced/4 {
+		t.Errorf("allocated %d bytes for a message of which 200 KiB arrived", got)
+	}
 }
