@@ -1,0 +1,18 @@
+module github.com/gyrehq/gyre/examples/chat
+
+go 1.26.0
+
+require (
+	github.com/gobwas/ws v1.5.0
+	github.com/gyrehq/gyre v0.0.0
+)
+
+require (
+	github.com/gobwas/httphead v0.1.0 // indirect
+	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
+	github.com/planetscale/vtprotobuf v0.6.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
+
+// The example always builds against the Gyre in this repository.
+replace github.com/gyrehq/gyre => ../..
