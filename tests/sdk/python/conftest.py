@@ -24,8 +24,8 @@ async def make_client(server, codec):
     """Makes clients for the test and disconnects them all at its end."""
     made = []
 
-    def make(user="alice", token=None):
-        client = new_client(server, codec, user=user, token=token)
+    def make(user="alice", token=None, url=None):
+        client = new_client(server, codec, user=user, token=token, url=url)
         made.append(client)
         return client
 

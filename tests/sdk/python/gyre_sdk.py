@@ -118,12 +118,13 @@ SubEvents = _recording_handler(
 )
 
 
-def new_client(server, codec, user="alice", token=None):
+def new_client(server, codec, user="alice", token=None, url=None):
     """A client of codec for user with a token signed by the server's key unless
-    token is given. Reconnect delays are short so that tests do not wait."""
+    token is given, connecting to url (default: the server). Reconnect delays are
+    short so that tests do not wait."""
     rec = Recorder()
     client = Client(
-        server.ws_url,
+        url or server.ws_url,
         events=ClientEvents(rec),
         token=token if token is not None else sign_token({"sub": user}),
         use_protobuf=codec.use_protobuf,

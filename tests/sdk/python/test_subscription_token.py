@@ -20,3 +20,12 @@ async def test_token_for_another_channel_refused(make_client):
     token = sign_token({"sub": "dave", "channel": ch + "-other"})
     ctx = await subscribe_fails(new_sub(client, ch, token=token))
     assert ctx.code == 103, f"unsubscribed: {ctx!r}"
+
+
+async def test_token_for_another_user_refused(make_client):
+    client = make_client(user="dave")
+    await connected(client)
+    ch = unique_channel("private:tok-")
+    token = sign_token({"sub": "mallory", "channel": ch})
+    ctx = await subscribe_fails(new_sub(client, ch, token=token))
+    assert ctx.code == 103, f"unsubscribed: {ctx!r}"

@@ -104,10 +104,10 @@ const clientEvents = ['connecting', 'connected', 'disconnected', 'error'];
 const subEvents = ['subscribing', 'subscribed', 'unsubscribed', 'publication', 'join', 'leave', 'error'];
 
 // newClient makes a client of the given build for user, with a token signed by
-// the server's key unless token is given. Reconnect delays are short so recovery
+// the server's key unless token is given, connecting to url (default: the server). Reconnect delays are short so recovery
 // tests do not wait for back-off.
-export function newClient(build, server, { user = 'alice', token, ...opts } = {}) {
-  const client = new build.Centrifuge(server.wsUrl, {
+export function newClient(build, server, { user = 'alice', token, url, ...opts } = {}) {
+  const client = new build.Centrifuge(url ?? server.wsUrl, {
     websocket: WebSocket,
     token: token ?? signToken({ sub: user }),
     minReconnectDelay: 50,

@@ -29,5 +29,15 @@ for (const build of builds) {
       const ctx = await subscribeFails(newSub(c, ch, { token }));
       assert.equal(ctx.code, 103, `unsubscribed: ${JSON.stringify(ctx)}`);
     });
+
+    it('refuses a token made for another user', async (t) => {
+      const c = newClient(build, server(), { user: 'dave' });
+      t.after(() => closeAll([c]));
+      await connected(c);
+      const ch = uniqueChannel('private:tok-');
+      const token = signToken({ sub: 'mallory', channel: ch });
+      const ctx = await subscribeFails(newSub(c, ch, { token }));
+      assert.equal(ctx.code, 103, `unsubscribed: ${JSON.stringify(ctx)}`);
+    });
   });
 }
