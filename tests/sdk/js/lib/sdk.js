@@ -104,8 +104,8 @@ const clientEvents = ['connecting', 'connected', 'disconnected', 'error'];
 const subEvents = ['subscribing', 'subscribed', 'unsubscribed', 'publication', 'join', 'leave', 'error'];
 
 // newClient makes a client of the given build for user, with a token signed by
-// the server's key unless token is given, connecting to url (default: the server). Reconnect delays are short so recovery
-// tests do not wait for back-off.
+// the server's key unless token is given, connecting to url (default: the
+// server). Reconnect delays are short so that recovery tests skip back-off.
 export function newClient(build, server, { user = 'alice', token, url, ...opts } = {}) {
   const client = new build.Centrifuge(url ?? server.wsUrl, {
     websocket: WebSocket,
@@ -156,7 +156,7 @@ export async function subscribeFails(sub) {
   return e.ctx;
 }
 
-// close disconnects every client given, ignoring ones that were never connected.
+// closeAll disconnects every client given, ignoring ones already closed.
 export function closeAll(clients) {
   for (const c of clients) {
     try { c.disconnect(); } catch { /* already closed */ }
