@@ -235,6 +235,76 @@ func BenchmarkBroadcast(b *testing.B) {
 	}
 }
 
+// writerIdleExit is longer than the time an idle writer goroutine waits for
+// more messages before it exits (writerLinger, 1s).
+const writerIdleExit = 1200 * time.Millisecond
+
+// BenchmarkBroadcastAfterIdle publishes to subscribers whose writer
+// goroutines have exited because nothing was sent to them for a while, the
+// common case of a quiet channel. Each iteration sleeps past the writer
+// linger first, so ns/op is dominated by the sleep; ns/publish and
+// allocs/sub measure the publication alone. With the default -benchtime a
+// sub-benchmark runs one iteration; use -benchtime=5x for more.
+func BenchmarkBroadcastAfterIdle(b *testing.B) {
+	for _, p := range benchProtocols {
+		for _, subs := range []int{100, 1000} {
+			b.Run(fmt.Sprintf("%s/subs=%d", p.name, subs), func(b *testing.B) {
+				f := newBroadcastFixture(b, p.proto, subs, false)
+				f.publish(b)
+				b.ReportAllocs()
+				var mallocs uint64
+				var busy time.Duration
+				var before, after runtime.MemStats
+				for b.Loop() {
+					time.Sleep(writerIdleExit)
+					runtime.ReadMemStats(&before)
+					start := time.Now()
+					f.publish(b)
+					busy += time.Since(start)
+					runtime.ReadMemStats(&after)
+					mallocs += after.Mallocs - before.Mallocs
+				}
+				ops := float64(b.N)
+				b.ReportMetric(float64(mallocs)/ops/float64(subs), "allocs/sub")
+				b.ReportMetric(float64(busy.Nanoseconds())/ops, "ns/publish")
+			})
+		}
+	}
+}
+
+// BenchmarkSubscribeCrowded measures one client joining and leaving a
+// channel that already has subs subscribers on the node: connect and
+// subscribe through HandleFrame, wait for both replies, then close. The
+// hub's per-channel subscriber list is copy-on-write, so this cost grows
+// with the channel's size; B/op shows the copies.
+func BenchmarkSubscribeCrowded(b *testing.B) {
+	for _, subs := range []int{0, 1000, 10000} {
+		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
+			f := newBroadcastFixture(b, protocol.TypeProtobuf, subs, false)
+			frame := connectSubscribeFrame(b, protocol.TypeProtobuf)
+			// The joining clients report to a sink of their own, whose
+			// count of closed transports is cleared after each close.
+			churn := newDeliverySink()
+			var sent int64
+			b.ReportAllocs()
+			for b.Loop() {
+				t := &memTransport{proto: protocol.TypeProtobuf, sink: churn}
+				c := f.node.NewClient(context.Background(), t)
+				if !c.HandleFrame(frame) {
+					b.Fatal("connect and subscribe refused")
+				}
+				sent += 2
+				churn.waitFor(b, sent)
+				c.Close(nil)
+				churn.closed.Store(0)
+			}
+			if n := f.sink.closed.Load(); n > 0 {
+				b.Fatalf("%d subscribers of the crowded channel were closed", n)
+			}
+		})
+	}
+}
+
 // TestBroadcastFixture checks that the benchmark measures what it claims:
 // every subscriber receives each publication exactly once, as a
 // well-formed publication push.
