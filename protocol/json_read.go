@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -37,6 +38,9 @@ func (r *jsonReader) fail(what string) {
 }
 
 func (r *jsonReader) skipSpace() {
+	if r.pos < len(r.data) && r.data[r.pos] > ' ' {
+		return // the common case: compact JSON has no whitespace
+	}
 	for r.pos < len(r.data) {
 		switch r.data[r.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -275,6 +279,10 @@ func (r *jsonReader) scanString() (start, end int, escaped bool) {
 	start = r.pos
 	data := r.data
 	for i := r.pos; i < len(data); {
+		i = skipPlainWords(data, i)
+		if i >= len(data) {
+			break
+		}
 		c := data[i]
 		if stringPlain[c] {
 			i++
@@ -310,6 +318,29 @@ func (r *jsonReader) scanString() (start, end int, escaped bool) {
 	r.pos = len(data)
 	r.fail("unterminated string")
 	return 0, 0, false
+}
+
+// skipPlainWords steps over string contents eight bytes at a time while none of them
+// needs a closer look (a quote, a backslash, a control character or non-ASCII), which
+// is most of a typical token, channel name or payload.
+func skipPlainWords(data []byte, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for i+8 <= len(data) {
+		w := binary.LittleEndian.Uint64(data[i:])
+		quote := w ^ (ones * '"')
+		backslash := w ^ (ones * '\\')
+		special := (quote - ones) & ^quote
+		special |= (backslash - ones) & ^backslash
+		special |= (w - ones*0x20) & ^w // a byte below 0x20
+		if (special|w)&highs != 0 {
+			return i
+		}
+		i += 8
+	}
+	return i
 }
 
 // escapeLen returns the length of the escape sequence at the start of s, 0 if invalid.

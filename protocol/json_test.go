@@ -382,3 +382,27 @@ func TestUnquoteJSONString(t *testing.T) {
 		})
 	}
 }
+
+func TestSkipPlainWords(t *testing.T) {
+	specials := []byte{'"', '\\', 0x00, 0x01, 0x1f, 0x80, 0xc3, 0xff}
+	plain := []byte{' ', '!', '#', '[', ']', 'a', '~', 0x7f}
+	for p := range 24 {
+		for _, c := range specials {
+			data := []byte(strings.Repeat("a", 24))
+			data[p] = c
+			if got := skipPlainWords(data, 0); got > p {
+				t.Errorf("byte %#x at %d skipped (stopped at %d)", c, p, got)
+			}
+		}
+		for _, c := range plain {
+			data := []byte(strings.Repeat("a", 24))
+			data[p] = c
+			if got := skipPlainWords(data, 0); got != 24 {
+				t.Errorf("plain byte %#x at %d stopped the scan at %d", c, p, got)
+			}
+		}
+	}
+	if got := skipPlainWords([]byte("abcdefghijk"), 0); got != 8 {
+		t.Errorf("tail shorter than a word: stopped at %d, want 8", got)
+	}
+}
