@@ -3,6 +3,7 @@ package websocket
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"unicode/utf8"
 )
@@ -73,10 +74,20 @@ func (c *Conn) finishCloseLocked() error {
 			werr = fmt.Errorf("websocket: write close frame: %w", err)
 		}
 	}
-	if err := c.nc.Close(); err != nil {
+	if err := c.closeSocket(); err != nil {
 		return errors.Join(werr, fmt.Errorf("websocket: close: %w", err))
 	}
 	return werr
+}
+
+// closeSocket closes the connection. After a failed write a TLS connection
+// may have sent half a record, and its closing alert would read as garbage to
+// the peer, so the socket under it is closed instead.
+func (c *Conn) closeSocket() error {
+	if wrapped, ok := c.nc.(interface{ NetConn() net.Conn }); ok && c.werr != nil {
+		return wrapped.NetConn().Close()
+	}
+	return c.nc.Close()
 }
 
 // closeFrame builds a whole close frame.
