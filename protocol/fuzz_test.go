@@ -1,7 +1,10 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -57,6 +60,9 @@ func fuzzDecodeCommands(t *testing.T, typ Type, frame []byte) {
 		cmds, err := DecodeCommands(typ, part, nil)
 		if err != nil {
 			continue
+		}
+		if typ == TypeJSON {
+			checkValidJSONStream(t, part, len(cmds))
 		}
 		for _, c := range cmds {
 			data, err := AppendCommand(nil, typ, c)
@@ -134,4 +140,24 @@ func FuzzJSONRoundTrip(f *testing.F) {
 			t.Fatalf("data string %q decodes to %q, %v", got.Push.Pub.Data, s, err)
 		}
 	})
+}
+
+// checkValidJSONStream cross-checks an accepted JSON frame with encoding/json: whatever
+// this package accepts must be a stream of n valid JSON values.
+func checkValidJSONStream(t *testing.T, frame []byte, n int) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(frame))
+	for i := 0; ; i++ {
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			if i != n {
+				t.Fatalf("encoding/json sees %d values in %q, decoded %d", i, frame, n)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("accepted %q, which encoding/json rejects: %v", frame, err)
+		}
+	}
 }
