@@ -196,7 +196,8 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 		recoverable:   p.recoverable,
 		serverSide:    p.serverSide,
 		chanInfo:      p.chanInfo,
-		expireAt:      p.expireAt,
+		presence:      p.presence,
+		joinLeave:     p.joinLeave,
 	}
 	c.mu.Lock()
 	if c.subs == nil {
@@ -242,8 +243,6 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 			n.log.Error("publish join", "channel", p.channel, "error", err)
 		}
 	}
-	s.presence = p.presence
-	s.joinLeave = p.joinLeave
 	s.offset.Store(res.Offset)
 	if p.expireAt > 0 {
 		c.scheduleSubExpiry(s, p.expireAt)

@@ -41,6 +41,7 @@ type Node struct {
 	wg           sync.WaitGroup
 
 	handlers handlers
+	nodes    nodeRegistry
 }
 
 type handlers struct {
@@ -192,7 +193,8 @@ func (n *Node) Run() error {
 	if err := n.broker.Run(&brokerEvents{n}); err != nil {
 		return fmt.Errorf("gyre: run broker: %w", err)
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
+	go func() { defer n.wg.Done(); n.announceLoop() }()
 	go func() { defer n.wg.Done(); n.pinger.run(n.done) }()
 	go func() { defer n.wg.Done(); n.refreshPresenceLoop() }()
 	go func() { defer n.wg.Done(); n.positionLoop() }()

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/internal/controlpb"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -185,12 +187,16 @@ func (f ClientFilter) match(c *Client) bool {
 	return f.ClientID == "" || f.ClientID == c.id
 }
 
-// Subscribe subscribes every connection of user on this node to channel,
-// server-side, and tells each client with a subscribe push.
+// Subscribe subscribes every connection of user (on every node) to
+// channel, server-side, and tells each client with a subscribe push.
 func (n *Node) Subscribe(user, channel string, f ClientFilter) error {
 	if _, err := n.rules.Load().lookup(channel); err != nil {
 		return err
 	}
+	return n.sendControl(&controlpb.Command{Subscribe: &controlpb.Subscribe{User: user, Channel: channel, Client: f.ClientID, Session: f.Session}})
+}
+
+func (n *Node) subscribeLocal(user, channel string, f ClientFilter) {
 	for _, c := range n.hub.userClients(user) {
 		if !f.match(c) || c.state.Load() != stateConnected {
 			continue
@@ -200,44 +206,45 @@ func (n *Node) Subscribe(user, channel string, f ClientFilter) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("gyre: subscribe client %s to %q: %w", c.id, channel, err)
+			n.log.Info("server-side subscribe failed", "client", c.id, "channel", channel, "error", err)
+			continue
 		}
 		c.enqueuePush(subscribePush(channel, res))
 		s.activate(res.Offset)
 	}
-	return nil
 }
 
-// Unsubscribe removes every connection of user on this node from channel
-// and tells each client with an unsubscribe push.
+// Unsubscribe removes every connection of user (on every node) from
+// channel and tells each client with an unsubscribe push.
 func (n *Node) Unsubscribe(user, channel string, f ClientFilter) error {
+	return n.sendControl(&controlpb.Command{Unsubscribe: &controlpb.Unsubscribe{User: user, Channel: channel, Client: f.ClientID, Session: f.Session}})
+}
+
+func (n *Node) unsubscribeLocal(user, channel string, f ClientFilter) {
 	for _, c := range n.hub.userClients(user) {
 		if f.match(c) {
 			c.Unsubscribe(channel, UnsubscribeCodeServer, "server unsubscribe")
 		}
 	}
-	return nil
 }
 
-// Disconnect closes every connection of user on this node with d, except
-// clients whose ids are in whitelist.
+// Disconnect closes every connection of user (on every node) with d,
+// except clients whose ids are in whitelist. A nil d means 3503.
 func (n *Node) Disconnect(user string, d *Disconnect, f ClientFilter, whitelist []string) error {
 	if d == nil {
 		d = DisconnectForceNoReconnect
 	}
-outer:
+	return n.sendControl(&controlpb.Command{Disconnect: &controlpb.Disconnect{
+		User: user, Client: f.ClientID, Session: f.Session, Whitelist: whitelist, Code: d.Code, Reason: d.Reason,
+	}})
+}
+
+func (n *Node) disconnectLocal(user string, d *Disconnect, f ClientFilter, whitelist []string) {
 	for _, c := range n.hub.userClients(user) {
-		if !f.match(c) {
-			continue
+		if f.match(c) && !slices.Contains(whitelist, c.id) {
+			c.Disconnect(d)
 		}
-		for _, id := range whitelist {
-			if id == c.id {
-				continue outer
-			}
-		}
-		c.Disconnect(d)
 	}
-	return nil
 }
 
 // ChannelInfo describes a channel with subscribers on this node.
@@ -275,12 +282,6 @@ type NodeInfo struct {
 	NumChannels int
 	NumSubs     int
 	Uptime      time.Duration
-}
-
-// Info describes the nodes of the cluster (this one, with the memory
-// engine).
-func (n *Node) Info() []NodeInfo {
-	return []NodeInfo{n.LocalInfo()}
 }
 
 // LocalInfo describes this node.
@@ -325,18 +326,17 @@ func (n *Node) PersonalChannel(user string) string {
 	return ch
 }
 
-// handleControl applies a node-to-node control message. With the memory
-// engine there is one node and nothing is sent between nodes.
-func (n *Node) handleControl(data []byte) error {
-	n.log.Debug("control message ignored", "size", len(data))
-	return nil
+// Refresh updates the credentials of a user's connections (on every
+// node): expired closes them with 3005; otherwise expireAt (Unix seconds, 0
+// for never) and info (when not nil) replace theirs, and each client gets
+// a refresh push.
+func (n *Node) Refresh(user string, f ClientFilter, expired bool, expireAt int64, info []byte) error {
+	return n.sendControl(&controlpb.Command{Refresh: &controlpb.Refresh{
+		User: user, Client: f.ClientID, Session: f.Session, Expired: expired, ExpireAt: expireAt, Info: info,
+	}})
 }
 
-// Refresh updates the credentials of a user's connections on this node:
-// expired closes them with 3005; otherwise expireAt (Unix seconds, 0 for
-// never) and info (when not nil) replace theirs, and each client gets a
-// refresh push.
-func (n *Node) Refresh(user string, f ClientFilter, expired bool, expireAt int64, info []byte) error {
+func (n *Node) refreshLocal(user string, f ClientFilter, expired bool, expireAt int64, info []byte) {
 	for _, c := range n.hub.userClients(user) {
 		if !f.match(c) {
 			continue
@@ -365,5 +365,4 @@ func (n *Node) Refresh(user string, f ClientFilter, expired bool, expireAt int64
 		}
 		c.enqueuePush(&protocol.Push{Refresh: push})
 	}
-	return nil
 }

@@ -1,0 +1,141 @@
+package gyre
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gyrehq/gyre/internal/controlpb"
+)
+
+// Commands about users (subscribe, unsubscribe, disconnect, refresh) go to
+// every node through the broker, because the user's connections may be on
+// any of them; each node applies them to its own connections. Nodes also
+// announce themselves periodically so that Info lists the whole cluster.
+
+// nodeInfoInterval is how often a node announces itself; a node not heard
+// of for three intervals is dropped from Info.
+const nodeInfoInterval = 5 * time.Second
+
+// nodeRegistry holds what the other nodes announced.
+type nodeRegistry struct {
+	mu    sync.Mutex
+	nodes map[string]seenNode
+}
+
+type seenNode struct {
+	info NodeInfo
+	at   time.Time
+}
+
+func (r *nodeRegistry) update(info NodeInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.nodes == nil {
+		r.nodes = make(map[string]seenNode)
+	}
+	r.nodes[info.ID] = seenNode{info: info, at: time.Now()}
+}
+
+// live returns the nodes heard of recently, dropping the others.
+func (r *nodeRegistry) live(self string) []NodeInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []NodeInfo
+	for id, s := range r.nodes {
+		if time.Since(s.at) > 3*nodeInfoInterval {
+			delete(r.nodes, id)
+			continue
+		}
+		if id != self {
+			out = append(out, s.info)
+		}
+	}
+	return out
+}
+
+// sendControl publishes a control command to every node (or to cmd.To).
+func (n *Node) sendControl(cmd *controlpb.Command) error {
+	cmd.From = n.id
+	data, err := cmd.MarshalVT()
+	if err != nil {
+		return fmt.Errorf("gyre: encode control command: %w", err)
+	}
+	if err := n.broker.PublishControl(data, cmd.To); err != nil {
+		return fmt.Errorf("gyre: publish control command: %w", err)
+	}
+	return nil
+}
+
+// handleControl applies a control command from any node, this one
+// included.
+func (n *Node) handleControl(data []byte) error {
+	var cmd controlpb.Command
+	if err := cmd.UnmarshalVT(data); err != nil {
+		n.log.Warn("malformed control message", "size", len(data), "error", err)
+		return fmt.Errorf("gyre: decode control command: %w", err)
+	}
+	if cmd.To != "" && cmd.To != n.id {
+		return nil
+	}
+	switch {
+	case cmd.Node != nil:
+		ni := cmd.Node
+		n.nodes.update(NodeInfo{
+			ID: ni.Id, Name: ni.Name, Version: ni.Version,
+			NumClients: int(ni.NumClients), NumUsers: int(ni.NumUsers),
+			NumChannels: int(ni.NumChannels), NumSubs: int(ni.NumSubs),
+			Uptime: time.Duration(ni.UptimeSeconds) * time.Second,
+		})
+	case cmd.Subscribe != nil:
+		s := cmd.Subscribe
+		n.subscribeLocal(s.User, s.Channel, ClientFilter{ClientID: s.Client, Session: s.Session})
+	case cmd.Unsubscribe != nil:
+		u := cmd.Unsubscribe
+		n.unsubscribeLocal(u.User, u.Channel, ClientFilter{ClientID: u.Client, Session: u.Session})
+	case cmd.Disconnect != nil:
+		d := cmd.Disconnect
+		n.disconnectLocal(d.User, &Disconnect{Code: d.Code, Reason: d.Reason}, ClientFilter{ClientID: d.Client, Session: d.Session}, d.Whitelist)
+	case cmd.Refresh != nil:
+		r := cmd.Refresh
+		n.refreshLocal(r.User, ClientFilter{ClientID: r.Client, Session: r.Session}, r.Expired, r.ExpireAt, r.Info)
+	}
+	return nil
+}
+
+// announceLoop tells the other nodes about this one.
+func (n *Node) announceLoop() {
+	t := time.NewTicker(nodeInfoInterval)
+	defer t.Stop()
+	n.announce()
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-t.C:
+			n.announce()
+		}
+	}
+}
+
+func (n *Node) announce() {
+	i := n.LocalInfo()
+	err := n.sendControl(&controlpb.Command{Node: &controlpb.NodeInfo{
+		Id: i.ID, Name: i.Name, Version: i.Version,
+		NumClients: uint32(i.NumClients), NumUsers: uint32(i.NumUsers),
+		NumChannels: uint32(i.NumChannels), NumSubs: uint32(i.NumSubs),
+		UptimeSeconds: int64(i.Uptime / time.Second),
+	}})
+	if err != nil {
+		n.log.Warn("announce node", "error", err)
+	}
+}
+
+// Info describes the nodes of the cluster: this one, and those that
+// announced themselves recently through the broker.
+func (n *Node) Info() []NodeInfo {
+	out := append([]NodeInfo{n.LocalInfo()}, n.nodes.live(n.id)...)
+	sort.Slice(out[1:], func(i, j int) bool { return out[1+i].Name < out[1+j].Name })
+	return out
+}
