@@ -22,8 +22,10 @@ import (
 // Errors a broker returns that the engine branches on.
 var (
 	// ErrUnrecoverablePosition is returned by History when the requested
-	// position is no longer (or never was) in the stream: the offset is past
-	// the top, or the epoch differs.
+	// position never was in the stream as it is now: the epoch differs, or
+	// the offset is past the top. Publications evicted by size or TTL are
+	// simply missing from the result; callers that need continuity check
+	// that the first offset returned follows Since.Offset.
 	ErrUnrecoverablePosition = errors.New("broker: unrecoverable position")
 	// ErrNotAvailable is returned by a broker that is temporarily unable to
 	// serve (Redis down). The engine reports it as a temporary error.
@@ -84,8 +86,9 @@ type PublishOptions struct {
 
 // HistoryFilter selects publications from a stream.
 type HistoryFilter struct {
-	// Since, when set, returns publications after this position (exclusive).
-	// The epoch must match the stream's, else ErrUnrecoverablePosition.
+	// Since, when set, returns publications after this position
+	// (exclusive), or before it when Reverse is set (backward paging). The
+	// epoch must match the stream's, else ErrUnrecoverablePosition.
 	Since *StreamPosition
 	// Limit: 0 returns no publications (only the stream top); -1 returns all;
 	// a positive number returns at most that many.
@@ -134,6 +137,8 @@ type Broker interface {
 	PublishJoin(channel string, info *ClientInfo) error
 	PublishLeave(channel string, info *ClientInfo) error
 	// PublishControl delivers data to every node (nodeID empty) or to one.
+	// A broker may deliver a message meant for one node to every node: the
+	// engine ignores messages addressed to other nodes.
 	PublishControl(data []byte, nodeID string) error
 	// History returns publications of a channel and its current top.
 	History(channel string, opts HistoryOptions) ([]*Publication, StreamPosition, error)
