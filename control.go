@@ -100,6 +100,8 @@ func (n *Node) handleControl(data []byte) error {
 	case cmd.Refresh != nil:
 		r := cmd.Refresh
 		n.refreshLocal(r.User, ClientFilter{ClientID: r.Client, Session: r.Session}, r.Expired, r.ExpireAt, r.Info)
+	case cmd.Emulation != nil:
+		n.handleEmulation(cmd.Emulation)
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ type Command struct {
 	Unsubscribe   *Unsubscribe `protobuf:"bytes,5,opt,name=unsubscribe,proto3" json:"unsubscribe,omitempty"`
 	Disconnect    *Disconnect  `protobuf:"bytes,6,opt,name=disconnect,proto3" json:"disconnect,omitempty"`
 	Refresh       *Refresh     `protobuf:"bytes,7,opt,name=refresh,proto3" json:"refresh,omitempty"`
+	Emulation     *Emulation   `protobuf:"bytes,8,opt,name=emulation,proto3" json:"emulation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -115,6 +116,13 @@ func (x *Command) GetDisconnect() *Disconnect {
 func (x *Command) GetRefresh() *Refresh {
 	if x != nil {
 		return x.Refresh
+	}
+	return nil
+}
+
+func (x *Command) GetEmulation() *Emulation {
+	if x != nil {
+		return x.Emulation
 	}
 	return nil
 }
@@ -523,11 +531,66 @@ func (x *Refresh) GetInfo() []byte {
 	return nil
 }
 
+// Emulation carries commands that a client of an emulated transport
+// (HTTP streaming, SSE) POSTed to a node other than the one holding its
+// session.
+type Emulation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Emulation) Reset() {
+	*x = Emulation{}
+	mi := &file_control_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Emulation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Emulation) ProtoMessage() {}
+
+func (x *Emulation) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Emulation.ProtoReflect.Descriptor instead.
+func (*Emulation) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Emulation) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *Emulation) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
 	"\n" +
-	"\rcontrol.proto\x12\fgyre.control\"\xb8\x02\n" +
+	"\rcontrol.proto\x12\fgyre.control\"\xef\x02\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12*\n" +
@@ -537,7 +600,8 @@ const file_control_proto_rawDesc = "" +
 	"\n" +
 	"disconnect\x18\x06 \x01(\v2\x18.gyre.control.DisconnectR\n" +
 	"disconnect\x12/\n" +
-	"\arefresh\x18\a \x01(\v2\x15.gyre.control.RefreshR\arefresh\"\xeb\x01\n" +
+	"\arefresh\x18\a \x01(\v2\x15.gyre.control.RefreshR\arefresh\x125\n" +
+	"\temulation\x18\b \x01(\v2\x17.gyre.control.EmulationR\temulation\"\xeb\x01\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -572,7 +636,10 @@ const file_control_proto_rawDesc = "" +
 	"\asession\x18\x03 \x01(\tR\asession\x12\x18\n" +
 	"\aexpired\x18\x04 \x01(\bR\aexpired\x12\x1b\n" +
 	"\texpire_at\x18\x05 \x01(\x03R\bexpireAt\x12\x12\n" +
-	"\x04info\x18\x06 \x01(\fR\x04infoB+Z)github.com/gyrehq/gyre/internal/controlpbb\x06proto3"
+	"\x04info\x18\x06 \x01(\fR\x04info\"9\n" +
+	"\tEmulation\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04dataB+Z)github.com/gyrehq/gyre/internal/controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
@@ -586,7 +653,7 @@ func file_control_proto_rawDescGZIP() []byte {
 	return file_control_proto_rawDescData
 }
 
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_control_proto_goTypes = []any{
 	(*Command)(nil),     // 0: gyre.control.Command
 	(*NodeInfo)(nil),    // 1: gyre.control.NodeInfo
@@ -594,6 +661,7 @@ var file_control_proto_goTypes = []any{
 	(*Unsubscribe)(nil), // 3: gyre.control.Unsubscribe
 	(*Disconnect)(nil),  // 4: gyre.control.Disconnect
 	(*Refresh)(nil),     // 5: gyre.control.Refresh
+	(*Emulation)(nil),   // 6: gyre.control.Emulation
 }
 var file_control_proto_depIdxs = []int32{
 	1, // 0: gyre.control.Command.node:type_name -> gyre.control.NodeInfo
@@ -601,11 +669,12 @@ var file_control_proto_depIdxs = []int32{
 	3, // 2: gyre.control.Command.unsubscribe:type_name -> gyre.control.Unsubscribe
 	4, // 3: gyre.control.Command.disconnect:type_name -> gyre.control.Disconnect
 	5, // 4: gyre.control.Command.refresh:type_name -> gyre.control.Refresh
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	6, // 5: gyre.control.Command.emulation:type_name -> gyre.control.Emulation
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -619,7 +688,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
