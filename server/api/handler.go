@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gyrehq/gyre"
 )
@@ -114,7 +115,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
-	if !json.Valid(body) {
+	// encoding/json would quietly turn bad UTF-8 into U+FFFD, making
+	// channel names and payloads the sender never wrote.
+	if !json.Valid(body) || !utf8.Valid(body) {
 		http.Error(w, "api: malformed JSON", http.StatusBadRequest)
 		return
 	}
@@ -155,17 +158,27 @@ func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, 
 			h.cfg.OnCall(name, code, time.Since(start))
 		}()
 	}
-	if err != nil {
+	var body any
+	switch {
+	case err != nil:
 		out.Error = h.toAPIError(name, err)
-		if transportMode {
+		// A batch response is its replies alone, with no place for an
+		// error: a batch that cannot run is refused at the HTTP level.
+		if transportMode || name == "batch" {
 			w.WriteHeader(httpStatus(out.Error.Code))
-			_ = json.NewEncoder(w).Encode(out.Error)
-			return
+			body = out.Error
+		} else {
+			body = out
 		}
-	} else {
+	case name == "batch":
+		// The v6 API answers a batch with {"replies":[...]}, not wrapped
+		// in "result"; its client libraries read it so.
+		body = res
+	default:
 		out.Result = res
+		body = out
 	}
-	if err := json.NewEncoder(w).Encode(out); err != nil {
+	if err := json.NewEncoder(w).Encode(body); err != nil {
 		h.log.Debug("api: write response", "method", name, "error", err)
 	}
 }
@@ -213,25 +226,25 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 	if len(req.Commands) > h.cfg.MaxBatchSize {
 		return nil, &apiError{107, "bad request: too many commands in batch"}
 	}
-	replies := make([]map[string]any, len(req.Commands))
+	replies := make([]batchReply, len(req.Commands))
 	run := func(i int) {
 		cmd := req.Commands[i]
 		if len(cmd) != 1 {
-			replies[i] = map[string]any{"error": errBadRequest}
+			replies[i].err = errBadRequest
 			return
 		}
 		for name, body := range cmd {
 			m, ok := methods[name]
 			if !ok || name == "batch" {
-				replies[i] = map[string]any{"error": errMethodNotFound}
+				replies[i].err = errMethodNotFound
 				return
 			}
 			res, err := m(h, body)
 			if err != nil {
-				replies[i] = map[string]any{"error": h.toAPIError(name, err)}
+				replies[i].err = h.toAPIError(name, err)
 				return
 			}
-			replies[i] = map[string]any{name: res}
+			replies[i] = batchReply{method: name, result: res}
 		}
 	}
 	if req.Parallel {
@@ -250,5 +263,5 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 			run(i)
 		}
 	}
-	return map[string]any{"replies": replies}, nil
+	return batchResult{Replies: replies}, nil
 }

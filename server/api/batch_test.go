@@ -1,0 +1,245 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gyrehq/gyre/server/api"
+)
+
+// batchReply is one reply of a batch: the method's name holds its result,
+// or "error" the error.
+type batchReply map[string]json.RawMessage
+
+func (e *env) batch(body string) []batchReply {
+	e.t.Helper()
+	status, b := e.post("batch", body)
+	if status != http.StatusOK {
+		e.t.Fatalf("batch: status %d: %.200s", status, b)
+	}
+	// As in the v6 API, the replies are the top-level object, not wrapped
+	// in "result".
+	var r struct {
+		Replies []batchReply `json:"replies"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		e.t.Fatalf("batch: decode %.200q: %v", b, err)
+	}
+	return r.Replies
+}
+
+func (r batchReply) errorCode(t *testing.T) uint32 {
+	t.Helper()
+	raw, ok := r["error"]
+	if !ok {
+		return 0
+	}
+	var e struct {
+		Code uint32 `json:"code"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	return e.Code
+}
+
+func TestBatchSequential(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Config{})
+	c, _ := e.dial("max")
+	c.subscribe("hist:seq")
+
+	var cmds []string
+	for i := range 50 {
+		cmds = append(cmds, fmt.Sprintf(`{"publish":{"channel":"hist:seq","data":{"i":%d}}}`, i))
+	}
+	cmds = append(cmds,
+		`{"history":{"channel":"hist:seq","limit":2,"reverse":true}}`,
+		`{"publish":{"channel":"nope:x","data":{}}}`,
+		`{"nope":{}}`,
+		`{}`,
+		`{"batch":{"commands":[]}}`,
+		`{"presence_stats":{"channel":"hist:seq"}}`,
+		`{"history_remove":{"channel":"hist:seq"}}`,
+	)
+	replies := e.batch(`{"commands":[` + strings.Join(cmds, ",") + `]}`)
+	if len(replies) != len(cmds) {
+		t.Fatalf("%d replies for %d commands", len(replies), len(cmds))
+	}
+	// Commands run in order: publishes take consecutive offsets, and
+	// the history after them sees them all.
+	for i := range 50 {
+		var p publishResult
+		if err := json.Unmarshal(replies[i]["publish"], &p); err != nil {
+			t.Fatalf("reply %d: %v (%v)", i, err, replies[i])
+		}
+		if p.Offset != uint64(i+1) {
+			t.Fatalf("reply %d: offset %d, want %d", i, p.Offset, i+1)
+		}
+	}
+	var h historyResult
+	if err := json.Unmarshal(replies[50]["history"], &h); err != nil {
+		t.Fatalf("history reply: %v (%v)", err, replies[50])
+	}
+	if got := h.offsets(); !slices.Equal(got, []uint64{50, 49}) || h.Offset != 50 {
+		t.Fatalf("history in batch: offsets %v top %d", got, h.Offset)
+	}
+	for i, want := range []uint32{102, 104, 107, 104, 108} {
+		if got := replies[51+i].errorCode(t); got != want {
+			t.Fatalf("reply %d: %v, want error %d", 51+i, replies[51+i], want)
+		}
+	}
+	if string(replies[56]["history_remove"]) != "{}" {
+		t.Fatalf("history_remove reply %v", replies[56])
+	}
+	pubs := c.waitPubs("hist:seq", 50)
+	for i, p := range pubs {
+		if p.Offset != uint64(i+1) {
+			t.Fatalf("publication %d arrived with offset %d", i, p.Offset)
+		}
+	}
+}
+
+func TestBatchParallel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Config{})
+	const n = 100
+	var cmds []string
+	for i := range n {
+		if i%2 == 0 {
+			cmds = append(cmds, `{"publish":{"channel":"hist:par","data":{}}}`)
+		} else {
+			cmds = append(cmds, `{"presence":{"channel":"nope:x"}}`)
+		}
+	}
+	replies := e.batch(`{"parallel":true,"commands":[` + strings.Join(cmds, ",") + `]}`)
+	if len(replies) != n {
+		t.Fatalf("%d replies for %d commands", len(replies), n)
+	}
+	// Replies stay in command order whatever order the commands ran in.
+	var offsets []uint64
+	for i, r := range replies {
+		if i%2 == 1 {
+			if got := r.errorCode(t); got != 102 {
+				t.Fatalf("reply %d: %v, want error 102", i, r)
+			}
+			continue
+		}
+		var p publishResult
+		if err := json.Unmarshal(r["publish"], &p); err != nil {
+			t.Fatalf("reply %d: %v (%v)", i, err, r)
+		}
+		offsets = append(offsets, p.Offset)
+	}
+	slices.Sort(offsets)
+	for i, o := range offsets {
+		if o != uint64(i+1) {
+			t.Fatalf("publish offsets %v, want 1..%d once each", offsets, n/2)
+		}
+	}
+}
+
+func TestBatchEmpty(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Config{})
+	status, b := e.post("batch", `{"commands":[]}`)
+	if status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	jsonEq(t, b, `{"replies":[]}`)
+}
+
+func TestBatchRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Config{MaxBatchSize: 10})
+	over := `{"commands":[` + strings.TrimSuffix(strings.Repeat(`{"info":{}},`, 11), ",") + `]}`
+	tests := []struct {
+		name string
+		body string
+	}{
+		{"over the limit", over},
+		{"commands not a list", `{"commands":{"info":{}}}`},
+		{"command not an object", `{"commands":[1]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A batch response has no error field, so whatever the error
+			// mode a batch that cannot run gets 400 and the bare error.
+			status, b := e.post("batch", tt.body)
+			if status != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400: %s", status, b)
+			}
+			var r struct {
+				Code uint32 `json:"code"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil || r.Code != 107 {
+				t.Fatalf("body %s, want error 107", b)
+			}
+		})
+	}
+	if got := len(e.batch(`{"commands":[` + strings.TrimSuffix(strings.Repeat(`{"info":{}},`, 10), ",") + `]}`)); got != 10 {
+		t.Fatalf("%d replies at the limit, want 10", got)
+	}
+}
+
+// TestBatchHuge runs the largest batch allowed by default and checks that
+// the memory it took is given back.
+func TestBatchHuge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 commands")
+	}
+	e := newEnv(t, api.Config{})
+	const n = 100_000
+	var sb strings.Builder
+	sb.WriteString(`{"commands":[`)
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"publish":{"channel":"plain:big%d","data":{"i":%d}}}`, i%100, i)
+	}
+	sb.WriteString(`]}`)
+	for _, parallel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) {
+			if parallel && raceEnabled {
+				t.Skip("too slow under the race detector; TestBatchParallel covers parallel batches")
+			}
+			body := sb.String()
+			if parallel {
+				body = `{"parallel":true,` + body[1:]
+			}
+			before := heapInUse()
+			replies := e.batch(body)
+			if len(replies) != n {
+				t.Fatalf("%d replies, want %d", len(replies), n)
+			}
+			for i, r := range replies {
+				if _, ok := r["publish"]; !ok {
+					t.Fatalf("reply %d: %v", i, r)
+				}
+			}
+			replies = nil
+			after := heapInUse()
+			// The body alone is about 5 MB, and its decoded commands and
+			// replies take several times that: keeping them would pass
+			// this bound. The noise seen is under 1 MB.
+			const bound = 8 << 20
+			if after > before+bound {
+				t.Fatalf("heap grew from %d to %d bytes", before, after)
+			}
+			t.Logf("heap in use before %d KiB, after %d KiB", before>>10, after>>10)
+		})
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}

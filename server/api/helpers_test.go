@@ -1,0 +1,364 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
+
+	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/server/api"
+	"github.com/gyrehq/gyre/token"
+)
+
+const (
+	testSecret = "api-test-secret"
+	testKey    = "api-test-key"
+)
+
+// testChannels: "hist:" keeps history, "pres:" keeps presence, "plain:"
+// has neither; channels without namespace have both.
+func testChannels() gyre.ChannelConfig {
+	full := gyre.ChannelOptions{
+		Presence: true, HistorySize: 100, HistoryTTL: time.Minute,
+		AllowSubscribeForClient: true, JoinLeave: true,
+	}
+	return gyre.ChannelConfig{
+		WithoutNamespace: full,
+		Namespaces: []gyre.Namespace{
+			{Name: "hist", ChannelOptions: gyre.ChannelOptions{HistorySize: 10, HistoryTTL: time.Minute, AllowSubscribeForClient: true}},
+			{Name: "pres", ChannelOptions: gyre.ChannelOptions{Presence: true, AllowSubscribeForClient: true}},
+			{Name: "plain", ChannelOptions: gyre.ChannelOptions{AllowSubscribeForClient: true}},
+		},
+	}
+}
+
+// env is a node with the API and the WebSocket endpoint behind one
+// httptest server.
+type env struct {
+	t     *testing.T
+	node  *gyre.Node
+	srv   *httptest.Server
+	wsURL string
+}
+
+func newEnv(t *testing.T, cfg api.Config) *env {
+	t.Helper()
+	n, err := gyre.NewNode(gyre.Config{
+		Token:    token.Config{HMACSecretKey: testSecret},
+		Channels: testChannels(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Key == "" && !cfg.Insecure {
+		cfg.Key = testKey
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/", api.NewHandler(n, cfg))
+	mux.Handle("/connection/websocket", gyre.NewWebsocketHandler(n, gyre.WebsocketConfig{}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.Shutdown(ctx)
+		srv.Close()
+	})
+	return &env{t: t, node: n, srv: srv, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/connection/websocket"}
+}
+
+// post sends body to /api/<method> with the test key and returns the
+// status and the response body.
+func (e *env) post(method, body string, header ...string) (int, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/api/"+method, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("X-API-Key", testKey)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return do(e.t, req)
+}
+
+func do(t *testing.T, req *http.Request) (int, []byte) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// apiReply is the envelope of a method's answer.
+type apiReply struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    uint32 `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// call posts and decodes the result into out, failing on an error reply.
+func (e *env) call(method, body string, out any) {
+	e.t.Helper()
+	status, b := e.post(method, body)
+	if status != http.StatusOK {
+		e.t.Fatalf("%s: status %d: %s", method, status, b)
+	}
+	var r apiReply
+	if err := json.Unmarshal(b, &r); err != nil {
+		e.t.Fatalf("%s: decode %q: %v", method, b, err)
+	}
+	if r.Error != nil {
+		e.t.Fatalf("%s: error %d %s", method, r.Error.Code, r.Error.Message)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.Result, out); err != nil {
+			e.t.Fatalf("%s: decode result %q: %v", method, r.Result, err)
+		}
+	}
+}
+
+// callErr posts and returns the error code of the reply (0 for success).
+func (e *env) callErr(method, body string) uint32 {
+	e.t.Helper()
+	status, b := e.post(method, body)
+	if status != http.StatusOK {
+		e.t.Fatalf("%s: status %d: %s", method, status, b)
+	}
+	var r apiReply
+	if err := json.Unmarshal(b, &r); err != nil {
+		e.t.Fatalf("%s: decode %q: %v", method, b, err)
+	}
+	if r.Error == nil {
+		return 0
+	}
+	return r.Error.Code
+}
+
+func connToken(t *testing.T, user string) string {
+	t.Helper()
+	tok, err := token.SignHMAC("HS256", []byte(testSecret), map[string]any{"sub": user, "exp": time.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// wsClient is a raw JSON protocol client over a real WebSocket.
+type wsClient struct {
+	t    *testing.T
+	conn net.Conn
+	id   uint32
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	replies map[uint32]*protocol.Reply
+	pushes  []*protocol.Push
+	closed  *wsutil.ClosedError
+	done    chan struct{}
+}
+
+// dial connects a client of user and waits for its connect result.
+func (e *env) dial(user string) (*wsClient, *protocol.ConnectResult) {
+	e.t.Helper()
+	conn, _, _, err := ws.Dialer{Timeout: 5 * time.Second}.Dial(context.Background(), e.wsURL)
+	if err != nil {
+		e.t.Fatalf("dial: %v", err)
+	}
+	c := &wsClient{t: e.t, conn: conn, replies: map[uint32]*protocol.Reply{}, done: make(chan struct{})}
+	c.cond = sync.NewCond(&c.mu)
+	go c.readLoop()
+	e.t.Cleanup(func() { conn.Close(); <-c.done })
+	r := c.call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(e.t, user), Name: "api-test"}})
+	if r.Error != nil {
+		e.t.Fatalf("connect: %d %s", r.Error.Code, r.Error.Message)
+	}
+	return c, r.Connect
+}
+
+func (c *wsClient) readLoop() {
+	defer close(c.done)
+	for {
+		msgs, err := wsutil.ReadServerMessage(c.conn, nil)
+		if err != nil {
+			c.setClosed(wsutil.ClosedError{Code: 1006, Reason: err.Error()})
+			return
+		}
+		for _, m := range msgs {
+			if m.OpCode == ws.OpClose {
+				code, reason := ws.ParseCloseFrameData(m.Payload)
+				c.setClosed(wsutil.ClosedError{Code: code, Reason: reason})
+				return
+			}
+			if m.OpCode.IsControl() {
+				continue
+			}
+			c.handleFrame(m.Payload)
+		}
+	}
+}
+
+func (c *wsClient) setClosed(ce wsutil.ClosedError) {
+	c.mu.Lock()
+	if c.closed == nil {
+		c.closed = &ce
+	}
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+func (c *wsClient) handleFrame(frame []byte) {
+	replies, err := protocol.DecodeReplies(protocol.TypeJSON, frame, nil)
+	if err != nil {
+		c.t.Errorf("decode replies %q: %v", frame, err)
+		return
+	}
+	pong := false
+	c.mu.Lock()
+	for _, r := range replies {
+		switch {
+		case r.Id > 0:
+			c.replies[r.Id] = r
+		case r.Push != nil:
+			c.pushes = append(c.pushes, r.Push)
+		default:
+			pong = true
+		}
+	}
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	if pong {
+		_ = wsutil.WriteClientMessage(c.conn, ws.OpText, []byte("{}"))
+	}
+}
+
+func (c *wsClient) call(cmd *protocol.Command) *protocol.Reply {
+	c.t.Helper()
+	c.mu.Lock()
+	c.id++
+	cmd.Id = c.id
+	c.mu.Unlock()
+	b, err := protocol.AppendCommand(nil, protocol.TypeJSON, cmd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := wsutil.WriteClientMessage(c.conn, ws.OpText, b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+	var r *protocol.Reply
+	c.waitFor("reply "+strconv.Itoa(int(cmd.Id)), func() bool {
+		r = c.replies[cmd.Id]
+		return r != nil
+	})
+	return r
+}
+
+func (c *wsClient) subscribe(channel string) {
+	c.t.Helper()
+	r := c.call(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: channel}})
+	if r.Error != nil {
+		c.t.Fatalf("subscribe %s: %d %s", channel, r.Error.Code, r.Error.Message)
+	}
+}
+
+// waitFor waits until cond, called with c.mu held, holds.
+func (c *wsClient) waitFor(what string, cond func() bool) {
+	c.t.Helper()
+	expired := false
+	timer := time.AfterFunc(10*time.Second, func() {
+		c.mu.Lock()
+		expired = true
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer timer.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !cond() {
+		if c.closed != nil && what != "close" {
+			c.t.Fatalf("waiting for %s: connection closed: %d %s", what, c.closed.Code, c.closed.Reason)
+		}
+		if expired {
+			c.t.Fatalf("timed out waiting for %s", what)
+		}
+		c.cond.Wait()
+	}
+}
+
+// waitPush waits for a push that match accepts.
+func (c *wsClient) waitPush(what string, match func(*protocol.Push) bool) *protocol.Push {
+	c.t.Helper()
+	var found *protocol.Push
+	c.waitFor(what, func() bool {
+		for _, p := range c.pushes {
+			if match(p) {
+				found = p
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// waitPubs waits for n publications in channel.
+func (c *wsClient) waitPubs(channel string, n int) []*protocol.Publication {
+	c.t.Helper()
+	var out []*protocol.Publication
+	c.waitFor(strconv.Itoa(n)+" publications in "+channel, func() bool {
+		out = out[:0]
+		for _, p := range c.pushes {
+			if p.Channel == channel && p.Pub != nil {
+				out = append(out, p.Pub)
+			}
+		}
+		return len(out) >= n
+	})
+	return out
+}
+
+func (c *wsClient) waitClose() wsutil.ClosedError {
+	c.t.Helper()
+	c.waitFor("close", func() bool { return c.closed != nil })
+	return *c.closed
+}
+
+// jsonEq reports whether two JSON texts hold the same value.
+func jsonEq(t *testing.T, got []byte, want string) {
+	t.Helper()
+	var a, b any
+	if err := json.Unmarshal(got, &a); err != nil {
+		t.Fatalf("decode %q: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &b); err != nil {
+		t.Fatalf("decode want %q: %v", want, err)
+	}
+	ga, _ := json.Marshal(a)
+	gb, _ := json.Marshal(b)
+	if !bytes.Equal(ga, gb) {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
