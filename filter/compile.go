@@ -2,6 +2,7 @@ package filter
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -135,7 +136,7 @@ func (c *compiler) leaf(n *protocol.FilterNode, path string) (node, error) {
 			out.op = opNever // as in Centrifugo: accepted, and never true
 		}
 	case operandList:
-		out.vals = n.Vals
+		out.vals = slices.Clone(n.Vals)
 		if len(n.Vals) >= setThreshold {
 			out.set = make(map[string]struct{}, len(n.Vals))
 			for _, v := range n.Vals {
