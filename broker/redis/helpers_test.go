@@ -1,0 +1,103 @@
+package redis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/redis/redistest"
+)
+
+// newEngine returns an Engine closed when the test ends.
+func newEngine(t testing.TB, cfg Config) *Engine {
+	t.Helper()
+	if cfg.Prefix == "" {
+		// A prefix per engine keeps tests sharing a Redis apart.
+		cfg.Prefix = "gyretest"
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("Engine.Close: %v", err)
+		}
+	})
+	return e
+}
+
+// setups are the Redis shapes the contract suites run against.
+type setup struct {
+	name string
+	cfg  func(t testing.TB) Config
+}
+
+func setups() []setup {
+	return []setup{
+		{"Single", func(t testing.TB) Config {
+			return Config{Addresses: []string{redistest.Start(t).Addr}}
+		}},
+		{"Sharded", func(t testing.TB) Config {
+			return Config{Addresses: []string{redistest.Start(t).Addr, "redis://" + redistest.Start(t).Addr}, PubSubShards: 2}
+		}},
+		{"Cluster", func(t testing.TB) Config {
+			return Config{ClusterAddresses: redistest.StartCluster(t, 3).Addrs(), ClusterShards: 8}
+		}},
+	}
+}
+
+// handlerFunc records publications for tests outside the suites.
+type events struct {
+	pubs chan delivered
+	lost chan []string
+}
+
+type delivered struct {
+	channel string
+	pub     *broker.Publication
+	sp      broker.StreamPosition
+}
+
+func newEvents() *events {
+	return &events{pubs: make(chan delivered, 10000), lost: make(chan []string, 100)}
+}
+
+func (e *events) HandlePublication(ch string, pub *broker.Publication, sp broker.StreamPosition, _ bool, _ *broker.Publication) error {
+	e.pubs <- delivered{ch, pub, sp}
+	return nil
+}
+func (e *events) HandleJoin(string, *broker.ClientInfo) error  { return nil }
+func (e *events) HandleLeave(string, *broker.ClientInfo) error { return nil }
+func (e *events) HandleControl([]byte) error                   { return nil }
+func (e *events) HandleSubscriptionLost(chs []string) error {
+	e.lost <- chs
+	return nil
+}
+
+var _ SubscriptionLostHandler = (*events)(nil)
+
+// next waits for the next delivered publication.
+func (e *events) next(t testing.TB) delivered {
+	t.Helper()
+	select {
+	case d := <-e.pubs:
+		return d
+	case <-time.After(20 * time.Second):
+		t.Fatal("gave up waiting for a publication")
+		return delivered{}
+	}
+}
+
+// eventually calls check until it returns true, failing after a generous
+// deadline; it decides only when to give up, asserting no timing.
+func eventually(t testing.TB, what string, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

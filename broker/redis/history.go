@@ -1,0 +1,106 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"unsafe"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/redis/rueidis"
+)
+
+// History runs the history script (lua/history.lua): it creates the
+// stream's meta when missing, keeps it alive for opts.MetaTTL (or
+// Config.HistoryMetaTTL), and returns the publications the filter selects
+// with the stream top, following the same rules as the memory broker.
+func (b *Broker) History(channel string, opts broker.HistoryOptions) ([]*broker.Publication, broker.StreamPosition, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, broker.StreamPosition{}, err
+	}
+	ci, si := b.e.locate(channel)
+	base := b.e.bases[si]
+	f := opts.Filter
+	hasSince, sinceOffset, sinceEpoch := "0", "0", ""
+	if f.Since != nil {
+		hasSince, sinceOffset, sinceEpoch = "1", strconv.FormatUint(f.Since.Offset, 10), f.Since.Epoch
+	}
+	reverse := "0"
+	if f.Reverse {
+		reverse = "1"
+	}
+	keys := []string{streamKey(base, channel), metaKey(base, channel)}
+	args := []string{
+		newEpoch(),
+		strconv.FormatInt(millis(orDefault(opts.MetaTTL, b.cfg.HistoryMetaTTL)), 10),
+		hasSince,
+		sinceOffset,
+		sinceEpoch,
+		strconv.Itoa(f.Limit),
+		reverse,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
+	defer cancel()
+	res, err := historyScript.Exec(ctx, b.e.clients[ci], keys, args).ToArray()
+	if err != nil {
+		return nil, broker.StreamPosition{}, wrapErr("history", err)
+	}
+	return parseHistoryResult(res)
+}
+
+func parseHistoryResult(res []rueidis.RedisMessage) ([]*broker.Publication, broker.StreamPosition, error) {
+	if len(res) < 3 || len(res)%2 == 0 {
+		return nil, broker.StreamPosition{}, fmt.Errorf("redis: history script returned %d values", len(res))
+	}
+	top, err := res[0].AsInt64()
+	if err != nil {
+		return nil, broker.StreamPosition{}, fmt.Errorf("redis: history script top: %w", err)
+	}
+	epoch, err := res[1].ToString()
+	if err != nil {
+		return nil, broker.StreamPosition{}, fmt.Errorf("redis: history script epoch: %w", err)
+	}
+	sp := broker.StreamPosition{Offset: uint64(top), Epoch: epoch}
+	if flag, _ := res[2].AsInt64(); flag == 1 {
+		return nil, sp, broker.ErrUnrecoverablePosition
+	}
+	n := (len(res) - 3) / 2
+	if n == 0 {
+		return nil, sp, nil
+	}
+	pubs := make([]*broker.Publication, 0, n)
+	for i := 3; i < len(res); i += 2 {
+		offset, err := res[i].AsInt64()
+		if err != nil {
+			return nil, sp, fmt.Errorf("redis: history entry offset: %w", err)
+		}
+		data, err := res[i+1].ToString()
+		if err != nil {
+			return nil, sp, fmt.Errorf("redis: history entry: %w", err)
+		}
+		// Decoding copies, so the reply string is read in place.
+		p, err := decodePublication(unsafe.Slice(unsafe.StringData(data), len(data)))
+		if err != nil {
+			return nil, sp, fmt.Errorf("redis: decode history entry %d: %w", offset, err)
+		}
+		p.Offset = uint64(offset)
+		pubs = append(pubs, p)
+	}
+	return pubs, sp, nil
+}
+
+// RemoveHistory drops the channel's stream. The meta stays, so the next
+// publish continues the offsets in the same epoch.
+func (b *Broker) RemoveHistory(channel string) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	ci, si := b.e.locate(channel)
+	c := b.e.clients[ci]
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
+	defer cancel()
+	if err := c.Do(ctx, c.B().Del().Key(streamKey(b.e.bases[si], channel)).Build()).Error(); err != nil {
+		return wrapErr("remove history", err)
+	}
+	return nil
+}

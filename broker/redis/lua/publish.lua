@@ -1,0 +1,94 @@
+-- Publishes one publication: checks the idempotency key, assigns the next
+-- offset and appends to the stream when history is on, keeps the previous
+-- publication for delta compression, and sends the pub/sub message. All in
+-- one script, so offsets and pub/sub order agree for every publisher.
+--
+-- KEYS[1] stream, KEYS[2] meta hash, KEYS[3] idempotency result
+-- ARGV[1] pub/sub channel
+-- ARGV[2] publication, protobuf, offset not set
+-- ARGV[3] history size, 0 for no history
+-- ARGV[4] history TTL, milliseconds
+-- ARGV[5] meta TTL, milliseconds
+-- ARGV[6] epoch to use if the stream has none
+-- ARGV[7] "1" for delta compression
+-- ARGV[8] idempotency result TTL, milliseconds, 0 for no key
+-- ARGV[9] publish command: PUBLISH or SPUBLISH
+-- Returns {offset, epoch, suppressed (0 or 1)}.
+local stream, meta, idem = KEYS[1], KEYS[2], KEYS[3]
+local channel, pub = ARGV[1], ARGV[2]
+local size, ttl, metaTTL = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local delta, idemTTL = ARGV[7] == '1', tonumber(ARGV[8])
+
+if idemTTL > 0 then
+  local seen = redis.call('GET', idem)
+  if seen then
+    local o, e = string.match(seen, '^(%d+):(.*)$')
+    return {tonumber(o), e, 1}
+  end
+end
+
+-- varint encodes n as a protobuf base-128 varint; Lua numbers are exact
+-- up to 2^53, far beyond any offset.
+local function varint(n)
+  local out = {}
+  while n >= 128 do
+    out[#out + 1] = string.char(n % 128 + 128)
+    n = math.floor(n / 128)
+  end
+  out[#out + 1] = string.char(n)
+  return table.concat(out)
+end
+
+local function extendMeta()
+  if redis.call('PTTL', meta) < metaTTL then
+    redis.call('PEXPIRE', meta, metaTTL)
+  end
+end
+
+local offset, epoch = 0, ''
+if size > 0 then
+  epoch = redis.call('HGET', meta, 'e')
+  if not epoch then
+    epoch = ARGV[6]
+    redis.call('DEL', stream)
+    redis.call('HSET', meta, 'e', epoch, 'o', 0)
+  end
+  offset = redis.call('HINCRBY', meta, 'o', 1)
+  local now = redis.call('TIME')
+  local expires = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + ttl
+  redis.call('XADD', stream, 'MAXLEN', size, offset .. '-0', 'd', pub, 'x', expires)
+  redis.call('PEXPIRE', stream, ttl)
+end
+
+-- Message fields: 2 publication, 3 offset, 4 epoch, 5 delta, 6 prev.
+local msg = '\18' .. varint(#pub) .. pub
+if offset > 0 then
+  msg = msg .. '\24' .. varint(offset) .. '\34' .. varint(#epoch) .. epoch
+end
+if delta then
+  msg = msg .. '\40\1'
+  local prev = redis.call('HGET', meta, 'p')
+  if prev then
+    msg = msg .. '\50' .. varint(#prev) .. prev
+  end
+  -- Publication field 6 is its offset.
+  local cur = pub
+  if offset > 0 then
+    cur = pub .. '\48' .. varint(offset)
+  end
+  redis.call('HSET', meta, 'p', cur)
+else
+  -- Subscribers get this publication in full: a later delta must not be
+  -- computed against an older one.
+  redis.call('HDEL', meta, 'p')
+end
+if size > 0 or delta then
+  extendMeta()
+end
+
+redis.call(ARGV[9], channel, msg)
+
+if idemTTL > 0 then
+  redis.call('SET', idem, offset .. ':' .. epoch, 'PX', idemTTL)
+end
+return {offset, epoch, 0}

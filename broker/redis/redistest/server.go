@@ -1,0 +1,220 @@
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startTimeout bounds how long a process may take to answer PING.
+const startTimeout = 20 * time.Second
+
+// Server is one redis-server (or sentinel) process on a loopback port. Its
+// methods are safe for concurrent use.
+type Server struct {
+	// Addr is host:port of the server.
+	Addr string
+	Port int
+	// Dir is the working directory of the process (logs, config).
+	Dir string
+
+	t    testing.TB
+	args []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+// Start runs redis-server on a free port with extra arguments (as on its
+// command line, e.g. "--maxmemory", "10mb") and waits until it answers.
+// The process is killed when the test ends.
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	Require(t)
+	port, err := freePort(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startOn(t, port, "", args...)
+}
+
+// startOn starts redis-server on port without persistence; conf, when
+// set, is a config file written into the server's directory.
+func startOn(t testing.TB, port int, conf string, args ...string) *Server {
+	t.Helper()
+	return startProcess(t, port, conf, func(dir string) []string {
+		return append([]string{
+			"--dir", dir,
+			"--save", "",
+			"--appendonly", "no",
+		}, args...)
+	})
+}
+
+// startProcess starts redis-server on port with the arguments extra
+// returns for the process's directory.
+func startProcess(t testing.TB, port int, conf string, extra func(dir string) []string) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	var full []string
+	if conf != "" {
+		path := filepath.Join(dir, "redis.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			t.Fatalf("redistest: write config: %v", err)
+		}
+		full = append(full, path)
+	}
+	full = append(full,
+		"--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1",
+		"--protected-mode", "no",
+		"--logfile", filepath.Join(dir, "redis.log"),
+	)
+	full = append(full, extra(dir)...)
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, t: t, args: full}
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return fmt.Errorf("redistest: %s already running", s.Addr)
+	}
+	cmd := exec.Command("redis-server", s.args...)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redistest: start redis-server: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	s.cmd, s.done = cmd, done
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if err := ping(s.Addr); err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			s.cmd = nil
+			return fmt.Errorf("redistest: redis-server on %s exited at start; log: %s", s.Addr, s.tailLog())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redistest: redis-server on %s did not answer PING; log: %s", s.Addr, s.tailLog())
+		}
+	}
+}
+
+// Kill ends the process at once with SIGKILL, as a crash would, and waits
+// for it. Killing a stopped server does nothing.
+func (s *Server) Kill() { s.signalAndWait(syscall.SIGKILL) }
+
+// Stop ends the process with SIGTERM (a clean shutdown) and waits for it.
+func (s *Server) Stop() { s.signalAndWait(syscall.SIGTERM) }
+
+func (s *Server) signalAndWait(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot handle SIGTERM
+	_ = s.cmd.Process.Signal(sig)
+	<-s.done
+	s.cmd, s.done = nil, nil
+}
+
+// Restart starts a stopped or killed server again on the same port with
+// the same arguments; its data is gone (persistence is off).
+func (s *Server) Restart() {
+	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// Pause freezes the process (SIGSTOP): connections stay open but nothing
+// answers, as with a hung server or a network partition.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// Running reports whether the process is alive.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// Cli runs redis-cli against the server with args and returns its trimmed
+// output.
+func (s *Server) Cli(args ...string) (string, error) {
+	return cli(s.Port, args...)
+}
+
+func cli(port int, args ...string) (string, error) {
+	full := append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)
+	out, err := exec.Command("redis-cli", full...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("redistest: redis-cli %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func (s *Server) tailLog() string {
+	b, err := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	if err != nil {
+		return "(no log)"
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// ping sends one inline PING and expects PONG.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("redistest: PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}

@@ -1,0 +1,302 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/redis/rueidis"
+)
+
+const (
+	// queueSize is how many pub/sub messages wait for the handler before
+	// the connection's reader blocks; Redis then buffers for us, up to its
+	// client-output-buffer-limit, past which it drops the connection and
+	// we resubscribe and report the loss.
+	queueSize = 4096
+	// subscribeBatch is how many SUBSCRIBE commands one round trip sends
+	// when resubscribing.
+	subscribeBatch = 512
+	backoffMin     = 50 * time.Millisecond
+	backoffMax     = 2 * time.Second
+)
+
+// subShard is one pub/sub connection and the channels it carries. A
+// goroutine (run) keeps the connection: it subscribes every channel again
+// whenever the connection is replaced. The connection's reader hands
+// messages to queue in the order Redis sent them, and a second goroutine
+// (work) hands them to the EventHandler in that order, so that per channel
+// publications arrive in offset order.
+type subShard struct {
+	b      *Broker
+	client rueidis.Client
+	where  string // for logs and errors: the Redis address or shard
+	base   string // key base of the channels, see keys.go
+	prefix string // base + pubsubInfix: pub/sub name of a channel minus the channel
+	// control is the pub/sub name of control messages when this shard
+	// carries them, else empty.
+	control string
+	sharded bool // SSUBSCRIBE (cluster) rather than SUBSCRIBE
+
+	mu       sync.Mutex
+	channels map[string]struct{} // channels this node wants, by name
+	dc       rueidis.DedicatedClient
+	// resub holds the pub/sub names subscribed again after a loss whose
+	// confirmation has not arrived; the confirmation is reported lost.
+	resub map[string]struct{}
+
+	up        atomic.Bool
+	ready     chan struct{} // closed the first time the shard is up
+	readyOnce sync.Once
+	kick      chan struct{} // asks run to replace the connection
+	queue     chan event
+}
+
+// event is one pub/sub message, or (lost) the report that the channel's
+// subscription was restored after an interruption.
+type event struct {
+	name    string // pub/sub channel name
+	payload string
+	lost    bool
+}
+
+func newSubShard(b *Broker, client rueidis.Client, where, base string, sharded bool) *subShard {
+	return &subShard{
+		b:        b,
+		client:   client,
+		where:    where,
+		base:     base,
+		prefix:   base + pubsubInfix,
+		sharded:  sharded,
+		channels: make(map[string]struct{}),
+		ready:    make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		queue:    make(chan event, queueSize),
+	}
+}
+
+func (s *subShard) pubsubName(channel string) string { return s.prefix + channel }
+
+// run keeps the connection until the broker closes.
+func (s *subShard) run() {
+	bo := backoffMin
+	for {
+		wasUp, err := s.session()
+		select {
+		case <-s.b.stop:
+			return
+		default:
+		}
+		s.b.log.Warn("redis: pub/sub connection lost, resubscribing", "redis", s.where, "error", err)
+		// Full jitter keeps many nodes from reconnecting in step.
+		wait := time.Duration(rand.Int64N(int64(bo))) + bo/2
+		select {
+		case <-s.b.stop:
+			return
+		case <-time.After(wait):
+		}
+		bo = min(2*bo, backoffMax)
+		if wasUp {
+			bo = backoffMin
+		}
+	}
+}
+
+// session lives as long as one connection: it subscribes everything and
+// waits for the connection to break or the broker to close. wasUp tells
+// whether every channel was subscribed before it ended.
+func (s *subShard) session() (wasUp bool, err error) {
+	dc, release := s.client.Dedicate()
+	defer release()
+	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: s.onMessage, OnSubscription: s.onSubscription})
+
+	s.mu.Lock()
+	names := make([]string, 0, len(s.channels)+1)
+	if s.control != "" {
+		names = append(names, s.control)
+	}
+	restored := s.isRestore()
+	if restored {
+		s.resub = make(map[string]struct{}, len(s.channels))
+	}
+	for ch := range s.channels {
+		name := s.pubsubName(ch)
+		names = append(names, name)
+		if restored {
+			s.resub[name] = struct{}{}
+		}
+	}
+	s.dc = dc
+	s.mu.Unlock()
+	defer func() {
+		s.up.Store(false)
+		s.mu.Lock()
+		s.dc, s.resub = nil, nil
+		s.mu.Unlock()
+	}()
+
+	for i := 0; i < len(names); i += subscribeBatch {
+		if err := s.subscribe(dc, names[i:min(i+subscribeBatch, len(names))]); err != nil {
+			return false, err
+		}
+	}
+	s.up.Store(true)
+	s.readyOnce.Do(func() { close(s.ready) })
+	select {
+	case err, ok := <-lost:
+		if !ok || err == nil {
+			err = errors.New("redis: connection closed")
+		}
+		return true, err
+	case <-s.kick:
+		return true, errors.New("redis: the server dropped a subscription")
+	case <-s.b.stop:
+		return true, nil
+	}
+}
+
+// isRestore reports whether channels subscribed now were subscribed
+// before, on an earlier connection: every session after the first one.
+func (s *subShard) isRestore() bool {
+	select {
+	case <-s.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// subscribe sends one command per name so that the reply to each comes
+// with its confirmation: when it returns nil, Redis delivers every message
+// published to those channels from then on.
+func (s *subShard) subscribe(dc rueidis.DedicatedClient, names []string) error {
+	cmds := make(rueidis.Commands, 0, len(names))
+	for _, n := range names {
+		if s.sharded {
+			cmds = append(cmds, dc.B().Ssubscribe().Channel(n).Build())
+		} else {
+			cmds = append(cmds, dc.B().Subscribe().Channel(n).Build())
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.IOTimeout)
+	defer cancel()
+	for _, r := range dc.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return wrapErr("subscribe on "+s.where, err)
+		}
+	}
+	return nil
+}
+
+func (s *subShard) unsubscribe(dc rueidis.DedicatedClient, name string) error {
+	var cmd rueidis.Completed
+	if s.sharded {
+		cmd = dc.B().Sunsubscribe().Channel(name).Build()
+	} else {
+		cmd = dc.B().Unsubscribe().Channel(name).Build()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.IOTimeout)
+	defer cancel()
+	if err := dc.Do(ctx, cmd).Error(); err != nil {
+		return wrapErr("unsubscribe on "+s.where, err)
+	}
+	return nil
+}
+
+// add subscribes this node to channel and returns once Redis confirmed.
+func (s *subShard) add(channel string) error {
+	s.mu.Lock()
+	dc := s.dc
+	if dc == nil || !s.up.Load() {
+		s.mu.Unlock()
+		return fmt.Errorf("redis: subscribe %q: pub/sub to %s is down: %w", channel, s.where, broker.ErrNotAvailable)
+	}
+	s.channels[channel] = struct{}{}
+	s.mu.Unlock()
+	if err := s.subscribe(dc, []string{s.pubsubName(channel)}); err != nil {
+		s.mu.Lock()
+		delete(s.channels, channel)
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// remove unsubscribes this node from channel. The channel leaves the set
+// first, so that the confirmation is not taken for a drop by the server.
+func (s *subShard) remove(channel string) error {
+	s.mu.Lock()
+	delete(s.channels, channel)
+	dc := s.dc
+	s.mu.Unlock()
+	if dc == nil {
+		return nil // the next connection will not subscribe it
+	}
+	return s.unsubscribe(dc, s.pubsubName(channel))
+}
+
+// onMessage runs on the connection's reader goroutine.
+func (s *subShard) onMessage(m rueidis.PubSubMessage) {
+	s.enqueue(event{name: m.Channel, payload: m.Message})
+}
+
+// onSubscription runs on the connection's reader goroutine, in order with
+// the messages: a restored channel is reported lost right where its live
+// messages start.
+func (s *subShard) onSubscription(sub rueidis.PubSubSubscription) {
+	switch sub.Kind {
+	case "subscribe", "ssubscribe":
+		s.mu.Lock()
+		_, restored := s.resub[sub.Channel]
+		delete(s.resub, sub.Channel)
+		s.mu.Unlock()
+		if restored {
+			s.enqueue(event{name: sub.Channel, lost: true})
+		}
+	case "unsubscribe", "sunsubscribe":
+		// Redis unsubscribes by itself when a cluster slot moves; a
+		// channel we still want needs a new connection (to the new owner).
+		if !s.wants(sub.Channel) {
+			return
+		}
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *subShard) wants(name string) bool {
+	if name == s.control && name != "" {
+		return true
+	}
+	ch, ok := strings.CutPrefix(name, s.prefix)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok = s.channels[ch]
+	return ok
+}
+
+func (s *subShard) enqueue(ev event) {
+	select {
+	case s.queue <- ev:
+	case <-s.b.stop:
+	}
+}
+
+// healthy returns an error while the connection is down.
+func (s *subShard) healthy() error {
+	if !s.up.Load() {
+		return fmt.Errorf("redis: pub/sub to %s is down: %w", s.where, broker.ErrNotAvailable)
+	}
+	return nil
+}
