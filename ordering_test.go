@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"net"
 	"strconv"
 	"sync"
@@ -58,14 +59,14 @@ func TestPublicationOrder(t *testing.T) {
 				if r.Error != nil {
 					t.Fatalf("subscribe %d: %+v", i, r.Error)
 				}
-				recs[i] = recordOffsets(c, channel, total)
+				recs[i] = recordOffsets(c, channel)
 				recs[i].top = r.Subscribe.Offset
 			}
 
 			publishConcurrently(t, n, channel, total, tt.publishers)
 
 			for i, rec := range recs {
-				offsets, err := rec.wait(30 * time.Second)
+				offsets, err := rec.wait(total, 30*time.Second)
 				if err != nil {
 					t.Fatalf("subscriber %d (%s): %v after %d publications", i, rec.c.proto, err, len(offsets))
 				}
@@ -79,56 +80,137 @@ func TestPublicationOrder(t *testing.T) {
 
 // TestSubscribeDuringPublish subscribes clients while publications stream
 // into the channel: each must get everything after the position its
-// subscribe result gave, in order, with nothing lost between the reply and
-// the first push.
+// subscribe result gave, in order, with nothing lost or repeated between
+// the reply and the first push. With recovery, the recovered publications
+// and the live ones that follow make one sequence.
 func TestSubscribeDuringPublish(t *testing.T) {
-	const (
-		subscribers = 20
-		total       = 2000
-	)
-	n, url := newTestNode(t, streamConfig())
-	channel := "ord:live"
-	started := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		for i := range total {
-			if i == 10 {
-				close(started)
+	const subscribers = 20
+	for _, recover := range []bool{false, true} {
+		t.Run("recover="+strconv.FormatBool(recover), func(t *testing.T) {
+			cfg := streamConfig()
+			cfg.RecoveryMaxPublicationLimit = 2000
+			n, url := newTestNode(t, cfg)
+			channel := "ord:live"
+			first, err := n.Publish(channel, []byte(`{"i":0}`))
+			if err != nil {
+				t.Fatal(err)
 			}
-			if _, err := n.Publish(channel, []byte(`{"i":`+strconv.Itoa(i)+`}`)); err != nil {
+			stream := startStream(t, n, channel)
+			recs := make([]*offsetRecorder, subscribers)
+			for i := range recs {
+				proto := protocol.TypeJSON
+				if i%2 == 1 {
+					proto = protocol.TypeProtobuf
+				}
+				c := dialRaw(t, url, proto)
+				c.connect(connToken(t, "u"+strconv.Itoa(i), 0, nil))
+				req := &protocol.SubscribeRequest{Channel: channel}
+				if recover {
+					req.Recover, req.Recoverable, req.Offset, req.Epoch = true, true, first.Offset, first.Epoch
+				}
+				r := c.call(&protocol.Command{Subscribe: req})
+				if r.Error != nil || recover && !r.Subscribe.Recovered {
+					t.Fatalf("subscribe %d: %+v", i, r)
+				}
+				top := r.Subscribe.Offset
+				if recover {
+					var recovered []uint64
+					for _, p := range r.Subscribe.Publications {
+						recovered = append(recovered, p.Offset)
+					}
+					if err := checkContiguous(recovered, first.Offset+1); err != nil {
+						t.Fatalf("recovered publications of %d: %v", i, err)
+					}
+					if want := first.Offset + uint64(len(recovered)); top != want {
+						t.Fatalf("subscriber %d: result offset %d after %d publications recovered from %d", i, top, len(recovered), first.Offset)
+					}
+				}
+				recs[i] = recordOffsets(c, channel)
+				recs[i].top = top
+			}
+			last := stream.finish()
+			t.Logf("%d publications, subscribers joined from offset %d to %d", last-first.Offset, recs[0].top, recs[subscribers-1].top)
+			for i, rec := range recs {
+				offsets, err := rec.wait(int(last-rec.top), 30*time.Second)
+				if err != nil {
+					t.Fatalf("subscriber %d (%s, from offset %d): %v after %d publications", i, rec.c.proto, rec.top, err, len(offsets))
+				}
+				if err := checkContiguous(offsets, rec.top+1); err != nil {
+					t.Fatalf("subscriber %d (%s, from offset %d): %v", i, rec.c.proto, rec.top, err)
+				}
+			}
+		})
+	}
+}
+
+// stream publishes into a channel from one goroutine while a test does
+// other things.
+type stream struct {
+	stop, done chan struct{}
+	last       uint64
+}
+
+// startStream starts publishing and returns once some publications went
+// out. It publishes at most 1,500 (a few per millisecond) before finish is
+// called, then 100 more in a tight loop.
+func startStream(t *testing.T, n *gyre.Node, channel string) *stream {
+	s := &stream{stop: make(chan struct{}), done: make(chan struct{})}
+	started := make(chan struct{})
+	t.Cleanup(func() { s.finish() })
+	go func() {
+		defer close(s.done)
+		publish := func(i int) bool {
+			res, err := n.Publish(channel, []byte(`{"i":`+strconv.Itoa(i)+`}`))
+			if err != nil {
 				t.Errorf("publish %d: %v", i, err)
+				return false
+			}
+			s.last = res.Offset
+			return true
+		}
+		i := 1
+		for ; i <= 10; i++ {
+			if !publish(i) {
+				close(started)
+				return
+			}
+		}
+		close(started)
+	loop:
+		for ; i <= 1500; i++ {
+			select {
+			case <-s.stop:
+				break loop
+			default:
+			}
+			if !publish(i) {
+				return
+			}
+			if i%4 == 0 {
+				// Paced, so that subscribers join while it runs.
+				time.Sleep(time.Millisecond)
+			}
+		}
+		<-s.stop
+		for end := i + 100; i < end; i++ {
+			if !publish(i) {
 				return
 			}
 		}
 	}()
 	<-started
-	recs := make([]*offsetRecorder, subscribers)
-	for i := range recs {
-		proto := protocol.TypeJSON
-		if i%2 == 1 {
-			proto = protocol.TypeProtobuf
-		}
-		c := dialRaw(t, url, proto)
-		c.connect(connToken(t, "u"+strconv.Itoa(i), 0, nil))
-		r := c.call(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: channel}})
-		if r.Error != nil {
-			t.Fatalf("subscribe %d: %+v", i, r.Error)
-		}
-		top := r.Subscribe.Offset
-		recs[i] = recordOffsets(c, channel, total-int(top))
-		recs[i].top = top
+	return s
+}
+
+// finish stops the stream and returns the offset of its last publication.
+func (s *stream) finish() uint64 {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
 	}
-	<-finished
-	for i, rec := range recs {
-		offsets, err := rec.wait(30 * time.Second)
-		if err != nil {
-			t.Fatalf("subscriber %d (%s, from offset %d): %v after %d publications; contiguous: %v; first %v last %v", i, rec.c.proto, rec.top, err, len(offsets), checkContiguous(offsets, rec.top+1), offsets[:min(5, len(offsets))], offsets[max(0, len(offsets)-5):])
-		}
-		if err := checkContiguous(offsets, rec.top+1); err != nil {
-			t.Fatalf("subscriber %d (%s, from offset %d): %v", i, rec.c.proto, rec.top, err)
-		}
-	}
+	<-s.done
+	return s.last
 }
 
 // publishConcurrently publishes total publications into channel from the
@@ -171,9 +253,8 @@ func checkContiguous(offsets []uint64, first uint64) error {
 // offsetRecorder reads a connection in the background and keeps the
 // offsets of the publications of one channel, in arrival order.
 type offsetRecorder struct {
-	c    *rawConn
-	top  uint64
-	want int
+	c   *rawConn
+	top uint64
 
 	mu      sync.Mutex
 	offsets []uint64
@@ -181,8 +262,9 @@ type offsetRecorder struct {
 	done    chan struct{}
 }
 
-func recordOffsets(c *rawConn, channel string, want int) *offsetRecorder {
-	rec := &offsetRecorder{c: c, want: want, done: make(chan struct{})}
+// recordOffsets starts recording; it reads until the connection ends.
+func recordOffsets(c *rawConn, channel string) *offsetRecorder {
+	rec := &offsetRecorder{c: c, done: make(chan struct{})}
 	// Publications may share a frame with the subscribe reply.
 	for _, p := range c.pushes {
 		if p.Channel == channel && p.Pub != nil {
@@ -190,10 +272,6 @@ func recordOffsets(c *rawConn, channel string, want int) *offsetRecorder {
 		}
 	}
 	c.pushes = nil
-	if len(rec.offsets) >= want {
-		close(rec.done)
-		return rec
-	}
 	go rec.run(channel)
 	return rec
 }
@@ -202,41 +280,40 @@ func (rec *offsetRecorder) run(channel string) {
 	defer close(rec.done)
 	for {
 		replies, err := rec.c.readReplies(time.Minute)
+		rec.mu.Lock()
 		if err != nil {
-			rec.mu.Lock()
 			rec.err = err
 			rec.mu.Unlock()
 			return
 		}
-		rec.mu.Lock()
 		for _, r := range replies {
 			if r.Push != nil && r.Push.Channel == channel && r.Push.Pub != nil {
 				rec.offsets = append(rec.offsets, r.Push.Pub.Offset)
 			}
 		}
-		n := len(rec.offsets)
 		rec.mu.Unlock()
-		if n >= rec.want {
-			return
-		}
 	}
 }
 
-// wait returns the offsets once want arrived, or what arrived and why not.
-func (rec *offsetRecorder) wait(timeout time.Duration) ([]uint64, error) {
-	select {
-	case <-rec.done:
-	case <-time.After(timeout):
-		// Unblock the reader so the goroutine ends with the test.
-		rec.c.nc.Close()
-		<-rec.done
+// wait returns a copy of the offsets once want arrived, or what arrived
+// and why not.
+func (rec *offsetRecorder) wait(want int, timeout time.Duration) ([]uint64, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		rec.mu.Lock()
+		got := slices.Clone(rec.offsets)
+		err := rec.err
+		rec.mu.Unlock()
+		switch {
+		case len(got) >= want:
+			return got, nil
+		case err != nil:
+			return got, fmt.Errorf("stream ended: %w", err)
+		case time.Now().After(deadline):
+			return got, fmt.Errorf("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.offsets) >= rec.want {
-		return rec.offsets, nil
-	}
-	return rec.offsets, fmt.Errorf("stream ended: %v", rec.err)
 }
 
 // rawConn is a protocol client over a real WebSocket without a read
