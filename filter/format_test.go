@@ -123,7 +123,11 @@ func randomLeaf(rng *rand.Rand) *protocol.FilterNode {
 	switch n.Cmp {
 	case CmpEx, CmpNex:
 	case CmpIn, CmpNin:
-		for range 1 + rng.IntN(3) {
+		count := 1 + rng.IntN(3)
+		if rng.IntN(4) == 0 {
+			count = setThreshold + rng.IntN(4) // long enough for a set
+		}
+		for range count {
 			n.Vals = append(n.Vals, randomVals[rng.IntN(len(randomVals))])
 		}
 	case CmpGt, CmpGte, CmpLt, CmpLte:

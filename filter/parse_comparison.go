@@ -26,6 +26,9 @@ func (p *parser) comparison() (*protocol.FilterNode, *SyntaxError) {
 		if err := p.advance(); err != nil {
 			return nil, err
 		}
+		if p.tok.kind == tokString && p.tok.val == "" {
+			return nil, &SyntaxError{Pos: p.tok.pos, Msg: "empty operand: " + op.text + " compares numbers", Expected: []string{expectNumber}}
+		}
 		val, err := p.operand(expectNumber, expectString)
 		if err != nil {
 			return nil, err

@@ -97,6 +97,7 @@ func TestParseErrors(t *testing.T) {
 		{`   `, 3, "found end of input", unary},
 		{`a`, 1, "found end of input", ops},
 		{`a b`, 2, `found "b"`, ops},
+		{`a < ""`, 4, "empty operand: < compares numbers", []string{"number"}},
 		{`a ==`, 4, "found end of input", []string{"string", "number"}},
 		{`a > b`, 4, `found "b"`, []string{"number", "string"}},
 		{`a == "1" b`, 9, `found "b"`, []string{"&&", "||", "end of input"}},
