@@ -76,6 +76,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if dev {
 		srv.EnableDemo()
 	}
+	// Signals are caught before the server listens: once it says it
+	// listens, a SIGHUP or SIGTERM must reload or shut down gracefully,
+	// not kill the process by the default action.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	if err := srv.Start(); err != nil {
 		return err
 	}
@@ -84,15 +90,12 @@ func serve(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	return waitSignals(srv, path, flags, log, cfg.Shutdown.Timeout)
+	return waitSignals(sigs, srv, path, flags, log, cfg.Shutdown.Timeout)
 }
 
 // waitSignals reloads the config on SIGHUP and shuts down on SIGINT or
 // SIGTERM.
-func waitSignals(srv *server.Server, path string, flags map[string]string, log *slog.Logger, timeout time.Duration) error {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+func waitSignals(sigs <-chan os.Signal, srv *server.Server, path string, flags map[string]string, log *slog.Logger, timeout time.Duration) error {
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
 			reload(srv, path, flags, log)

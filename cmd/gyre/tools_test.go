@@ -1,0 +1,198 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	code, out, _ := runTool(t, t.TempDir(), "version")
+	if code != 0 || !strings.HasPrefix(out, "gyre ") || strings.TrimSpace(out) == "gyre" {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+}
+
+func TestGenconfigCheckconfig(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"config.json", "config.yaml", "config.yml", "config.toml"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if code, out, errOut := runTool(t, dir, "genconfig", "-c", name); code != 0 {
+				t.Fatalf("genconfig: exit %d: %s%s", code, out, errOut)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"hmac_secret_key", "key"} {
+				if !strings.Contains(string(data), want) {
+					t.Fatalf("generated config lacks %s:\n%s", want, data)
+				}
+			}
+			code, out, errOut := runTool(t, dir, "checkconfig", "-c", name)
+			if code != 0 || !strings.Contains(out, "is valid") {
+				t.Fatalf("checkconfig: exit %d: %s%s", code, out, errOut)
+			}
+			// A second genconfig must not overwrite the secrets.
+			if code, _, errOut := runTool(t, dir, "genconfig", "-c", name); code == 0 || !strings.Contains(errOut, "exists") {
+				t.Fatalf("genconfig over an existing file: exit %d: %s", code, errOut)
+			}
+			after, _ := os.ReadFile(filepath.Join(dir, name))
+			if string(after) != string(data) {
+				t.Fatal("genconfig changed an existing file")
+			}
+		})
+	}
+}
+
+func TestGenconfigSecretsDiffer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	read := func(name string) map[string]any {
+		if code, _, errOut := runTool(t, dir, "genconfig", "-c", name); code != 0 {
+			t.Fatalf("genconfig: exit %d: %s", code, errOut)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b := read("a.json"), read("b.json")
+	if a["http_api"].(map[string]any)["key"] == b["http_api"].(map[string]any)["key"] {
+		t.Fatal("two generated configs share an API key")
+	}
+}
+
+func TestDefaultconfig(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"json", "yaml", "toml"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			code, out, errOut := runTool(t, dir, "defaultconfig", "-f", format)
+			if code != 0 || !strings.Contains(out, "http_server") {
+				t.Fatalf("exit %d: %.300s%s", code, out, errOut)
+			}
+			// What defaultconfig prints loads back.
+			name := "defaults." + format
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(out), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if code, _, errOut := runTool(t, dir, "checkconfig", "-c", name); code != 0 {
+				t.Fatalf("checkconfig of the defaults: exit %d: %s", code, errOut)
+			}
+		})
+	}
+}
+
+// badConfigs are invalid config files, each naming the key at fault.
+var badConfigs = []struct {
+	name, file, content, key string
+}{
+	{"json port", "c.json", `{"http_server":{"port":"abc"}}`, "http_server.port"},
+	{"json port range", "c.json", `{"http_server":{"port":70000}}`, "http_server.port"},
+	{"json duration", "c.json", `{"client":{"ping_interval":25}}`, "client.ping_interval"},
+	{"json syntax", "c.json", `{"client":`, "c.json"},
+	{"yaml namespace option", "c.yaml", "channel:\n  namespaces:\n    - name: chat\n      history_ttl: 5x\n", "channel.namespaces[0].history_ttl"},
+	{"yaml enum", "c.yaml", "engine:\n  type: postgres\n", "engine.type"},
+	{"toml duration", "c.toml", "[client]\nping_interval = \"soon\"\n", "client.ping_interval"},
+	{"toml type", "c.toml", "[http_api]\ninsecure = \"maybe\"\n", "http_api.insecure"},
+}
+
+func TestCheckconfigBad(t *testing.T) {
+	t.Parallel()
+	for _, tt := range badConfigs {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeFile(t, tt.file, tt.content)
+			code, out, errOut := runTool(t, filepath.Dir(path), "checkconfig", "-c", tt.file)
+			if code == 0 {
+				t.Fatalf("exit 0 for a bad config: %s", out)
+			}
+			if !strings.Contains(errOut, tt.key) {
+				t.Fatalf("stderr does not name %s: %s", tt.key, errOut)
+			}
+		})
+	}
+	t.Run("missing file", func(t *testing.T) {
+		t.Parallel()
+		code, _, errOut := runTool(t, t.TempDir(), "checkconfig", "-c", "none.json")
+		if code == 0 || !strings.Contains(errOut, "none.json") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+	})
+}
+
+func TestTokens(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if code, _, errOut := runTool(t, dir, "genconfig", "-c", "config.json"); code != 0 {
+		t.Fatalf("genconfig: exit %d: %s", code, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "other.json"), []byte(`{"client":{"token":{"hmac_secret_key":"another-secret"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := runTool(t, dir, "gentoken", "-c", "config.json", "-u", "alice", "-t", "1h")
+	if code != 0 {
+		t.Fatalf("gentoken: exit %d: %s", code, errOut)
+	}
+	tok := strings.TrimSpace(out)
+	if strings.Count(tok, ".") != 2 {
+		t.Fatalf("gentoken printed %q, want a JWT", out)
+	}
+
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode bool // true: exit 0
+		want     string
+	}{
+		{"valid", []string{"checktoken", "-c", "config.json", tok}, true, `user "alice"`},
+		{"other secret", []string{"checktoken", "-c", "other.json", tok}, false, "token"},
+		{"garbage", []string{"checktoken", "-c", "config.json", "a.b.c"}, false, "token"},
+		{"no token", []string{"checktoken", "-c", "config.json"}, false, "one token"},
+		{"gensubtoken needs a channel", []string{"gensubtoken", "-c", "config.json", "-u", "alice"}, false, "-s"},
+		{"gentoken without a secret", []string{"gentoken", "-c", "none.json", "-u", "a"}, false, "none.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runTool(t, dir, tt.args...)
+			if (code == 0) != tt.wantCode || !strings.Contains(out+errOut, tt.want) {
+				t.Fatalf("exit %d: %s%s; want success=%v and %q", code, out, errOut, tt.wantCode, tt.want)
+			}
+		})
+	}
+
+	t.Run("never expires", func(t *testing.T) {
+		_, out, _ := runTool(t, dir, "gentoken", "-c", "config.json", "-u", "bob", "-t", "0")
+		code, check, errOut := runTool(t, dir, "checktoken", "-c", "config.json", strings.TrimSpace(out))
+		if code != 0 || !strings.Contains(check, "expires never") {
+			t.Fatalf("exit %d: %s%s", code, check, errOut)
+		}
+	})
+	t.Run("subscription token", func(t *testing.T) {
+		code, out, errOut := runTool(t, dir, "gensubtoken", "-c", "config.json", "-u", "alice", "-s", "$private")
+		if code != 0 || strings.Count(strings.TrimSpace(out), ".") != 2 {
+			t.Fatalf("exit %d: %s%s", code, out, errOut)
+		}
+	})
+}
+
+func TestUnknownFlag(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := runTool(t, t.TempDir(), "--verbose")
+	if code == 0 || !strings.Contains(errOut, "--verbose") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
