@@ -110,7 +110,7 @@ func (e *Engine) closeClients() {
 // locate returns where a channel lives: the index of its Redis client and
 // of its shard (pub/sub connection and, in a cluster, hash tag).
 func (e *Engine) locate(channel string) (client, shard int) {
-	h := fnv64a(channel)
+	h := channelHash(channel)
 	if len(e.clients) > 1 {
 		client = jumpHash(h, len(e.clients))
 	}

@@ -55,3 +55,22 @@ func prefix(msg string) string {
 	}
 	return msg
 }
+
+// execScript runs a script once, or twice when safe says running it again
+// does no harm and the first attempt failed on the connection. A
+// connection that broke while idle (Redis restarted) fails the first
+// command sent on it; the retry goes out on a new one. Unsafe scripts (a
+// publish without an idempotency key) are never retried: the first
+// attempt may have run.
+func execScript(ctx context.Context, s *rueidis.Lua, c rueidis.Client, keys, args []string, safe bool) rueidis.RedisResult {
+	res := s.Exec(ctx, c, keys, args)
+	if !safe || ctx.Err() != nil {
+		return res
+	}
+	if err := res.Error(); err != nil {
+		if _, isReply := rueidis.IsRedisErr(err); !isReply {
+			return s.Exec(ctx, c, keys, args)
+		}
+	}
+	return res
+}

@@ -1,5 +1,19 @@
 package redis
 
+// channelHash hashes a channel name for placing it on a Redis and a shard.
+// FNV-1a alone leaves names that differ in their last byte close in the
+// high bits; the finalizer of MurmurHash3 spreads every input bit over
+// the whole result.
+func channelHash(s string) uint64 {
+	h := fnv64a(s)
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
 // fnv64a hashes a channel name. Every Gyre node must map a channel to the
 // same Redis, so the hash is fixed (FNV-1a) rather than seeded per process.
 func fnv64a(s string) uint64 {

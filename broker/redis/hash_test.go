@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"strconv"
 	"testing"
+
+	"github.com/redis/rueidis"
 )
 
 func TestJumpHash(t *testing.T) {
@@ -18,7 +20,7 @@ func TestJumpHash(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			counts := make([]int, tt.n)
 			for i := range 10000 {
-				b := jumpHash(fnv64a("chan"+strconv.Itoa(i)), tt.n)
+				b := jumpHash(channelHash("chan"+strconv.Itoa(i)), tt.n)
 				if b < 0 || b >= tt.n {
 					t.Fatalf("bucket %d out of [0, %d)", b, tt.n)
 				}
@@ -39,7 +41,7 @@ func TestJumpHashMovesFew(t *testing.T) {
 	for n := 1; n < 8; n++ {
 		moved := 0
 		for i := range 5000 {
-			k := fnv64a("chan" + strconv.Itoa(i))
+			k := channelHash("chan" + strconv.Itoa(i))
 			a, b := jumpHash(k, n), jumpHash(k, n+1)
 			if a != b {
 				if b != n {
@@ -75,4 +77,22 @@ func fnv64aRef(s string) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(s))
 	return h.Sum64()
+}
+
+// TestShardSpread: names differing only in their last character spread
+// over the shards like any others.
+func TestShardSpread(t *testing.T) {
+	e := &Engine{clients: make([]rueidis.Client, 1), bases: make([]string, 8)}
+	counts := make([]int, len(e.bases))
+	for c := 'a'; c <= 'z'; c++ {
+		for d := '0'; d <= '9'; d++ {
+			_, s := e.locate("chat:" + string(c) + string(d))
+			counts[s]++
+		}
+	}
+	for s, n := range counts {
+		if n < 260/8/2 || n > 260/8*2 {
+			t.Errorf("shard %d got %d of 260 channels", s, n)
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -11,6 +13,9 @@ import (
 // newEngine returns an Engine closed when the test ends.
 func newEngine(t testing.TB, cfg Config) *Engine {
 	t.Helper()
+	if cfg.Logger == nil && testing.Verbose() {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if cfg.Prefix == "" {
 		// A prefix per engine keeps tests sharing a Redis apart.
 		cfg.Prefix = "gyretest"
@@ -47,7 +52,7 @@ func setups() []setup {
 	}
 }
 
-// handlerFunc records publications for tests outside the suites.
+// events records publications and losses for tests outside the suites.
 type events struct {
 	pubs chan delivered
 	lost chan []string
@@ -57,14 +62,15 @@ type delivered struct {
 	channel string
 	pub     *broker.Publication
 	sp      broker.StreamPosition
+	prev    *broker.Publication
 }
 
 func newEvents() *events {
 	return &events{pubs: make(chan delivered, 10000), lost: make(chan []string, 100)}
 }
 
-func (e *events) HandlePublication(ch string, pub *broker.Publication, sp broker.StreamPosition, _ bool, _ *broker.Publication) error {
-	e.pubs <- delivered{ch, pub, sp}
+func (e *events) HandlePublication(ch string, pub *broker.Publication, sp broker.StreamPosition, _ bool, prev *broker.Publication) error {
+	e.pubs <- delivered{ch, pub, sp, prev}
 	return nil
 }
 func (e *events) HandleJoin(string, *broker.ClientInfo) error  { return nil }

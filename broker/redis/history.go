@@ -41,7 +41,7 @@ func (b *Broker) History(channel string, opts broker.HistoryOptions) ([]*broker.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
 	defer cancel()
-	res, err := historyScript.Exec(ctx, b.e.clients[ci], keys, args).ToArray()
+	res, err := execScript(ctx, historyScript, b.e.clients[ci], keys, args, true).ToArray()
 	if err != nil {
 		return nil, broker.StreamPosition{}, wrapErr("history", err)
 	}

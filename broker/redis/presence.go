@@ -39,7 +39,7 @@ func (m *PresenceManager) exec(op string, s *rueidis.Lua, channel string, args .
 	c, keys := m.target(channel)
 	ctx, cancel := context.WithTimeout(context.Background(), m.e.cfg.IOTimeout)
 	defer cancel()
-	res := s.Exec(ctx, c, keys, args)
+	res := execScript(ctx, s, c, keys, args, true)
 	if err := res.Error(); err != nil {
 		return res, wrapErr(op, err)
 	}

@@ -64,7 +64,7 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
 	defer cancel()
-	res, err := publishScript.Exec(ctx, b.e.clients[ci], keys, args).ToArray()
+	res, err := execScript(ctx, publishScript, b.e.clients[ci], keys, args, opts.IdempotencyKey != "").ToArray()
 	if err != nil {
 		return broker.StreamPosition{}, false, wrapErr("publish", err)
 	}

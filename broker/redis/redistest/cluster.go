@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +55,12 @@ func (c *Cluster) waitOK(t testing.TB) {
 	deadline := time.Now().Add(startTimeout)
 	for _, s := range c.Nodes {
 		for {
+			// Every node must know every other and see all slots served,
+			// or a client seeded from it gets a partial slot map.
 			out, err := s.Cli("cluster", "info")
-			if err == nil && strings.Contains(out, "cluster_state:ok") {
+			if err == nil && strings.Contains(out, "cluster_state:ok") &&
+				strings.Contains(out, "cluster_slots_ok:16384") &&
+				strings.Contains(out, "cluster_known_nodes:"+strconv.Itoa(len(c.Nodes))) {
 				break
 			}
 			if time.Now().After(deadline) {
