@@ -4,8 +4,9 @@
 //
 // A filter is a [protocol.FilterNode] tree, as in the Centrifugo client protocol.
 // [Compile] checks a tree and prepares it; [Filter.Match] runs it against the tags of a
-// publication without allocating. [Parse] reads an expression into a tree, [Format]
-// writes a tree as an expression, and [TreeJSON] writes the tree's JSON.
+// publication without allocating; [And] joins a filter the server enforces with the
+// client's. [Parse] reads an expression into a tree and [Format] writes a tree as an
+// expression; [TreeJSON] and [ParseTreeJSON] write and read the tree's JSON.
 //
 //	tree, err := filter.Parse(`ticker in ("GOOG", "AAPL") && price >= 99.5`)
 //	f, err := filter.Compile(tree, filter.Limits{})
@@ -55,7 +56,8 @@
 //     any other comparison with vals; gt, gte, lt and lte without val;
 //   - a tree beyond its [Limits]: nested deeper than MaxDepth (8), more than MaxNodes
 //     nodes (64), more than MaxValues list values in all (256), a key or value longer
-//     than MaxValueLen bytes (256).
+//     than MaxValueLen bytes (256). A numeric == or != written as an expression is
+//     three nodes, two levels deep (see below).
 //
 // Two choices go beyond what Centrifugo documents. An empty val is accepted for eq,
 // neq, sw, ew and ct, where it is meaningful (eq "" matches a tag that is present and
@@ -88,12 +90,11 @@
 //	escape     = `\"` | `\\` | `\n` | `\r` | `\t` | `\b` | `\f` | `\v` | `\a`
 //	           | `\x` hex hex | `\u` hex*4 | `\U` hex*8 .
 //
-// Letters and digits are Unicode letters and digits. A key that is not an ident
-// (it starts with a digit, holds a space or a colon, is a reserved-looking word you
-// would rather quote) is written as a string: "2fa" == "on". The words exists, all,
-// any, in, not, startswith, endswith and contains are not reserved: a key may be
-// called exists, and only a following "(" makes exists a function. A string holds
-// any bytes: \x escapes write single bytes, so values that are not UTF-8 survive.
+// Letters and digits are Unicode letters and digits. Any other key (one that starts
+// with a digit or holds a space, a colon, a quote) is written as a string:
+// "2fa" == "on". No word is reserved: a key may be called in, not or exists, and only
+// a following "(" makes exists, all and any functions. A string holds any bytes: \x
+// escapes write single bytes, so values that are not UTF-8 survive a round trip.
 //
 // "!" binds tightest, then "&&", then "||"; parentheses group. What each form means:
 //
@@ -119,7 +120,10 @@
 // Parse(Format(t)) equals t for every tree Compile accepts; Format(Parse(s)) is a
 // canonical spelling of s.
 //
-// # Performance
+// # Concurrency and performance
+//
+// A [Filter] never changes after Compile and keeps no reference to the tree it was
+// compiled from; any number of goroutines may call Match at once.
 //
 // Compile resolves op and cmp strings to opcodes, reads numeric operands once, and
 // turns in and nin lists of eight values or more into hash sets. Match then costs one

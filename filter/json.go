@@ -1,7 +1,10 @@
 package filter
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/gyrehq/gyre/protocol"
 )
@@ -65,4 +68,41 @@ func appendListSep(b []byte, i int) []byte {
 		return append(b, '[')
 	}
 	return append(b, ',')
+}
+
+// jsonNode mirrors protocol.FilterNode for encoding/json.
+type jsonNode struct {
+	Op    string      `json:"op"`
+	Key   string      `json:"key"`
+	Cmp   string      `json:"cmp"`
+	Val   string      `json:"val"`
+	Vals  []string    `json:"vals"`
+	Nodes []*jsonNode `json:"nodes"`
+}
+
+// ParseTreeJSON reads a tree in the protocol's JSON shape, as [TreeJSON] writes it and
+// as it appears outside the client protocol (a claim of a token, a proxy's answer, a
+// configuration file). Unknown fields are ignored; null stands for an absent node. It
+// checks only the JSON: [Compile] checks the tree. Errors wrap [ErrInvalid].
+func ParseTreeJSON(data []byte) (*protocol.FilterNode, error) {
+	var n *jsonNode
+	d := json.NewDecoder(bytes.NewReader(data))
+	if err := d.Decode(&n); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if d.More() {
+		return nil, fmt.Errorf("%w: data after the tree", ErrInvalid)
+	}
+	return n.node(), nil
+}
+
+func (n *jsonNode) node() *protocol.FilterNode {
+	if n == nil {
+		return nil
+	}
+	out := &protocol.FilterNode{Op: n.Op, Key: n.Key, Cmp: n.Cmp, Val: n.Val, Vals: n.Vals}
+	for _, kid := range n.Nodes {
+		out.Nodes = append(out.Nodes, kid.node())
+	}
+	return out
 }

@@ -2,7 +2,9 @@ package filter
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -87,4 +89,64 @@ func rebuild(n *protocol.FilterNode, fix func(string) string) *protocol.FilterNo
 		out.Nodes = append(out.Nodes, rebuild(kid, fix))
 	}
 	return out
+}
+
+func TestParseTreeJSON(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     *protocol.FilterNode
+		err      string
+	}{
+		{"leaf", `{"key":"a","cmp":"eq","val":"1"}`, leaf("a", CmpEq, "1"), ""},
+		{"tree", ` {"op":"and","nodes":[{"key":"t","cmp":"in","vals":["x","y"]},{"key":"b","cmp":"nex"}]} `,
+			branch(OpAnd, list("t", CmpIn, "x", "y"), leaf("b", CmpNex, "")), ""},
+		{"unknown field", `{"key":"a","cmp":"ex","extra":[1,2]}`, leaf("a", CmpEx, ""), ""},
+		{"null", `null`, nil, ""},
+		{"escapes", `{"key":"\u00e9","cmp":"eq","val":"\"\n"}`, leaf("é", CmpEq, "\"\n"), ""},
+		{"wrong type", `{"key":1}`, nil, "cannot unmarshal number"},
+		{"not json", `{"key":`, nil, "unexpected EOF"},
+		{"trailing data", `{"key":"a"} {}`, nil, "data after the tree"},
+		{"empty", ``, nil, "EOF"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseTreeJSON([]byte(tc.in))
+			if tc.err != "" {
+				if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want ErrInvalid saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				if got != nil {
+					t.Fatalf("got %s, want nil", treeString(t, got))
+				}
+				return
+			}
+			if !got.EqualVT(tc.want) {
+				t.Errorf("got %s, want %s", treeString(t, got), treeString(t, tc.want))
+			}
+		})
+	}
+}
+
+func TestTreeJSONRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 23))
+	for range 2000 {
+		n := randomTree(rng, 4)
+		js, err := TreeJSON(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseTreeJSON(js)
+		if err != nil {
+			t.Fatalf("ParseTreeJSON(%s): %v", js, err)
+		}
+		if !back.EqualVT(validUTF8(n)) {
+			t.Fatalf("ParseTreeJSON(TreeJSON(t)) = %s, want %s", treeString(t, back), js)
+		}
+	}
 }
