@@ -1,0 +1,399 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
+
+	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/token"
+)
+
+const (
+	testSecret = "server-test-secret"
+	testKey    = "server-test-key"
+)
+
+func testConfig() *config.Config {
+	c := config.Default()
+	c.Client.Token.HMACSecretKey = testSecret
+	c.HTTPAPI.Key = testKey
+	c.Channel.WithoutNamespace.AllowSubscribeForClient = true
+	c.Channel.Namespaces = []config.Namespace{{Name: "locked"}}
+	return c
+}
+
+// newServer creates a server for c whose handler is served by httptest
+// (Start is not called) and returns the base URL.
+func newServer(t *testing.T, c *config.Config) (*Server, string) {
+	t.Helper()
+	s, err := New(c, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Node().Run(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Node().Shutdown(ctx)
+		srv.Close()
+	})
+	return s, srv.URL
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func post(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-API-Key", testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestRoutes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		setup  func(c *config.Config)
+		method string
+		path   string
+		want   int
+	}{
+		{"API", nil, "POST", "/api/info", 200},
+		{"API disabled", func(c *config.Config) { c.HTTPAPI.Disabled = true }, "POST", "/api/info", 404},
+		{"API prefix", func(c *config.Config) { c.HTTPAPI.HandlerPrefix = "/v1" }, "POST", "/v1/info", 200},
+		{"API error mode from config", func(c *config.Config) { c.HTTPAPI.ErrorMode = "transport" }, "POST", "/api/history", 400},
+		{"health off by default", nil, "GET", "/health", 404},
+		{"health", func(c *config.Config) { c.Health.Enabled = true }, "GET", "/health", 200},
+		{"health prefix", func(c *config.Config) { c.Health.Enabled = true; c.Health.HandlerPrefix = "/ready" }, "GET", "/ready", 200},
+		{"metrics off by default", nil, "GET", "/metrics", 404},
+		{"metrics", func(c *config.Config) { c.Prometheus.Enabled = true }, "GET", "/metrics", 200},
+		{"pprof off by default", nil, "GET", "/debug/pprof/", 404},
+		{"pprof", func(c *config.Config) { c.Debug.Enabled = true }, "GET", "/debug/pprof/", 200},
+		{"websocket needs an upgrade", nil, "GET", "/connection/websocket", 400},
+		{"websocket disabled", func(c *config.Config) { c.WebSocket.Disabled = true }, "GET", "/connection/websocket", 404},
+		{"no demo unless enabled", nil, "GET", "/", 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := testConfig()
+			if tt.setup != nil {
+				tt.setup(c)
+			}
+			_, base := newServer(t, c)
+			var status int
+			var body string
+			if tt.method == "POST" {
+				status, body = post(t, base+tt.path, `{}`)
+			} else {
+				status, body = get(t, base+tt.path)
+			}
+			if status != tt.want {
+				t.Fatalf("%s %s: status %d, want %d: %.200s", tt.method, tt.path, status, tt.want, body)
+			}
+		})
+	}
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.Health.Enabled = true
+	s, base := newServer(t, c)
+	status, body := get(t, base+"/health")
+	if status != 200 || body != "{}" {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	// A node that is shutting down is not healthy.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Node().Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	status, body = get(t, base+"/health")
+	var r struct {
+		Error string `json:"error"`
+	}
+	if status != http.StatusServiceUnavailable || json.Unmarshal([]byte(body), &r) != nil || r.Error == "" {
+		t.Fatalf("status %d: %s; want 503 with an error", status, body)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	s, base := newServer(t, testConfig())
+	s.EnableDemo()
+	status, body := get(t, base+"/")
+	if status != 200 || !strings.Contains(strings.ToLower(body), "<html") {
+		t.Fatalf("status %d: %.200s", status, body)
+	}
+	if status, _ := get(t, base+"/other"); status != 404 {
+		t.Fatalf("demo page served at /other: status %d", status)
+	}
+}
+
+func TestReload(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	s, base := newServer(t, c)
+	cl := dialConnect(t, base, "alice")
+	if code := cl.subscribe("locked:a"); code != 103 {
+		t.Fatalf("subscribe before reload: %d, want 103", code)
+	}
+
+	next := testConfig()
+	next.Channel.Namespaces[0].AllowSubscribeForClient = true
+	next.Client.Token.HMACSecretKey = "rotated"
+	if err := s.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	if code := cl.subscribe("locked:a"); code != 0 {
+		t.Fatalf("subscribe after reload: %d", code)
+	}
+	// New connections need tokens of the new key.
+	other := dial(t, base)
+	if _, closed := other.connect(signToken(t, testSecret, "bob")); closed != 3500 {
+		t.Fatalf("connect with the old key: close %d, want 3500", closed)
+	}
+	fresh := dial(t, base)
+	if _, closed := fresh.connect(signToken(t, "rotated", "bob")); closed != 0 {
+		t.Fatalf("connect with the new key: close %d", closed)
+	}
+
+	bad := testConfig()
+	bad.Channel.Namespaces = append(bad.Channel.Namespaces, config.Namespace{Name: "x"})
+	if err := s.Reload(bad); err == nil {
+		t.Fatal("reload with an invalid namespace name succeeded")
+	}
+	if code := cl.subscribe("locked:b"); code != 0 {
+		t.Fatalf("a failed reload changed the running config: subscribe %d", code)
+	}
+}
+
+// TestStartShutdown runs the server on real ports: the client port and an
+// internal one, then shuts it down with a client connected.
+func TestStartShutdown(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.HTTPServer.Address = "127.0.0.1"
+	c.HTTPServer.Port = 0
+	c.HTTPServer.InternalPort = freePort(t)
+	c.Health.Enabled = true
+	c.Prometheus.Enabled = true
+	s, err := New(c, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + s.Addr().String()
+	internal := "http://127.0.0.1:" + strconv.Itoa(c.HTTPServer.InternalPort)
+
+	for _, tt := range []struct {
+		url  string
+		want int
+	}{
+		{base + "/health", 404},
+		{base + "/metrics", 404},
+		{internal + "/health", 200},
+		{internal + "/metrics", 200},
+	} {
+		if status, _ := get(t, tt.url); status != tt.want {
+			t.Errorf("GET %s: status %d, want %d", tt.url, status, tt.want)
+		}
+	}
+	if status, _ := post(t, internal+"/api/info", `{}`); status != 200 {
+		t.Errorf("API on the internal port: status %d", status)
+	}
+	if status, _ := post(t, base+"/api/info", `{}`); status != 404 {
+		t.Errorf("API on the client port: status %d, want 404", status)
+	}
+
+	cl := dialConnect(t, base, "alice")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if code := cl.waitClose(); code != 3001 {
+		t.Fatalf("client closed with %d, want 3001", code)
+	}
+	if _, err := net.DialTimeout("tcp", s.Addr().String(), time.Second); err == nil {
+		t.Fatal("client port still accepts after shutdown")
+	}
+}
+
+func TestAPIExternal(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.HTTPServer.InternalPort = 1 // any: only the routing is looked at
+	c.HTTPAPI.External = true
+	_, base := newServer(t, c)
+	if status, body := post(t, base+"/api/info", `{}`); status != 200 {
+		t.Fatalf("API with external: status %d: %s", status, body)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func signToken(t *testing.T, secret, user string) string {
+	t.Helper()
+	tok, err := token.SignHMAC("HS256", []byte(secret), map[string]any{"sub": user, "exp": time.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// rawClient speaks the JSON protocol over a WebSocket, one command at a
+// time: enough for the server's own tests.
+type rawClient struct {
+	t    *testing.T
+	conn net.Conn
+	id   int
+}
+
+func dial(t *testing.T, base string) *rawClient {
+	t.Helper()
+	conn, _, _, err := ws.Dialer{Timeout: 5 * time.Second}.Dial(context.Background(), "ws"+strings.TrimPrefix(base, "http")+"/connection/websocket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &rawClient{t: t, conn: conn}
+}
+
+func dialConnect(t *testing.T, base, user string) *rawClient {
+	t.Helper()
+	c := dial(t, base)
+	if _, closed := c.connect(signToken(t, testSecret, user)); closed != 0 {
+		t.Fatalf("connect: closed %d", closed)
+	}
+	return c
+}
+
+type rawReply struct {
+	ID    int `json:"id"`
+	Error *struct {
+		Code int `json:"code"`
+	} `json:"error"`
+}
+
+// call sends one command and returns its reply, or the close code when
+// the server closes instead.
+func (c *rawClient) call(cmd string) (rawReply, int) {
+	c.t.Helper()
+	c.id++
+	msg := `{"id":` + strconv.Itoa(c.id) + `,` + cmd + `}`
+	if err := wsutil.WriteClientText(c.conn, []byte(msg)); err != nil {
+		c.t.Fatal(err)
+	}
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		frame, op, err := wsutil.ReadServerData(c.conn)
+		if err != nil {
+			var ce wsutil.ClosedError
+			if ok := asClosed(err, &ce); ok {
+				return rawReply{}, int(ce.Code)
+			}
+			c.t.Fatalf("read: %v", err)
+		}
+		if op != ws.OpText {
+			continue
+		}
+		for _, line := range strings.Split(string(frame), "\n") {
+			var r rawReply
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				c.t.Fatalf("decode %q: %v", line, err)
+			}
+			if r.ID == c.id {
+				return r, 0
+			}
+		}
+	}
+}
+
+func asClosed(err error, ce *wsutil.ClosedError) bool {
+	if e, ok := err.(wsutil.ClosedError); ok {
+		*ce = e
+		return true
+	}
+	return false
+}
+
+func (c *rawClient) connect(tok string) (rawReply, int) {
+	c.t.Helper()
+	return c.call(`"connect":{"token":"` + tok + `"}`)
+}
+
+// subscribe returns the error code of the reply, 0 on success.
+func (c *rawClient) subscribe(channel string) int {
+	c.t.Helper()
+	r, closed := c.call(`"subscribe":{"channel":"` + channel + `"}`)
+	if closed != 0 {
+		c.t.Fatalf("subscribe %s: closed %d", channel, closed)
+	}
+	if r.Error != nil {
+		return r.Error.Code
+	}
+	return 0
+}
+
+// waitClose reads until the server closes and returns the close code.
+func (c *rawClient) waitClose() int {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, _, err := wsutil.ReadServerData(c.conn)
+		if err == nil {
+			continue
+		}
+		var ce wsutil.ClosedError
+		if asClosed(err, &ce) {
+			return int(ce.Code)
+		}
+		c.t.Fatalf("read: %v", err)
+	}
+}
