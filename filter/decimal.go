@@ -125,19 +125,10 @@ func trimRight(s string) string {
 	return s
 }
 
-func (d decimal) isZero() bool { return d.hi == "" && d.lo == "" }
-
-func (d decimal) digits() int { return len(d.hi) + len(d.lo) }
-
-func (d decimal) digit(i int) byte {
-	if i < len(d.hi) {
-		return d.hi[i]
-	}
-	return d.lo[i-len(d.hi)]
-}
+func (d *decimal) isZero() bool { return d.hi == "" && d.lo == "" }
 
 // cmp returns -1, 0 or +1 as d is less than, equal to or greater than e.
-func (d decimal) cmp(e decimal) int {
+func (d *decimal) cmp(e *decimal) int {
 	ds, es := d.sign(), e.sign()
 	switch {
 	case ds != es:
@@ -155,7 +146,7 @@ func (d decimal) cmp(e decimal) int {
 	return c
 }
 
-func (d decimal) sign() int {
+func (d *decimal) sign() int {
 	switch {
 	case d.isZero():
 		return 0
@@ -167,27 +158,46 @@ func (d decimal) sign() int {
 
 // cmpAbs compares magnitudes of two non-zero decimals: the one whose first significant
 // digit sits higher is larger; at the same height the digits decide.
-func (d decimal) cmpAbs(e decimal) int {
+func (d *decimal) cmpAbs(e *decimal) int {
 	if d.exp != e.exp {
 		if d.exp < e.exp {
 			return -1
 		}
 		return 1
 	}
-	n, m := d.digits(), e.digits()
-	for i := 0; i < n && i < m; i++ {
-		if a, b := d.digit(i), e.digit(i); a != b {
+	return cmpDigits(d, e)
+}
+
+// cmpDigits compares the digit sequences hi+lo of two decimals without joining them:
+// it walks both pairs of views, comparing the longest common stretch at once. A
+// sequence that is a prefix of the other is the smaller, since neither ends in zero.
+func cmpDigits(d, e *decimal) int {
+	x, xrest := d.hi, d.lo
+	y, yrest := e.hi, e.lo
+	for {
+		if x == "" {
+			x, xrest = xrest, ""
+		}
+		if y == "" {
+			y, yrest = yrest, ""
+		}
+		if x == "" || y == "" {
+			break
+		}
+		n := min(len(x), len(y))
+		if a, b := x[:n], y[:n]; a != b {
 			if a < b {
 				return -1
 			}
 			return 1
 		}
+		x, y = x[n:], y[n:]
 	}
 	switch {
-	case n < m:
-		return -1
-	case n > m:
+	case x != "":
 		return 1
+	case y != "":
+		return -1
 	}
 	return 0
 }

@@ -55,10 +55,10 @@ func TestDecimalCmp(t *testing.T) {
 			if !aok || !bok {
 				t.Fatalf("parse %q: %v, %q: %v", tc.a, aok, tc.b, bok)
 			}
-			if got := a.cmp(b); got != tc.want {
+			if got := a.cmp(&b); got != tc.want {
 				t.Errorf("cmp(%s, %s) = %d, want %d", tc.a, tc.b, got, tc.want)
 			}
-			if got := b.cmp(a); got != -tc.want {
+			if got := b.cmp(&a); got != -tc.want {
 				t.Errorf("cmp(%s, %s) = %d, want %d", tc.b, tc.a, got, -tc.want)
 			}
 		})
@@ -79,7 +79,7 @@ func TestDecimalCmpAgainstBigRat(t *testing.T) {
 		if !aok || !bok || ra == nil || rb == nil {
 			t.Fatalf("cannot parse %q or %q", a, b)
 		}
-		if got, want := da.cmp(db), ra.Cmp(rb); got != want {
+		if got, want := da.cmp(&db), ra.Cmp(rb); got != want {
 			t.Fatalf("cmp(%s, %s) = %d, big.Rat says %d", a, b, got, want)
 		}
 	}

@@ -108,7 +108,7 @@ func (n *node) compare(v string) bool {
 	if !ok {
 		return false
 	}
-	c := d.cmp(n.num)
+	c := d.cmp(&n.num)
 	switch n.op {
 	case opGt:
 		return c > 0

@@ -78,7 +78,7 @@ func referenceCmp(a, b string) (int, bool) {
 		return 0, false
 	}
 	if hugeExponent(a) || hugeExponent(b) {
-		return da.cmp(db), true
+		return da.cmp(&db), true
 	}
 	return referenceNumber(a).Cmp(referenceNumber(b)), true
 }
