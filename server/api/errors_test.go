@@ -115,6 +115,20 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 	})
+	t.Run("wrong type message", func(t *testing.T) {
+		tests := []struct{ body, want string }{
+			{`{"channel":1,"data":{}}`, "bad request: channel: number is not a string"},
+			{`[]`, "bad request: the request must be a JSON object"},
+			{`{"channel":"a","data":{},"tags":{"k":1}}`, "bad request: tags: number is not a string"},
+		}
+		for _, tt := range tests {
+			_, b := e.post("publish", tt.body)
+			var r apiReply
+			if err := json.Unmarshal(b, &r); err != nil || r.Error == nil || r.Error.Message != tt.want {
+				t.Fatalf("%s: reply %s, want message %q", tt.body, b, tt.want)
+			}
+		}
+	})
 	t.Run("unknown fields are ignored", func(t *testing.T) {
 		if got := e.callErr("publish", `{"channel":"a","data":{},"future_field":1}`); got != 0 {
 			t.Fatalf("error %d, want success", got)

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -212,10 +213,20 @@ func (h *Handler) toAPIError(name string, err error) *apiError {
 }
 
 func decode(raw json.RawMessage, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return &apiError{107, "bad request: " + err.Error()}
+	err := json.Unmarshal(raw, v)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// Name the field in the request's terms, not the Go type it was
+	// decoded into.
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return &apiError{107, "bad request: the request must be a JSON object"}
+		}
+		return &apiError{107, fmt.Sprintf("bad request: %s: %s is not a %s", te.Field, te.Value, te.Type.Kind())}
+	}
+	return &apiError{107, "bad request: " + err.Error()}
 }
 
 func (h *Handler) batch(raw json.RawMessage) (any, error) {
