@@ -1,0 +1,115 @@
+// Package redis implements the broker contracts (broker.Broker and
+// broker.PresenceManager) on Redis, so that many Gyre nodes share
+// publications, history and presence. It talks to Redis through
+// github.com/redis/rueidis (RESP3, automatic pipelining) and works with
+// standalone servers, several standalone servers sharded by channel, a
+// Redis Cluster, or a master watched by Sentinels.
+//
+//	e, err := redis.New(redis.Config{Addresses: []string{"127.0.0.1:6379"}})
+//	...
+//	node, err := gyre.NewNode(gyre.Config{Broker: e.Broker(), PresenceManager: e.PresenceManager()})
+//	defer e.Close()
+//
+// New takes a plain Config; the server turns its engine.redis keys into
+// one. Everything stored in Redis or sent between nodes is protobuf: the
+// client protocol's Publication and ClientInfo, wrapped for pub/sub in the
+// small Message of internal/wirepb.
+//
+// # Keys and channels
+//
+// Every name starts with Config.Prefix ("gyre") and a dot. In a cluster a
+// hash tag follows, "{N}." where N is the channel's shard (see Sharding),
+// so that every key of a channel and its pub/sub channel live in one
+// slot. With base standing for that start:
+//
+//	<base>c.<channel>             pub/sub: publications, join and leave of the channel
+//	<base>control                 pub/sub: control messages (shard 0 of the first Redis)
+//	<base>s.<channel>             stream: history, entry ID "<offset>-0",
+//	                              fields d (publication) and x (expiry, Unix ms)
+//	<base>m.<channel>             hash: stream meta: e epoch, o top offset,
+//	                              p previous publication (for delta compression)
+//	<base>i.<len>.<channel><key>  string "<offset>:<epoch>": an idempotent publish's result
+//	<base>p.h.<channel>           hash: client ID -> presence ClientInfo
+//	<base>p.z.<channel>           sorted set: client ID scored by expiry (Unix ms)
+//	<base>p.c.<channel>           hash: client ID -> user ID
+//	<base>p.u.<channel>           hash: user ID -> number of present clients
+//
+// # Publishing
+//
+// Publish runs one Lua script (lua/publish.lua) in the channel's Redis.
+// In one atomic step it returns the remembered result for a repeated
+// idempotency key; with history on, it creates the meta if it is missing
+// (a new epoch, the old stream deleted), increments the offset, appends
+// the publication to the stream (XADD with exact MAXLEN, so the stream
+// keeps HistorySize entries) and sets the stream's TTL; it keeps the
+// publication as the delta base, or drops the base for a publish without
+// delta; extends the meta's TTL (never shortening it); publishes the
+// pub/sub message; and stores the idempotency result. Because Redis runs
+// scripts one at a time, the order of offsets is the order of pub/sub
+// messages for every publisher on every node.
+//
+// The node builds the publication bytes; the script appends the stream
+// position (offset, epoch, delta flag, previous publication) to the
+// pub/sub message as protobuf fields it encodes itself, a few tags and
+// varints, so no decoding happens in Redis.
+//
+// Each stream entry carries its own expiry, and the history script
+// (lua/history.lua) skips entries past it, so a publication leaves history
+// HistoryTTL after it was published, as with the memory broker; the stream
+// key itself expires HistoryTTL after the last publish. History follows
+// the memory broker's rules (see package memory): it creates the meta when
+// missing so that subscribers learn the epoch before the first publish,
+// Since is exclusive, reverse with Since goes backwards, and
+// broker.ErrUnrecoverablePosition means only "other epoch" or "offset
+// past the top". Expiry times come from Redis (TIME), not from the nodes'
+// clocks.
+//
+// # Delivery and order
+//
+// Each shard has one pub/sub connection (SUBSCRIBE, or SSUBSCRIBE in a
+// cluster) whose reader hands messages, in the order Redis sent them, to a
+// queue drained by one goroutine that calls the EventHandler. A channel
+// always uses the same connection, so its publications reach the handler
+// one at a time in offset order. Subscribe returns once Redis confirmed
+// the subscription: everything published after it returns is delivered.
+// A node receives its own publications through pub/sub too.
+//
+// # Sharding
+//
+// A channel's place comes from a fixed hash of its name (FNV-1a with a
+// Murmur3 finalizer), the same on every node. With several
+// Config.Addresses, jump consistent hashing picks the Redis, so adding
+// one moves only its share of channels. Within a Redis the hash picks one
+// of Config.PubSubShards pub/sub connections. In a cluster it picks one of
+// Config.ClusterShards hash tags, each with its own connection to the
+// node serving the tag's slot; every node of a Gyre cluster must use the
+// same addresses, order and shard counts.
+//
+// # Resilience
+//
+// Every command runs under Config.IOTimeout, and rueidis pings idle
+// connections, so a dead or hung Redis makes calls fail instead of wait.
+// Errors that mean Redis cannot serve now (refused or broken connections,
+// timeouts, LOADING, READONLY, CLUSTERDOWN, ...) wrap
+// broker.ErrNotAvailable. History and presence calls, and publishes with
+// an idempotency key, are retried once when the connection they found was
+// broken; a plain publish is not, because it may have run.
+//
+// A goroutine per shard keeps its pub/sub connection: when it breaks (or
+// Redis drops a subscription, as it does when a cluster slot moves) it
+// reconnects with jittered backoff and subscribes every channel again.
+// Meanwhile Broker.Healthy returns an error, and Subscribe fails with
+// broker.ErrNotAvailable. Publications sent while a subscription was down
+// are lost for this node, so each restored channel is reported to an
+// EventHandler that implements SubscriptionLostHandler, in order with its
+// publications, for the engine to recover from History. A Sentinel setup
+// follows failovers; a cluster follows slot moves.
+//
+// # Presence
+//
+// Presence uses a hash of entries and a sorted set of expiry times per
+// channel (hash field expiry needs Redis 7.4), and a per-user count, so
+// PresenceStats costs two HLENs. The scripts drop expired entries first;
+// all four keys expire Config.PresenceTTL after the channel's last
+// AddPresence.
+package redis
