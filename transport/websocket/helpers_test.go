@@ -18,6 +18,10 @@ import (
 	"github.com/gyrehq/gyre/protocol"
 )
 
+// hangTimeout bounds every wait in the tests. It only turns a hang into a
+// failure; loaded, shared machines under the race detector need it long.
+const hangTimeout = 60 * time.Second
+
 // upgraded is what the test server's handler got from Upgrade.
 type upgraded struct {
 	conn   *Conn
@@ -70,7 +74,7 @@ func (s *testServer) accept(t testing.TB) upgraded {
 	select {
 	case u := <-s.conns:
 		return u
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangTimeout):
 		t.Fatal("no upgrade reached the server")
 		return upgraded{}
 	}
@@ -135,7 +139,7 @@ func (c *client) sendRaw(b []byte) {
 // recv reads one frame from the server and checks it is unmasked.
 func (c *client) recv() ws.Frame {
 	c.t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.conn.SetReadDeadline(time.Now().Add(hangTimeout))
 	f, err := ws.ReadFrame(c.r)
 	if err != nil {
 		c.t.Fatalf("client recv: %v", err)
@@ -165,7 +169,7 @@ func (c *client) recvClose() (ws.StatusCode, string) {
 // expectEOF checks the server closed the socket.
 func (c *client) expectEOF() {
 	c.t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.conn.SetReadDeadline(time.Now().Add(hangTimeout))
 	var b [1]byte
 	n, err := c.r.Read(b[:])
 	if n != 0 || err == nil {
@@ -221,7 +225,7 @@ func waitRead(t testing.TB, ch <-chan readResult) readResult {
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangTimeout):
 		t.Fatal("ReadMessage is still blocked")
 		return readResult{}
 	}
@@ -241,7 +245,7 @@ func checkNoLeak(t *testing.T) {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(hangTimeout)
 		for {
 			n := runtime.NumGoroutine()
 			if n <= before {

@@ -201,7 +201,7 @@ func TestConcurrentWriteAndClose(t *testing.T) {
 func TestCloseDuringBlockedWrite(t *testing.T) {
 	transports(t, Options{WriteTimeout: time.Minute}, func(t *testing.T, s *testServer) {
 		cl, c := s.connect(t, "/")
-		big := bytes.Repeat([]byte("b"), 32<<20) // more than socket buffers hold
+		big := bytes.Repeat([]byte("b"), 16<<20) // more than socket buffers hold unread
 		wrote := make(chan error, 1)
 		go func() { wrote <- c.WriteFrame(big) }()
 		waitWriteInFlight(t, c)
@@ -248,7 +248,7 @@ func TestWriteTimeout(t *testing.T) {
 		if err := c.Close(3008, "slow"); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		_ = cl.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_ = cl.conn.SetReadDeadline(time.Now().Add(hangTimeout))
 		// The peer has half a frame (and over TLS half a record) and then
 		// the end of the stream.
 		_, err = io.Copy(io.Discard, cl.r)
@@ -292,7 +292,7 @@ func TestWriteFrameAllocations(t *testing.T) {
 // waitWriteInFlight returns once some goroutine holds the write lock.
 func waitWriteInFlight(t *testing.T, c *Conn) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangTimeout)
 	for c.wmu.TryLock() {
 		c.wmu.Unlock()
 		if time.Now().After(deadline) {
