@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -59,7 +60,18 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.Log.Level, stderr)
+	logOut, closeLog, err := openLog(cfg.Log.File, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	log := newLogger(cfg.Log.Level, logOut)
+	if cfg.PIDFile != "" {
+		if err := os.WriteFile(cfg.PIDFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return fmt.Errorf("pid_file: %w", err)
+		}
+		defer os.Remove(cfg.PIDFile)
+	}
 	for _, w := range warnings {
 		log.Warn("config: " + w)
 	}
@@ -164,6 +176,19 @@ func printDevWelcome(w io.Writer, srv *server.Server, secret, apiKey string) err
 Secrets are new at every start. Run "gyre -c config.json" to use your own ("gyre genconfig" writes one).
 `, port, tok, apiKey)
 	return err
+}
+
+// openLog opens log.file for appending, or returns stderr when it is
+// empty.
+func openLog(path string, stderr io.Writer) (io.Writer, func(), error) {
+	if path == "" {
+		return stderr, func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log.file: %w", err)
+	}
+	return f, func() { _ = f.Close() }, nil
 }
 
 // newLogger logs JSON when stderr is not a terminal (collected logs), text

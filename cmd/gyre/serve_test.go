@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -357,4 +360,33 @@ func TestBadConfigExits(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, p.stderrText())
 		}
 	})
+}
+
+func TestPIDAndLogFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile, logFile := filepath.Join(dir, "gyre.pid"), filepath.Join(dir, "gyre.log")
+	cfg := writeFile(t, "config.json", `{"pid_file":"`+pidFile+`","log":{"file":"`+logFile+`"}}`)
+	p := startNoWait(t, nil, "-c", cfg, "--http_server.port", "0")
+	// Nothing goes to stderr: wait for the log file to say it listens.
+	var logs string
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs, `"msg":"listening"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line in %s: %q; stderr: %s", logFile, logs, p.stderrText())
+		}
+		time.Sleep(20 * time.Millisecond)
+		b, _ := os.ReadFile(logFile)
+		logs = string(b)
+	}
+	if s := p.stderrText(); s != "" {
+		t.Fatalf("stderr %q, want the logs in the file only", s)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != strconv.Itoa(p.cmd.Process.Pid) {
+		t.Fatalf("pid file holds %q, want %d", got, p.cmd.Process.Pid)
+	}
 }
