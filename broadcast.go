@@ -1,6 +1,8 @@
 package gyre
 
 import (
+	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
@@ -34,6 +36,8 @@ func (e *brokerEvents) HandleControl(data []byte) error {
 // fan-out.
 type encodedPush struct {
 	push *protocol.Push
+	// data is the payload that JSON variants embed raw; it must be JSON.
+	data []byte
 	// variants: [protocol type][unidirectional]
 	msgs [2][2][]byte
 	err  error
@@ -46,6 +50,10 @@ func (e *encodedPush) get(t protocol.Type, uni bool) []byte {
 	}
 	if m := e.msgs[t][u]; m != nil {
 		return m
+	}
+	if t == protocol.TypeJSON && len(e.data) > 0 && !json.Valid(e.data) {
+		e.err = errNotJSON
+		return nil
 	}
 	var m []byte
 	if uni {
@@ -66,7 +74,7 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication) {
 		return
 	}
 	start := time.Now()
-	enc := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}}
+	enc := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data}
 	defer func() {
 		n.obs.MessagesSent("publication", len(subs))
 		n.obs.Broadcast(len(subs), time.Since(start))
@@ -74,8 +82,8 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication) {
 	for _, s := range subs {
 		msg := enc.get(s.client.proto, s.client.uni)
 		if msg == nil {
-			n.log.Error("encode publication", "channel", channel, "error", enc.err)
-			return
+			n.undeliverable(s.client, channel, enc.err)
+			continue
 		}
 		s.deliver(msg, pub.Offset)
 	}
@@ -100,11 +108,28 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 		sent++
 		msg := enc.get(s.client.proto, s.client.uni)
 		if msg == nil {
-			n.log.Error("encode join/leave", "channel", channel, "error", enc.err)
-			return
+			n.undeliverable(s.client, channel, enc.err)
+			continue
 		}
 		s.deliver(msg, 0)
 	}
+}
+
+// errNotJSON: a payload that is not JSON cannot be embedded for a JSON
+// client (binary data published by a protobuf client or with b64data).
+var errNotJSON = errors.New("gyre: payload is not JSON")
+
+// undeliverable handles a message that cannot be encoded for a client:
+// binary data for a JSON client closes it with 3506, as the protocol
+// says, since skipping the message would leave a silent gap.
+func (n *Node) undeliverable(c *Client, channel string, err error) {
+	if errors.Is(err, errNotJSON) {
+		n.log.Info("binary payload for a JSON client", "client", c.id, "channel", channel)
+		go c.Disconnect(DisconnectBadProtocol)
+		return
+	}
+	n.log.Error("encode push", "client", c.id, "channel", channel, "error", err)
+	go c.Disconnect(DisconnectServerError)
 }
 
 func toProtoInfo(info *broker.ClientInfo) *protocol.ClientInfo {

@@ -2,6 +2,7 @@ package gyre
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -67,7 +68,9 @@ func (n *Node) NewClient(ctx context.Context, t Transport) *Client {
 	}
 	c.w = newWriter(t, n.cfg.QueueMaxSize, c.onWriteError, n.obs)
 	if !c.uni {
+		c.mu.Lock()
 		c.staleTimer = time.AfterFunc(n.cfg.StaleCloseDelay, c.closeIfStale)
+		c.mu.Unlock()
 	}
 	return c
 }
@@ -303,6 +306,11 @@ func (c *Client) enqueue(msg []byte) {
 }
 
 func (c *Client) enqueueReply(r *protocol.Reply) {
+	if c.proto == protocol.TypeJSON && !replyPayloadsJSON(r) {
+		c.node.log.Info("binary payload in a reply to a JSON client", "client", c.id)
+		go c.Disconnect(DisconnectBadProtocol)
+		return
+	}
 	msg, err := protocol.AppendReply(nil, c.proto, r)
 	if err != nil {
 		c.node.log.Error("encode reply", "client", c.id, "error", err)
@@ -310,6 +318,39 @@ func (c *Client) enqueueReply(r *protocol.Reply) {
 	}
 	c.node.obs.MessagesSent("reply", 1)
 	c.enqueue(msg)
+}
+
+// replyPayloadsJSON reports whether every application payload of a reply
+// can be embedded in JSON. Binary payloads reach JSON clients only when a
+// protobuf client or the API published binary data.
+func replyPayloadsJSON(r *protocol.Reply) bool {
+	valid := func(b []byte) bool { return len(b) == 0 || json.Valid(b) }
+	pubsValid := func(pubs []*protocol.Publication) bool {
+		for _, p := range pubs {
+			if !valid(p.Data) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case r.History != nil:
+		return pubsValid(r.History.Publications)
+	case r.Subscribe != nil:
+		return valid(r.Subscribe.Data) && pubsValid(r.Subscribe.Publications)
+	case r.Rpc != nil:
+		return valid(r.Rpc.Data)
+	case r.Connect != nil:
+		if !valid(r.Connect.Data) {
+			return false
+		}
+		for _, sr := range r.Connect.Subs {
+			if !valid(sr.Data) || !pubsValid(sr.Publications) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (c *Client) enqueuePush(p *protocol.Push) {
@@ -338,11 +379,11 @@ func (c *Client) onWriteError(err error) {
 func (c *Client) close(d *Disconnect, flush bool) {
 	c.closeOnce.Do(func() {
 		prev := c.state.Swap(stateClosed)
+		c.node.pinger.remove(c)
+		c.mu.Lock()
 		if c.staleTimer != nil {
 			c.staleTimer.Stop()
 		}
-		c.node.pinger.remove(c)
-		c.mu.Lock()
 		if c.expTimer != nil {
 			c.expTimer.Stop()
 		}

@@ -13,6 +13,9 @@ import (
 func (c *Client) connectCmd(id uint32, req *protocol.ConnectRequest) bool {
 	res, subs, err := c.connect(req)
 	if err != nil {
+		if c.uni {
+			err = uniConnectError(err)
+		}
 		return c.finishCommand(id, nil, err)
 	}
 	if c.uni {
@@ -100,9 +103,12 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		Data:    replyData,
 		Node:    n.id,
 	}
-	if !c.uni && n.cfg.PingInterval > 0 {
+	if n.cfg.PingInterval > 0 {
 		res.Ping = uint32(n.cfg.PingInterval / time.Second)
-		res.Pong = true
+		res.Pong = !c.uni
+	}
+	if st, ok := c.transport.(sessionTransport); ok {
+		res.Session = st.Session()
 	}
 	if creds.ExpireAt > 0 {
 		ttl := creds.ExpireAt - time.Now().Unix()
@@ -116,11 +122,22 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if !c.state.CompareAndSwap(stateConnecting, stateConnected) {
 		return nil, nil, DisconnectConnectionClosed
 	}
+	c.mu.Lock()
 	if c.staleTimer != nil {
 		c.staleTimer.Stop()
 	}
+	c.mu.Unlock()
 	n.hub.addClient(c)
 	n.pinger.add(c)
+	// Shutdown, or a close from another goroutine (the stale timer), may
+	// have run between the state change and the registration above and
+	// missed this client: undo the registration. Shutdown stores closing
+	// before it walks the hub, so one of the two always sees the other.
+	if n.closing.Load() || c.state.Load() == stateClosed {
+		n.hub.removeClient(c)
+		n.pinger.remove(c)
+		return nil, nil, DisconnectShutdown
+	}
 	if creds.ExpireAt > 0 {
 		c.scheduleExpiry(creds.ExpireAt)
 	}
