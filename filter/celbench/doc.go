@@ -10,6 +10,6 @@
 //
 //	go test -run '^$' -bench . -benchmem
 //
-// The package holds only benchmarks and the tests that keep them honest (each CEL
+// results.md holds a recorded run. The package holds only benchmarks and the tests that keep them honest (each CEL
 // program must agree with the Gyre filter it is compared with).
 package celbench
