@@ -75,11 +75,17 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication) {
 	}
 	start := time.Now()
 	enc := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data}
+	sent := 0
 	defer func() {
-		n.obs.MessagesSent("publication", len(subs))
+		n.obs.MessagesSent("publication", sent)
 		n.obs.Broadcast(len(subs), time.Since(start))
 	}()
 	for _, s := range subs {
+		if !s.filter.Match(pub.Tags) {
+			s.skip(pub.Offset)
+			continue
+		}
+		sent++
 		msg := enc.get(s.client.proto, s.client.uni)
 		if msg == nil {
 			n.undeliverable(s.client, channel, enc.err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/filter"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/token"
 )
@@ -27,6 +28,40 @@ type subscribeParams struct {
 	// recovery request
 	recover bool
 	since   broker.StreamPosition
+	// filter is the client's tags filter ANDed with any the server
+	// enforces; delta asks for delta compression.
+	filter *filter.Filter
+	delta  bool
+}
+
+// enforceFilter ANDs a filter the server decided (token claim or handler)
+// with the client's, server's first. Delta compression is then off: a
+// filtered subscriber does not see every publication a delta chains on.
+func (p *subscribeParams) enforceFilter(tree *protocol.FilterNode) error {
+	if tree == nil {
+		return nil
+	}
+	f, err := filter.Compile(tree, filter.Unlimited)
+	if err != nil {
+		return err
+	}
+	p.filter = filter.And(f, p.filter)
+	p.delta = false
+	return nil
+}
+
+// tokenFilter reads the filter of a subscription token: a tree (claim
+// "tf") or an expression (claim "filter").
+func tokenFilter(tree []byte, expr string) (*protocol.FilterNode, error) {
+	switch {
+	case len(tree) > 0 && expr != "":
+		return nil, errors.New("both tf and filter claims")
+	case len(tree) > 0:
+		return filter.ParseTreeJSON(tree)
+	case expr != "":
+		return filter.Parse(expr)
+	}
+	return nil, nil
 }
 
 // subscribeCmd handles a subscribe command. The reply is enqueued here,
@@ -58,18 +93,21 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 	if err := c.checkSubscribeLimits(req.Channel); err != nil {
 		return subscribeParams{}, err
 	}
-	if req.Tf != nil && !opts.AllowTagsFilter {
-		return subscribeParams{}, ErrorBadRequest
-	}
-	if req.Tf != nil {
-		// Filter evaluation is not available yet: refuse rather than send
-		// publications the client asked to skip.
-		return subscribeParams{}, ErrorNotAvailable
-	}
 	if req.Delta != "" && !slices.Contains(opts.AllowedDeltaTypes, req.Delta) {
 		return subscribeParams{}, ErrorBadRequest
 	}
-	p := subscribeParams{channel: req.Channel, opts: opts, data: nil}
+	p := subscribeParams{channel: req.Channel, opts: opts, delta: req.Delta != ""}
+	if req.Tf != nil {
+		if !opts.AllowTagsFilter || req.Delta != "" {
+			return p, ErrorBadRequest
+		}
+		f, err := filter.Compile(req.Tf, filter.Limits{})
+		if err != nil {
+			n.log.Info("invalid tags filter", "client", c.id, "channel", req.Channel, "error", err)
+			return p, ErrorBadRequest
+		}
+		p.filter = f
+	}
 	p.recoverable = opts.ForceRecovery || (opts.AllowRecovery && req.Recoverable)
 	p.positioned = opts.HistoryEnabled() && (opts.ForcePositioning || (opts.AllowPositioning && req.Positioned))
 	p.presence = opts.Presence
@@ -84,6 +122,10 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 			return p, err
 		}
 		p.chanInfo, p.data, p.expireAt = rep.ChanInfo, rep.Data, rep.ExpireAt
+		if err := p.enforceFilter(rep.Filter); err != nil {
+			n.log.Error("invalid tags filter from the subscribe handler", "channel", req.Channel, "error", err)
+			return p, ErrorInternal
+		}
 		p.recoverable = p.recoverable || (rep.EnableRecovery && opts.HistoryEnabled())
 		p.positioned = p.positioned || (rep.EnablePositioning && opts.HistoryEnabled())
 		p.presence = p.presence || rep.EnablePresence
@@ -95,6 +137,14 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 			return p, err
 		}
 		p.chanInfo, p.expireAt = st.Info, st.ExpireAt
+		tree, err := tokenFilter(st.TagsFilter, st.FilterExpr)
+		if err == nil {
+			err = p.enforceFilter(tree)
+		}
+		if err != nil {
+			n.log.Info("invalid tags filter in a subscription token", "client", c.id, "channel", req.Channel, "error", err)
+			return p, DisconnectInvalidToken
+		}
 	case n.cfg.Insecure:
 	case rules.isPrivate(req.Channel):
 		return p, ErrorPermissionDenied
@@ -198,6 +248,8 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 		chanInfo:      p.chanInfo,
 		presence:      p.presence,
 		joinLeave:     p.joinLeave,
+		filter:        p.filter,
+		delta:         p.delta,
 	}
 	c.mu.Lock()
 	if c.subs == nil {
@@ -218,7 +270,7 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 			return nil, nil, ErrorInternal
 		}
 	}
-	res := &protocol.SubscribeResult{Data: p.data}
+	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta}
 	if p.expireAt > 0 {
 		ttl := p.expireAt - time.Now().Unix()
 		if ttl <= 0 {

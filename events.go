@@ -3,6 +3,8 @@ package gyre
 import (
 	"context"
 	"time"
+
+	"github.com/gyrehq/gyre/protocol"
 )
 
 // Credentials identify the user of a connection.
@@ -63,6 +65,9 @@ type SubscribeReply struct {
 	Data []byte
 	// ExpireAt is when the subscription must be refreshed; 0 means never.
 	ExpireAt int64
+	// Filter, when set, is a tags filter the subscriber cannot remove: it
+	// is ANDed with any filter the client asked for.
+	Filter *protocol.FilterNode
 	// EnableRecovery, EnablePositioning, EnablePresence and EnableJoinLeave
 	// turn on features the channel's options do not force.
 	EnableRecovery    bool

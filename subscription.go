@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gyrehq/gyre/filter"
 )
 
 // Subscription states. A subscription is added to the hub as pending before
@@ -34,11 +36,16 @@ type subscription struct {
 	positioned    bool
 	recoverable   bool
 	serverSide    bool
-	presence      bool // this client is in the channel's presence
-	joinLeave     bool // this client's join/leave is published
-	chanInfo      []byte
-	expireAt      int64       // unix seconds, 0: never; guarded by client.mu
-	expTimer      *time.Timer // guarded by client.mu
+	// filter drops publications the subscriber does not want; nil passes
+	// everything.
+	filter *filter.Filter
+	// delta: the subscriber negotiated fossil delta compression.
+	delta     bool
+	presence  bool // this client is in the channel's presence
+	joinLeave bool // this client's join/leave is published
+	chanInfo  []byte
+	expireAt  int64       // unix seconds, 0: never; guarded by client.mu
+	expTimer  *time.Timer // guarded by client.mu
 
 	mu sync.Mutex
 	// held publications that arrived while pending.
@@ -70,6 +77,14 @@ func (s *subscription) deliver(msg []byte, offset uint64) {
 		s.offset.Store(offset)
 	}
 	s.client.enqueue(msg)
+}
+
+// skip records that a publication was filtered out for this subscriber:
+// its position still moves, so that the position check sees no gap.
+func (s *subscription) skip(offset uint64) {
+	if offset > 0 && s.state.Load() == subActive {
+		s.offset.Store(offset)
+	}
 }
 
 // activate releases held publications that come after the position the

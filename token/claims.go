@@ -42,6 +42,12 @@ type SubscribeToken struct {
 	Data []byte
 	// Override replaces channel options for this subscriber.
 	Override Override
+	// TagsFilter (claim "tf", a filter tree in the protocol's JSON shape)
+	// and FilterExpr (claim "filter", a filter expression) restrict what
+	// the subscriber receives, whatever filter the client asks for. Both
+	// are passed on unparsed; the engine compiles them.
+	TagsFilter json.RawMessage
+	FilterExpr string
 }
 
 // SubscribeOptions are the per-channel options of the subs claim.
@@ -98,8 +104,10 @@ type connectClaims struct {
 type subscribeClaims struct {
 	jwt.RegisteredClaims
 	subOptionsClaim
-	Channel  string `json:"channel"`
-	ExpireAt *int64 `json:"expire_at"`
+	Channel  string          `json:"channel"`
+	ExpireAt *int64          `json:"expire_at"`
+	TF       json.RawMessage `json:"tf"`
+	Filter   string          `json:"filter"`
 }
 
 // VerifyConnectToken verifies a connection token and returns its grants.
@@ -158,12 +166,14 @@ func (v *Verifier) VerifySubscribeToken(token string, skipExpiry bool) (Subscrib
 		return SubscribeToken{}, err
 	}
 	return SubscribeToken{
-		UserID:   user,
-		Channel:  c.Channel,
-		ExpireAt: expireAt(c.ExpireAt, c.ExpiresAt),
-		Info:     opts.Info,
-		Data:     opts.Data,
-		Override: opts.Override,
+		UserID:     user,
+		Channel:    c.Channel,
+		ExpireAt:   expireAt(c.ExpireAt, c.ExpiresAt),
+		Info:       opts.Info,
+		Data:       opts.Data,
+		Override:   opts.Override,
+		TagsFilter: rawJSON(c.TF),
+		FilterExpr: c.Filter,
 	}, nil
 }
 
