@@ -43,6 +43,9 @@ func setups() []setup {
 		{"Single", func(t testing.TB) Config {
 			return Config{Addresses: []string{redistest.Start(t).Addr}}
 		}},
+		{"SingleRESP2", func(t testing.TB) Config {
+			return Config{Addresses: []string{redistest.Start(t).Addr}, ForceRESP2: true}
+		}},
 		{"Sharded", func(t testing.TB) Config {
 			return Config{Addresses: []string{redistest.Start(t).Addr, "redis://" + redistest.Start(t).Addr}, PubSubShards: 2}
 		}},

@@ -25,7 +25,10 @@ type PresenceManager struct {
 	closed atomic.Bool
 }
 
-var _ broker.PresenceManager = (*PresenceManager)(nil)
+var (
+	_ broker.PresenceManager = (*PresenceManager)(nil)
+	_ broker.HealthChecker   = (*PresenceManager)(nil)
+)
 
 func (m *PresenceManager) target(channel string) (rueidis.Client, []string) {
 	ci, si := m.e.locate(channel)
@@ -103,6 +106,22 @@ func (m *PresenceManager) AddPresence(channel, clientID string, info *broker.Cli
 func (m *PresenceManager) RemovePresence(channel, clientID, userID string) error {
 	_, err := m.exec("remove presence", presenceRemoveScript, channel, clientID)
 	return err
+}
+
+// Healthy pings every Redis the manager uses and returns an error wrapping
+// broker.ErrNotAvailable if one does not answer within Config.IOTimeout.
+func (m *PresenceManager) Healthy() error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.e.cfg.IOTimeout)
+	defer cancel()
+	for _, c := range m.e.clients {
+		if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+			return wrapErr("ping", err)
+		}
+	}
+	return nil
 }
 
 // Close marks the manager closed; the connections close with the Engine

@@ -63,8 +63,21 @@ func waitLost(t *testing.T, ev *events, chs ...string) {
 // is back the broker resubscribes by itself, reports the channel lost (so
 // that the engine recovers through History) and delivers again.
 func TestRestart(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		resp2 bool
+	}{
+		{"RESP3", false},
+		{"RESP2", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) { testRestart(t, tt.resp2) })
+	}
+}
+
+func testRestart(t *testing.T, resp2 bool) {
 	srv := redistest.Start(t)
-	b, ev := runBroker(t, Config{Addresses: []string{srv.Addr}, IOTimeout: time.Second})
+	b, ev := runBroker(t, Config{Addresses: []string{srv.Addr}, IOTimeout: time.Second, ForceRESP2: resp2})
+	pm := b.e.PresenceManager()
 	const ch = "restart"
 	if err := b.Subscribe(ch); err != nil {
 		t.Fatalf("Subscribe: %v", err)
@@ -89,10 +102,17 @@ func TestRestart(t *testing.T) {
 	if err := b.Subscribe("other"); !errors.Is(err, broker.ErrNotAvailable) {
 		t.Errorf("Subscribe while down: %v, want ErrNotAvailable", err)
 	}
+	if err := pm.Healthy(); !errors.Is(err, broker.ErrNotAvailable) {
+		t.Errorf("PresenceManager.Healthy while down: %v, want ErrNotAvailable", err)
+	}
+	if err := pm.AddPresence(ch, "c", nil); !errors.Is(err, broker.ErrNotAvailable) {
+		t.Errorf("AddPresence while down: %v, want ErrNotAvailable", err)
+	}
 
 	srv.Restart()
 	waitLost(t, ev, ch)
 	eventually(t, "Healthy after the restart", func() bool { return b.Healthy() == nil })
+	eventually(t, "PresenceManager.Healthy after the restart", func() bool { return pm.Healthy() == nil })
 	// History is safe to retry, so its first call after the outage
 	// goes through although the idle connection it finds is broken.
 	if _, top, err := b.History(ch, broker.HistoryOptions{}); err != nil || top.Offset != 0 {
