@@ -42,6 +42,8 @@ type Node struct {
 
 	handlers handlers
 	nodes    nodeRegistry
+	// sessions holds the emulated connections (see emulation.go).
+	sessions sessionRegistry
 }
 
 type handlers struct {

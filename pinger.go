@@ -7,11 +7,13 @@ import (
 	"github.com/gyrehq/gyre/protocol"
 )
 
-// pinger sends pings to every bidirectional connection and closes those
-// that do not answer, with one ticker for the whole node instead of a timer
-// per connection. Connections are spread over one slot per second of the
-// ping interval; each tick pings one slot and checks the pongs of the slot
-// pinged PongTimeout ago.
+// pinger sends pings to every connection and closes bidirectional ones
+// that do not answer (unidirectional clients cannot), with one ticker for
+// the whole node instead of a timer per connection. An empty Reply and an
+// empty Push encode alike ("{}", or a zero-length message), so one ping
+// message serves both kinds. Connections are spread over one slot per
+// second of the ping interval; each tick pings one slot and checks the
+// pongs of the slot pinged PongTimeout ago.
 type pinger struct {
 	n           *Node
 	interval    int // seconds
@@ -58,7 +60,7 @@ func newPinger(n *Node, interval, pongTimeout time.Duration) *pinger {
 // add puts a connection in the slot pinged furthest from now, so its first
 // ping comes about one interval after connect.
 func (p *pinger) add(c *Client) {
-	if c.uni || p.interval <= 0 {
+	if p.interval <= 0 {
 		return
 	}
 	p.mu.Lock()
@@ -116,7 +118,7 @@ func (p *pinger) run(done <-chan struct{}) {
 		batch = p.collect(cur, batch[:0])
 		p.n.obs.MessagesSent("ping", len(batch))
 		for _, c := range batch {
-			c.awaitingPong.Store(p.pongTimeout > 0)
+			c.awaitingPong.Store(p.pongTimeout > 0 && !c.uni)
 			c.enqueue(pingMsgs[c.proto])
 		}
 		clear(batch)
