@@ -9,6 +9,7 @@
 //	gyre gentoken -u USER [-t 1h] [-c config.json]         a connection token
 //	gyre gensubtoken -u USER -s CHANNEL [-t 1h] [-c ...]   a subscription token
 //	gyre checktoken [-c config.json] TOKEN                 verify a connection token
+//	gyre filter 'EXPR'                                     print a tags filter expression as a JSON tree
 //	gyre version
 package main
 
@@ -40,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return genToken(args[1:], stdout, true)
 		case "checktoken":
 			return checkToken(args[1:], stdout)
+		case "filter":
+			return filterCmd(args[1:], stdout)
 		case "version":
 			return printVersion(stdout)
 		case "help", "-h", "--help":
@@ -58,6 +61,7 @@ func usage(w io.Writer) error {
   gyre gentoken -u USER [-t TTL] [-c config.json]
   gyre gensubtoken -u USER -s CHANNEL [-t TTL] [-c config.json]
   gyre checktoken [-c config.json] TOKEN
+  gyre filter 'EXPR'                  print the tags filter tree of an expression
   gyre version
 
 Without a config file and without GYRE_ environment variables, gyre runs on
