@@ -1,0 +1,5 @@
+//go:build !race
+
+package fossil
+
+const raceEnabled = false
