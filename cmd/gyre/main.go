@@ -11,6 +11,7 @@
 //	gyre checktoken [-c config.json] TOKEN                 verify a connection token
 //	gyre filter 'EXPR'                                     print a tags filter expression as a JSON tree
 //	gyre version
+//	gyre bench SCENARIO --url ws://...                     load test any Centrifugo-compatible server
 package main
 
 import (
@@ -45,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return filterCmd(args[1:], stdout)
 		case "version":
 			return printVersion(stdout)
+		case "bench":
+			return runBench(args[1:], stdout, stderr)
 		case "help", "-h", "--help":
 			return usage(stdout)
 		}
@@ -63,6 +66,7 @@ func usage(w io.Writer) error {
   gyre checktoken [-c config.json] TOKEN
   gyre filter 'EXPR'                  print the tags filter tree of an expression
   gyre version
+  gyre bench SCENARIO --url ws://HOST:PORT/connection/websocket [...]   load test (idle, fanout, channels, connect)
 
 Without a config file and without GYRE_ environment variables, gyre runs on
 development defaults: fresh secrets, open channels, a demo page.

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/gyrehq/gyre/loadtest"
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// workerFlag starts a child process of a bench run (see loadtest.RunWorker);
+// it is not in the usage.
+const workerFlag = "--worker"
+
+const benchUsage = `Usage: gyre bench SCENARIO --url ws://HOST:PORT/connection/websocket [flags]
+
+Scenarios:
+  idle      open --conns connections with --subs subscriptions each and hold them
+            for --duration; with --pid: server memory per connection and idle CPU
+  fanout    --conns subscribers of one channel; publish through --api for
+            --duration (--rate, --batch, --size, --publishers); deliveries/s,
+            latency, losses, reordering, server CPU per delivery
+  channels  a channel per connection; broadcast to all of them through --api
+  connect   open --conns connections as fast as possible (or at --rate/s)
+
+Flags:
+`
+
+// runBench runs a load scenario against any Centrifugo-compatible server.
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == workerFlag {
+		// The parent decides when a child's connections close; an
+		// interrupt from the terminal reaches the parent too.
+		signal.Ignore(os.Interrupt, syscall.SIGTERM)
+		return loadtest.RunWorker(context.Background(), os.Stdin, stdout)
+	}
+	scenario, cfg, asJSON, err := parseBench(args, stderr)
+	if err != nil {
+		return err
+	}
+	if scenario == "" {
+		return nil // usage was asked for
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	cfg.WorkerCommand = []string{exe, "bench", workerFlag}
+	cfg.Progress = stderr
+	cfg.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, runErr := loadtest.Run(ctx, scenario, cfg)
+	if res != nil {
+		if err := writeBenchResult(stdout, res, asJSON); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		return fmt.Errorf("bench: %w", runErr)
+	}
+	return nil
+}
+
+func writeBenchResult(w io.Writer, res *loadtest.Result, asJSON bool) error {
+	if !asJSON {
+		return res.WriteTable(w)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// parseBench reads the scenario (before or after the flags) and the
+// flags; an empty scenario means the usage was printed.
+func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bool, error) {
+	var cfg loadtest.Config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.URL, "url", "", "WebSocket endpoint `URL` (ws://host:port/connection/websocket)")
+	fs.StringVar(&cfg.API, "api", "", "server HTTP API base `URL` (http://host:port/api)")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "API `key` (X-API-Key)")
+	fs.StringVar(&cfg.Token, "token", "", "connection `token` for every connection")
+	fs.StringVar(&cfg.HMACSecret, "hmac-secret", "", "sign an HS256 token per connection (users bench-N) with this `secret`")
+	proto := fs.String("protocol", "json", "wire format: json or protobuf")
+	fs.IntVar(&cfg.Conns, "conns", 0, "`N` connections (default 100)")
+	fs.IntVar(&cfg.Conns, "n", 0, "short for --conns")
+	fs.IntVar(&cfg.Subs, "subs", 0, "subscriptions per connection in idle and connect (default 1 in idle)")
+	fs.IntVar(&cfg.Channels, "channels", 0, "distinct channels idle subscriptions spread over (default 100)")
+	fs.StringVar(&cfg.Channel, "channel", "", "channel name `prefix` (default bench)")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "hold or publish for this long; connect gives up after it (default 10s, connect 1m)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "publications (channels: broadcasts; connect: connections) per second; 0: as fast as possible")
+	fs.IntVar(&cfg.Batch, "batch", 0, "fanout: `B` publishes per API batch request")
+	fs.IntVar(&cfg.Size, "size", 0, "publication data size in `bytes` (default 128, at least 64)")
+	fs.IntVar(&cfg.Publishers, "publishers", 0, "concurrent API publishers (default 1)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "connection attempts in flight per process (default 64)")
+	fs.IntVar(&cfg.PID, "pid", 0, "server process `id` to read memory and CPU of from /proc")
+	fs.IntVar(&cfg.Procs, "procs", 0, "child processes holding the connections (default: one per 10,000, none below)")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	var scenario string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		scenario, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", cfg, false, nil
+		}
+		return "", cfg, false, fmt.Errorf("bench: %w", err)
+	}
+	if scenario == "" && fs.NArg() > 0 {
+		scenario = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return "", cfg, false, fmt.Errorf("bench: %w", err)
+		}
+	}
+	if fs.NArg() > 0 {
+		return "", cfg, false, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+	}
+	if scenario == "" {
+		fs.Usage()
+		return "", cfg, false, errors.New("bench: no scenario (idle, fanout, channels or connect)")
+	}
+	switch *proto {
+	case "json":
+		cfg.Protocol = protocol.TypeJSON
+	case "protobuf":
+		cfg.Protocol = protocol.TypeProtobuf
+	default:
+		return "", cfg, false, fmt.Errorf("bench: --protocol %q: want json or protobuf", *proto)
+	}
+	return scenario, cfg, *asJSON, nil
+}

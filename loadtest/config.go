@@ -1,0 +1,180 @@
+package loadtest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// Scenario names, as given on the command line.
+const (
+	ScenarioIdle     = "idle"
+	ScenarioFanout   = "fanout"
+	ScenarioChannels = "channels"
+	ScenarioConnect  = "connect"
+)
+
+// Scenarios lists every scenario Run knows.
+var Scenarios = []string{ScenarioIdle, ScenarioFanout, ScenarioChannels, ScenarioConnect}
+
+// maxConnsPerProc is how many connections one process holds before the
+// work is split over child processes: the open-files limit of the test
+// machines is 20,000 per process.
+const maxConnsPerProc = 10000
+
+// Config describes one run. Zero values take the defaults noted.
+type Config struct {
+	// URL is the WebSocket endpoint, ws://host:port/connection/websocket.
+	URL string
+	// API is the base of the server HTTP API, http://host:port/api; the
+	// method name is appended. Required by fanout and channels.
+	API string
+	// APIKey goes into the X-API-Key header of API requests.
+	APIKey string
+	// Token, when set, is the connection token of every connection.
+	Token string
+	// HMACSecret, when Token is empty, signs an HS256 token per
+	// connection for user bench-N. With neither, connections are
+	// anonymous.
+	HMACSecret string
+	// Protocol is the wire format (JSON when zero).
+	Protocol protocol.Type
+
+	// Conns is the number of connections (subscribers). Zero: 100.
+	Conns int
+	// Subs is the number of subscriptions per connection in idle and
+	// connect. Zero: 1 in idle, none in connect.
+	Subs int
+	// Channels is the number of distinct channels idle's subscriptions
+	// spread over. Zero: 100.
+	Channels int
+	// Channel prefixes every channel name. Zero: "bench".
+	Channel string
+
+	// Duration is how long idle holds and fanout and channels publish,
+	// and the upper bound of connect. Zero: 10s (connect: 60s).
+	Duration time.Duration
+	// Rate is publications (broadcasts in channels, connection attempts
+	// in connect) per second over all publishers. Zero: as fast as
+	// possible.
+	Rate float64
+	// Batch, above 1, sends publications in API batch requests of Batch
+	// publishes each (fanout only).
+	Batch int
+	// Size is the size of each publication's data in bytes (at least 64).
+	// Zero: 128.
+	Size int
+	// Publishers is the number of concurrent API publishers. Zero: 1.
+	Publishers int
+	// Concurrency bounds connection attempts in flight per process.
+	// Zero: 64.
+	Concurrency int
+
+	// PID, when set, is the server process whose memory and CPU time are
+	// read from /proc.
+	PID int
+	// Procs is the number of child processes that hold the connections.
+	// Zero: one per 10,000 connections, none below that (connections are
+	// held in this process).
+	Procs int
+	// WorkerCommand starts a child process that runs RunWorker on its
+	// standard input and output (the program's own path and a hidden
+	// flag). Required when Procs ends up above zero.
+	WorkerCommand []string
+
+	// Progress receives a line a second while the run goes on; nil: none.
+	Progress io.Writer
+	// Log is for what goes wrong on the way (child processes' errors);
+	// nil: discard.
+	Log *slog.Logger
+}
+
+// withDefaults fills zero fields and checks the rest, naming the field
+// at fault.
+func (c Config) withDefaults(scenario string) (Config, error) {
+	known := false
+	for _, s := range Scenarios {
+		known = known || s == scenario
+	}
+	if !known {
+		return c, fmt.Errorf("loadtest: unknown scenario %q", scenario)
+	}
+	if err := checkURL(c.URL, "ws", "wss"); err != nil {
+		return c, fmt.Errorf("loadtest: url: %w", err)
+	}
+	if scenario == ScenarioFanout || scenario == ScenarioChannels {
+		if err := checkURL(c.API, "http", "https"); err != nil {
+			return c, fmt.Errorf("loadtest: api: %w", err)
+		}
+	}
+	if c.Protocol != protocol.TypeJSON && c.Protocol != protocol.TypeProtobuf {
+		return c, fmt.Errorf("loadtest: protocol: %w", protocol.ErrUnknownType)
+	}
+	if c.Conns < 0 || c.Subs < 0 || c.Channels < 0 || c.Batch < 0 || c.Size < 0 ||
+		c.Publishers < 0 || c.Concurrency < 0 || c.Procs < 0 || c.Rate < 0 || c.Duration < 0 {
+		return c, errors.New("loadtest: negative count, rate or duration")
+	}
+	setDefault(&c.Conns, 100)
+	if scenario == ScenarioIdle {
+		setDefault(&c.Subs, 1)
+	}
+	setDefault(&c.Channels, 100)
+	setDefault(&c.Size, 128)
+	c.Size = max(c.Size, minPayloadSize)
+	setDefault(&c.Publishers, 1)
+	setDefault(&c.Concurrency, 64)
+	setDefault(&c.Batch, 1)
+	if c.Batch > 1 && scenario != ScenarioFanout {
+		return c, errors.New("loadtest: batch: only fanout publishes in batches")
+	}
+	if c.Publishers > 1<<10 {
+		return c, errors.New("loadtest: publishers: at most 1024")
+	}
+	if c.Channel == "" {
+		c.Channel = "bench"
+	}
+	if c.Duration == 0 {
+		c.Duration = 10 * time.Second
+		if scenario == ScenarioConnect {
+			c.Duration = time.Minute
+		}
+	}
+	if c.Procs == 0 && c.Conns > maxConnsPerProc {
+		c.Procs = (c.Conns + maxConnsPerProc - 1) / maxConnsPerProc
+	}
+	c.Procs = min(c.Procs, c.Conns)
+	if c.Procs > 0 && len(c.WorkerCommand) == 0 {
+		return c, errors.New("loadtest: procs: no worker command to start child processes with")
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+func setDefault(v *int, d int) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+func checkURL(s string, schemes ...string) error {
+	if s == "" {
+		return errors.New("missing")
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	for _, sc := range schemes {
+		if u.Scheme == sc && u.Host != "" {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not a %s:// URL", s, schemes[0])
+}

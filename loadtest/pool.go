@@ -1,0 +1,273 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// workerStats is a worker's running count, reported while it works.
+type workerStats struct {
+	Opened     int64 `json:"opened"`
+	Failed     int64 `json:"failed"`
+	Dropped    int64 `json:"dropped"`
+	Received   int64 `json:"received"`
+	OutOfOrder int64 `json:"out_of_order"`
+	// CPUSeconds is a child process's user and system time so far, zero
+	// for connections held in the running process (counted with it).
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// LastDelivery is when the latest publication arrived (Unix ns).
+	LastDelivery int64 `json:"last_delivery,omitempty"`
+}
+
+func (s *workerStats) add(o workerStats) {
+	s.Opened += o.Opened
+	s.Failed += o.Failed
+	s.Dropped += o.Dropped
+	s.Received += o.Received
+	s.OutOfOrder += o.OutOfOrder
+	s.CPUSeconds += o.CPUSeconds
+	s.LastDelivery = max(s.LastDelivery, o.LastDelivery)
+}
+
+// workerResult is what a worker hands back once its connections are
+// closed.
+type workerResult struct {
+	workerStats
+	Lost           int64        `json:"lost"`
+	LossySubs      int64        `json:"lossy_subscribers"`
+	Latency        histSnapshot `json:"latency"`
+	ConnectLatency histSnapshot `json:"connect_latency"`
+	OpenStart      int64        `json:"open_start"`
+	OpenEnd        int64        `json:"open_end"`
+	Errors         []ErrorCount `json:"errors,omitempty"`
+}
+
+// worker holds a share of the connections, in this process (pool) or in
+// a child process (child).
+type worker interface {
+	stats() workerStats
+	// ready is closed once every connection has been tried.
+	ready() <-chan struct{}
+	// finish closes the connections and returns the result; published
+	// is the number of publications each publisher got accepted.
+	finish(published []uint64) (workerResult, error)
+}
+
+// pool is a worker in this process.
+type pool struct {
+	spec       workerSpec
+	latency    histogram
+	connectLat histogram
+	errs       errorSamples
+
+	opened, failed, dropped atomic.Int64
+	openStart, openEnd      atomic.Int64
+
+	mu      sync.Mutex
+	closing bool
+	conns   []*conn
+	readers sync.WaitGroup
+
+	readyCh chan struct{}
+	cancel  context.CancelFunc
+}
+
+// startPool begins opening spec's connections in the background.
+func startPool(ctx context.Context, spec workerSpec) *pool {
+	ctx, cancel := context.WithTimeout(ctx, spec.OpenWithin)
+	p := &pool{spec: spec, readyCh: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(p.readyCh)
+		defer cancel()
+		p.open(ctx)
+	}()
+	return p
+}
+
+func (p *pool) ready() <-chan struct{} { return p.readyCh }
+
+func (p *pool) open(ctx context.Context) {
+	now := time.Now()
+	// Tokens are signed ahead so that connect measures the server's token
+	// check, not this side's signing.
+	tokens := make([]string, p.spec.Count)
+	for i := range tokens {
+		t, err := p.spec.tokenFor(p.spec.First+i, now)
+		if err != nil {
+			p.failed.Add(int64(p.spec.Count))
+			p.errs.add("sign token: " + err.Error())
+			return
+		}
+		tokens[i] = t
+	}
+	p.openStart.Store(time.Now().UnixNano())
+	defer func() { p.openEnd.Store(time.Now().UnixNano()) }()
+	sem := make(chan struct{}, p.spec.Concurrency)
+	var setups sync.WaitGroup
+	defer setups.Wait()
+	pace := newPacer(p.spec.Rate)
+	for i := range p.spec.Count {
+		if !pace.wait(ctx) {
+			return
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		setups.Add(1)
+		go p.serve(ctx, p.spec.First+i, tokens[i], sem, &setups)
+	}
+}
+
+// serve sets up connection i, then reads from it until it ends; it is
+// the connection's only goroutine.
+func (p *pool) serve(ctx context.Context, i int, token string, sem <-chan struct{}, setups *sync.WaitGroup) {
+	start := time.Now()
+	c := &conn{p: p, typ: p.spec.Protocol}
+	if p.spec.Publishers > 0 {
+		c.last = make([]uint64, p.spec.Publishers)
+		c.got = make([]uint64, p.spec.Publishers)
+	}
+	err := c.dial(ctx, p.spec.URL)
+	if err == nil {
+		err = c.setup(token, p.spec.channelsFor(i))
+		if err != nil {
+			c.nc.Close()
+		}
+	}
+	<-sem
+	if err == nil && !p.add(c) {
+		c.close()
+		err = errors.New("closed before it was set up")
+	}
+	if err != nil {
+		p.failed.Add(1)
+		p.errs.add(errKind(err))
+		setups.Done()
+		return
+	}
+	p.connectLat.record(int64(time.Since(start)))
+	p.opened.Add(1)
+	setups.Done()
+	defer p.readers.Done()
+	err = c.run()
+	p.mu.Lock()
+	closing := p.closing
+	p.mu.Unlock()
+	if !closing {
+		p.dropped.Add(1)
+		p.errs.add("dropped: " + errKind(err))
+	}
+}
+
+// add keeps c unless the pool is closing.
+func (p *pool) add(c *conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return false
+	}
+	p.conns = append(p.conns, c)
+	p.readers.Add(1)
+	return true
+}
+
+func (p *pool) snapshotConns() []*conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conns
+}
+
+func (p *pool) stats() workerStats {
+	s := workerStats{Opened: p.opened.Load(), Failed: p.failed.Load(), Dropped: p.dropped.Load()}
+	for _, c := range p.snapshotConns() {
+		s.Received += c.received.Load()
+		s.OutOfOrder += c.outOfOrder.Load()
+		s.LastDelivery = max(s.LastDelivery, c.lastAt.Load())
+	}
+	return s
+}
+
+func (p *pool) finish(published []uint64) (workerResult, error) {
+	p.cancel()
+	<-p.readyCh
+	p.mu.Lock()
+	p.closing = true
+	conns := p.conns
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	p.readers.Wait()
+	r := workerResult{
+		workerStats:    p.stats(),
+		Latency:        p.latency.snapshot(),
+		ConnectLatency: p.connectLat.snapshot(),
+		OpenStart:      p.openStart.Load(),
+		OpenEnd:        p.openEnd.Load(),
+	}
+	for _, c := range conns {
+		if n := c.lost(published); n > 0 {
+			r.Lost += n
+			r.LossySubs++
+		}
+	}
+	r.Errors = p.errs.list()
+	return r, nil
+}
+
+// errKind makes an error countable: network errors without the
+// addresses and ports that make each one unique.
+func errKind(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed by the server (EOF)"
+	case errors.As(err, &op):
+		return op.Op + ": " + op.Err.Error()
+	}
+	return err.Error()
+}
+
+// pacer spaces events out to a rate per second; zero means no pacing.
+type pacer struct {
+	interval time.Duration
+	next     time.Time
+}
+
+func newPacer(rate float64) *pacer {
+	p := &pacer{next: time.Now()}
+	if rate > 0 {
+		p.interval = time.Duration(float64(time.Second) / rate)
+	}
+	return p
+}
+
+// wait blocks until the next event is due, false if ctx ended first. A
+// pacer that fell behind by more than a second forgets the backlog
+// instead of bursting.
+func (p *pacer) wait(ctx context.Context) bool {
+	if p.interval == 0 {
+		return ctx.Err() == nil
+	}
+	now := time.Now()
+	if d := p.next.Sub(now); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+	} else if d < -time.Second {
+		p.next = now
+	}
+	p.next = p.next.Add(p.interval)
+	return ctx.Err() == nil
+}

@@ -1,0 +1,217 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Run runs scenario against the server cfg points at and returns its
+// summary. Every scenario stops by itself (cfg.Duration, cfg.Conns);
+// cancelling ctx cuts the current phase short and still returns what
+// was measured.
+func Run(ctx context.Context, scenario string, cfg Config) (*Result, error) {
+	cfg, err := cfg.withDefaults(scenario)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, scenario: scenario, start: time.Now()}
+	r.prog = startProgress(cfg.Progress, r.start)
+	defer r.prog.stop()
+	var res *Result
+	switch scenario {
+	case ScenarioIdle:
+		res, err = r.idle(ctx)
+	case ScenarioFanout:
+		res, err = r.publish(ctx, false)
+	case ScenarioChannels:
+		res, err = r.publish(ctx, true)
+	case ScenarioConnect:
+		res, err = r.connect(ctx)
+	}
+	if res != nil {
+		res.Seconds = time.Since(r.start).Seconds()
+	}
+	return res, err
+}
+
+// run is the state of one Run.
+type run struct {
+	cfg      Config
+	scenario string
+	start    time.Time
+	prog     *progress
+	workers  []worker
+	errs     errorSamples
+}
+
+// spec is the workerSpec of the whole run, before it is split.
+func (r *run) spec() workerSpec {
+	c := r.cfg
+	return workerSpec{
+		Scenario:    r.scenario,
+		URL:         c.URL,
+		Protocol:    c.Protocol,
+		Token:       c.Token,
+		HMACSecret:  c.HMACSecret,
+		TokenTTL:    c.Duration + time.Hour,
+		Count:       c.Conns,
+		Subs:        c.Subs,
+		Channels:    c.Channels,
+		Channel:     c.Channel,
+		Concurrency: c.Concurrency,
+		OpenWithin:  c.Duration + 10*time.Minute,
+		Lifetime:    3*c.Duration + 30*time.Minute,
+	}
+}
+
+// startWorkers splits spec's connections over the workers: this process
+// when cfg.Procs is 0, else that many children.
+func (r *run) startWorkers(ctx context.Context, spec workerSpec) error {
+	if r.cfg.Procs == 0 {
+		r.workers = []worker{startPool(ctx, spec)}
+		return nil
+	}
+	n, first := r.cfg.Procs, spec.First
+	for i := range n {
+		s := spec
+		s.First = first
+		s.Count = spec.Count/n + btoi(i < spec.Count%n)
+		s.Rate = spec.Rate / float64(n)
+		first += s.Count
+		c, err := startChild(r.cfg.WorkerCommand, s, r.cfg.Log)
+		if err != nil {
+			_, _ = r.finishWorkers(nil)
+			return err
+		}
+		r.workers = append(r.workers, c)
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (r *run) stats() workerStats {
+	var s workerStats
+	for _, w := range r.workers {
+		s.add(w.stats())
+	}
+	return s
+}
+
+// clientCPU is the CPU time of this process and its children so far.
+func (r *run) clientCPU() float64 {
+	self, _ := selfCPU()
+	return self.Seconds() + r.stats().CPUSeconds
+}
+
+// waitOpen waits until every worker has tried all its connections,
+// showing how many are open.
+func (r *run) waitOpen(ctx context.Context) workerStats {
+	m := newRateMeter()
+	r.prog.set(func(time.Duration) string {
+		s := r.stats()
+		return fmt.Sprintf("connecting  open %s/%s (%s/s)  failed %s", count(s.Opened), count(r.cfg.Conns),
+			countf(m.rate(s.Opened)), count(s.Failed))
+	})
+	for _, w := range r.workers {
+		select {
+		case <-w.ready():
+		case <-ctx.Done():
+		}
+	}
+	return r.stats()
+}
+
+// merged is the results of all workers together.
+type merged struct {
+	workerStats
+	lost, lossy        int64
+	latency, connLat   histogram
+	openStart, openEnd int64
+}
+
+// finishWorkers closes every worker's connections and merges the results.
+func (r *run) finishWorkers(published []uint64) (*merged, error) {
+	m := &merged{}
+	var errs []error
+	for _, w := range r.workers {
+		res, err := w.finish(published)
+		if err != nil {
+			errs = append(errs, err)
+			r.errs.add(err.Error())
+		}
+		m.add(res.workerStats)
+		m.lost += res.Lost
+		m.lossy += res.LossySubs
+		m.latency.merge(res.Latency)
+		m.connLat.merge(res.ConnectLatency)
+		if res.OpenStart != 0 && (m.openStart == 0 || res.OpenStart < m.openStart) {
+			m.openStart = res.OpenStart
+		}
+		m.openEnd = max(m.openEnd, res.OpenEnd)
+		r.errs.merge(res.Errors)
+	}
+	r.workers = nil
+	return m, errors.Join(errs...)
+}
+
+// result starts the summary with what every scenario reports.
+func (r *run) result(m *merged) *Result {
+	spec := r.spec()
+	res := &Result{
+		Scenario: r.scenario,
+		URL:      r.cfg.URL,
+		Protocol: r.cfg.Protocol.String(),
+		Procs:    r.cfg.Procs,
+		Connections: ConnResult{
+			Target:  r.cfg.Conns,
+			Subs:    len(spec.channelsFor(0)),
+			Opened:  m.Opened,
+			Failed:  m.Failed,
+			Dropped: m.Dropped,
+			Latency: m.connLat.percentiles(),
+		},
+	}
+	if d := time.Duration(m.openEnd - m.openStart); d > 0 {
+		res.Connections.PerSecond = float64(m.Opened) / d.Seconds()
+	}
+	res.Errors = r.errs.list()
+	return res
+}
+
+// serverWatch samples the server process when there is one to watch.
+type serverWatch struct {
+	pid  int
+	errs *errorSamples
+}
+
+func (s serverWatch) sample() (procSample, bool) {
+	if s.pid == 0 {
+		return procSample{}, false
+	}
+	p, err := readProc(s.pid)
+	if err != nil {
+		s.errs.add("server pid: " + err.Error())
+		return procSample{}, false
+	}
+	return p, true
+}
+
+func (r *run) server() serverWatch { return serverWatch{pid: r.cfg.PID, errs: &r.errs} }
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

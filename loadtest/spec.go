@@ -1,0 +1,66 @@
+package loadtest
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/token"
+)
+
+// workerSpec is what a worker (this process or a child) needs to open
+// and hold its share of the connections: numbers First to First+Count-1.
+type workerSpec struct {
+	Scenario    string        `json:"scenario"`
+	URL         string        `json:"url"`
+	Protocol    protocol.Type `json:"protocol"`
+	Token       string        `json:"token,omitempty"`
+	HMACSecret  string        `json:"hmac_secret,omitempty"`
+	TokenTTL    time.Duration `json:"token_ttl"`
+	First       int           `json:"first"`
+	Count       int           `json:"count"`
+	Subs        int           `json:"subs"`
+	Channels    int           `json:"channels"`
+	Channel     string        `json:"channel"`
+	Publishers  int           `json:"publishers"`
+	Concurrency int           `json:"concurrency"`
+	// Rate is this worker's share of connection attempts per second
+	// (connect only; zero: as fast as Concurrency allows).
+	Rate float64 `json:"rate,omitempty"`
+	// OpenWithin stops opening connections after this long.
+	OpenWithin time.Duration `json:"open_within"`
+	// Lifetime is when a child gives up on its parent and exits.
+	Lifetime time.Duration `json:"lifetime"`
+}
+
+// channelsFor names the channels connection i subscribes to.
+func (s *workerSpec) channelsFor(i int) []string {
+	switch s.Scenario {
+	case ScenarioFanout:
+		return []string{fanoutChannel(s.Channel)}
+	case ScenarioChannels:
+		return []string{ownChannel(s.Channel, i)}
+	}
+	out := make([]string, s.Subs)
+	for j := range out {
+		out[j] = s.Channel + "-idle-" + strconv.Itoa((i*s.Subs+j)%s.Channels)
+	}
+	return out
+}
+
+func fanoutChannel(prefix string) string { return prefix + "-fanout" }
+
+func ownChannel(prefix string, i int) string { return prefix + "-ch-" + strconv.Itoa(i) }
+
+// userFor is the user of connection i.
+func userFor(i int) string { return "bench-" + strconv.Itoa(i) }
+
+// tokenFor is connection i's token: the given one, one signed for its
+// user, or none.
+func (s *workerSpec) tokenFor(i int, now time.Time) (string, error) {
+	if s.Token != "" || s.HMACSecret == "" {
+		return s.Token, nil
+	}
+	claims := map[string]any{"sub": userFor(i), "exp": now.Add(s.TokenTTL).Unix()}
+	return token.SignHMAC("HS256", []byte(s.HMACSecret), claims)
+}
