@@ -13,6 +13,11 @@ import (
 // local subscribers.
 type brokerEvents struct{ n *Node }
 
+var (
+	_ broker.EventHandler            = (*brokerEvents)(nil)
+	_ broker.SubscriptionLostHandler = (*brokerEvents)(nil)
+)
+
 func (e *brokerEvents) HandlePublication(channel string, pub *broker.Publication, sp broker.StreamPosition, delta bool, prev *broker.Publication) error {
 	e.n.broadcastPublication(channel, pub)
 	return nil
@@ -154,4 +159,29 @@ func toProtoPub(p *broker.Publication) *protocol.Publication {
 		Time:    p.Time,
 		Channel: p.Channel,
 	}
+}
+
+// HandleSubscriptionLost is called by brokers that can lose their
+// subscriptions (Redis restarting) once the channels are subscribed again:
+// publications may have been missed in between. Subscribers that were
+// promised continuity (recoverable or positioned) are unsubscribed with
+// 2500, so they resubscribe and recover from history; never a silent gap.
+func (e *brokerEvents) HandleSubscriptionLost(channels []string) error {
+	n := e.n
+	for _, ch := range channels {
+		for _, s := range n.hub.subscribers(ch) {
+			switch {
+			case s.serverSide && (s.recoverable || s.positioned):
+				// The client cannot resubscribe a server-side
+				// subscription: it reconnects and recovers at connect.
+				go s.client.Disconnect(DisconnectInsufficientState)
+			case s.recoverable || s.positioned:
+				go s.client.Unsubscribe(ch, UnsubscribeCodeInsufficientState, "insufficient state")
+			}
+		}
+	}
+	if len(channels) > 0 {
+		n.log.Warn("broker subscriptions were interrupted; recoverable subscribers resubscribe", "channels", len(channels))
+	}
+	return nil
 }

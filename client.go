@@ -47,9 +47,12 @@ type Client struct {
 	// tokenChannels are the server-side channels the connect token named.
 	tokenChannels []string
 
-	closeOnce  sync.Once
-	closed     chan struct{}
-	staleTimer *time.Timer
+	closeOnce sync.Once
+	closed    chan struct{}
+	// transportOnce closes the transport once, from whichever path ends
+	// the connection (the writer after a flush, or close directly).
+	transportOnce sync.Once
+	staleTimer    *time.Timer
 }
 
 // NewClient creates a connection's client for transport t. The transport's
@@ -66,7 +69,9 @@ func (n *Node) NewClient(ctx context.Context, t Transport) *Client {
 		startedAt: time.Now(),
 		closed:    make(chan struct{}),
 	}
-	c.w = newWriter(t, n.cfg.QueueMaxSize, c.onWriteError, n.obs)
+	c.w = newWriter(t, n.cfg.QueueMaxSize, c.onWriteError, c.closeTransport, n.obs)
+	n.live.Store(c, struct{}{})
+	n.liveClients.Add(1)
 	if !c.uni {
 		c.mu.Lock()
 		c.staleTimer = time.AfterFunc(n.cfg.StaleCloseDelay, c.closeIfStale)
@@ -404,7 +409,7 @@ func (c *Client) close(d *Disconnect, flush bool) {
 			c.w.closeAfterFlush(d)
 		} else {
 			c.w.close()
-			_ = c.transport.Close(d)
+			c.closeTransport(d)
 		}
 		close(c.closed)
 		c.node.obs.Disconnected(d.Code)
@@ -418,6 +423,17 @@ func (c *Client) close(d *Disconnect, flush bool) {
 				h(c, DisconnectEvent{Disconnect: *d, Duration: time.Since(c.startedAt)})
 			}
 		}
+	})
+}
+
+// closeTransport closes the transport with d, once. The node counts the
+// connection gone only then, so that Shutdown can wait for close frames
+// to be written.
+func (c *Client) closeTransport(d *Disconnect) {
+	c.transportOnce.Do(func() {
+		_ = c.transport.Close(d)
+		c.node.live.Delete(c)
+		c.node.liveClients.Add(-1)
 	})
 }
 

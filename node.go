@@ -42,6 +42,11 @@ type Node struct {
 
 	handlers handlers
 	nodes    nodeRegistry
+	// live holds every client whose transport is not closed yet,
+	// connected or not, and liveClients counts them: Shutdown closes them
+	// all and waits for their close frames.
+	live        sync.Map // *Client -> struct{}
+	liveClients atomic.Int64
 	// sessions holds the emulated connections (see emulation.go).
 	sessions sessionRegistry
 }
@@ -212,10 +217,18 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.shutdownOnce.Do(func() {
 		n.closing.Store(true)
 		close(n.done)
-		n.hub.allClients(func(c *Client) { c.Disconnect(DisconnectShutdown) })
+		n.live.Range(func(k, _ any) bool {
+			k.(*Client).Disconnect(DisconnectShutdown)
+			return true
+		})
 		finished := make(chan struct{})
 		go func() {
 			n.wg.Wait()
+			// Wait for the close frames to be written, so that clients
+			// see 3001 and not a dropped connection when the process exits.
+			for n.liveClients.Load() > 0 && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
 			close(finished)
 		}()
 		select {

@@ -34,17 +34,20 @@ type writer struct {
 	// onWriteError is called (once, from the writer goroutine) when a
 	// write fails.
 	onWriteError func(error)
-	obs          Observer
+	// closeTransport closes the transport; the client makes it idempotent.
+	closeTransport func(*Disconnect)
+	obs            Observer
 }
 
-func newWriter(t Transport, max int, onWriteError func(error), obs Observer) *writer {
+func newWriter(t Transport, max int, onWriteError func(error), closeTransport func(*Disconnect), obs Observer) *writer {
 	return &writer{
-		obs:          obs,
-		max:          max,
-		proto:        t.Protocol(),
-		transport:    t,
-		onWriteError: onWriteError,
-		wake:         make(chan struct{}, 1),
+		closeTransport: closeTransport,
+		obs:            obs,
+		max:            max,
+		proto:          t.Protocol(),
+		transport:      t,
+		onWriteError:   onWriteError,
+		wake:           make(chan struct{}, 1),
 	}
 }
 
@@ -157,7 +160,7 @@ func (w *writer) drain() bool {
 			}
 			w.mu.Unlock()
 			if d != nil {
-				_ = w.transport.Close(d)
+				w.closeTransport(d)
 				return false
 			}
 			return true
@@ -183,7 +186,13 @@ func (w *writer) drain() bool {
 			w.mu.Lock()
 			w.closed = true
 			w.running = false
+			d := w.closing
 			w.mu.Unlock()
+			if d != nil {
+				// The client is already closing: finish that close.
+				w.closeTransport(d)
+				return false
+			}
 			w.onWriteError(err)
 			return false
 		}

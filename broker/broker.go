@@ -171,3 +171,12 @@ type PresenceManager interface {
 type HealthChecker interface {
 	Healthy() error
 }
+
+// SubscriptionLostHandler may be implemented by an EventHandler. A broker
+// that can lose its subscriptions (a Redis connection dropped) calls it
+// once it has subscribed the channels again, in order with their
+// publications: whatever was published in between may have been missed.
+// It may name channels that missed nothing, never miss one that did.
+type SubscriptionLostHandler interface {
+	HandleSubscriptionLost(channels []string) error
+}

@@ -44,6 +44,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	ncfg.Logger = log
 	m := metrics.New()
 	ncfg.Observer = m
+	if _, err := useRedisEngine(cfg, &ncfg, log); err != nil {
+		return nil, err
+	}
 	node, err := gyre.NewNode(ncfg)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -182,8 +185,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			mu.Unlock()
 		})
 	}
-	errs = append(errs, s.node.Shutdown(ctx))
+	nodeErr := s.node.Shutdown(ctx)
 	wg.Wait()
+	errs = append(errs, nodeErr)
 	return errors.Join(errs...)
 }
 

@@ -3,8 +3,10 @@ package websocket
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -74,10 +76,36 @@ func (c *Conn) finishCloseLocked() error {
 			werr = fmt.Errorf("websocket: write close frame: %w", err)
 		}
 	}
+	if werr == nil && c.werr == nil && c.lingerClose() {
+		return nil
+	}
 	if err := c.closeSocket(); err != nil {
 		return errors.Join(werr, fmt.Errorf("websocket: close: %w", err))
 	}
 	return werr
+}
+
+// closeLinger is how long a closed connection keeps reading (and
+// discarding) what the peer still sends before the socket is released.
+const closeLinger = time.Second
+
+// lingerClose ends the connection gracefully once the close frame is
+// written: it half-closes the socket (the peer reads the close frame and
+// then EOF) and discards what the peer still sends until it closes too, or
+// closeLinger passes. Closing a socket with unread input at once makes the
+// kernel answer with a reset, which can destroy the close frame before the
+// peer reads it. It reports false when the socket cannot half-close.
+func (c *Conn) lingerClose() bool {
+	hc, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || hc.CloseWrite() != nil {
+		return false
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(closeLinger))
+	go func() {
+		_, _ = io.Copy(io.Discard, c.nc)
+		_ = c.nc.Close()
+	}()
+	return true
 }
 
 // closeSocket closes the connection. After a failed write a TLS connection
