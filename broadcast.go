@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/delta/fossil"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -19,7 +20,11 @@ var (
 )
 
 func (e *brokerEvents) HandlePublication(channel string, pub *broker.Publication, sp broker.StreamPosition, delta bool, prev *broker.Publication) error {
-	e.n.broadcastPublication(channel, pub)
+	var base []byte
+	if delta && prev != nil {
+		base = prev.Data
+	}
+	e.n.broadcastPublication(channel, pub, base, delta && prev != nil)
 	return nil
 }
 
@@ -37,49 +42,102 @@ func (e *brokerEvents) HandleControl(data []byte) error {
 	return e.n.handleControl(data)
 }
 
+// Payload variants of a publication for subscribers with fossil delta
+// compression: the full payload (first publication, or after a gap) or a
+// delta against the previous publication. On JSON connections both travel
+// as a JSON string.
+const (
+	variantPlain = iota
+	variantFull
+	variantDelta
+	numVariants
+)
+
 // encodedPush encodes one push lazily, once per wire variant, for a whole
 // fan-out.
 type encodedPush struct {
 	push *protocol.Push
 	// data is the payload that JSON variants embed raw; it must be JSON.
 	data []byte
-	// variants: [protocol type][unidirectional]
-	msgs [2][2][]byte
-	err  error
+	// prev is the payload the delta variant is computed against.
+	prev  []byte
+	delta []byte
+	// msgs by [protocol type][unidirectional][variant]
+	msgs       [2][2][numVariants][]byte
+	checked    bool // data was checked for JSON
+	dataIsJSON bool
+	err        error
 }
 
-func (e *encodedPush) get(t protocol.Type, uni bool) []byte {
+func (e *encodedPush) get(t protocol.Type, uni bool, variant int) []byte {
 	u := 0
 	if uni {
 		u = 1
 	}
-	if m := e.msgs[t][u]; m != nil {
+	if t == protocol.TypeProtobuf && variant == variantFull {
+		variant = variantPlain // protobuf carries the full payload as is
+	}
+	if m := e.msgs[t][u][variant]; m != nil {
 		return m
 	}
-	if t == protocol.TypeJSON && len(e.data) > 0 && !json.Valid(e.data) {
-		e.err = errNotJSON
-		return nil
+	push := e.push
+	switch {
+	case variant != variantPlain:
+		push = e.variantPush(t, variant)
+	case t == protocol.TypeJSON:
+		if !e.checked {
+			e.checked, e.dataIsJSON = true, len(e.data) == 0 || json.Valid(e.data)
+		}
+		if !e.dataIsJSON {
+			e.err = errNotJSON
+			return nil
+		}
 	}
 	var m []byte
 	if uni {
-		m, e.err = protocol.AppendPush(nil, t, e.push)
+		m, e.err = protocol.AppendPush(nil, t, push)
 	} else {
-		m, e.err = protocol.AppendReply(nil, t, &protocol.Reply{Push: e.push})
+		m, e.err = protocol.AppendReply(nil, t, &protocol.Reply{Push: push})
 	}
-	e.msgs[t][u] = m
+	e.msgs[t][u][variant] = m
 	return m
+}
+
+// variantPush builds the push of a delta subscriber: full payload or delta,
+// as a JSON string on JSON connections. The delta is computed once per
+// fan-out.
+func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
+	orig := e.push.Pub
+	pub := &protocol.Publication{Info: orig.Info, Offset: orig.Offset, Tags: orig.Tags, Time: orig.Time, Channel: orig.Channel}
+	data := e.data
+	if variant == variantDelta {
+		if e.delta == nil {
+			e.delta = fossil.AppendCreate(nil, e.prev, e.data)
+		}
+		data = e.delta
+		pub.Delta = true
+	}
+	if t == protocol.TypeJSON {
+		data = protocol.AppendJSONString(nil, data)
+	}
+	pub.Data = data
+	return &protocol.Push{Channel: e.push.Channel, Pub: pub}
 }
 
 // broadcastPublication hands one publication to every local subscriber,
 // encoding it at most once per wire variant and not at all when the channel
 // has no subscribers here.
-func (n *Node) broadcastPublication(channel string, pub *broker.Publication) {
+//
+// For subscribers with delta compression, a publication marked for delta
+// (canDelta, with prev its predecessor's payload) goes as a delta when the
+// subscriber got the predecessor, else in full.
+func (n *Node) broadcastPublication(channel string, pub *broker.Publication, prev []byte, canDelta bool) {
 	subs := n.hub.subscribers(channel)
 	if len(subs) == 0 {
 		return
 	}
 	start := time.Now()
-	enc := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data}
+	enc := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data, prev: prev}
 	sent := 0
 	defer func() {
 		n.obs.MessagesSent("publication", sent)
@@ -91,7 +149,7 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication) {
 			continue
 		}
 		sent++
-		msg := enc.get(s.client.proto, s.client.uni)
+		msg := enc.get(s.client.proto, s.client.uni, s.payloadVariant(canDelta))
 		if msg == nil {
 			n.undeliverable(s.client, channel, enc.err)
 			continue
@@ -117,7 +175,7 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 			continue
 		}
 		sent++
-		msg := enc.get(s.client.proto, s.client.uni)
+		msg := enc.get(s.client.proto, s.client.uni, variantPlain)
 		if msg == nil {
 			n.undeliverable(s.client, channel, enc.err)
 			continue

@@ -344,6 +344,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 		for _, pub := range pubs {
 			res.Publications = append(res.Publications, toProtoPub(pub))
 		}
+		c.deltaPayloads(p, res.Publications)
 		return nil
 	}
 	if len(pubs) > limit {
@@ -355,7 +356,20 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	for _, pub := range pubs {
 		res.Publications = append(res.Publications, toProtoPub(pub))
 	}
+	c.deltaPayloads(p, res.Publications)
 	return nil
+}
+
+// deltaPayloads makes recovered publications of a JSON subscriber with
+// delta compression carry their data as a JSON string, as every
+// publication of such a subscription does.
+func (c *Client) deltaPayloads(p subscribeParams, pubs []*protocol.Publication) {
+	if !p.delta || c.proto != protocol.TypeJSON {
+		return
+	}
+	for _, pub := range pubs {
+		pub.Data = protocol.AppendJSONString(nil, pub.Data)
+	}
 }
 
 // dropSubscription undoes a subscription that failed to start.

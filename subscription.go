@@ -40,7 +40,12 @@ type subscription struct {
 	// everything.
 	filter *filter.Filter
 	// delta: the subscriber negotiated fossil delta compression.
-	delta     bool
+	delta bool
+	// deltaBase is set once the subscriber received a live publication, so
+	// that it holds the payload the next delta applies to. Only the
+	// channel's broadcasts touch it, and the broker never runs two of them
+	// at once for one channel.
+	deltaBase bool
 	presence  bool // this client is in the channel's presence
 	joinLeave bool // this client's join/leave is published
 	chanInfo  []byte
@@ -77,6 +82,24 @@ func (s *subscription) deliver(msg []byte, offset uint64) {
 		s.offset.Store(offset)
 	}
 	s.client.enqueue(msg)
+}
+
+// payloadVariant picks how a publication goes to this subscriber: plain
+// without delta compression; with it, a delta when the publication may be
+// one and the subscriber holds its predecessor, else in full. Publications
+// held while pending go in full, since held ones before the subscriber's
+// position are dropped at activation.
+func (s *subscription) payloadVariant(canDelta bool) int {
+	if !s.delta {
+		return variantPlain
+	}
+	if canDelta && s.deltaBase && s.state.Load() == subActive {
+		return variantDelta
+	}
+	if s.state.Load() == subActive {
+		s.deltaBase = true
+	}
+	return variantFull
 }
 
 // skip records that a publication was filtered out for this subscriber:
