@@ -80,6 +80,10 @@ func (ix *index) best(source, target []byte, pending, pos int, h uint32) (match,
 	for tries := 0; cand != 0 && tries < maxCandidates; tries++ {
 		s := int(cand-1) * blockSize
 		cand = ix.next[cand-1]
+		// Most candidates in unrelated data are hash collisions; the first word tells.
+		if binary.LittleEndian.Uint64(source[s:]) != binary.LittleEndian.Uint64(target[pos:]) {
+			continue
+		}
 		fwd := commonPrefix(source[s:], target[pos:])
 		if fwd < blockSize {
 			continue // hash collision
@@ -117,11 +121,16 @@ func trimToRunes(target []byte, m match) match {
 
 func isContinuation(c byte) bool { return c&0xC0 == 0x80 }
 
-// commonPrefix is the length of the common prefix of a and b, compared eight bytes at
-// a time because copies of unchanged JSON run to kilobytes.
+// commonPrefix is the length of the common prefix of a and b. Copies of unchanged JSON
+// run to kilobytes, so equal stretches are skipped with the vectorized bytes.Equal and
+// only the stretch holding the difference is searched word by word.
 func commonPrefix(a, b []byte) int {
+	const stretch = 256
 	n := min(len(a), len(b))
 	i := 0
+	for i+stretch <= n && bytes.Equal(a[i:i+stretch], b[i:i+stretch]) {
+		i += stretch
+	}
 	for ; i+8 <= n; i += 8 {
 		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
 			return i + bits.TrailingZeros64(x)/8
