@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestDependencies keeps fossil a leaf of the standard library: the broadcast path of the
-// engine imports it, and SDK-facing code should not drag anything along.
+// TestDependencies keeps fossil a leaf: the broadcast path of the engine imports it, so
+// it must not pull in anything but the standard library.
 func TestDependencies(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {

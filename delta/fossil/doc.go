@@ -30,8 +30,8 @@
 // An applier checks that no copy reaches past the end of the source, that the commands
 // build exactly as many bytes as the header announced, and that the checksum matches.
 // The format description gives a copy of length zero the meaning "to the end of the
-// source"; the appliers in use (Fossil's own and the SDKs') copy nothing for it, and so
-// does [Apply]. [Create] never writes one.
+// source"; the applier in centrifuge-js copies nothing for it, and so does [Apply].
+// [Create] never writes one.
 //
 // # How deltas are made
 //
