@@ -1,0 +1,109 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre/server"
+	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/token"
+)
+
+const (
+	testSecret = "loadtest-secret"
+	testKey    = "loadtest-key"
+	// workerEnv makes the test binary a child process of a run.
+	workerEnv = "GYRE_LOADTEST_WORKER"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		if err := RunWorker(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// workerCommand starts this test binary as a child process of a run.
+func workerCommand(t *testing.T) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"env", workerEnv + "=1", exe}
+}
+
+// testServer is a real Gyre server on a loopback port.
+type testServer struct {
+	ws, api string
+}
+
+func startServer(t *testing.T) testServer {
+	t.Helper()
+	c := config.Default()
+	c.Client.Token.HMACSecretKey = testSecret
+	c.HTTPAPI.Key = testKey
+	c.Channel.WithoutNamespace.AllowSubscribeForClient = true
+	s, err := server.New(c, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Node().Run(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Node().Shutdown(ctx)
+		srv.Close()
+	})
+	base := strings.TrimPrefix(srv.URL, "http://")
+	return testServer{ws: "ws://" + base + "/connection/websocket", api: "http://" + base + "/api"}
+}
+
+// config is a small run against the server: 20 connections, a second.
+func (s testServer) config() Config {
+	return Config{
+		URL:        s.ws,
+		API:        s.api,
+		APIKey:     testKey,
+		HMACSecret: testSecret,
+		Conns:      20,
+		Duration:   time.Second,
+		PID:        os.Getpid(),
+	}
+}
+
+func signTest(t *testing.T, user string) string {
+	t.Helper()
+	tok, err := token.SignHMAC("HS256", []byte(testSecret), map[string]any{"sub": user, "exp": time.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// syncWriter lets the progress goroutine and the test share a buffer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}

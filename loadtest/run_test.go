@@ -1,0 +1,171 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// checkDelivery fails unless every publication reached every subscriber
+// once and in order.
+func checkDelivery(t *testing.T, res *Result) {
+	t.Helper()
+	d, p := res.Delivery, res.Publish
+	if p == nil || d == nil {
+		t.Fatalf("no publish or delivery summary: %+v", res)
+	}
+	if p.Publications == 0 || p.Errors != 0 {
+		t.Fatalf("publish: %d accepted, %d errors (%v)", p.Publications, p.Errors, res.Errors)
+	}
+	want := int64(p.Publications) * res.Connections.Opened
+	if d.Expected != want || d.Received != want || d.Lost != 0 || d.LossySubscribers != 0 || d.OutOfOrder != 0 {
+		t.Fatalf("delivery %+v: want all %d received once, in order (errors %v)", d, want, res.Errors)
+	}
+	if d.Latency.Count != uint64(want) {
+		t.Fatalf("latency samples %d, want %d", d.Latency.Count, want)
+	}
+}
+
+func checkOpened(t *testing.T, res *Result, conns int) {
+	t.Helper()
+	c := res.Connections
+	if c.Opened != int64(conns) || c.Failed != 0 || c.Dropped != 0 || c.Latency.Count != uint64(conns) {
+		t.Fatalf("connections %+v, want %d opened; errors %v", c, conns, res.Errors)
+	}
+	if len(res.Errors) != 0 {
+		t.Fatalf("errors: %v", res.Errors)
+	}
+}
+
+func TestScenarios(t *testing.T) {
+	srv := startServer(t)
+	tests := []struct {
+		name     string
+		scenario string
+		change   func(*Config)
+		check    func(*testing.T, *Result)
+	}{
+		{"idle", ScenarioIdle, func(c *Config) { c.Subs = 3; c.Channels = 7 }, func(t *testing.T, r *Result) {
+			if r.Connections.Subs != 3 || r.Server == nil || r.Server.RSSBefore == 0 || r.Server.RSSEnd == 0 {
+				t.Fatalf("idle summary %+v %+v", r.Connections, r.Server)
+			}
+		}},
+		{"fanout", ScenarioFanout, nil, checkDelivery},
+		{"fanout protobuf", ScenarioFanout, func(c *Config) { c.Protocol = protocol.TypeProtobuf }, checkDelivery},
+		{"fanout batch", ScenarioFanout, func(c *Config) { c.Batch = 10; c.Size = 1000 }, func(t *testing.T, r *Result) {
+			checkDelivery(t, r)
+			if r.Publish.Method != methodBatch || r.Publish.Publications != 10*uint64(r.Publish.Requests) {
+				t.Fatalf("publish %+v: want batches of 10", r.Publish)
+			}
+		}},
+		{"fanout publishers rate", ScenarioFanout, func(c *Config) { c.Publishers = 3; c.Rate = 300 }, checkDelivery},
+		{"channels", ScenarioChannels, nil, checkDelivery},
+		{"channels protobuf", ScenarioChannels, func(c *Config) { c.Protocol = protocol.TypeProtobuf; c.Rate = 50 }, checkDelivery},
+		{"connect", ScenarioConnect, nil, func(t *testing.T, r *Result) {
+			if r.Connections.PerSecond <= 0 || r.Server == nil {
+				t.Fatalf("connect summary %+v %+v", r.Connections, r.Server)
+			}
+		}},
+		{"connect rate subs", ScenarioConnect, func(c *Config) { c.Rate = 200; c.Subs = 2 }, nil},
+		{"token", ScenarioConnect, func(c *Config) {
+			c.Token = signTest(t, "someone")
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := srv.config()
+			cfg.Channel = "t" + strings.ReplaceAll(tt.name, " ", "-")
+			if tt.change != nil {
+				tt.change(&cfg)
+			}
+			var progress bytes.Buffer
+			cfg.Progress = &syncWriter{w: &progress}
+			res, err := Run(context.Background(), tt.scenario, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOpened(t, res, cfg.Conns)
+			if tt.check != nil {
+				tt.check(t, res)
+			}
+			var table bytes.Buffer
+			if err := res.WriteTable(&table); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(table.String(), "scenario       "+tt.scenario) {
+				t.Fatalf("table:\n%s", table.String())
+			}
+			if _, err := json.Marshal(res); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestProcs splits the connections over child processes (this test
+// binary run again) and checks that their results add up.
+func TestProcs(t *testing.T) {
+	srv := startServer(t)
+	for _, scenario := range []string{ScenarioFanout, ScenarioIdle} {
+		t.Run(scenario, func(t *testing.T) {
+			cfg := srv.config()
+			cfg.Channel = "procs-" + scenario
+			cfg.Conns = 21
+			cfg.Procs = 2
+			cfg.WorkerCommand = workerCommand(t)
+			res, err := Run(context.Background(), scenario, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOpened(t, res, cfg.Conns)
+			if res.Procs != 2 {
+				t.Fatalf("procs %d, want 2", res.Procs)
+			}
+			if scenario == ScenarioFanout {
+				checkDelivery(t, res)
+			}
+		})
+	}
+}
+
+// TestFailures: what cannot work is counted and said, not hidden.
+func TestFailures(t *testing.T) {
+	srv := startServer(t)
+	tests := []struct {
+		name     string
+		scenario string
+		change   func(*Config)
+		wantErr  bool
+		want     string // in the errors of the result
+	}{
+		{"bad token", ScenarioConnect, func(c *Config) { c.HMACSecret = "wrong" }, false, "3500"},
+		{"no server", ScenarioConnect, func(c *Config) { c.URL = "ws://127.0.0.1:1/connection/websocket" }, false, "connect"},
+		{"bad api key", ScenarioFanout, func(c *Config) { c.APIKey = "wrong" }, false, "status 401"},
+		{"fanout without subscribers", ScenarioFanout, func(c *Config) { c.HMACSecret = "wrong" }, true, "3500"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := srv.config()
+			cfg.Conns = 5
+			tt.change(&cfg)
+			res, err := Run(context.Background(), tt.scenario, cfg)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err %v, want error %v", err, tt.wantErr)
+			}
+			if res == nil {
+				t.Fatal("no result")
+			}
+			found := false
+			for _, e := range res.Errors {
+				found = found || strings.Contains(e.Message, tt.want)
+			}
+			if !found {
+				t.Fatalf("errors %v: want one with %q", res.Errors, tt.want)
+			}
+		})
+	}
+}
