@@ -76,6 +76,38 @@ func (s *Server) routes() {
 			AllowedOrigins:   c.Client.AllowedOrigins,
 		}))
 	}
+	origins := c.Client.AllowedOrigins
+	if c.HTTPStream.Enabled {
+		s.mux.Handle(c.HTTPStream.HandlerPrefix, gyre.NewHTTPStreamHandler(s.node, gyre.StreamConfig{
+			MaxRequestBodySize: int64(c.HTTPStream.MaxRequestBodySize), AllowedOrigins: origins,
+		}))
+	}
+	if c.SSE.Enabled {
+		s.mux.Handle(c.SSE.HandlerPrefix, gyre.NewSSEHandler(s.node, gyre.StreamConfig{
+			MaxRequestBodySize: int64(c.SSE.MaxRequestBodySize), AllowedOrigins: origins,
+		}))
+	}
+	if c.HTTPStream.Enabled || c.SSE.Enabled {
+		s.mux.Handle(c.Emulation.HandlerPrefix, gyre.NewEmulationHandler(s.node, gyre.EmulationConfig{
+			MaxRequestBodySize: int64(c.Emulation.MaxRequestBodySize), AllowedOrigins: origins,
+		}))
+	}
+	if u := c.UniWebSocket; u.Enabled {
+		s.mux.Handle(u.HandlerPrefix, gyre.NewUniWebsocketHandler(s.node, gyre.UniWebsocketConfig{
+			MessageSizeLimit: int64(u.MessageSizeLimit), WriteTimeout: u.WriteTimeout,
+			AllowedOrigins: origins, JoinPushMessages: u.JoinPushMessages,
+		}))
+	}
+	if c.UniSSE.Enabled {
+		s.mux.Handle(c.UniSSE.HandlerPrefix, gyre.NewUniSSEHandler(s.node, gyre.StreamConfig{
+			MaxRequestBodySize: int64(c.UniSSE.MaxRequestBodySize), AllowedOrigins: origins,
+		}))
+	}
+	if c.UniHTTPStream.Enabled {
+		s.mux.Handle(c.UniHTTPStream.HandlerPrefix, gyre.NewUniHTTPStreamHandler(s.node, gyre.StreamConfig{
+			MaxRequestBodySize: int64(c.UniHTTPStream.MaxRequestBodySize), AllowedOrigins: origins,
+		}))
+	}
 	if !c.HTTPAPI.Disabled {
 		prefix := c.HTTPAPI.HandlerPrefix
 		h := api.NewHandler(s.node, api.Config{
