@@ -1,0 +1,29 @@
+// Package cluster holds the multi-node tests of Gyre on the Redis engine:
+// real gyre processes (built once per test run) sharing real redis-server
+// processes started by broker/redis/redistest, driven by raw WebSocket
+// clients and the server HTTP API.
+//
+// What the tests show:
+//
+//   - two nodes on one Redis behave as one server: publications, presence,
+//     join/leave, info, and the user commands of the API (disconnect,
+//     subscribe) reach connections on the other node;
+//   - a Redis restart in the middle of a stream of publishes loses nothing:
+//     subscribers that may have missed publications are told so (unsubscribe
+//     2500), resubscribe and recover from history, and end up with every
+//     publication exactly once in offset order;
+//   - a node killed with SIGKILL loses nothing either: its clients reconnect
+//     to the other node and recover, and its presence entries expire;
+//   - the same works over a Redis Cluster and over Sentinel;
+//   - an SSE session held by one node keeps working when its commands are
+//     posted to the emulation endpoint of another node.
+//
+// The clients in these tests behave like the SDKs: after unsubscribe 2500
+// they resubscribe with recover from their last offset and epoch, after a
+// lost connection they reconnect and recover.
+//
+// The tests need redis-server and redis-cli (scripts/install-redis); with
+// GYRE_SKIP_REDIS=1 they are skipped when those are missing. Under -race
+// the gyre binary is built with the race detector too, and a race it
+// reports fails the test.
+package cluster

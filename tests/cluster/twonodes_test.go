@@ -1,0 +1,153 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// TestTwoNodes runs two gyre processes on one Redis and checks that what
+// happens on one node reaches the connections of the other.
+func TestTwoNodes(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	a := startNode(t, "A", nodeConfig("A", redisAt(srv.Addr)))
+	b := startNode(t, "B", nodeConfig("B", redisAt(srv.Addr)))
+
+	t.Run("publication from the API of the other node", func(t *testing.T) {
+		c, _ := connectUser(t, a, "alice")
+		c.subscribe("chat:news")
+		var want []string
+		for i := range 20 {
+			data := `{"n":` + strconv.Itoa(i) + `}`
+			want = append(want, data)
+			var res struct {
+				Offset uint64 `json:"offset"`
+			}
+			b.mustCall(t, "publish", map[string]any{"channel": "chat:news", "data": json.RawMessage(data)}, &res)
+			if res.Offset != uint64(i+1) {
+				t.Fatalf("publish %d: offset %d, want %d", i, res.Offset, i+1)
+			}
+		}
+		c.wait("20 publications", func() bool { return len(pubsIn(c.pushes, "chat:news")) >= 20 })
+		pubs := c.publications("chat:news")
+		var got []string
+		for i, p := range pubs {
+			got = append(got, string(p.Data))
+			if p.Offset != uint64(i+1) {
+				t.Errorf("publication %d has offset %d", i, p.Offset)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("node A delivered %q, want %q", got, want)
+		}
+	})
+
+	t.Run("presence and join/leave across nodes", func(t *testing.T) {
+		const ch = "chat:room"
+		alice, aliceConn := connectUser(t, a, "alice")
+		alice.subscribe(ch)
+		bob, bobConn := connectUser(t, b, "bob")
+		bob.subscribe(ch)
+		join := alice.waitPush("join of bob", func(p *protocol.Push) bool {
+			return p.Channel == ch && p.Join != nil && p.Join.Info.GetUser() == "bob"
+		})
+		if join.Join.Info.Client != bobConn.Client {
+			t.Errorf("join of client %q, want bob's %q", join.Join.Info.Client, bobConn.Client)
+		}
+		want := map[string]string{aliceConn.Client: "alice", bobConn.Client: "bob"}
+		for _, n := range []*gyreNode{a, b} {
+			if got := n.presenceClients(t, ch); !maps.Equal(got, want) {
+				t.Errorf("presence on node %s: %v, want %v", n.name, got, want)
+			}
+		}
+		r := alice.call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: ch}})
+		if r.Error != nil || len(r.Presence.GetPresence()) != 2 || r.Presence.Presence[bobConn.Client].GetUser() != "bob" {
+			t.Errorf("presence asked by a client on A: %+v", r)
+		}
+		if r := bob.call(&protocol.Command{Unsubscribe: &protocol.UnsubscribeRequest{Channel: ch}}); r.Error != nil {
+			t.Fatalf("unsubscribe: %v", r.Error)
+		}
+		alice.waitPush("leave of bob", func(p *protocol.Push) bool {
+			return p.Channel == ch && p.Leave != nil && p.Leave.Info.GetClient() == bobConn.Client
+		})
+		want = map[string]string{aliceConn.Client: "alice"}
+		if got := b.presenceClients(t, ch); !maps.Equal(got, want) {
+			t.Errorf("presence on node B after leave: %v, want %v", got, want)
+		}
+	})
+
+	t.Run("info lists both nodes", func(t *testing.T) {
+		// Nodes announce themselves every 5 s.
+		for _, n := range []*gyreNode{a, b} {
+			eventually(t, "info of "+n.name+" to list A and B", 20*time.Second, func() bool {
+				return slices.Equal(nodeNames(t, n), []string{"A", "B"})
+			})
+		}
+	})
+
+	t.Run("disconnect through the other node", func(t *testing.T) {
+		carol, _ := connectUser(t, a, "carol")
+		bystander, _ := connectUser(t, a, "dave")
+		b.mustCall(t, "disconnect", map[string]any{
+			"user":       "carol",
+			"disconnect": map[string]any{"code": 4001, "reason": "moved to B"},
+		}, nil)
+		ce := carol.waitClosed()
+		if ce.Code != 4001 || ce.Reason != "moved to B" {
+			t.Errorf("carol closed with %d %q, want 4001 \"moved to B\"", ce.Code, ce.Reason)
+		}
+		// Another user of node A stays connected.
+		bystander.subscribe("chat:bystander")
+	})
+
+	t.Run("server-side subscribe through the other node", func(t *testing.T) {
+		const ch = "chat:assigned"
+		erin, _ := connectUser(t, a, "erin")
+		b.mustCall(t, "subscribe", map[string]any{"user": "erin", "channel": ch}, nil)
+		sub := erin.waitPush("subscribe push", func(p *protocol.Push) bool {
+			return p.Channel == ch && p.Subscribe != nil
+		})
+		if !sub.Subscribe.Recoverable || sub.Subscribe.Epoch == "" {
+			t.Errorf("subscribe push %+v: want a recoverable stream with an epoch", sub.Subscribe)
+		}
+		b.mustCall(t, "publish", map[string]any{"channel": ch, "data": json.RawMessage(`{"to":"erin"}`)}, nil)
+		p := erin.waitPush("publication in "+ch, func(p *protocol.Push) bool { return p.Channel == ch && p.Pub != nil })
+		if string(p.Pub.Data) != `{"to":"erin"}` {
+			t.Errorf("publication data %s", p.Pub.Data)
+		}
+	})
+}
+
+// nodeNames asks n for info and returns the node names, sorted.
+func nodeNames(t testing.TB, n *gyreNode) []string {
+	var res struct {
+		Nodes []struct {
+			Name string `json:"name"`
+		} `json:"nodes"`
+	}
+	n.mustCall(t, "info", map[string]any{}, &res)
+	var out []string
+	for _, ni := range res.Nodes {
+		out = append(out, ni.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pubsIn filters the publications of channel out of pushes.
+func pubsIn(pushes []*protocol.Push, channel string) []*protocol.Publication {
+	var out []*protocol.Publication
+	for _, p := range pushes {
+		if p.Channel == channel && p.Pub != nil {
+			out = append(out, p.Pub)
+		}
+	}
+	return out
+}
