@@ -1,6 +1,7 @@
 package gyre
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -50,7 +51,17 @@ func (h *WebsocketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := &wsTransport{conn: conn}
-	c := h.node.NewClient(r.Context(), t)
+	// The connection outlives this request: keep the request's values
+	// (for handlers) but not its cancellation.
+	c := h.node.NewClient(context.WithoutCancel(r.Context()), t)
+	// Read in a goroutine of our own and let the server's request
+	// goroutine go: its stack grew while it parsed the request, a fresh one
+	// starts small, and that is most of what an idle connection costs.
+	go h.readLoop(c, conn, r.RemoteAddr)
+}
+
+// readLoop feeds the client every frame read until the connection ends.
+func (h *WebsocketHandler) readLoop(c *Client, conn *websocket.Conn, remote string) {
 	for {
 		payload, binary, err := conn.ReadMessage()
 		if err != nil {
@@ -58,7 +69,7 @@ func (h *WebsocketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if binary && c.proto == protocol.TypeJSON {
-			h.node.log.Info("binary frame on a JSON connection", "client", c.id, "remote", r.RemoteAddr)
+			h.node.log.Info("binary frame on a JSON connection", "client", c.id, "remote", remote)
 			c.Disconnect(DisconnectBadProtocol)
 			return
 		}
