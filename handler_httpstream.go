@@ -53,7 +53,7 @@ func (h *HTTPStreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // stream, registers the session, runs the first commands and holds the
 // request until the connection ends.
 func (n *Node) serveEmulated(w http.ResponseWriter, r *http.Request, name string, proto protocol.Type, format httpstream.Format, cmds []*protocol.Command, cfg StreamConfig) {
-	s, err := httpstream.Start(w, format, httpstream.Options{WriteTimeout: cfg.WriteTimeout})
+	s, err := httpstream.Start(w, r, format, httpstream.Options{WriteTimeout: cfg.WriteTimeout})
 	if err != nil {
 		n.log.Info(name+": cannot stream the response", "remote", r.RemoteAddr, "error", err)
 		return

@@ -95,7 +95,7 @@ func (h *UniSSEHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveUni runs one unidirectional streaming connection until it ends.
 func (n *Node) serveUni(w http.ResponseWriter, r *http.Request, name string, format httpstream.Format, req *protocol.ConnectRequest, cfg StreamConfig) {
-	s, err := httpstream.Start(w, format, httpstream.Options{WriteTimeout: cfg.WriteTimeout})
+	s, err := httpstream.Start(w, r, format, httpstream.Options{WriteTimeout: cfg.WriteTimeout})
 	if err != nil {
 		n.log.Info(name+": cannot stream the response", "remote", r.RemoteAddr, "error", err)
 		return

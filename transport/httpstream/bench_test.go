@@ -22,7 +22,7 @@ func BenchmarkWriteFrame(b *testing.B) {
 			start := make(chan *httpstream.Stream)
 			done := make(chan struct{})
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				s, err := httpstream.Start(w, f.format, httpstream.Options{})
+				s, err := httpstream.Start(w, r, f.format, httpstream.Options{})
 				if err != nil {
 					b.Error(err)
 					close(start)

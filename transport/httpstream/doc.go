@@ -32,6 +32,13 @@
 // bounds, so a peer that stops reading holds a handler for at most one
 // timeout.
 //
+// # Connections
+//
+// Each write sets a deadline on the connection, and net/http leaves it
+// there after the handler returns, so an HTTP/1 stream is answered with
+// "Connection: close" and its connection is not reused. HTTP/2 deadlines
+// belong to the stream, and its connection stays shared.
+//
 // # Memory
 //
 // A stream owns no buffer: frames are written into the response writer's

@@ -52,8 +52,9 @@ type Stream struct {
 
 // Start sends the response headers for format with status 200 and flushes
 // them, so that the client sees the stream open before the first frame.
-// Headers already set on w (CORS, for example) go out too.
-func Start(w http.ResponseWriter, format Format, opts Options) (*Stream, error) {
+// Headers already set on w (CORS, for example) go out too. r is the
+// request being answered.
+func Start(w http.ResponseWriter, r *http.Request, format Format, opts Options) (*Stream, error) {
 	s := &Stream{
 		w:       w,
 		rc:      http.NewResponseController(w),
@@ -70,10 +71,13 @@ func Start(w http.ResponseWriter, format Format, opts Options) (*Stream, error) 
 	h.Set("Expires", "0")
 	// Reverse proxies (nginx) buffer responses unless told not to.
 	h.Set("X-Accel-Buffering", "no")
-	// A stream's connection is not reused: the write deadline left on it
-	// would break the next response, and streams are long anyway. HTTP/2
-	// ignores the header.
-	h.Set("Connection", "close")
+	// An HTTP/1 connection is not reused after a stream: the write
+	// deadline left on it would break the next response, and streams are
+	// long anyway. HTTP/2 deadlines are per stream, and there the header
+	// would shut the whole connection down, other requests' streams too.
+	if r.ProtoMajor < 2 {
+		h.Set("Connection", "close")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.setDeadline()

@@ -2,12 +2,14 @@ package httpstream_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,7 @@ import (
 func serve(t *testing.T, format httpstream.Format, frames [][]byte, last []byte) *http.Response {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, err := httpstream.Start(w, format, httpstream.Options{})
+		s, err := httpstream.Start(w, r, format, httpstream.Options{})
 		if err != nil {
 			t.Error(err)
 			return
@@ -108,7 +110,7 @@ func TestStreamFormats(t *testing.T) {
 func TestStreamFlushesEveryFrame(t *testing.T) {
 	next := make(chan string)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, err := httpstream.Start(w, httpstream.SSE, httpstream.Options{})
+		s, err := httpstream.Start(w, r, httpstream.SSE, httpstream.Options{})
 		if err != nil {
 			t.Error(err)
 			return
@@ -150,7 +152,7 @@ func TestStreamFlushesEveryFrame(t *testing.T) {
 func TestStreamPeerNotReading(t *testing.T) {
 	result := make(chan error, 1)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, err := httpstream.Start(w, httpstream.Lines, httpstream.Options{WriteTimeout: 50 * time.Millisecond})
+		s, err := httpstream.Start(w, r, httpstream.Lines, httpstream.Options{WriteTimeout: 50 * time.Millisecond})
 		if err != nil {
 			result <- err
 			return
@@ -194,9 +196,52 @@ func TestStreamPeerNotReading(t *testing.T) {
 	}
 }
 
+// TestStreamConnectionReuse: an HTTP/1 connection is closed after a stream
+// (a write deadline stays on it), an HTTP/2 one stays usable for other
+// requests.
+func TestStreamConnectionReuse(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		http2 bool
+	}{{"http1", false}, {"http2", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				s, err := httpstream.Start(w, r, httpstream.Lines, httpstream.Options{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = s.WriteFrame([]byte("{}"))
+				_ = s.Finish(nil)
+			}))
+			srv.EnableHTTP2 = tt.http2
+			srv.StartTLS()
+			defer srv.Close()
+			client := srv.Client()
+			reused := make([]bool, 0, 2)
+			for range 2 {
+				trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = append(reused, i.Reused) }}
+				req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, srv.URL, nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(body) != "{}\n" || resp.ProtoMajor != map[bool]int{false: 1, true: 2}[tt.http2] {
+					t.Fatalf("%s: body %q", resp.Proto, body)
+				}
+			}
+			if want := []bool{false, tt.http2}; reused[0] != want[0] || reused[1] != want[1] {
+				t.Errorf("connection reused %v, want %v", reused, want)
+			}
+		})
+	}
+}
+
 // TestStartWithoutFlusher refuses a writer that cannot stream.
 func TestStartWithoutFlusher(t *testing.T) {
-	if _, err := httpstream.Start(plainWriter{httptest.NewRecorder()}, httpstream.Lines, httpstream.Options{}); err == nil {
+	if _, err := httpstream.Start(plainWriter{httptest.NewRecorder()}, httptest.NewRequest(http.MethodGet, "/", nil), httpstream.Lines, httpstream.Options{}); err == nil {
 		t.Fatal("Start on a writer without Flush succeeded")
 	}
 }
