@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

@@ -20,11 +20,12 @@ const (
 
 // histogram counts durations from many goroutines at once without a lock:
 // every connection of a worker records into the same one, and a mutex
-// there would serialise the readers of a fan-out.
+// there would serialise the readers of a fan-out. A record is one atomic
+// add (and a read of max): totals and the mean are worked out from the
+// buckets when asked for, so that no counter is written by every
+// goroutine on every record.
 type histogram struct {
 	counts [numBuckets]atomic.Uint64
-	total  atomic.Uint64
-	sum    atomic.Uint64
 	max    atomic.Uint64
 }
 
@@ -61,8 +62,6 @@ func (h *histogram) record(ns int64) {
 		v = uint64(ns)
 	}
 	h.counts[bucketOf(v)].Add(1)
-	h.total.Add(1)
-	h.sum.Add(v)
 	for {
 		m := h.max.Load()
 		if v <= m || h.max.CompareAndSwap(m, v) {
@@ -75,19 +74,26 @@ func (h *histogram) record(ns int64) {
 // buckets in use, as index and count pairs.
 type histSnapshot struct {
 	Buckets [][2]uint64 `json:"buckets,omitempty"`
-	Count   uint64      `json:"count"`
-	Sum     uint64      `json:"sum"`
 	Max     uint64      `json:"max"`
 }
 
 func (h *histogram) snapshot() histSnapshot {
-	s := histSnapshot{Count: h.total.Load(), Sum: h.sum.Load(), Max: h.max.Load()}
+	s := histSnapshot{Max: h.max.Load()}
 	for i := range h.counts {
 		if c := h.counts[i].Load(); c > 0 {
 			s.Buckets = append(s.Buckets, [2]uint64{uint64(i), c})
 		}
 	}
 	return s
+}
+
+// total is the number of values recorded.
+func (h *histogram) total() uint64 {
+	var n uint64
+	for i := range h.counts {
+		n += h.counts[i].Load()
+	}
+	return n
 }
 
 // merge adds a snapshot from another histogram; buckets out of range
@@ -98,8 +104,6 @@ func (h *histogram) merge(s histSnapshot) {
 			h.counts[b[0]].Add(b[1])
 		}
 	}
-	h.total.Add(s.Count)
-	h.sum.Add(s.Sum)
 	for {
 		m := h.max.Load()
 		if s.Max <= m || h.max.CompareAndSwap(m, s.Max) {
@@ -110,7 +114,7 @@ func (h *histogram) merge(s histSnapshot) {
 
 // quantile returns the value at q (0..1) in nanoseconds, 0 when empty.
 func (h *histogram) quantile(q float64) uint64 {
-	total := h.total.Load()
+	total := h.total()
 	if total == 0 {
 		return 0
 	}
@@ -128,7 +132,8 @@ func (h *histogram) quantile(q float64) uint64 {
 	return h.max.Load()
 }
 
-// Percentiles summarises a distribution of durations in microseconds.
+// Percentiles summarises a distribution of durations in microseconds;
+// all but Count and Max are within 1.6% of the exact value.
 type Percentiles struct {
 	Count uint64  `json:"count"`
 	Mean  float64 `json:"mean_us"`
@@ -139,12 +144,18 @@ type Percentiles struct {
 }
 
 func (h *histogram) percentiles() Percentiles {
-	p := Percentiles{Count: h.total.Load()}
+	p := Percentiles{Count: h.total()}
 	if p.Count == 0 {
 		return p
 	}
 	us := func(ns uint64) float64 { return float64(ns) / 1e3 }
-	p.Mean = us(h.sum.Load()) / float64(p.Count)
+	var sum float64
+	for i := range h.counts {
+		if c := h.counts[i].Load(); c > 0 {
+			sum += float64(c) * float64(bucketMid(i))
+		}
+	}
+	p.Mean = sum / 1e3 / float64(p.Count)
 	p.P50 = us(h.quantile(0.50))
 	p.P99 = us(h.quantile(0.99))
 	p.P999 = us(h.quantile(0.999))
