@@ -50,7 +50,7 @@ type transportOptions struct {
 
 // newTransportServer starts a node (token secret filled in, test channels
 // unless cfg has some) with every transport handler mounted.
-func newTransportServer(t *testing.T, cfg gyre.Config, opts transportOptions) *transportServer {
+func newTransportServer(t testing.TB, cfg gyre.Config, opts transportOptions) *transportServer {
 	t.Helper()
 	if cfg.Token.HMACSecretKey == "" {
 		cfg.Token.HMACSecretKey = testSecret
