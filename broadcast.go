@@ -63,7 +63,10 @@ type encodedPush struct {
 	prev  []byte
 	delta []byte
 	// msgs by [protocol type][unidirectional][variant]
-	msgs       [2][2][numVariants][]byte
+	msgs [2][2][numVariants][]byte
+	// sizeHint pre-sizes buffers so that the JSON encoder does not grow
+	// them field by field.
+	sizeHint   int
 	checked    bool // data was checked for JSON
 	dataIsJSON bool
 	err        error
@@ -93,11 +96,11 @@ func (e *encodedPush) get(t protocol.Type, uni bool, variant int) []byte {
 			return nil
 		}
 	}
-	var m []byte
+	m := make([]byte, 0, e.sizeHint+len(push.Pub.GetData()))
 	if uni {
-		m, e.err = protocol.AppendPush(nil, t, push)
+		m, e.err = protocol.AppendPush(m, t, push)
 	} else {
-		m, e.err = protocol.AppendReply(nil, t, &protocol.Reply{Push: push})
+		m, e.err = protocol.AppendReply(m, t, &protocol.Reply{Push: push})
 	}
 	e.msgs[t][u][variant] = m
 	return m
@@ -137,7 +140,7 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication, pre
 		return
 	}
 	start := time.Now()
-	enc := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data, prev: prev}
+	enc := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data, prev: prev, sizeHint: pushSizeHint(channel, pub)}
 	sent := 0
 	defer func() {
 		n.obs.MessagesSent("publication", sent)
@@ -163,7 +166,7 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 	if len(subs) == 0 {
 		return
 	}
-	enc := encodedPush{push: push}
+	enc := encodedPush{push: push, sizeHint: 128 + 2*len(channel)}
 	kind := "join"
 	if push.Leave != nil {
 		kind = "leave"
@@ -182,6 +185,19 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 		}
 		s.deliver(msg, 0)
 	}
+}
+
+// pushSizeHint is a little more than the encoding of a publication push,
+// less its data.
+func pushSizeHint(channel string, pub *broker.Publication) int {
+	n := 128 + 2*len(channel)
+	if pub.Info != nil {
+		n += 64 + len(pub.Info.ClientID) + len(pub.Info.UserID) + len(pub.Info.ConnInfo) + len(pub.Info.ChanInfo)
+	}
+	for k, v := range pub.Tags {
+		n += 6 + len(k) + len(v)
+	}
+	return n
 }
 
 // errNotJSON: a payload that is not JSON cannot be embedded for a JSON

@@ -79,11 +79,20 @@ func (n *Node) Publish(channel string, data []byte, opts ...PublishOption) (Publ
 	if err != nil {
 		return PublishResult{}, err
 	}
-	var o PublishOptions
-	for _, f := range opts {
-		f(&o)
+	return n.publish(channel, data, chOpts, applyPublishOptions(opts))
+}
+
+// applyPublishOptions moves the options to the heap only when there are
+// some: a PublishOptions whose address goes to a func value escapes.
+func applyPublishOptions(opts []PublishOption) PublishOptions {
+	if len(opts) == 0 {
+		return PublishOptions{}
 	}
-	return n.publish(channel, data, chOpts, o)
+	o := new(PublishOptions)
+	for _, f := range opts {
+		f(o)
+	}
+	return *o
 }
 
 func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o PublishOptions) (PublishResult, error) {

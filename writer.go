@@ -28,6 +28,12 @@ type writer struct {
 	// closing, when set, is sent once the queue is drained.
 	closing *Disconnect
 	wake    chan struct{}
+	// wrote is set by drain and cleared by the linger timer: a writer
+	// goroutine exits after one to two linger periods without writes.
+	wrote bool
+	// runFn is w.run as a func value made once: "go w.runFn()" would
+	// allocate a closure every time an idle connection wakes up.
+	runFn func()
 
 	proto     protocol.Type
 	transport Transport
@@ -40,7 +46,7 @@ type writer struct {
 }
 
 func newWriter(t Transport, max int, onWriteError func(error), closeTransport func(*Disconnect), obs Observer) *writer {
-	return &writer{
+	w := &writer{
 		closeTransport: closeTransport,
 		obs:            obs,
 		max:            max,
@@ -49,6 +55,8 @@ func newWriter(t Transport, max int, onWriteError func(error), closeTransport fu
 		onWriteError:   onWriteError,
 		wake:           make(chan struct{}, 1),
 	}
+	w.runFn = w.run
+	return w
 }
 
 // enqueue adds one framed message. It returns false when the queue would
@@ -76,7 +84,7 @@ func (w *writer) enqueue(msg []byte) bool {
 	}
 	w.running = true
 	w.mu.Unlock()
-	go w.run()
+	go w.runFn()
 	return true
 }
 
@@ -98,7 +106,7 @@ func (w *writer) closeAfterFlush(d *Disconnect) {
 	}
 	w.running = true
 	w.mu.Unlock()
-	go w.run()
+	go w.runFn()
 }
 
 // close drops whatever is queued; no more writes happen after the current
@@ -116,29 +124,43 @@ func (w *writer) close() {
 	}
 }
 
+// lingerTimers recycles the linger timers of writer goroutines, which come
+// and go as connections turn busy and idle.
+var lingerTimers sync.Pool
+
 func (w *writer) run() {
-	var timer *time.Timer
+	timer, _ := lingerTimers.Get().(*time.Timer)
+	if timer == nil {
+		timer = time.NewTimer(writerLinger)
+	} else {
+		timer.Reset(writerLinger)
+	}
+	defer func() {
+		timer.Stop()
+		lingerTimers.Put(timer)
+	}()
 	for {
 		if !w.drain() {
 			return
-		}
-		if timer == nil {
-			timer = time.NewTimer(writerLinger)
-		} else {
-			timer.Reset(writerLinger)
 		}
 		select {
 		case <-w.wake:
 			continue
 		case <-timer.C:
 		}
+		// The timer is not pushed back on every write (that showed in
+		// profiles): it fires every linger period, and the writer leaves
+		// when nothing was written during the last one.
 		w.mu.Lock()
-		if len(w.queue) == 0 && w.closing == nil {
-			w.running = false
+		if w.wrote || len(w.queue) > 0 || w.closing != nil {
+			w.wrote = false
 			w.mu.Unlock()
-			return
+			timer.Reset(writerLinger)
+			continue
 		}
+		w.running = false
 		w.mu.Unlock()
+		return
 	}
 }
 
@@ -168,6 +190,7 @@ func (w *writer) drain() bool {
 		batch := w.queue
 		w.queue = w.spare[:0]
 		w.size = 0
+		w.wrote = true
 		w.mu.Unlock()
 
 		bp := framePool.Get().(*[]byte)
