@@ -22,14 +22,17 @@ const server = useServer({
 });
 
 // doc is a large document of which consecutive versions differ in a few
-// values, the shape delta compression is for. Names hold non-ASCII text so
-// that a delta computed over UTF-8 bytes must survive the JSON string it
-// travels in on JSON connections.
+// values, the shape delta compression is for. Names hold non-ASCII text,
+// and the rows that change swap currency signs that share their first two
+// UTF-8 bytes (€ ₽ ₤ are E2 82 xx): a delta computed over bytes must not
+// split them, or it cannot travel as the JSON string of JSON connections.
+const signs = ['€', '₽', '₤'];
 function doc(version) {
   const rows = [];
   for (let r = 0; r < 150; r++) {
     const moved = r % 37 === version % 37;
-    rows.push({ id: `R${r}`, price: 1000 + r + (moved ? version : 0), name: `Zürich € instrument ${r}`, open: r % 2 === 0 });
+    const sign = moved ? signs[version % 3] : signs[0];
+    rows.push({ id: `R${r}`, price: 1000 + r + (moved ? version : 0), name: `Zürich ${sign} instrument ${r}`, open: r % 2 === 0 });
   }
   return { version, rows };
 }
