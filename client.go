@@ -105,6 +105,15 @@ func (c *Client) Info() []byte {
 	return c.info
 }
 
+// Session is the session id of an emulated connection (HTTP streaming,
+// SSE), "" for other transports.
+func (c *Client) Session() string {
+	if st, ok := c.transport.(sessionTransport); ok {
+		return st.Session()
+	}
+	return ""
+}
+
 // Transport is the connection's transport.
 func (c *Client) Transport() Transport { return c.transport }
 

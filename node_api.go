@@ -193,7 +193,7 @@ type ClientFilter struct {
 }
 
 func (f ClientFilter) match(c *Client) bool {
-	return f.ClientID == "" || f.ClientID == c.id
+	return (f.ClientID == "" || f.ClientID == c.id) && (f.Session == "" || f.Session == c.Session())
 }
 
 // Subscribe subscribes every connection of user (on every node) to
