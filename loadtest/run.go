@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -137,15 +138,25 @@ type merged struct {
 	openStart, openEnd int64
 }
 
-// finishWorkers closes every worker's connections and merges the results.
+// finishWorkers closes every worker's connections, all at once, and
+// merges the results.
 func (r *run) finishWorkers(published []uint64) (*merged, error) {
+	results := make([]workerResult, len(r.workers))
+	errs := make([]error, len(r.workers))
+	var wg sync.WaitGroup
+	for i, w := range r.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = w.finish(published)
+		}()
+	}
+	wg.Wait()
+	r.workers = nil
 	m := &merged{}
-	var errs []error
-	for _, w := range r.workers {
-		res, err := w.finish(published)
-		if err != nil {
-			errs = append(errs, err)
-			r.errs.add(err.Error())
+	for i, res := range results {
+		if errs[i] != nil {
+			r.errs.add(errs[i].Error())
 		}
 		m.add(res.workerStats)
 		m.lost += res.Lost
@@ -158,7 +169,6 @@ func (r *run) finishWorkers(published []uint64) (*merged, error) {
 		m.openEnd = max(m.openEnd, res.OpenEnd)
 		r.errs.merge(res.Errors)
 	}
-	r.workers = nil
 	return m, errors.Join(errs...)
 }
 
