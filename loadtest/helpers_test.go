@@ -52,10 +52,19 @@ type testServer struct {
 
 func startServer(t *testing.T) testServer {
 	t.Helper()
+	return startServerWith(t, nil)
+}
+
+// startServerWith starts a server whose config change adjusts.
+func startServerWith(t *testing.T, change func(*config.Config)) testServer {
+	t.Helper()
 	c := config.Default()
 	c.Client.Token.HMACSecretKey = testSecret
 	c.HTTPAPI.Key = testKey
 	c.Channel.WithoutNamespace.AllowSubscribeForClient = true
+	if change != nil {
+		change(c)
+	}
 	s, err := server.New(c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

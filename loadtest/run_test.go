@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/server/config"
 )
 
 // checkDelivery fails unless every publication reached every subscriber
@@ -166,6 +168,30 @@ func TestFailures(t *testing.T) {
 			if !found {
 				t.Fatalf("errors %v: want one with %q", res.Errors, tt.want)
 			}
+		})
+	}
+}
+
+// TestPingPong holds connections through several server pings with a
+// short pong timeout: a connection that did not answer would be closed
+// with 3012 and count as dropped.
+func TestPingPong(t *testing.T) {
+	srv := startServerWith(t, func(c *config.Config) {
+		c.Client.PingInterval = 2 * time.Second // the least allowed
+		c.Client.PongTimeout = 500 * time.Millisecond
+	})
+	for _, typ := range []protocol.Type{protocol.TypeJSON, protocol.TypeProtobuf} {
+		t.Run(typ.String(), func(t *testing.T) {
+			t.Parallel()
+			cfg := srv.config()
+			cfg.Channel = "ping-" + typ.String()
+			cfg.Protocol = typ
+			cfg.Duration = 5 * time.Second
+			res, err := Run(context.Background(), ScenarioIdle, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOpened(t, res, cfg.Conns)
 		})
 	}
 }
