@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,15 +48,18 @@ var errServerClosed = errors.New("loadtest: closed by the server")
 func (c *conn) dial(ctx context.Context, url string) error {
 	d := ws.Dialer{Timeout: setupTimeout, ReadBufferSize: 2048, WriteBufferSize: 1024}
 	if c.typ == protocol.TypeProtobuf {
+		// The subprotocol is what the SDKs ask with; the query parameter
+		// is the older way, which some servers still need.
 		d.Protocols = []string{"centrifuge-protobuf"}
+		url = withQuery(url, "cf_protocol=protobuf")
 	}
 	nc, br, hs, err := d.Dial(ctx, url)
 	if err != nil {
 		return fmt.Errorf("dial: %w", err)
 	}
-	if c.typ == protocol.TypeProtobuf && hs.Protocol != "centrifuge-protobuf" {
+	if c.typ == protocol.TypeProtobuf && hs.Protocol != "" && hs.Protocol != "centrifuge-protobuf" {
 		nc.Close()
-		return errors.New("dial: the server did not accept the centrifuge-protobuf subprotocol")
+		return fmt.Errorf("dial: the server chose subprotocol %q, not centrifuge-protobuf", hs.Protocol)
 	}
 	if br == nil {
 		// 2 KiB holds the frame headers and the small messages of a
@@ -64,6 +68,18 @@ func (c *conn) dial(ctx context.Context, url string) error {
 	}
 	c.nc, c.br = nc, br
 	return nil
+}
+
+// withQuery adds a query parameter to url unless its name is there.
+func withQuery(url, param string) string {
+	name, _, _ := strings.Cut(param, "=")
+	if strings.Contains(url, "?"+name+"=") || strings.Contains(url, "&"+name+"=") {
+		return url
+	}
+	if strings.Contains(url, "?") {
+		return url + "&" + param
+	}
+	return url + "?" + param
 }
 
 // setup connects with token and subscribes to channels, one round trip

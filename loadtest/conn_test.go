@@ -45,3 +45,17 @@ func TestDeliverAccounting(t *testing.T) {
 		})
 	}
 }
+
+func TestWithQuery(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{"ws://h/connection/websocket", "ws://h/connection/websocket?cf_protocol=protobuf"},
+		{"ws://h/c?x=1", "ws://h/c?x=1&cf_protocol=protobuf"},
+		{"ws://h/c?cf_protocol=protobuf", "ws://h/c?cf_protocol=protobuf"},
+		{"ws://h/c?x=1&cf_protocol=json", "ws://h/c?x=1&cf_protocol=json"},
+	}
+	for _, tt := range tests {
+		if got := withQuery(tt.url, "cf_protocol=protobuf"); got != tt.want {
+			t.Errorf("withQuery(%q) = %q, want %q", tt.url, got, tt.want)
+		}
+	}
+}
