@@ -2,7 +2,6 @@ package gyre_test
 
 import (
 	"bytes"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -80,20 +79,16 @@ func TestCacheRecovery(t *testing.T) {
 		missed int  // publications while the client was away
 		stale  bool // the client recovers with an epoch the stream no longer has
 		want   []int
-		bug    string // an engine bug this case shows, not fixed yet
 	}{
 		{name: "missed several", missed: 4, want: []int{4}},
 		{name: "missed more than the history holds", missed: 25, want: []int{25}},
 		{name: "missed one", missed: 1, want: []int{1}},
 		// A client that is up to date gets nothing again, as Centrifugo does.
-		{name: "missed none", missed: 0, want: nil, bug: "cache recovery resends the latest publication to a client that has it (client_subscribe.go fillStreamPosition)"},
+		{name: "missed none", missed: 0, want: nil},
 		{name: "stale epoch", missed: 3, stale: true, want: []int{3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.bug != "" {
-				knownBug(t, tt.bug)
-			}
 			protocols(t, func(t *testing.T, proto protocol.Type) {
 				n, url := newTestNode(t, recoveryModesConfig())
 				const ch = "cache:c"
@@ -142,7 +137,6 @@ func TestCacheRecovery(t *testing.T) {
 // come from the server (token claim), so this is about access, not only
 // bandwidth.
 func TestRecoveryAppliesTagsFilter(t *testing.T) {
-	knownBug(t, "recovered publications bypass the subscription's tags filter (client_subscribe.go fillStreamPosition)")
 	tests := []struct {
 		channel string
 		missed  int
@@ -238,14 +232,4 @@ func payloads(pubs []*protocol.Publication) []int {
 		out = append(out, i)
 	}
 	return out
-}
-
-// knownBug skips a test that shows an engine bug not fixed yet, unless
-// GYRE_TEST_KNOWN_BUGS is set: whoever fixes the bug runs it that way,
-// then removes the call.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("GYRE_TEST_KNOWN_BUGS") == "" {
-		t.Skip("known bug: " + what + "; run with GYRE_TEST_KNOWN_BUGS=1")
-	}
 }

@@ -341,8 +341,12 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	}
 	if p.opts.ForceRecoveryMode == "cache" {
 		res.Recovered = top.Epoch == p.since.Epoch || p.since.Epoch == ""
+		// A client already at the top has the latest publication.
+		upToDate := p.since.Epoch == top.Epoch && p.since.Offset == top.Offset
 		for _, pub := range pubs {
-			res.Publications = append(res.Publications, toProtoPub(pub))
+			if !upToDate && p.filter.Match(pub.Tags) {
+				res.Publications = append(res.Publications, toProtoPub(pub))
+			}
 		}
 		c.deltaPayloads(p, res.Publications)
 		return nil
@@ -354,7 +358,11 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	res.Recovered = top.Epoch == p.since.Epoch
 	res.Publications = make([]*protocol.Publication, 0, len(pubs))
 	for _, pub := range pubs {
-		res.Publications = append(res.Publications, toProtoPub(pub))
+		// What the filter keeps from the subscriber live stays away on
+		// recovery too.
+		if p.filter.Match(pub.Tags) {
+			res.Publications = append(res.Publications, toProtoPub(pub))
+		}
 	}
 	c.deltaPayloads(p, res.Publications)
 	return nil

@@ -99,7 +99,6 @@ const regionMix = [
 const euOnly = (mix) => mix.map((e) => ({ ...e, match: e.tags.region === 'eu' }));
 // A case that shows an engine bug not fixed yet runs only with
 // GYRE_TEST_KNOWN_BUGS set.
-const knownBug = (what) => (process.env.GYRE_TEST_KNOWN_BUGS ? false : `known bug: ${what}`);
 
 const euPro = (mix) => mix.map((e) => ({ ...e, match: e.tags.region === 'eu' && e.tags.plan === 'pro' }));
 
@@ -182,7 +181,7 @@ for (const build of builds) {
       });
     }
 
-    it('keeps the token filter when the client recovers after a reconnect', { skip: knownBug('recovered publications bypass the tags filter') }, async (t) => {
+    it('keeps the token filter when the client recovers after a reconnect', async (t) => {
       const c = newClient(build, server(), { user: 'erin' });
       t.after(() => closeAll([c]));
       await connected(c);
