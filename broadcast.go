@@ -77,6 +77,14 @@ func (e *encodedPush) get(t protocol.Type, uni bool, variant int) []byte {
 	if uni {
 		u = 1
 	}
+	if variant == variantDelta {
+		if e.delta == nil {
+			e.delta = fossil.AppendCreate(nil, e.prev, e.data)
+		}
+		if len(e.delta) >= len(e.data) {
+			variant = variantFull // unrelated payloads: the delta saves nothing
+		}
+	}
 	if t == protocol.TypeProtobuf && variant == variantFull {
 		variant = variantPlain // protobuf carries the full payload as is
 	}
@@ -114,9 +122,6 @@ func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
 	pub := &protocol.Publication{Info: orig.Info, Offset: orig.Offset, Tags: orig.Tags, Time: orig.Time, Channel: orig.Channel}
 	data := e.data
 	if variant == variantDelta {
-		if e.delta == nil {
-			e.delta = fossil.AppendCreate(nil, e.prev, e.data)
-		}
 		data = e.delta
 		pub.Delta = true
 	}
