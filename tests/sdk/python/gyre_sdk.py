@@ -112,20 +112,37 @@ def _recording_handler(base, events):
 ClientEvents = _recording_handler(
     ClientEventHandler, ["connecting", "connected", "disconnected", "error"]
 )
+# ServerSideEvents also records the events of server-side subscriptions, which
+# centrifuge-python reports on the client's handler rather than on a Subscription.
+ServerSideEvents = _recording_handler(
+    ClientEventHandler,
+    [
+        "connecting",
+        "connected",
+        "disconnected",
+        "error",
+        "subscribing",
+        "subscribed",
+        "unsubscribed",
+        "publication",
+        "join",
+        "leave",
+    ],
+)
 SubEvents = _recording_handler(
     SubscriptionEventHandler,
     ["subscribing", "subscribed", "unsubscribed", "publication", "join", "leave", "error"],
 )
 
 
-def new_client(server, codec, user="alice", token=None, url=None):
+def new_client(server, codec, user="alice", token=None, url=None, events=ClientEvents):
     """A client of codec for user with a token signed by the server's key unless
     token is given, connecting to url (default: the server). Reconnect delays are
-    short so that tests do not wait."""
+    short so that tests do not wait. events is the recording handler class."""
     rec = Recorder()
     client = Client(
         url or server.ws_url,
-        events=ClientEvents(rec),
+        events=events(rec),
         token=token if token is not None else sign_token({"sub": user}),
         use_protobuf=codec.use_protobuf,
         timeout=WAIT,
