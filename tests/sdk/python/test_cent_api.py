@@ -11,11 +11,9 @@ import time
 import pytest
 import pytest_asyncio
 from cent import (
-    AsyncClient,
     BatchRequest,
     BroadcastRequest,
     ChannelsRequest,
-    Client,
     Disconnect,
     DisconnectRequest,
     HistoryRemoveRequest,
@@ -31,6 +29,7 @@ from cent import (
 )
 from cent.exceptions import CentApiResponseError, CentUnauthorizedError
 
+from gyre_cent import api, flavour, open_api  # noqa: F401 (api and flavour are fixtures)
 from gyre_sdk import (
     CODECS,
     WAIT,
@@ -41,7 +40,7 @@ from gyre_sdk import (
     subscribed,
     unique_channel,
 )
-from gyre_server import API_KEY, GyreServer, base_config
+from gyre_server import GyreServer, base_config
 
 JSON = CODECS[0]
 
@@ -59,51 +58,6 @@ def server():
     s = GyreServer(cent_config)
     yield s
     s.stop()
-
-
-class CentApi:
-    """A cent client of either flavour behind awaitable methods, so that each
-    test runs unchanged with both. Sync calls run in a worker thread: the event
-    loop must keep reading the observing connections while one is in flight."""
-
-    def __init__(self, flavour, client):
-        self.flavour = flavour
-        self.client = client
-
-    def __getattr__(self, method):
-        call = getattr(self.client, method)
-        if self.flavour == "async":
-            return call
-
-        async def in_thread(request):
-            return await asyncio.to_thread(call, request)
-
-        return in_thread
-
-    async def close(self):
-        if self.flavour == "async":
-            await self.client.close()
-        else:
-            self.client.close()
-
-
-def open_api(flavour, server, key=API_KEY):
-    url = f"{server.http_url}/api"
-    if flavour == "async":
-        return CentApi(flavour, AsyncClient(url, key, timeout=WAIT))
-    return CentApi(flavour, Client(url, key, timeout=WAIT))
-
-
-@pytest.fixture(params=["sync", "async"])
-def flavour(request):
-    return request.param
-
-
-@pytest_asyncio.fixture
-async def api(flavour, server):
-    a = open_api(flavour, server)
-    yield a
-    await a.close()
 
 
 @pytest_asyncio.fixture
