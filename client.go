@@ -34,6 +34,8 @@ type Client struct {
 	state atomic.Uint32
 	// awaitingPong is set when a ping was sent and cleared by any command.
 	awaitingPong atomic.Bool
+	// pingSlot is the pinger slot holding the client, plus one; 0: none.
+	pingSlot atomic.Int32
 	// slow is set once the queue overflowed, so that the disconnect is
 	// started once however many messages keep coming.
 	slow atomic.Bool

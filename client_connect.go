@@ -125,6 +125,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	c.mu.Lock()
 	if c.staleTimer != nil {
 		c.staleTimer.Stop()
+		c.staleTimer = nil // an idle connection keeps no timer
 	}
 	c.mu.Unlock()
 	n.hub.addClient(c)

@@ -2,6 +2,7 @@ package gyre
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -29,16 +30,20 @@ type channelSubs struct {
 	list atomic.Pointer[[]*subscription]
 }
 
+// userShard maps users to their connections. A slice, not a set: most
+// users have one or a few connections, and a map per user would cost
+// hundreds of bytes per connection. Removal is linear in the user's
+// connections, which only matters for the anonymous user.
 type userShard struct {
 	mu    sync.RWMutex
-	users map[string]map[*Client]struct{}
+	users map[string][]*Client
 }
 
 func newHub() *hub {
 	h := &hub{seed: maphash.MakeSeed()}
 	for i := range h.channels {
 		h.channels[i].subs = make(map[string]*channelSubs)
-		h.users[i].users = make(map[string]map[*Client]struct{})
+		h.users[i].users = make(map[string][]*Client)
 	}
 	return h
 }
@@ -137,28 +142,29 @@ func (h *hub) addClient(c *Client) (userConns int) {
 	sh := &h.users[h.shard(c.user)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	m, ok := sh.users[c.user]
-	if !ok {
-		m = make(map[*Client]struct{}, 1)
-		sh.users[c.user] = m
-	}
-	m[c] = struct{}{}
-	return len(m)
+	conns := append(sh.users[c.user], c)
+	sh.users[c.user] = conns
+	return len(conns)
 }
 
 func (h *hub) removeClient(c *Client) {
 	sh := &h.users[h.shard(c.user)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	m := sh.users[c.user]
-	if _, ok := m[c]; !ok {
+	conns := sh.users[c.user]
+	i := slices.Index(conns, c)
+	if i < 0 {
 		return
 	}
 	h.numConns.Add(-1)
-	delete(m, c)
-	if len(m) == 0 {
+	last := len(conns) - 1
+	conns[i] = conns[last]
+	conns[last] = nil
+	if last == 0 {
 		delete(sh.users, c.user)
+		return
 	}
+	sh.users[c.user] = conns[:last]
 }
 
 // userClients returns the connections of a user on this node.
@@ -166,12 +172,7 @@ func (h *hub) userClients(user string) []*Client {
 	sh := &h.users[h.shard(user)]
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
-	m := sh.users[user]
-	out := make([]*Client, 0, len(m))
-	for c := range m {
-		out = append(out, c)
-	}
-	return out
+	return slices.Clone(sh.users[user])
 }
 
 func (h *hub) userConnectionCount(user string) int {
@@ -187,10 +188,8 @@ func (h *hub) allClients(fn func(c *Client)) {
 		sh := &h.users[i]
 		sh.mu.RLock()
 		clients := make([]*Client, 0, 16)
-		for _, m := range sh.users {
-			for c := range m {
-				clients = append(clients, c)
-			}
+		for _, conns := range sh.users {
+			clients = append(clients, conns...)
 		}
 		sh.mu.RUnlock()
 		for _, c := range clients {

@@ -22,7 +22,6 @@ type pinger struct {
 	mu          sync.Mutex
 	next        int // slot for the next connection
 	current     int
-	where       map[*Client]int
 }
 
 type pingSlot struct {
@@ -48,7 +47,6 @@ func newPinger(n *Node, interval, pongTimeout time.Duration) *pinger {
 		n:           n,
 		interval:    int(interval / time.Second),
 		pongTimeout: int((pongTimeout + time.Second - 1) / time.Second),
-		where:       make(map[*Client]int),
 	}
 	p.slots = make([]pingSlot, max(p.interval, 0))
 	for i := range p.slots {
@@ -65,20 +63,19 @@ func (p *pinger) add(c *Client) {
 	}
 	p.mu.Lock()
 	i := p.current
-	p.where[c] = i
 	p.mu.Unlock()
 	s := &p.slots[i]
 	s.mu.Lock()
 	s.clients[c] = struct{}{}
+	// The slot is kept in the client, not in a map of the pinger: one
+	// map entry per connection less.
+	c.pingSlot.Store(int32(i) + 1)
 	s.mu.Unlock()
 }
 
 func (p *pinger) remove(c *Client) {
-	p.mu.Lock()
-	i, ok := p.where[c]
-	delete(p.where, c)
-	p.mu.Unlock()
-	if !ok {
+	i := c.pingSlot.Swap(0) - 1
+	if i < 0 {
 		return
 	}
 	s := &p.slots[i]
