@@ -17,6 +17,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if bin := os.Getenv("GYRE_BIN"); bin != "" {
+		// A binary built elsewhere, e.g. from another commit.
+		gyreBinary = bin
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "gyre-cluster-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
