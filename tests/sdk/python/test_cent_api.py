@@ -6,6 +6,8 @@ connections: server-side subscribe and unsubscribe, disconnect and refresh.
 """
 
 import asyncio
+import base64
+import json
 import time
 
 import pytest
@@ -111,6 +113,19 @@ async def test_publish_data_and_tags(api, observe):
     assert ctx.pub.data == {"text": "héllo ✓"}
     assert ctx.pub.tags == {"kind": "greeting", "n": "1"}
     assert ctx.pub.offset == res.offset
+
+
+async def test_publish_b64data(api, observe):
+    client = await observe(unique_user())
+    ch = unique_channel("chat:b64-")
+    sub = new_sub(client, ch)
+    await subscribed(sub)
+
+    raw = json.dumps({"binary": "payload"}).encode()
+    res = await api.publish(PublishRequest(channel=ch, data=None, b64data=base64.b64encode(raw).decode()))
+    ctx = await sub.rec.wait("publication")
+    # JSON bytes published as base64 reach a JSON connection as that JSON.
+    assert (ctx.pub.data, ctx.pub.offset) == ({"binary": "payload"}, res.offset)
 
 
 async def test_publish_idempotency_key(api, observe):
@@ -341,6 +356,20 @@ async def test_channels(api, observe):
     assert {ch: info.num_clients for ch, info in res.channels.items()} == {a: 2, b: 1}
     everything = await api.channels(ChannelsRequest())
     assert {a, b} <= set(everything.channels)
+
+
+async def test_empty_results_decode(api):
+    # cent requires the maps and lists of these results: an empty one must be
+    # sent, not left out as a zero value.
+    ch = unique_channel("chat:empty-")
+    chans = await api.channels(ChannelsRequest(pattern=ch + "*"))
+    assert chans.channels == {}
+    presence = await api.presence(PresenceRequest(channel=ch))
+    assert presence.presence == {}
+    stats = await api.presence_stats(PresenceStatsRequest(channel=ch))
+    assert (stats.num_clients, stats.num_users) == (0, 0)
+    hist = await api.history(HistoryRequest(channel=ch, limit=-1))
+    assert (hist.publications, hist.offset) == ([], 0)
 
 
 async def test_info(flavour, observe):
