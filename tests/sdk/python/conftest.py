@@ -6,6 +6,9 @@ import pytest_asyncio
 from gyre_sdk import CODECS, new_client
 from gyre_server import GyreServer
 
+# The cent fixtures (flavour, api) for the tests of the server API client.
+pytest_plugins = ["gyre_cent"]
+
 
 @pytest.fixture(scope="module")
 def server():

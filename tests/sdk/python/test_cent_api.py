@@ -31,7 +31,7 @@ from cent import (
 )
 from cent.exceptions import CentApiResponseError, CentUnauthorizedError
 
-from gyre_cent import api, flavour, open_api  # noqa: F401 (api and flavour are fixtures)
+from gyre_cent import open_api
 from gyre_sdk import (
     CODECS,
     WAIT,
@@ -375,7 +375,7 @@ async def test_empty_results_decode(api):
 async def test_info(flavour, observe):
     # A server of its own, so that the counts are exactly this test's.
     srv = GyreServer(cent_config)
-    api = open_api(flavour, srv)
+    own = open_api(flavour, srv)
     try:
         one = await observe(unique_user(), srv)
         two = await observe(unique_user(), srv)
@@ -383,13 +383,13 @@ async def test_info(flavour, observe):
         await subscribed(new_sub(two, "chat:info"))
         await subscribed(new_sub(two, "chat:info2"))
 
-        res = await api.info(InfoRequest())
+        res = await own.info(InfoRequest())
         assert len(res.nodes) == 1, f"{res!r}"
         node = res.nodes[0]
         assert node.uid and node.name and node.version, f"{node!r}"
         assert (node.num_clients, node.num_users, node.num_channels, node.num_subs) == (2, 2, 2, 3), f"{node!r}"
     finally:
-        await api.close()
+        await own.close()
         srv.stop()
 
 
@@ -454,11 +454,11 @@ async def test_api_errors(api, request_, code):
 
 
 async def test_wrong_api_key(flavour, server):
-    api = open_api(flavour, server, key="not-the-key")
+    wrong = open_api(flavour, server, key="not-the-key")
     try:
         with pytest.raises(CentUnauthorizedError):
-            await api.publish(PublishRequest(channel="chat:x", data={}))
+            await wrong.publish(PublishRequest(channel="chat:x", data={}))
         with pytest.raises(CentUnauthorizedError):
-            await api.info(InfoRequest())
+            await wrong.info(InfoRequest())
     finally:
-        await api.close()
+        await wrong.close()

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from cent import PublishRequest
 
-from gyre_cent import api, flavour  # noqa: F401 (fixtures)
 from gyre_sdk import WAIT, unique_channel
 from gyre_server import sign_token
 
