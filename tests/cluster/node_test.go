@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -346,13 +345,4 @@ func (n *gyreNode) streamTop(t testing.TB, channel string) (uint64, string) {
 	}
 	n.mustCall(t, "history", map[string]any{"channel": channel, "limit": 0}, &res)
 	return res.Offset, res.Epoch
-}
-
-// errorCode returns the API error code inside err, or 0.
-func errorCode(err error) uint32 {
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return ae.Code
-	}
-	return 0
 }

@@ -151,3 +151,18 @@ func pubsIn(pushes []*protocol.Push, channel string) []*protocol.Publication {
 	}
 	return out
 }
+
+// localNodeID asks n for its own node ID (the first entry of info).
+func localNodeID(t testing.TB, n *gyreNode) string {
+	t.Helper()
+	var res struct {
+		Nodes []struct {
+			UID string `json:"uid"`
+		} `json:"nodes"`
+	}
+	n.mustCall(t, "info", map[string]any{}, &res)
+	if len(res.Nodes) == 0 {
+		t.Fatalf("info of node %s lists no node", n.name)
+	}
+	return res.Nodes[0].UID
+}
