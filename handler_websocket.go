@@ -73,10 +73,22 @@ func (h *WebsocketHandler) readLoop(c *Client, conn *websocket.Conn, remote stri
 			c.Disconnect(DisconnectBadProtocol)
 			return
 		}
-		if !c.HandleFrame(payload) {
+		if !handleFrameApart(c, payload) {
 			return
 		}
 	}
+}
+
+// handleFrameApart runs the commands of a frame on a short-lived goroutine
+// and waits for it. Commands (connect above all: token checks, JSON)
+// need a deep stack; a goroutine's stack only grows, and the read
+// goroutine lives as long as the connection, so letting it run them would
+// make every idle connection keep that stack. This one goes back to the
+// runtime when the frame is done.
+func handleFrameApart(c *Client, frame []byte) bool {
+	done := make(chan bool, 1)
+	go func() { done <- c.HandleFrame(frame) }()
+	return <-done
 }
 
 // readDisconnect tells why reading stopped.
