@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -26,22 +27,40 @@ type WebsocketConfig struct {
 	// ["*"] allows all. Empty means only requests without an Origin header
 	// or from the same host.
 	AllowedOrigins []string
+	// DisablePolling reads every connection with a goroutine of its own.
+	// By default, on Linux, connections over plain TCP are watched by one
+	// poller shared by the process, so that an idle connection has no
+	// goroutine; TLS connections and other systems always use a goroutine.
+	DisablePolling bool
 }
 
 // WebsocketHandler serves the bidirectional WebSocket transport, usually at
 // /connection/websocket.
 type WebsocketHandler struct {
-	node *Node
-	opts websocket.Options
+	node   *Node
+	opts   websocket.Options
+	poller *websocket.Poller // nil: a goroutine per connection
 }
+
+// wsPoller is the process's poller, started with the first handler that
+// uses it and never stopped: one goroutine serves every node.
+var wsPoller = sync.OnceValues(websocket.NewPoller)
 
 // NewWebsocketHandler creates the WebSocket handler of n.
 func NewWebsocketHandler(n *Node, cfg WebsocketConfig) *WebsocketHandler {
-	return &WebsocketHandler{node: n, opts: websocket.Options{
+	h := &WebsocketHandler{node: n, opts: websocket.Options{
 		ReadLimit:    cfg.MessageSizeLimit,
 		WriteTimeout: cfg.WriteTimeout,
 		CheckOrigin:  OriginChecker(cfg.AllowedOrigins),
 	}}
+	if !cfg.DisablePolling {
+		p, err := wsPoller()
+		if err != nil && !errors.Is(err, websocket.ErrPollUnsupported) {
+			n.log.Warn("websocket poller unavailable, reading with a goroutine per connection", "error", err)
+		}
+		h.poller = p
+	}
+	return h
 }
 
 func (h *WebsocketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -54,41 +73,20 @@ func (h *WebsocketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The connection outlives this request: keep the request's values
 	// (for handlers) but not its cancellation.
 	c := h.node.NewClient(context.WithoutCancel(r.Context()), t)
-	// Read in a goroutine of our own and let the server's request
-	// goroutine go: its stack grew while it parsed the request, a fresh one
-	// starts small, and that is most of what an idle connection costs.
-	go h.readLoop(c, conn, r.RemoteAddr)
-}
-
-// readLoop feeds the client every frame read until the connection ends.
-func (h *WebsocketHandler) readLoop(c *Client, conn *websocket.Conn, remote string) {
-	for {
-		payload, binary, err := conn.ReadMessage()
-		if err != nil {
-			c.Close(readDisconnect(err))
-			return
-		}
+	// The request's goroutine ends here; its stack grew while it parsed
+	// the request. Reads go on without it, and commands run on short-lived
+	// goroutines, so an idle connection keeps no stack at all when polled.
+	remote := r.RemoteAddr
+	conn.ServeReads(h.poller, func(payload []byte, binary bool) bool {
 		if binary && c.proto == protocol.TypeJSON {
 			h.node.log.Info("binary frame on a JSON connection", "client", c.id, "remote", remote)
 			c.Disconnect(DisconnectBadProtocol)
-			return
+			return false
 		}
-		if !handleFrameApart(c, payload) {
-			return
-		}
-	}
-}
-
-// handleFrameApart runs the commands of a frame on a short-lived goroutine
-// and waits for it. Commands (connect above all: token checks, JSON)
-// need a deep stack; a goroutine's stack only grows, and the read
-// goroutine lives as long as the connection, so letting it run them would
-// make every idle connection keep that stack. This one goes back to the
-// runtime when the frame is done.
-func handleFrameApart(c *Client, frame []byte) bool {
-	done := make(chan bool, 1)
-	go func() { done <- c.HandleFrame(frame) }()
-	return <-done
+		return c.HandleFrame(payload)
+	}, func(err error) {
+		c.Close(readDisconnect(err))
+	})
 }
 
 // readDisconnect tells why reading stopped.

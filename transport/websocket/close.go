@@ -40,6 +40,9 @@ func (c *Conn) closeWith(code uint16, reason string) error {
 	if !c.closeReq.CompareAndSwap(nil, req) {
 		return nil
 	}
+	if r := c.poll.Load(); r != nil {
+		r.stop()
+	}
 	if !c.wmu.TryLock() {
 		return nil // the holder finishes the close in unlockWrite
 	}

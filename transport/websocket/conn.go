@@ -45,6 +45,8 @@ type Conn struct {
 
 	closeReq atomic.Pointer[closeRequest] // set once, by the first closer
 	closed   atomic.Bool                  // mirrors wclosed for lock-free checks
+
+	poll atomic.Pointer[pollReg] // set by ServeReads on a polled connection
 }
 
 func newConn(nc net.Conn, format protocol.Type, opts Options) *Conn {

@@ -25,6 +25,14 @@ var (
 	// closed, or that was closed after the peer's close frame.
 	ErrClosed = errors.New("websocket: connection closed")
 
+	// ErrPollerClosed ends the reading of connections whose Poller was
+	// closed, or that could not be registered with it.
+	ErrPollerClosed = errors.New("websocket: poller closed")
+
+	// ErrPollUnsupported is returned by NewPoller where readiness polling
+	// is not implemented; ServeReads then reads with a goroutine.
+	ErrPollUnsupported = errors.New("websocket: polling not supported on this system")
+
 	// ErrOriginNotAllowed is returned by Upgrade when Options.CheckOrigin
 	// refuses the request; the client got 403.
 	ErrOriginNotAllowed = errors.New("websocket: origin not allowed")

@@ -34,11 +34,20 @@ type frameHeader struct {
 // The payload is valid until the next call. After an error every later call
 // returns the same error.
 func (c *Conn) ReadMessage() (payload []byte, binary bool, err error) {
+	return c.nextMessage(false)
+}
+
+// nextMessage is ReadMessage; with stopIdle it may also give errNoMessage,
+// which is not sticky.
+func (c *Conn) nextMessage(stopIdle bool) (payload []byte, binary bool, err error) {
 	if c.rerr != nil {
 		return nil, false, c.rerr
 	}
 	c.dropMessage()
-	payload, binary, err = c.readMessage()
+	payload, binary, err = c.readMessage(stopIdle)
+	if err == errNoMessage {
+		return nil, false, err
+	}
 	if err != nil {
 		c.rerr = c.readError(err)
 		c.dropMessage()
@@ -48,7 +57,10 @@ func (c *Conn) ReadMessage() (payload []byte, binary bool, err error) {
 	return payload, binary, nil
 }
 
-func (c *Conn) readMessage() ([]byte, bool, error) {
+// readMessage reads the next data message. With stopIdle it gives
+// errNoMessage instead of waiting for the peer when control frames used up
+// everything buffered, so a polled connection goes back to its poller.
+func (c *Conn) readMessage(stopIdle bool) ([]byte, bool, error) {
 	var fragmented, binary bool
 	for {
 		h, err := c.readHeader(fragmented)
@@ -59,6 +71,9 @@ func (c *Conn) readMessage() ([]byte, bool, error) {
 		case h.op >= opClose:
 			if err := c.control(h); err != nil {
 				return nil, false, err
+			}
+			if stopIdle && !fragmented && c.in.buffered() == 0 {
+				return nil, false, errNoMessage
 			}
 			continue
 		case h.op == opContinuation && !fragmented:

@@ -1,0 +1,174 @@
+//go:build linux
+
+package websocket
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// pollEvents is how many readiness events one epoll_wait returns at most.
+const pollEvents = 256
+
+// Poller watches many connections for input with one goroutine blocked in
+// epoll_wait, so that a connection waiting for its peer needs no goroutine
+// of its own. See [Conn.ServeReads]. A Poller is safe for concurrent use;
+// one per process is enough.
+type Poller struct {
+	epfd int
+	wake [2]int // a pipe whose read end wakes the loop for Close
+	done chan struct{}
+
+	// ctlMu orders epoll_ctl calls (read side) before Close releases
+	// epfd, so that no call reaches a recycled descriptor.
+	ctlMu  sync.RWMutex
+	closed bool
+
+	mu   sync.Mutex
+	regs map[int32]*pollReg // by socket descriptor
+
+	gen atomic.Uint32
+}
+
+// NewPoller creates a poller and starts its goroutine; Close stops it.
+func NewPoller() (*Poller, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("websocket: epoll_create1: %w", err)
+	}
+	p := &Poller{epfd: epfd, done: make(chan struct{}), regs: make(map[int32]*pollReg)}
+	if err := syscall.Pipe2(p.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		_ = syscall.Close(epfd)
+		return nil, fmt.Errorf("websocket: pipe2: %w", err)
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p.wake[0])}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p.wake[0], &ev); err != nil {
+		p.closeFds()
+		return nil, fmt.Errorf("websocket: epoll_ctl: %w", err)
+	}
+	go p.run()
+	return p, nil
+}
+
+// Close stops the poller. Connections waiting in it end with
+// ErrPollerClosed; those being served end the same way when they are done.
+func (p *Poller) Close() error {
+	p.ctlMu.Lock()
+	if p.closed {
+		p.ctlMu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.ctlMu.Unlock()
+	_, _ = syscall.Write(p.wake[1], []byte{0})
+	<-p.done
+	p.closeFds()
+
+	p.mu.Lock()
+	regs := p.regs
+	p.regs = make(map[int32]*pollReg)
+	p.mu.Unlock()
+	for _, r := range regs {
+		if r.state.CompareAndSwap(stateArmed, stateDone) {
+			go r.onError(ErrPollerClosed)
+		}
+	}
+	return nil
+}
+
+// Len is the number of connections registered, waiting or being served.
+func (p *Poller) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.regs)
+}
+
+func (p *Poller) closeFds() {
+	_ = syscall.Close(p.epfd)
+	_ = syscall.Close(p.wake[0])
+	_ = syscall.Close(p.wake[1])
+}
+
+func (p *Poller) nextGen() uint32 { return p.gen.Add(1) }
+
+// run waits for readable sockets and starts serving them.
+func (p *Poller) run() {
+	defer close(p.done)
+	events := make([]syscall.EpollEvent, pollEvents)
+	for {
+		n, err := syscall.EpollWait(p.epfd, events, -1)
+		if err != nil {
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			return // only a bad epfd fails here, and Close owns that
+		}
+		for i := range events[:n] {
+			ev := &events[i]
+			if ev.Fd == int32(p.wake[0]) {
+				return // woken by Close
+			}
+			p.mu.Lock()
+			r := p.regs[ev.Fd]
+			p.mu.Unlock()
+			if r != nil && r.gen == uint32(ev.Pad) {
+				r.fire()
+			}
+		}
+	}
+}
+
+// arm asks for one readiness event on r's socket: EPOLLONESHOT disarms it
+// when the event is delivered, so only one goroutine serves it at a time.
+// Level triggering makes an arm fire at once if input is already waiting.
+func (p *Poller) arm(r *pollReg, first bool) error {
+	p.ctlMu.RLock()
+	defer p.ctlMu.RUnlock()
+	if p.closed {
+		return ErrPollerClosed
+	}
+	op := syscall.EPOLL_CTL_MOD
+	if first {
+		op = syscall.EPOLL_CTL_ADD
+		p.mu.Lock()
+		p.regs[r.fd] = r
+		p.mu.Unlock()
+	}
+	ev := syscall.EpollEvent{
+		Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT,
+		Fd:     r.fd,
+		Pad:    int32(r.gen),
+	}
+	var cerr error
+	// Control keeps the descriptor open, and fails once it is closed.
+	if err := r.raw.Control(func(fd uintptr) {
+		cerr = syscall.EpollCtl(p.epfd, op, int(fd), &ev)
+	}); err != nil {
+		return fmt.Errorf("websocket: poll: %w", err)
+	}
+	if cerr != nil {
+		return fmt.Errorf("websocket: epoll_ctl: %w", cerr)
+	}
+	return nil
+}
+
+// remove forgets r. Its socket is taken out of the epoll set while still
+// open; a closed socket has left it already.
+func (p *Poller) remove(r *pollReg) {
+	p.mu.Lock()
+	if p.regs[r.fd] == r {
+		delete(p.regs, r.fd)
+	}
+	p.mu.Unlock()
+	p.ctlMu.RLock()
+	defer p.ctlMu.RUnlock()
+	if p.closed {
+		return
+	}
+	_ = r.raw.Control(func(fd uintptr) {
+		_ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, int(fd), nil)
+	})
+}
