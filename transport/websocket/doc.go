@@ -13,13 +13,29 @@
 //
 // # Concurrency
 //
-// One goroutine reads ([Conn.ReadMessage]) while another writes
+// One goroutine reads ([Conn.ReadMessage], or the goroutines of
+// [Conn.ServeReads], one at a time) while another writes
 // ([Conn.WriteFrame], [Conn.WriteFrameParts]); [Conn.Close] may be called
 // from any goroutine at any time. Writes are serialised by a lock; pongs and
 // close echoes sent by the reader take the same lock, so frames never
 // interleave on the wire. Close never queues behind a write in flight: the
 // writer sends the close frame when its write ends, so a goroutine
 // disconnecting a slow peer is not held up by it.
+//
+// # Polling
+//
+// [Conn.ServeReads] reads in the background and hands each message to a
+// callback. With a [Poller] on Linux, a plain TCP connection waiting for
+// its peer has no goroutine: one goroutine blocked in epoll_wait watches
+// every socket (level-triggered, one-shot), and a readable socket gets a
+// short-lived goroutine that handles what arrived, frees the read buffers
+// and re-arms the socket. One-shot arming is what keeps the messages of a
+// connection in order and never handled two at a time. Bytes already
+// buffered in the Conn are handled before re-arming, since epoll knows only
+// of the socket. A frame that arrives in parts keeps its goroutine waiting
+// in Go's own poller until the rest comes. TLS connections (whose records
+// are buffered in crypto/tls) and other systems get a goroutine per
+// connection instead.
 //
 // # Memory
 //
@@ -33,7 +49,7 @@
 // therefore valid only until the next call.
 //
 // BenchmarkIdleConnections measures the whole cost of an idle connection on
-// the server, the reader goroutine's stack included.
+// the server, with a reader goroutine per connection and with a Poller.
 //
 // On TCP, WriteFrame copies nothing: header and payload go to the kernel with
 // one writev. WriteFrameParts copies small parts into a pooled buffer first,

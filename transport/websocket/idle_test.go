@@ -86,11 +86,25 @@ func readRSS() uint64 {
 	return 0
 }
 
-// BenchmarkIdleConnections holds 10,000 upgraded connections, each with a
-// goroutine blocked in ReadMessage as the engine runs it, and reports what
-// one costs the server: Go heap, goroutine stack and resident memory.
+// BenchmarkIdleConnections holds 10,000 upgraded connections, read as the
+// engine reads them: by a goroutine per connection blocked in ReadMessage,
+// or through a Poller. It reports what one costs the server: Go heap,
+// goroutine stack and resident memory.
 // Run it alone: go test -run '^$' -bench IdleConnections -benchtime 1x
 func BenchmarkIdleConnections(b *testing.B) {
+	b.Run("goroutine", func(b *testing.B) { benchIdle(b, nil) })
+	b.Run("poller", func(b *testing.B) {
+		p, err := NewPoller()
+		if err != nil {
+			b.Skip(err)
+		}
+		defer p.Close()
+		benchIdle(b, p)
+	})
+}
+
+func benchIdle(b *testing.B, p *Poller) {
+	b.ReportAllocs()
 	const n = 10000
 	var (
 		ready   atomic.Int64
@@ -101,14 +115,11 @@ func BenchmarkIdleConnections(b *testing.B) {
 		if err != nil {
 			return
 		}
-		readers.Go(func() {
-			ready.Add(1)
-			for {
-				if _, _, err := c.ReadMessage(); err != nil {
-					_ = c.Close(1000, "")
-					return
-				}
-			}
+		readers.Add(1)
+		ready.Add(1)
+		c.ServeReads(p, func([]byte, bool) bool { return true }, func(error) {
+			_ = c.Close(1000, "")
+			readers.Done()
 		})
 	}))
 	defer srv.Close()
