@@ -25,5 +25,10 @@
 // The tests need redis-server and redis-cli (scripts/install-redis); with
 // GYRE_SKIP_REDIS=1 they are skipped when those are missing. Under -race
 // the gyre binary is built with the race detector too, and a race it
-// reports fails the test.
+// reports fails the test. GYRE_BIN=/path/to/gyre runs the tests against a
+// binary built elsewhere (another commit, another build mode) instead.
+//
+// BenchmarkAPIPublish measures the API publish rate of one node on the
+// memory engine and on Redis, with Redis CPU per 1,000 publishes; see
+// docs/benchmarks.md.
 package cluster
