@@ -249,6 +249,14 @@ func (e *brokerEvents) HandleSubscriptionLost(channels []string) error {
 	n := e.n
 	for _, ch := range channels {
 		for _, s := range n.hub.subscribers(ch) {
+			if s.recoverable || s.positioned {
+				// No live publication may reach the subscriber after the
+				// gap: it would move the client's position past what it
+				// missed, and recovery from there would skip it. This runs
+				// on the goroutine that delivers the channel's
+				// publications, so closing here is in order with them.
+				s.close()
+			}
 			switch {
 			case s.serverSide && (s.recoverable || s.positioned):
 				// The client cannot resubscribe a server-side

@@ -263,13 +263,17 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	c.subs[p.channel] = s
 	c.mu.Unlock()
 
+	lock := n.hub.subLock(p.channel)
+	lock.Lock()
 	if n.hub.addSubscription(s) {
 		if err := n.broker.Subscribe(p.channel); err != nil {
-			c.dropSubscription(s)
+			c.dropSubscriptionLocked(s)
+			lock.Unlock()
 			n.log.Error("broker subscribe", "channel", p.channel, "error", err)
 			return nil, nil, ErrorInternal
 		}
 	}
+	lock.Unlock()
 	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta}
 	if p.expireAt > 0 {
 		ttl := p.expireAt - time.Now().Unix()
@@ -382,6 +386,15 @@ func (c *Client) deltaPayloads(p subscribeParams, pubs []*protocol.Publication) 
 
 // dropSubscription undoes a subscription that failed to start.
 func (c *Client) dropSubscription(s *subscription) {
+	lock := c.node.hub.subLock(s.channel)
+	lock.Lock()
+	defer lock.Unlock()
+	c.dropSubscriptionLocked(s)
+}
+
+// dropSubscriptionLocked is dropSubscription with the channel's subLock
+// held.
+func (c *Client) dropSubscriptionLocked(s *subscription) {
 	s.close()
 	c.mu.Lock()
 	if c.subs != nil && c.subs[s.channel] == s {
@@ -429,11 +442,14 @@ func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 		s.expTimer.Stop()
 	}
 	c.mu.Unlock()
+	lock := n.hub.subLock(s.channel)
+	lock.Lock()
 	if n.hub.removeSubscription(s) {
 		if err := n.broker.Unsubscribe(s.channel); err != nil {
 			n.log.Error("broker unsubscribe", "channel", s.channel, "error", err)
 		}
 	}
+	lock.Unlock()
 	if s.presence {
 		if err := n.presence.RemovePresence(s.channel, c.id, c.UserID()); err != nil {
 			n.log.Error("remove presence", "channel", s.channel, "error", err)

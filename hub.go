@@ -18,6 +18,18 @@ type hub struct {
 	channels [hubShards]channelShard
 	users    [hubShards]userShard
 	numConns atomic.Int64
+	// subLocks serialize, per channel, the arrival and departure of
+	// subscribers with the broker subscription they start or end, so that
+	// a last unsubscribe and a first subscribe racing on one channel cannot
+	// reach the broker in the opposite order, and no subscriber reads the
+	// stream position before the broker subscription is confirmed.
+	subLocks [hubShards]sync.Mutex
+}
+
+// subLock returns the lock that serializes broker subscription changes of
+// channel.
+func (h *hub) subLock(channel string) *sync.Mutex {
+	return &h.subLocks[h.shard(channel)]
 }
 
 type channelShard struct {
