@@ -1,6 +1,7 @@
 package gyre
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -140,6 +141,9 @@ func (w *writer) run() {
 		lingerTimers.Put(timer)
 	}()
 	for {
+		// Let the broadcaster that woke us queue more first: one write
+		// then carries more messages, and syscalls are most of the cost.
+		runtime.Gosched()
 		if !w.drain() {
 			return
 		}
