@@ -140,7 +140,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		return nil, nil, DisconnectShutdown
 	}
 	if creds.ExpireAt > 0 {
-		c.scheduleExpiry(creds.ExpireAt)
+		c.renew(creds.ExpireAt, nil)
 	}
 
 	channels = append(channels, c.tokenChannels...)
@@ -199,16 +199,25 @@ func (c *Client) credentialsFromToken(tok string) (*Credentials, error) {
 	return &Credentials{UserID: ct.UserID, ExpireAt: ct.ExpireAt, Info: ct.Info}, nil
 }
 
-// scheduleExpiry closes the connection with 3005 when its credentials are
-// not refreshed within the grace period after expireAt.
-func (c *Client) scheduleExpiry(expireAt int64) {
-	d := time.Until(time.Unix(expireAt, 0)) + c.node.cfg.ExpiredCloseDelay
+// renew sets the connection's credentials: expireAt (Unix seconds, 0 for
+// never) and info (nil keeps the current one). An expiring connection is
+// closed with 3005 when it is not refreshed within the grace period after
+// expireAt.
+func (c *Client) renew(expireAt int64, info []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.expireAt = expireAt
+	if info != nil {
+		c.info = info
+	}
 	if c.expTimer != nil {
 		c.expTimer.Stop()
+		c.expTimer = nil
 	}
-	c.expTimer = time.AfterFunc(d, c.checkExpired)
+	if expireAt > 0 {
+		d := time.Until(time.Unix(expireAt, 0)) + c.node.cfg.ExpiredCloseDelay
+		c.expTimer = time.AfterFunc(d, c.checkExpired)
+	}
 }
 
 func (c *Client) checkExpired() {
@@ -256,12 +265,6 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 		}
 		expireAt, info = ct.ExpireAt, ct.Info
 	}
-	c.mu.Lock()
-	c.expireAt = expireAt
-	if info != nil {
-		c.info = info
-	}
-	c.mu.Unlock()
 	res := &protocol.RefreshResult{Client: c.id, Version: n.cfg.Version}
 	if expireAt > 0 {
 		ttl := expireAt - time.Now().Unix()
@@ -269,13 +272,7 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 			return nil, ErrorTokenExpired
 		}
 		res.Expires, res.Ttl = true, uint32(ttl)
-		c.scheduleExpiry(expireAt)
-	} else {
-		c.mu.Lock()
-		if c.expTimer != nil {
-			c.expTimer.Stop()
-		}
-		c.mu.Unlock()
 	}
+	c.renew(expireAt, info)
 	return &protocol.Reply{Refresh: res}, nil
 }

@@ -354,23 +354,11 @@ func (n *Node) refreshLocal(user string, f ClientFilter, expired bool, expireAt 
 			c.Disconnect(DisconnectExpired)
 			continue
 		}
-		c.mu.Lock()
-		c.expireAt = expireAt
-		if info != nil {
-			c.info = info
-		}
-		c.mu.Unlock()
+		c.renew(expireAt, info)
 		push := &protocol.Refresh{}
 		if expireAt > 0 {
 			push.Expires = true
 			push.Ttl = uint32(max(expireAt-time.Now().Unix(), 0))
-			c.scheduleExpiry(expireAt)
-		} else {
-			c.mu.Lock()
-			if c.expTimer != nil {
-				c.expTimer.Stop()
-			}
-			c.mu.Unlock()
 		}
 		c.enqueuePush(&protocol.Push{Refresh: push})
 	}
