@@ -106,21 +106,7 @@ func (n *Node) handleControl(data []byte) error {
 	return nil
 }
 
-// announceLoop tells the other nodes about this one.
-func (n *Node) announceLoop() {
-	t := time.NewTicker(nodeInfoInterval)
-	defer t.Stop()
-	n.announce()
-	for {
-		select {
-		case <-n.done:
-			return
-		case <-t.C:
-			n.announce()
-		}
-	}
-}
-
+// announce tells the other nodes about this one.
 func (n *Node) announce() {
 	i := n.LocalInfo()
 	err := n.sendControl(&controlpb.Command{Node: &controlpb.NodeInfo{

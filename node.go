@@ -200,11 +200,11 @@ func (n *Node) Run() error {
 	if err := n.broker.Run(&brokerEvents{n}); err != nil {
 		return fmt.Errorf("gyre: run broker: %w", err)
 	}
-	n.wg.Add(4)
-	go func() { defer n.wg.Done(); n.announceLoop() }()
-	go func() { defer n.wg.Done(); n.pinger.run(n.done) }()
-	go func() { defer n.wg.Done(); n.refreshPresenceLoop() }()
-	go func() { defer n.wg.Done(); n.positionLoop() }()
+	n.announce()
+	n.wg.Go(func() { n.pinger.run(n.done) })
+	n.every(nodeInfoInterval, n.announce)
+	n.every(n.cfg.PresenceUpdateInterval, n.refreshPresence)
+	n.every(n.cfg.PositionCheckInterval, n.checkPositions)
 	n.log.Info("node running", "id", n.id, "name", n.name)
 	return nil
 }
@@ -241,19 +241,26 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// refreshPresenceLoop keeps presence entries of live subscriptions from
-// expiring.
-func (n *Node) refreshPresenceLoop() {
-	t := time.NewTicker(n.cfg.PresenceUpdateInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.done:
-			return
-		case <-t.C:
-			n.hub.allClients(func(c *Client) { c.refreshPresence() })
+// every runs fn every interval until the node shuts down.
+func (n *Node) every(interval time.Duration, fn func()) {
+	n.wg.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-n.done:
+				return
+			case <-t.C:
+				fn()
+			}
 		}
-	}
+	})
+}
+
+// refreshPresence keeps presence entries of live subscriptions from
+// expiring.
+func (n *Node) refreshPresence() {
+	n.hub.allClients(func(c *Client) { c.refreshPresence() })
 }
 
 func newID() string {

@@ -1,10 +1,6 @@
 package gyre
 
-import (
-	"time"
-
-	"github.com/gyrehq/gyre/broker"
-)
+import "github.com/gyrehq/gyre/broker"
 
 // checkPositions verifies, for every positioned subscription, that the
 // client has not lost publications: its epoch must still be the stream's,
@@ -43,17 +39,4 @@ func (n *Node) checkPositions() {
 			}
 		}
 	})
-}
-
-func (n *Node) positionLoop() {
-	t := time.NewTicker(n.cfg.PositionCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.done:
-			return
-		case <-t.C:
-			n.checkPositions()
-		}
-	}
 }
