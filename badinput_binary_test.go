@@ -41,13 +41,13 @@ func checkPayloadToJSONSubscriber(t *testing.T, binary []byte) {
 	}
 	protoSub := dial(t, url, protocol.TypeProtobuf)
 	protoSub.connect(connToken(t, "writer", 0, nil))
-	if r := protoSub.subscribe(&protocol.SubscribeRequest{Channel: channel}); r.Error != nil {
+	if r := protoSub.Subscribe(&protocol.SubscribeRequest{Channel: channel}); r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if r := protoSub.call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: channel, Data: binary}}); r.Error != nil {
+	if r := protoSub.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: channel, Data: binary}}); r.Error != nil {
 		t.Fatalf("publish: %+v", r.Error)
 	}
-	if p := protoSub.waitPubs(channel, 1)[0]; !bytes.Equal(p.Data, binary) {
+	if p := protoSub.WaitPubs(channel, 1)[0]; !bytes.Equal(p.Data, binary) {
 		t.Fatalf("protobuf subscriber got %q, want %q", p.Data, binary)
 	}
 	for {

@@ -41,7 +41,7 @@ func writeFragments(c *testClient, op ws.OpCode, parts ...[]byte) {
 		if i == 0 {
 			f.Header.OpCode = op
 		}
-		if err := ws.WriteFrame(c.conn, ws.MaskFrame(f)); err != nil {
+		if err := ws.WriteFrame(c.Conn(), ws.MaskFrame(f)); err != nil {
 			return
 		}
 	}
@@ -52,10 +52,10 @@ func TestBadInputCloses(t *testing.T) {
 		c.connect(connToken(t, "42", 0, nil))
 	}
 	jsonFrame := func(s string) func(c *testClient) {
-		return func(c *testClient) { c.writeFrame([]byte(s)) }
+		return func(c *testClient) { c.WriteFrame([]byte(s)) }
 	}
 	rawFrame := func(b []byte) func(c *testClient) {
-		return func(c *testClient) { c.writeFrame(b) }
+		return func(c *testClient) { c.WriteFrame(b) }
 	}
 	tests := []struct {
 		name  string
@@ -78,18 +78,18 @@ func TestBadInputCloses(t *testing.T) {
 		{"protobuf length past the end after connect", protocol.TypeProtobuf, connectCmd, rawFrame([]byte{0x02, 0x08, 0x05, 0x7f}), 3501},
 		{"subscribe before connect", protocol.TypeJSON, nil, jsonFrame(`{"id":1,"subscribe":{"channel":"news"}}`), 3501},
 		{"subscribe before connect protobuf", protocol.TypeProtobuf, nil, func(c *testClient) {
-			c.sendRaw(&protocol.Command{Id: 1, Subscribe: &protocol.SubscribeRequest{Channel: "news"}})
+			c.Send(&protocol.Command{Id: 1, Subscribe: &protocol.SubscribeRequest{Channel: "news"}})
 		}, 3501},
 		{"empty command before connect", protocol.TypeJSON, nil, jsonFrame(`{"id":1}`), 3501},
 		{"pong before connect", protocol.TypeJSON, nil, jsonFrame(`{}`), 3501},
 		{"connect without id", protocol.TypeJSON, nil, func(c *testClient) {
-			c.sendRaw(&protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
+			c.Send(&protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
 		}, 3501},
 		{"second connect", protocol.TypeJSON, connectCmd, func(c *testClient) {
-			c.sendRaw(&protocol.Command{Id: 9, Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
+			c.Send(&protocol.Command{Id: 9, Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
 		}, 3501},
 		{"second connect protobuf", protocol.TypeProtobuf, connectCmd, func(c *testClient) {
-			c.sendRaw(&protocol.Command{Id: 9, Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
+			c.Send(&protocol.Command{Id: 9, Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
 		}, 3501},
 		{"publish without id", protocol.TypeJSON, connectCmd, jsonFrame(`{"publish":{"channel":"news","data":{}}}`), 3501},
 		{"oversized frame", protocol.TypeJSON, connectCmd, rawFrame(bigPublish(2, 64<<10+1)), 3501},
@@ -100,23 +100,23 @@ func TestBadInputCloses(t *testing.T) {
 			writeFragments(c, ws.OpText, msg[:40<<10], msg[40<<10:80<<10], msg[80<<10:])
 		}, 3501},
 		{"binary frame on a JSON connection", protocol.TypeJSON, connectCmd, func(c *testClient) {
-			_ = wsutil.WriteClientMessage(c.conn, ws.OpBinary, []byte(`{"id":2,"ping":{}}`))
+			_ = wsutil.WriteClientMessage(c.Conn(), ws.OpBinary, []byte(`{"id":2,"ping":{}}`))
 		}, 3506},
 		{"binary frame on a JSON connection before connect", protocol.TypeJSON, nil, func(c *testClient) {
-			_ = wsutil.WriteClientMessage(c.conn, ws.OpBinary, []byte{0x00})
+			_ = wsutil.WriteClientMessage(c.Conn(), ws.OpBinary, []byte{0x00})
 		}, 3506},
 		{"invalid UTF-8 in a text frame", protocol.TypeJSON, connectCmd, jsonFrame("{\"id\":2,\"publish\":{\"channel\":\"news\",\"data\":\"\xff\xfe\"}}"), 3501},
 		{"invalid UTF-8 split across fragments", protocol.TypeJSON, connectCmd, func(c *testClient) {
 			writeFragments(c, ws.OpText, []byte("{\"id\":2,\"ping\":{}}\xe2"), []byte("\x28\xa1"))
 		}, 3501},
 		{"unmasked frame", protocol.TypeJSON, connectCmd, func(c *testClient) {
-			_ = ws.WriteFrame(c.conn, ws.NewTextFrame([]byte(`{"id":2,"ping":{}}`)))
+			_ = ws.WriteFrame(c.Conn(), ws.NewTextFrame([]byte(`{"id":2,"ping":{}}`)))
 		}, 3501},
 	}
 	n, url := newTestNode(t, chatConfig())
 	bystander := dial(t, url, protocol.TypeProtobuf)
 	bystander.connect(connToken(t, "bystander", 0, nil))
-	if r := bystander.subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
+	if r := bystander.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
 		t.Fatal(r.Error)
 	}
 	for _, tt := range tests {
@@ -126,7 +126,7 @@ func TestBadInputCloses(t *testing.T) {
 				tt.setup(c)
 			}
 			tt.send(c)
-			if ce := c.waitClose(); ce.Code != tt.code {
+			if ce := c.WaitClose(); ce.Code != tt.code {
 				t.Fatalf("close code %d (%s), want %d", ce.Code, ce.Reason, tt.code)
 			}
 			checkServing(t, n, url, bystander)
@@ -167,36 +167,32 @@ func TestBadInputReplies(t *testing.T) {
 	n, url := newTestNode(t, chatConfig())
 	bystander := dial(t, url, protocol.TypeJSON)
 	bystander.connect(connToken(t, "bystander", 0, nil))
-	if r := bystander.subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
+	if r := bystander.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
 		t.Fatal(r.Error)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := dial(t, url, tt.proto)
 			c.connect(connToken(t, "42", 0, nil))
-			c.mu.Lock()
-			c.id = 100 // above every id the table uses
-			c.mu.Unlock()
-			c.writeFrame(tt.frame)
+			c.SetLastID(100) // above every id the table uses
+			c.WriteFrame(tt.frame)
 			if tt.id != 0 {
-				r := c.waitReply(tt.id)
+				r := c.WaitReply(tt.id)
 				if r.Error == nil || r.Error.Code != tt.code {
 					t.Fatalf("reply %+v, want error %d", r, tt.code)
 				}
 			}
 			// The connection still works.
-			if r := c.call(&protocol.Command{Ping: &protocol.PingRequest{}}); r.Error != nil || r.Ping == nil {
+			if r := c.Call(&protocol.Command{Ping: &protocol.PingRequest{}}); r.Error != nil || r.Ping == nil {
 				t.Fatalf("ping after bad input: %+v", r)
 			}
-			c.mu.Lock()
-			for id := range c.replies {
+			for id, r := range c.Replies() {
 				if id != tt.id && id != 1 && id <= 100 {
-					t.Errorf("unexpected reply %d: %+v", id, c.replies[id])
+					t.Errorf("unexpected reply %d: %+v", id, r)
 				}
 			}
-			c.mu.Unlock()
-			c.conn.Close()
-			<-c.done
+			c.Conn().Close()
+			<-c.Done()
 			checkServing(t, n, url, bystander)
 		})
 	}
@@ -214,9 +210,9 @@ func TestBatchOfCommands(t *testing.T) {
 		for i := range cmds {
 			cmds[i] = &protocol.Command{Id: uint32(10 + i), Ping: &protocol.PingRequest{}}
 		}
-		c.sendRaw(cmds...)
+		c.Send(cmds...)
 		for i := range count {
-			if r := c.waitReply(uint32(10 + i)); r.Error != nil || r.Ping == nil {
+			if r := c.WaitReply(uint32(10 + i)); r.Error != nil || r.Ping == nil {
 				t.Fatalf("reply %d: %+v", i, r)
 			}
 		}
@@ -227,19 +223,19 @@ func TestBatchOfCommands(t *testing.T) {
 // before and serves a new one.
 func checkServing(t *testing.T, n *gyre.Node, url string, bystander *testClient) {
 	t.Helper()
-	before := len(bystander.pubs("news"))
+	before := len(bystander.Pubs("news"))
 	fresh := dial(t, url, protocol.TypeJSON)
 	fresh.connect(connToken(t, "fresh", 0, nil))
-	if r := fresh.subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
+	if r := fresh.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
 		t.Fatalf("fresh client subscribe: %+v", r.Error)
 	}
 	if _, err := n.Publish("news", []byte(`{"alive":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	fresh.waitPubs("news", 1)
-	bystander.waitPubs("news", before+1)
-	fresh.conn.Close()
-	<-fresh.done
+	fresh.WaitPubs("news", 1)
+	bystander.WaitPubs("news", before+1)
+	fresh.Conn().Close()
+	<-fresh.Done()
 	waitFor(t, "fresh client gone", func() bool { return n.Info()[0].NumClients == 1 })
 }
 

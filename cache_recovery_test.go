@@ -58,16 +58,16 @@ func leaveAfter(t *testing.T, n *gyre.Node, url string, proto protocol.Type, req
 	t.Helper()
 	c := dial(t, url, proto)
 	c.connect(connToken(t, "42", 0, nil))
-	r := c.subscribe(req)
+	r := c.Subscribe(req)
 	if r.Error != nil || !r.Subscribe.Recoverable {
 		t.Fatalf("subscribe %s: %+v", req.Channel, r)
 	}
 	sp := publishRange(t, n, req.Channel, 0, 1, evenTag)
-	pub := c.waitPubs(req.Channel, 1)[0]
+	pub := c.WaitPubs(req.Channel, 1)[0]
 	if pub.Offset != sp.Offset {
 		t.Fatalf("live publication offset %d, want %d", pub.Offset, sp.Offset)
 	}
-	c.conn.Close()
+	c.Conn().Close()
 	return pub.Offset, r.Subscribe.Epoch
 }
 
@@ -103,7 +103,7 @@ func TestCacheRecovery(t *testing.T) {
 
 				c := dial(t, url, proto)
 				c.connect(connToken(t, "42", 0, nil))
-				r := c.subscribe(&protocol.SubscribeRequest{Channel: ch, Recover: true, Offset: offset, Epoch: epoch})
+				r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch, Recover: true, Offset: offset, Epoch: epoch})
 				if r.Error != nil {
 					t.Fatalf("recover: %+v", r.Error)
 				}
@@ -123,7 +123,7 @@ func TestCacheRecovery(t *testing.T) {
 
 				// The stream goes on from the top, without a gap or a repeat.
 				next := publishRange(t, n, ch, 100, 101, nil)
-				live := c.waitPubs(ch, 1)
+				live := c.WaitPubs(ch, 1)
 				if len(live) != 1 || live[0].Offset != next.Offset || !bytes.Equal(live[0].Data, numbered(100)) {
 					t.Fatalf("live after recovery: %v, want offset %d", live, next.Offset)
 				}
@@ -158,7 +158,7 @@ func TestRecoveryAppliesTagsFilter(t *testing.T) {
 
 				c := dial(t, url, proto)
 				c.connect(connToken(t, "42", 0, nil))
-				r := c.subscribe(&protocol.SubscribeRequest{Channel: tt.channel, Tf: tf, Recover: true, Offset: offset, Epoch: epoch})
+				r := c.Subscribe(&protocol.SubscribeRequest{Channel: tt.channel, Tf: tf, Recover: true, Offset: offset, Epoch: epoch})
 				if r.Error != nil || !r.Subscribe.Recovered {
 					t.Fatalf("recover: %+v", r)
 				}
@@ -180,7 +180,7 @@ func TestCacheRecoveryDelta(t *testing.T) {
 		const ch = "cache:d"
 		c := dial(t, url, proto)
 		c.connect(connToken(t, "42", 0, nil))
-		r := c.subscribe(&protocol.SubscribeRequest{Channel: ch, Delta: "fossil"})
+		r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch, Delta: "fossil"})
 		if r.Error != nil || !r.Subscribe.Delta {
 			t.Fatalf("subscribe with delta: %+v", r)
 		}
@@ -189,8 +189,8 @@ func TestCacheRecoveryDelta(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		seen := c.waitPubs(ch, 3)
-		c.conn.Close()
+		seen := c.WaitPubs(ch, 3)
+		c.Conn().Close()
 		for i := 3; i < 7; i++ {
 			if _, err := n.Publish(ch, bigDoc(i), gyre.WithDelta()); err != nil {
 				t.Fatal(err)
@@ -199,7 +199,7 @@ func TestCacheRecoveryDelta(t *testing.T) {
 
 		c2 := dial(t, url, proto)
 		c2.connect(connToken(t, "42", 0, nil))
-		r = c2.subscribe(&protocol.SubscribeRequest{Channel: ch, Delta: "fossil", Recover: true, Offset: seen[2].Offset, Epoch: r.Subscribe.Epoch})
+		r = c2.Subscribe(&protocol.SubscribeRequest{Channel: ch, Delta: "fossil", Recover: true, Offset: seen[2].Offset, Epoch: r.Subscribe.Epoch})
 		if r.Error != nil || !r.Subscribe.Recovered || len(r.Subscribe.Publications) != 1 || r.Subscribe.Publications[0].Delta {
 			t.Fatalf("recover: %+v", r)
 		}
@@ -208,7 +208,7 @@ func TestCacheRecoveryDelta(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		live := c2.waitPubs(ch, 3)
+		live := c2.WaitPubs(ch, 3)
 		got, deltas := decodeDeltaStream(t, proto, append(r.Subscribe.Publications, live...))
 		for i, p := range got {
 			if !bytes.Equal(p, bigDoc(6+i)) {

@@ -60,8 +60,8 @@ func TestConnectRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, url := newTestNode(t, chatConfig())
 			c := dial(t, url, protocol.TypeJSON)
-			c.sendRaw(&protocol.Command{Id: 1, Connect: &protocol.ConnectRequest{Token: tt.token(t)}})
-			if ce := c.waitClose(); uint16(ce.Code) != tt.code {
+			c.Send(&protocol.Command{Id: 1, Connect: &protocol.ConnectRequest{Token: tt.token(t)}})
+			if ce := c.WaitClose(); uint16(ce.Code) != tt.code {
 				t.Fatalf("close code %d (%s), want %d", ce.Code, ce.Reason, tt.code)
 			}
 		})
@@ -72,7 +72,7 @@ func TestConnectExpiredToken(t *testing.T) {
 	_, url := newTestNode(t, chatConfig())
 	c := dial(t, url, protocol.TypeJSON)
 	tok := connToken(t, "42", 0, map[string]any{"exp": time.Now().Add(-time.Minute).Unix()})
-	r := c.call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: tok}})
+	r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: tok}})
 	if r.Error == nil || r.Error.Code != 109 {
 		t.Fatalf("reply %+v, want error 109", r)
 	}
@@ -83,14 +83,14 @@ func TestSubscribeAndReceive(t *testing.T) {
 		n, url := newTestNode(t, chatConfig())
 		c := dial(t, url, proto)
 		c.connect(connToken(t, "42", 0, nil))
-		r := c.subscribe(&protocol.SubscribeRequest{Channel: "news"})
+		r := c.Subscribe(&protocol.SubscribeRequest{Channel: "news"})
 		if r.Error != nil {
 			t.Fatalf("subscribe: %+v", r.Error)
 		}
 		if _, err := n.Publish("news", []byte(`{"text":"hi"}`), gyre.WithTags(map[string]string{"k": "v"})); err != nil {
 			t.Fatal(err)
 		}
-		pubs := c.waitPubs("news", 1)
+		pubs := c.WaitPubs("news", 1)
 		if string(pubs[0].Data) != `{"text":"hi"}` || pubs[0].Tags["k"] != "v" {
 			t.Fatalf("publication %+v", pubs[0])
 		}
@@ -115,7 +115,7 @@ func TestSubscribeErrors(t *testing.T) {
 			_, url := newTestNode(t, chatConfig())
 			c := dial(t, url, protocol.TypeJSON)
 			c.connect(connToken(t, tt.user, 0, nil))
-			r := c.subscribe(&protocol.SubscribeRequest{Channel: tt.channel})
+			r := c.Subscribe(&protocol.SubscribeRequest{Channel: tt.channel})
 			if r.Error == nil || r.Error.Code != tt.code {
 				t.Fatalf("reply %+v, want error %d", r, tt.code)
 			}
@@ -127,10 +127,10 @@ func TestAlreadySubscribed(t *testing.T) {
 	_, url := newTestNode(t, chatConfig())
 	c := dial(t, url, protocol.TypeJSON)
 	c.connect(connToken(t, "42", 0, nil))
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error == nil || r.Error.Code != 105 {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error == nil || r.Error.Code != 105 {
 		t.Fatalf("reply %+v, want 105", r)
 	}
 }
@@ -142,11 +142,11 @@ func TestChannelLimit(t *testing.T) {
 	c := dial(t, url, protocol.TypeJSON)
 	c.connect(connToken(t, "42", 0, nil))
 	for _, ch := range []string{"a", "b"} {
-		if r := c.subscribe(&protocol.SubscribeRequest{Channel: ch}); r.Error != nil {
+		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch}); r.Error != nil {
 			t.Fatal(r.Error)
 		}
 	}
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "c"}); r.Error == nil || r.Error.Code != 106 {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "c"}); r.Error == nil || r.Error.Code != 106 {
 		t.Fatalf("reply %+v, want 106", r)
 	}
 }
@@ -157,10 +157,10 @@ func TestUserLimitedChannel(t *testing.T) {
 	_, url := newTestNode(t, cfg)
 	c := dial(t, url, protocol.TypeJSON)
 	c.connect(connToken(t, "42", 0, nil))
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "dialog#41,42"}); r.Error != nil {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "dialog#41,42"}); r.Error != nil {
 		t.Fatalf("own user-limited channel: %+v", r.Error)
 	}
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "dialog#41,43"}); r.Error == nil || r.Error.Code != 103 {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "dialog#41,43"}); r.Error == nil || r.Error.Code != 103 {
 		t.Fatalf("other users' channel: %+v, want 103", r)
 	}
 }
@@ -170,15 +170,15 @@ func TestSubscriptionToken(t *testing.T) {
 	c := dial(t, url, protocol.TypeJSON)
 	c.connect(connToken(t, "42", 0, nil))
 	good := connToken(t, "42", time.Hour, map[string]any{"channel": "private:room"})
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "private:room", Token: good}); r.Error != nil {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "private:room", Token: good}); r.Error != nil {
 		t.Fatalf("subscribe with token: %+v", r.Error)
 	}
 	other := connToken(t, "42", time.Hour, map[string]any{"channel": "private:other"})
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "private:room2", Token: other}); r.Error == nil || r.Error.Code != 103 {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "private:room2", Token: other}); r.Error == nil || r.Error.Code != 103 {
 		t.Fatalf("token of another channel: %+v, want 103", r)
 	}
 	wrongUser := connToken(t, "43", time.Hour, map[string]any{"channel": "private:room3"})
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "private:room3", Token: wrongUser}); r.Error == nil || r.Error.Code != 103 {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "private:room3", Token: wrongUser}); r.Error == nil || r.Error.Code != 103 {
 		t.Fatalf("token of another user: %+v, want 103", r)
 	}
 }
@@ -188,16 +188,16 @@ func TestRecovery(t *testing.T) {
 		n, url := newTestNode(t, chatConfig())
 		c := dial(t, url, proto)
 		c.connect(connToken(t, "42", 0, nil))
-		r := c.subscribe(&protocol.SubscribeRequest{Channel: "chat:r", Recoverable: true})
+		r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:r", Recoverable: true})
 		if r.Error != nil || !r.Subscribe.Recoverable || r.Subscribe.Epoch == "" {
 			t.Fatalf("subscribe: %+v", r)
 		}
 		if _, err := n.Publish("chat:r", []byte(`{"n":1}`)); err != nil {
 			t.Fatal(err)
 		}
-		first := c.waitPubs("chat:r", 1)[0]
+		first := c.WaitPubs("chat:r", 1)[0]
 		epoch := r.Subscribe.Epoch
-		c.conn.Close()
+		c.Conn().Close()
 
 		for i := 2; i <= 4; i++ {
 			if _, err := n.Publish("chat:r", []byte(`{"n":`+string(rune('0'+i))+`}`)); err != nil {
@@ -206,7 +206,7 @@ func TestRecovery(t *testing.T) {
 		}
 		c2 := dial(t, url, proto)
 		c2.connect(connToken(t, "42", 0, nil))
-		r = c2.subscribe(&protocol.SubscribeRequest{Channel: "chat:r", Recover: true, Offset: first.Offset, Epoch: epoch, Recoverable: true})
+		r = c2.Subscribe(&protocol.SubscribeRequest{Channel: "chat:r", Recover: true, Offset: first.Offset, Epoch: epoch, Recoverable: true})
 		res := r.Subscribe
 		if r.Error != nil || !res.Recovered || !res.WasRecovering || len(res.Publications) != 3 {
 			t.Fatalf("recover: %+v", r)
@@ -216,7 +216,7 @@ func TestRecovery(t *testing.T) {
 				t.Fatalf("publication %d has offset %d", i, p.Offset)
 			}
 		}
-		bad := c2.subscribe(&protocol.SubscribeRequest{Channel: "chat:other", Recover: true, Offset: 5, Epoch: "gone", Recoverable: true})
+		bad := c2.Subscribe(&protocol.SubscribeRequest{Channel: "chat:other", Recover: true, Offset: 5, Epoch: "gone", Recoverable: true})
 		if bad.Error != nil || bad.Subscribe.Recovered || !bad.Subscribe.WasRecovering {
 			t.Fatalf("recover with a wrong epoch: %+v", bad)
 		}
@@ -228,19 +228,19 @@ func TestPresenceAndJoinLeave(t *testing.T) {
 		_, url := newTestNode(t, chatConfig())
 		a := dial(t, url, proto)
 		a.connect(connToken(t, "alice", 0, map[string]any{"info": map[string]string{"name": "Alice"}}))
-		if r := a.subscribe(&protocol.SubscribeRequest{Channel: "chat:p"}); r.Error != nil {
+		if r := a.Subscribe(&protocol.SubscribeRequest{Channel: "chat:p"}); r.Error != nil {
 			t.Fatal(r.Error)
 		}
 		b := dial(t, url, proto)
 		b.connect(connToken(t, "bob", 0, nil))
-		if r := b.subscribe(&protocol.SubscribeRequest{Channel: "chat:p"}); r.Error != nil {
+		if r := b.Subscribe(&protocol.SubscribeRequest{Channel: "chat:p"}); r.Error != nil {
 			t.Fatal(r.Error)
 		}
-		join := a.waitPush("join of bob", func(p *protocol.Push) bool { return p.Join != nil && p.Join.Info.User == "bob" })
+		join := a.WaitPush("join of bob", func(p *protocol.Push) bool { return p.Join != nil && p.Join.Info.User == "bob" })
 		if join.Channel != "chat:p" {
 			t.Fatalf("join push %+v", join)
 		}
-		r := a.call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "chat:p"}})
+		r := a.Call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "chat:p"}})
 		if r.Error != nil || len(r.Presence.Presence) != 2 {
 			t.Fatalf("presence: %+v", r)
 		}
@@ -252,13 +252,13 @@ func TestPresenceAndJoinLeave(t *testing.T) {
 		if err := json.Unmarshal([]byte(users["alice"]), &info); err != nil || info["name"] != "Alice" {
 			t.Fatalf("alice's conn info %q", users["alice"])
 		}
-		st := a.call(&protocol.Command{PresenceStats: &protocol.PresenceStatsRequest{Channel: "chat:p"}})
+		st := a.Call(&protocol.Command{PresenceStats: &protocol.PresenceStatsRequest{Channel: "chat:p"}})
 		if st.Error != nil || st.PresenceStats.NumClients != 2 || st.PresenceStats.NumUsers != 2 {
 			t.Fatalf("presence stats: %+v", st)
 		}
-		b.call(&protocol.Command{Unsubscribe: &protocol.UnsubscribeRequest{Channel: "chat:p"}})
-		a.waitPush("leave of bob", func(p *protocol.Push) bool { return p.Leave != nil && p.Leave.Info.User == "bob" })
-		st = a.call(&protocol.Command{PresenceStats: &protocol.PresenceStatsRequest{Channel: "chat:p"}})
+		b.Call(&protocol.Command{Unsubscribe: &protocol.UnsubscribeRequest{Channel: "chat:p"}})
+		a.WaitPush("leave of bob", func(p *protocol.Push) bool { return p.Leave != nil && p.Leave.Info.User == "bob" })
+		st = a.Call(&protocol.Command{PresenceStats: &protocol.PresenceStatsRequest{Channel: "chat:p"}})
 		if st.PresenceStats.NumClients != 1 {
 			t.Fatalf("presence stats after leave: %+v", st)
 		}
@@ -275,27 +275,27 @@ func TestClientCommandPermissions(t *testing.T) {
 		"presence": {Presence: &protocol.PresenceRequest{Channel: "chat:x"}},
 		"history":  {History: &protocol.HistoryRequest{Channel: "chat:x"}},
 	} {
-		if r := c.call(cmd); r.Error == nil || r.Error.Code != 103 {
+		if r := c.Call(cmd); r.Error == nil || r.Error.Code != 103 {
 			t.Errorf("%s: %+v, want 103", name, r)
 		}
 	}
 	// Features off in the namespace: 108.
-	if r := c.call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "news"}}); r.Error == nil || r.Error.Code != 108 {
+	if r := c.Call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "news"}}); r.Error == nil || r.Error.Code != 108 {
 		t.Errorf("presence without presence: %+v, want 108", r)
 	}
-	if r := c.call(&protocol.Command{History: &protocol.HistoryRequest{Channel: "news"}}); r.Error == nil || r.Error.Code != 108 {
+	if r := c.Call(&protocol.Command{History: &protocol.HistoryRequest{Channel: "news"}}); r.Error == nil || r.Error.Code != 108 {
 		t.Errorf("history without history: %+v, want 108", r)
 	}
-	if r := c.call(&protocol.Command{Rpc: &protocol.RPCRequest{Method: "x"}}); r.Error == nil || r.Error.Code != 104 {
+	if r := c.Call(&protocol.Command{Rpc: &protocol.RPCRequest{Method: "x"}}); r.Error == nil || r.Error.Code != 104 {
 		t.Errorf("rpc without handler: %+v, want 104", r)
 	}
 	// Subscribed: allowed.
-	c.subscribe(&protocol.SubscribeRequest{Channel: "chat:x"})
-	if r := c.call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "chat:x", Data: []byte(`{"a":1}`)}}); r.Error != nil {
+	c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:x"})
+	if r := c.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "chat:x", Data: []byte(`{"a":1}`)}}); r.Error != nil {
 		t.Errorf("publish as subscriber: %+v", r.Error)
 	}
-	c.waitPubs("chat:x", 1)
-	r := c.call(&protocol.Command{History: &protocol.HistoryRequest{Channel: "chat:x", Limit: 10}})
+	c.WaitPubs("chat:x", 1)
+	r := c.Call(&protocol.Command{History: &protocol.HistoryRequest{Channel: "chat:x", Limit: 10}})
 	if r.Error != nil || len(r.History.Publications) != 1 || r.History.Publications[0].Info.User != "42" {
 		t.Errorf("history as subscriber: %+v", r)
 	}
@@ -312,11 +312,11 @@ func TestRPCAndSend(t *testing.T) {
 	})
 	c := dial(t, url, protocol.TypeJSON)
 	c.connect(connToken(t, "42", 0, nil))
-	r := c.call(&protocol.Command{Rpc: &protocol.RPCRequest{Method: "echo", Data: []byte(`[1,2]`)}})
+	r := c.Call(&protocol.Command{Rpc: &protocol.RPCRequest{Method: "echo", Data: []byte(`[1,2]`)}})
 	if r.Error != nil || string(r.Rpc.Data) != `{"echo":[1,2]}` {
 		t.Fatalf("rpc: %+v", r)
 	}
-	r = c.call(&protocol.Command{Rpc: &protocol.RPCRequest{Method: "fail"}})
+	r = c.Call(&protocol.Command{Rpc: &protocol.RPCRequest{Method: "fail"}})
 	if r.Error == nil || r.Error.Code != 1001 {
 		t.Fatalf("rpc app error: %+v", r)
 	}

@@ -77,13 +77,13 @@ func TestDeltaCompression(t *testing.T) {
 		n, url := newTestNode(t, deltaConfig())
 		c := dial(t, url, proto)
 		c.connect(connToken(t, "42", 0, nil))
-		r := c.subscribe(&protocol.SubscribeRequest{Channel: "prices:all", Delta: "fossil"})
+		r := c.Subscribe(&protocol.SubscribeRequest{Channel: "prices:all", Delta: "fossil"})
 		if r.Error != nil || !r.Subscribe.Delta {
 			t.Fatalf("subscribe with delta: %+v", r)
 		}
 		plain := dial(t, url, proto)
 		plain.connect(connToken(t, "43", 0, nil))
-		if r := plain.subscribe(&protocol.SubscribeRequest{Channel: "prices:all"}); r.Error != nil || r.Subscribe.Delta {
+		if r := plain.Subscribe(&protocol.SubscribeRequest{Channel: "prices:all"}); r.Error != nil || r.Subscribe.Delta {
 			t.Fatalf("subscribe without delta: %+v", r)
 		}
 		const count = 20
@@ -94,7 +94,7 @@ func TestDeltaCompression(t *testing.T) {
 			}
 			sent += len(bigDoc(i))
 		}
-		pubs := c.waitPubs("prices:all", count)
+		pubs := c.WaitPubs("prices:all", count)
 		payloads, deltas := decodeDeltaStream(t, proto, pubs)
 		for i, p := range payloads {
 			if !bytes.Equal(p, bigDoc(i)) {
@@ -106,7 +106,7 @@ func TestDeltaCompression(t *testing.T) {
 			t.Fatalf("first publication delta=%v, %d deltas of %d", pubs[0].Delta, deltas, count)
 		}
 		t.Logf("%s: %d bytes published, %d bytes of data on the wire", proto, sent, wire)
-		for i, p := range plain.waitPubs("prices:all", count) {
+		for i, p := range plain.WaitPubs("prices:all", count) {
 			if p.Delta || !bytes.Equal(p.Data, bigDoc(i)) {
 				t.Fatalf("subscriber without delta got publication %d altered", i)
 			}
@@ -121,7 +121,7 @@ func TestDeltaAfterRecovery(t *testing.T) {
 		n, url := newTestNode(t, deltaConfig())
 		c := dial(t, url, proto)
 		c.connect(connToken(t, "42", 0, nil))
-		r := c.subscribe(&protocol.SubscribeRequest{Channel: "prices:r", Delta: "fossil", Recoverable: true})
+		r := c.Subscribe(&protocol.SubscribeRequest{Channel: "prices:r", Delta: "fossil", Recoverable: true})
 		if r.Error != nil {
 			t.Fatal(r.Error)
 		}
@@ -131,8 +131,8 @@ func TestDeltaAfterRecovery(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		c.waitPubs("prices:r", 3)
-		c.conn.Close()
+		c.WaitPubs("prices:r", 3)
+		c.Conn().Close()
 		for i := 3; i < 6; i++ {
 			if _, err := n.Publish("prices:r", bigDoc(i), gyre.WithDelta()); err != nil {
 				t.Fatal(err)
@@ -140,7 +140,7 @@ func TestDeltaAfterRecovery(t *testing.T) {
 		}
 		c2 := dial(t, url, proto)
 		c2.connect(connToken(t, "42", 0, nil))
-		r = c2.subscribe(&protocol.SubscribeRequest{Channel: "prices:r", Delta: "fossil", Recoverable: true, Recover: true, Offset: 3, Epoch: epoch})
+		r = c2.Subscribe(&protocol.SubscribeRequest{Channel: "prices:r", Delta: "fossil", Recoverable: true, Recover: true, Offset: 3, Epoch: epoch})
 		if r.Error != nil || !r.Subscribe.Recovered || len(r.Subscribe.Publications) != 3 {
 			t.Fatalf("recover: %+v", r)
 		}
@@ -149,7 +149,7 @@ func TestDeltaAfterRecovery(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		live := c2.waitPubs("prices:r", 3)
+		live := c2.WaitPubs("prices:r", 3)
 		all := append(append([]*protocol.Publication{}, r.Subscribe.Publications...), live...)
 		payloads, _ := decodeDeltaStream(t, proto, all)
 		for i, p := range payloads {
@@ -164,7 +164,7 @@ func TestDeltaNotAllowed(t *testing.T) {
 	_, url := newTestNode(t, deltaConfig())
 	c := dial(t, url, protocol.TypeJSON)
 	c.connect(connToken(t, "42", 0, nil))
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "chat:x", Delta: "fossil"}); r.Error == nil || r.Error.Code != 107 {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:x", Delta: "fossil"}); r.Error == nil || r.Error.Code != 107 {
 		t.Fatalf("delta in a namespace without allowed_delta_types: %+v, want 107", r)
 	}
 }

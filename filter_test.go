@@ -44,7 +44,7 @@ func TestTagsFilter(t *testing.T) {
 		c := dial(t, url, proto)
 		c.connect(connToken(t, "42", 0, nil))
 		tf := mustParse(t, `event == "goal" || (event == "shot" && xg >= 0.8)`)
-		if r := c.subscribe(&protocol.SubscribeRequest{Channel: "scores:m1", Tf: tf}); r.Error != nil {
+		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "scores:m1", Tf: tf}); r.Error != nil {
 			t.Fatalf("subscribe with a filter: %+v", r.Error)
 		}
 		publishTagged(t, n, "scores:m1", []map[string]string{
@@ -55,9 +55,9 @@ func TestTagsFilter(t *testing.T) {
 			{"event": "shot", "xg": "8e-1"},
 			{"event": "goal", "last": "1"},
 		})
-		c.waitPubs("scores:m1", 4)
+		c.WaitPubs("scores:m1", 4)
 		time.Sleep(50 * time.Millisecond) // let anything unexpected arrive too
-		pubs := c.pubs("scores:m1")
+		pubs := c.Pubs("scores:m1")
 		want := []uint64{2, 3, 5, 6}
 		if len(pubs) != len(want) {
 			t.Fatalf("got %d publications, want %d", len(pubs), len(want))
@@ -85,7 +85,7 @@ func TestTagsFilterRefused(t *testing.T) {
 			_, url := newTestNode(t, filterConfig())
 			c := dial(t, url, protocol.TypeJSON)
 			c.connect(connToken(t, "42", 0, nil))
-			if r := c.subscribe(tt.req); r.Error == nil || r.Error.Code != 107 {
+			if r := c.Subscribe(tt.req); r.Error == nil || r.Error.Code != 107 {
 				t.Fatalf("reply %+v, want 107", r)
 			}
 		})
@@ -107,7 +107,7 @@ func TestServerEnforcedFilter(t *testing.T) {
 			extra[k] = v
 		}
 		tok := connToken(t, "42", time.Hour, extra)
-		if r := c.subscribe(&protocol.SubscribeRequest{Channel: "scores:m2", Token: tok}); r.Error != nil {
+		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "scores:m2", Token: tok}); r.Error != nil {
 			t.Fatalf("subscribe: %+v", r.Error)
 		}
 		for _, region := range []string{"us", "eu", "asia", "eu"} {
@@ -115,9 +115,9 @@ func TestServerEnforcedFilter(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		c.waitPubs("scores:m2", 2)
+		c.WaitPubs("scores:m2", 2)
 		time.Sleep(50 * time.Millisecond)
-		pubs := c.pubs("scores:m2")
+		pubs := c.Pubs("scores:m2")
 		if len(pubs) != 2 || pubs[0].Offset != 2 || pubs[1].Offset != 4 {
 			t.Fatalf("claim %v: got %d publications (%v)", claim, len(pubs), pubs)
 		}
@@ -135,7 +135,7 @@ func TestServerFilterFromHandler(t *testing.T) {
 	})
 	c := dial(t, url, protocol.TypeProtobuf)
 	c.connect(connToken(t, "42", 0, nil))
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "scores:m3", Tf: mustParse(t, `exists(score)`)}); r.Error != nil {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "scores:m3", Tf: mustParse(t, `exists(score)`)}); r.Error != nil {
 		t.Fatal(r.Error)
 	}
 	for _, tags := range []map[string]string{
@@ -145,9 +145,9 @@ func TestServerFilterFromHandler(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c.waitPubs("scores:m3", 1)
+	c.WaitPubs("scores:m3", 1)
 	time.Sleep(50 * time.Millisecond)
-	if pubs := c.pubs("scores:m3"); len(pubs) != 1 || pubs[0].Offset != 3 {
+	if pubs := c.Pubs("scores:m3"); len(pubs) != 1 || pubs[0].Offset != 3 {
 		t.Fatalf("got %v", pubs)
 	}
 }

@@ -20,7 +20,7 @@ func TestStaleConnection(t *testing.T) {
 	cfg.StaleCloseDelay = 200 * time.Millisecond
 	_, url := newTestNode(t, cfg)
 	c := dial(t, url, protocol.TypeJSON)
-	if ce := c.waitClose(); ce.Code != 3502 {
+	if ce := c.WaitClose(); ce.Code != 3502 {
 		t.Fatalf("close code %d (%s), want 3502", ce.Code, ce.Reason)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -213,13 +214,13 @@ func TestAbruptDisconnects(t *testing.T) {
 
 	c := dial(t, url, protocol.TypeProtobuf)
 	c.connect(connToken(t, "after", 0, nil))
-	if r := c.subscribe(&protocol.SubscribeRequest{Channel: "chat:drop0"}); r.Error != nil {
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:drop0"}); r.Error != nil {
 		t.Fatal(r.Error)
 	}
 	if _, err := n.Publish("chat:drop0", []byte(`{"still":"here"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if p := c.waitPubs("chat:drop0", 1)[0]; string(p.Data) != `{"still":"here"}` {
+	if p := c.WaitPubs("chat:drop0", 1)[0]; string(p.Data) != `{"still":"here"}` {
 		t.Fatalf("publication %+v", p)
 	}
 }
@@ -251,35 +252,27 @@ func TestPingPong(t *testing.T) {
 		cfg.PongTimeout = time.Second
 		n, url := newTestNode(t, cfg)
 		answering := dial(t, url, proto)
-		silent := dial(t, url, proto)
-		silent.mu.Lock()
-		silent.noPong = true
-		silent.mu.Unlock()
+		silent := dial(t, url, proto, wstest.NoPong())
 		res := answering.connect(connToken(t, "answering", 0, nil))
 		if res.Ping != 2 || !res.Pong {
 			t.Fatalf("connect result %+v, want ping 2 and pong", res)
 		}
 		silent.connect(connToken(t, "silent", 0, nil))
 
-		ce := silent.waitClose()
+		ce := silent.WaitClose()
 		if ce.Code != 3012 {
 			t.Fatalf("silent client closed with %d (%s), want 3012", ce.Code, ce.Reason)
 		}
-		silent.mu.Lock()
-		pings := silent.pings
-		silent.mu.Unlock()
-		if pings == 0 {
+		if silent.Pings() == 0 {
 			t.Fatal("silent client closed before any ping")
 		}
 		waitFor(t, "three pings answered", func() bool {
-			answering.mu.Lock()
-			defer answering.mu.Unlock()
-			if answering.closed != nil {
-				t.Fatalf("answering client closed: %d %s", answering.closed.Code, answering.closed.Reason)
+			if ce := answering.Closed(); ce != nil {
+				t.Fatalf("answering client closed: %d %s", ce.Code, ce.Reason)
 			}
-			return answering.pings >= 3
+			return answering.Pings() >= 3
 		})
-		if r := answering.call(&protocol.Command{Ping: &protocol.PingRequest{}}); r.Ping == nil {
+		if r := answering.Call(&protocol.Command{Ping: &protocol.PingRequest{}}); r.Ping == nil {
 			t.Fatalf("ping command after pings: %+v", r)
 		}
 		if info := n.Info()[0]; info.NumClients != 1 {
@@ -310,7 +303,7 @@ func TestExpiryAndRefresh(t *testing.T) {
 		t.Parallel()
 		c := dial(t, newNode(t), protocol.TypeJSON)
 		connectExpiring(t, c)
-		if ce := c.waitClose(); ce.Code != 3005 {
+		if ce := c.WaitClose(); ce.Code != 3005 {
 			t.Fatalf("close code %d (%s), want 3005", ce.Code, ce.Reason)
 		}
 	})
@@ -318,13 +311,13 @@ func TestExpiryAndRefresh(t *testing.T) {
 		t.Parallel()
 		c := dial(t, newNode(t), protocol.TypeProtobuf)
 		exp := connectExpiring(t, c)
-		r := c.call(&protocol.Command{Refresh: &protocol.RefreshRequest{Token: connToken(t, "42", time.Hour, nil)}})
+		r := c.Call(&protocol.Command{Refresh: &protocol.RefreshRequest{Token: connToken(t, "42", time.Hour, nil)}})
 		if r.Error != nil || r.Refresh == nil || !r.Refresh.Expires || r.Refresh.Ttl < 3000 || r.Refresh.Client == "" {
 			t.Fatalf("refresh reply %+v", r)
 		}
 		// Past the old expiry and its grace period the connection lives on.
 		time.Sleep(time.Until(exp) + time.Second)
-		if r := c.call(&protocol.Command{Ping: &protocol.PingRequest{}}); r.Ping == nil {
+		if r := c.Call(&protocol.Command{Ping: &protocol.PingRequest{}}); r.Ping == nil {
 			t.Fatalf("ping after the old expiry: %+v", r)
 		}
 	})
@@ -332,8 +325,8 @@ func TestExpiryAndRefresh(t *testing.T) {
 		t.Parallel()
 		c := dial(t, newNode(t), protocol.TypeJSON)
 		connectExpiring(t, c)
-		c.sendRaw(&protocol.Command{Id: 2, Refresh: &protocol.RefreshRequest{Token: connToken(t, "43", time.Hour, nil)}})
-		if ce := c.waitClose(); ce.Code != 3500 {
+		c.Send(&protocol.Command{Id: 2, Refresh: &protocol.RefreshRequest{Token: connToken(t, "43", time.Hour, nil)}})
+		if ce := c.WaitClose(); ce.Code != 3500 {
 			t.Fatalf("close code %d (%s), want 3500", ce.Code, ce.Reason)
 		}
 	})
@@ -341,8 +334,8 @@ func TestExpiryAndRefresh(t *testing.T) {
 		t.Parallel()
 		c := dial(t, newNode(t), protocol.TypeJSON)
 		connectExpiring(t, c)
-		c.sendRaw(&protocol.Command{Id: 2, Refresh: &protocol.RefreshRequest{Token: connToken(t, "42", time.Hour, nil) + "x"}})
-		if ce := c.waitClose(); ce.Code != 3500 {
+		c.Send(&protocol.Command{Id: 2, Refresh: &protocol.RefreshRequest{Token: connToken(t, "42", time.Hour, nil) + "x"}})
+		if ce := c.WaitClose(); ce.Code != 3500 {
 			t.Fatalf("close code %d (%s), want 3500", ce.Code, ce.Reason)
 		}
 	})
@@ -351,7 +344,7 @@ func TestExpiryAndRefresh(t *testing.T) {
 		c := dial(t, newNode(t), protocol.TypeJSON)
 		connectExpiring(t, c)
 		old := connToken(t, "42", 0, map[string]any{"exp": time.Now().Add(-time.Minute).Unix()})
-		r := c.call(&protocol.Command{Refresh: &protocol.RefreshRequest{Token: old}})
+		r := c.Call(&protocol.Command{Refresh: &protocol.RefreshRequest{Token: old}})
 		if r.Error == nil || r.Error.Code != 109 {
 			t.Fatalf("refresh reply %+v, want error 109", r)
 		}
@@ -378,11 +371,11 @@ func TestServerSideSubscriptions(t *testing.T) {
 			if _, err := n.Publish(ch, []byte(`{"to":"`+ch+`"}`)); err != nil {
 				t.Fatal(err)
 			}
-			if p := c.waitPubs(ch, 1)[0]; string(p.Data) != `{"to":"`+ch+`"}` {
+			if p := c.WaitPubs(ch, 1)[0]; string(p.Data) != `{"to":"`+ch+`"}` {
 				t.Fatalf("publication in %s: %+v", ch, p)
 			}
 		}
-		if r := c.subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error == nil || r.Error.Code != 105 {
+		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error == nil || r.Error.Code != 105 {
 			t.Fatalf("subscribe to a server-side channel: %+v, want 105", r)
 		}
 		if info := n.Info()[0]; info.NumSubs != 3 {
@@ -404,7 +397,7 @@ func TestNodeSubscribeUnsubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []*testClient{a, b} {
-		p := c.waitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil })
+		p := c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil })
 		if p.Channel != "chat:lib" || !p.Subscribe.Recoverable || p.Subscribe.Epoch == "" {
 			t.Fatalf("subscribe push %+v", p)
 		}
@@ -431,21 +424,21 @@ func TestNodeSubscribeUnsubscribe(t *testing.T) {
 	if _, err := n.Publish("chat:lib", []byte(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	a.waitPubs("chat:lib", 1)
-	b.waitPubs("chat:lib", 1)
+	a.WaitPubs("chat:lib", 1)
+	b.WaitPubs("chat:lib", 1)
 
 	// Only connection a leaves.
 	if err := n.Unsubscribe("alice", "chat:lib", gyre.ClientFilter{ClientID: aRes.Client}); err != nil {
 		t.Fatal(err)
 	}
-	p := a.waitPush("unsubscribe push", func(p *protocol.Push) bool { return p.Unsubscribe != nil })
+	p := a.WaitPush("unsubscribe push", func(p *protocol.Push) bool { return p.Unsubscribe != nil })
 	if p.Channel != "chat:lib" || p.Unsubscribe.Code != 2000 {
 		t.Fatalf("unsubscribe push %+v", p)
 	}
 	if _, err := n.Publish("chat:lib", []byte(`{"n":2}`)); err != nil {
 		t.Fatal(err)
 	}
-	b.waitPubs("chat:lib", 2)
+	b.WaitPubs("chat:lib", 2)
 	// A sentinel on a channel a still has: anything of chat:lib queued for
 	// a would arrive before it.
 	if err := n.Subscribe("alice", "sentinel", gyre.ClientFilter{ClientID: aRes.Client}); err != nil {
@@ -454,11 +447,11 @@ func TestNodeSubscribeUnsubscribe(t *testing.T) {
 	if _, err := n.Publish("sentinel", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	a.waitPubs("sentinel", 1)
-	if got := len(a.pubs("chat:lib")); got != 1 {
+	a.WaitPubs("sentinel", 1)
+	if got := len(a.Pubs("chat:lib")); got != 1 {
 		t.Fatalf("client a got %d publications of chat:lib after leaving, want 1", got)
 	}
-	if got := len(other.pubs("chat:lib")); got != 0 {
+	if got := len(other.Pubs("chat:lib")); got != 0 {
 		t.Fatalf("bob got %d publications of chat:lib", got)
 	}
 }
@@ -476,18 +469,18 @@ func TestNodeDisconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ce := drop.waitClose(); ce.Code != 4501 || ce.Reason != "go away" {
+	if ce := drop.WaitClose(); ce.Code != 4501 || ce.Reason != "go away" {
 		t.Fatalf("close %d %q, want 4501 go away", ce.Code, ce.Reason)
 	}
 	for _, c := range []*testClient{keep, bystander} {
-		if r := c.call(&protocol.Command{Ping: &protocol.PingRequest{}}); r.Ping == nil {
+		if r := c.Call(&protocol.Command{Ping: &protocol.PingRequest{}}); r.Ping == nil {
 			t.Fatalf("ping: %+v", r)
 		}
 	}
 	if err := n.Disconnect("bob", nil, gyre.ClientFilter{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if ce := keep.waitClose(); ce.Code != 3503 {
+	if ce := keep.WaitClose(); ce.Code != 3503 {
 		t.Fatalf("close %d %q, want 3503", ce.Code, ce.Reason)
 	}
 	waitFor(t, "bob gone", func() bool { return n.Info()[0].NumClients == 1 })
@@ -498,7 +491,7 @@ func TestNodeChannelAPI(t *testing.T) {
 	for _, user := range []string{"alice", "bob", "bob"} {
 		c := dial(t, url, protocol.TypeJSON)
 		c.connect(connToken(t, user, 0, nil))
-		if r := c.subscribe(&protocol.SubscribeRequest{Channel: "chat:api"}); r.Error != nil {
+		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:api"}); r.Error != nil {
 			t.Fatal(r.Error)
 		}
 	}
@@ -601,13 +594,13 @@ func TestConnectingHandler(t *testing.T) {
 			})
 			c := dial(t, url, protocol.TypeJSON)
 			if tt.close != 0 {
-				c.sendRaw(&protocol.Command{Id: 1, Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
-				if ce := c.waitClose(); ce.Code != tt.close {
+				c.Send(&protocol.Command{Id: 1, Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
+				if ce := c.WaitClose(); ce.Code != tt.close {
 					t.Fatalf("close %d %q, want %d", ce.Code, ce.Reason, tt.close)
 				}
 				return
 			}
-			r := c.call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
+			r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
 			if r.Error == nil || r.Error.Code != tt.code {
 				t.Fatalf("reply %+v, want error %d", r, tt.code)
 			}
@@ -629,7 +622,7 @@ func TestConnectingHandler(t *testing.T) {
 			})
 		})
 		c := dial(t, url, protocol.TypeJSON)
-		r := c.call(&protocol.Command{Connect: &protocol.ConnectRequest{Data: []byte(`{"hi":1}`), Name: "test", Version: "1.2"}})
+		r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{Data: []byte(`{"hi":1}`), Name: "test", Version: "1.2"}})
 		if r.Error != nil || string(r.Connect.Data) != `{"welcome":true}` || r.Connect.Subs["chat:hello"] == nil {
 			t.Fatalf("connect reply %+v", r)
 		}
@@ -672,22 +665,22 @@ func TestSubscribeAndPublishHandlers(t *testing.T) {
 	b := dial(t, url, protocol.TypeProtobuf)
 	b.connect(connToken(t, "bob", 0, nil))
 	for _, c := range []*testClient{a, b} {
-		r := c.subscribe(&protocol.SubscribeRequest{Channel: "private:room"})
+		r := c.Subscribe(&protocol.SubscribeRequest{Channel: "private:room"})
 		if r.Error != nil || string(r.Subscribe.Data) != `{"joined":"private:room"}` {
 			t.Fatalf("subscribe through the handler: %+v", r)
 		}
 	}
-	if r := a.subscribe(&protocol.SubscribeRequest{Channel: "private:closed"}); r.Error == nil || r.Error.Code != 103 {
+	if r := a.Subscribe(&protocol.SubscribeRequest{Channel: "private:closed"}); r.Error == nil || r.Error.Code != 103 {
 		t.Fatalf("subscribe refused by the handler: %+v, want 103", r)
 	}
 	// chat has presence and join/leave, where chan info shows.
-	if r := a.subscribe(&protocol.SubscribeRequest{Channel: "chat:room"}); r.Error != nil {
+	if r := a.Subscribe(&protocol.SubscribeRequest{Channel: "chat:room"}); r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if r := b.subscribe(&protocol.SubscribeRequest{Channel: "chat:room"}); r.Error != nil {
+	if r := b.Subscribe(&protocol.SubscribeRequest{Channel: "chat:room"}); r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	join := a.waitPush("join of bob", func(p *protocol.Push) bool { return p.Join != nil && p.Join.Info.User == "bob" })
+	join := a.WaitPush("join of bob", func(p *protocol.Push) bool { return p.Join != nil && p.Join.Info.User == "bob" })
 	if string(join.Join.Info.ChanInfo) != `{"seat":"bob"}` {
 		t.Fatalf("join push %+v", join.Join.Info)
 	}
@@ -701,18 +694,18 @@ func TestSubscribeAndPublishHandlers(t *testing.T) {
 		}
 	}
 
-	r := a.call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "private:room", Data: []byte(`{"text":"hi"}`)}})
+	r := a.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "private:room", Data: []byte(`{"text":"hi"}`)}})
 	if r.Error != nil {
 		t.Fatalf("publish: %+v", r.Error)
 	}
 	want := `{"by":"alice","was":{"text":"hi"}}`
 	for _, c := range []*testClient{a, b} {
-		p := c.waitPubs("private:room", 1)[0]
+		p := c.WaitPubs("private:room", 1)[0]
 		if string(p.Data) != want || p.Info == nil || p.Info.User != "alice" || string(p.Info.ChanInfo) != `{"seat":"alice"}` {
 			t.Fatalf("publication %+v (info %+v), want data %s from alice", p, p.Info, want)
 		}
 	}
-	r = a.call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "chat:readonly", Data: []byte(`{}`)}})
+	r = a.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "chat:readonly", Data: []byte(`{}`)}})
 	if r.Error == nil || r.Error.Code != 1403 {
 		t.Fatalf("publish refused by the handler: %+v, want 1403", r)
 	}
@@ -746,7 +739,7 @@ func TestDisconnectHandlerOnce(t *testing.T) {
 		}
 		cs[i] = dial(t, url, proto)
 		ids[i] = cs[i].connect(connToken(t, "u"+strconv.Itoa(i%4), 0, nil)).Client
-		if r := cs[i].subscribe(&protocol.SubscribeRequest{Channel: "chat:once"}); r.Error != nil {
+		if r := cs[i].Subscribe(&protocol.SubscribeRequest{Channel: "chat:once"}); r.Error != nil {
 			t.Fatal(r.Error)
 		}
 	}
@@ -759,7 +752,7 @@ func TestDisconnectHandlerOnce(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			c.conn.Close()
+			c.Conn().Close()
 		}()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -775,7 +768,7 @@ func TestDisconnectHandlerOnce(t *testing.T) {
 	})
 	waitFor(t, "no clients", func() bool { return n.Info()[0].NumClients == 0 })
 	for _, c := range cs {
-		<-c.done
+		<-c.Done()
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -794,7 +787,7 @@ func TestShutdown(t *testing.T) {
 	cs := []*testClient{dial(t, url, protocol.TypeJSON), dial(t, url, protocol.TypeProtobuf)}
 	for i, c := range cs {
 		c.connect(connToken(t, "u"+strconv.Itoa(i), 0, nil))
-		if r := c.subscribe(&protocol.SubscribeRequest{Channel: "chat:bye"}); r.Error != nil {
+		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:bye"}); r.Error != nil {
 			t.Fatal(r.Error)
 		}
 	}
@@ -805,13 +798,13 @@ func TestShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cs {
-		if ce := c.waitClose(); ce.Code != 3001 {
-			t.Fatalf("%s client closed with %d (%s), want 3001", c.proto, ce.Code, ce.Reason)
+		if ce := c.WaitClose(); ce.Code != 3001 {
+			t.Fatalf("%s client closed with %d (%s), want 3001", c.Protocol(), ce.Code, ce.Reason)
 		}
 	}
 	// A connection that connects after shutdown is turned away the same way.
-	late.sendRaw(&protocol.Command{Id: 1, Connect: &protocol.ConnectRequest{Token: connToken(t, "late", 0, nil)}})
-	if ce := late.waitClose(); ce.Code != 3001 {
+	late.Send(&protocol.Command{Id: 1, Connect: &protocol.ConnectRequest{Token: connToken(t, "late", 0, nil)}})
+	if ce := late.WaitClose(); ce.Code != 3001 {
 		t.Fatalf("connect after shutdown closed with %d (%s), want 3001", ce.Code, ce.Reason)
 	}
 	if info := n.Info()[0]; info.NumClients != 0 || info.NumSubs != 0 {

@@ -70,15 +70,15 @@ func TestCentrifugoConfig(t *testing.T) {
 	if res.Client == "" || !res.Expires || res.Ttl == 0 || res.Ttl > 3600 {
 		t.Fatalf("connect result %+v: want a client id and the token's expiry", res)
 	}
-	if code := c.subscribe("chat:room"); code != 0 {
+	if code := subscribeCode(c, "chat:room"); code != 0 {
 		t.Fatalf("subscribe chat:room: error %d", code)
 	}
 	// A namespace that does not allow client subscriptions refuses.
-	if code := c.subscribe("locked:room"); code != 103 {
+	if code := subscribeCode(c, "locked:room"); code != 103 {
 		t.Fatalf("subscribe locked:room: error %d, want 103", code)
 	}
 	// So does an unknown namespace.
-	if code := c.subscribe("nope:room"); code != 102 {
+	if code := subscribeCode(c, "nope:room"); code != 102 {
 		t.Fatalf("subscribe nope:room: error %d, want 102", code)
 	}
 
@@ -90,7 +90,7 @@ func TestCentrifugoConfig(t *testing.T) {
 	if pub.Offset != 1 || pub.Epoch == "" {
 		t.Fatalf("publish result %+v", pub)
 	}
-	got := c.waitPubs("chat:room", 1)[0]
+	got := c.WaitPubs("chat:room", 1)[0]
 	if string(got.Data) != `{"text":"hi"}` || got.Offset != 1 {
 		t.Fatalf("publication %s at %d", got.Data, got.Offset)
 	}
@@ -121,7 +121,7 @@ func TestCentrifugoConfig(t *testing.T) {
 
 	// History over the client protocol, as the namespace allows it to
 	// subscribers.
-	r := c.call(&protocol.Command{History: &protocol.HistoryRequest{Channel: "chat:room", Limit: -1}})
+	r := c.Call(&protocol.Command{History: &protocol.HistoryRequest{Channel: "chat:room", Limit: -1}})
 	if r.Error != nil || len(r.History.Publications) != 1 {
 		t.Fatalf("client history: %+v", r)
 	}
@@ -137,7 +137,7 @@ func TestCentrifugoConfig(t *testing.T) {
 
 	// A token signed with another secret is refused.
 	bad := dialWS(t, base)
-	br, closed := bad.tryCall(&protocol.Command{Connect: &protocol.ConnectRequest{Token: signToken(t, "other", map[string]any{"sub": "eve"})}})
+	br, closed := bad.TryCall(&protocol.Command{Connect: &protocol.ConnectRequest{Token: signToken(t, "other", map[string]any{"sub": "eve"})}})
 	if closed == nil {
 		t.Fatalf("connect with a foreign token: reply %+v, want close 3500", br)
 	}
@@ -235,9 +235,9 @@ func TestMetrics(t *testing.T) {
 	path := writeFile(t, "config.json", centrifugoConfig)
 	p := start(t, nil, "-c", path, "--http_server.port", "0")
 	c, _ := connect(t, p.url(), userToken(t, "alice"))
-	c.subscribe("chat:m")
+	subscribeCode(c, "chat:m")
 	apiCall(t, p.url(), testAPIKey, "publish", `{"channel":"chat:m","data":{}}`, nil)
-	c.waitPubs("chat:m", 1)
+	c.WaitPubs("chat:m", 1)
 
 	status, b := httpGet(t, p.url()+"/metrics")
 	if status != http.StatusOK {
@@ -309,7 +309,7 @@ func TestInternalPort(t *testing.T) {
 	}
 	// Clients still connect on the client port.
 	c, _ := connect(t, client, userToken(t, "alice"))
-	if code := c.subscribe("chat:x"); code != 0 {
+	if code := subscribeCode(c, "chat:x"); code != 0 {
 		t.Fatalf("subscribe: error %d", code)
 	}
 }

@@ -17,10 +17,10 @@ func TestSIGHUPReload(t *testing.T) {
 	base := p.url()
 
 	c, res := connect(t, base, userToken(t, "alice"))
-	if code := c.subscribe("chat:before"); code != 0 {
+	if code := subscribeCode(c, "chat:before"); code != 0 {
 		t.Fatalf("subscribe chat:before: error %d", code)
 	}
-	if code := c.subscribe("locked:a"); code != 103 {
+	if code := subscribeCode(c, "locked:a"); code != 103 {
 		t.Fatalf("subscribe locked:a before reload: error %d, want 103", code)
 	}
 
@@ -36,13 +36,13 @@ func TestSIGHUPReload(t *testing.T) {
 
 	// The same connection now may subscribe, and what it had keeps
 	// working.
-	if code := c.subscribe("locked:a"); code != 0 {
+	if code := subscribeCode(c, "locked:a"); code != 0 {
 		t.Fatalf("subscribe locked:a after reload: error %d", code)
 	}
 	apiCall(t, base, testAPIKey, "publish", `{"channel":"chat:before","data":{"n":1}}`, nil)
 	apiCall(t, base, testAPIKey, "publish", `{"channel":"locked:a","data":{"n":2}}`, nil)
-	c.waitPubs("chat:before", 1)
-	if got := c.waitPubs("locked:a", 1)[0]; got.Offset != 1 {
+	c.WaitPubs("chat:before", 1)
+	if got := c.WaitPubs("locked:a", 1)[0]; got.Offset != 1 {
 		t.Fatalf("locked:a publication at offset %d, want 1 (history on)", got.Offset)
 	}
 	var info struct {
@@ -54,7 +54,7 @@ func TestSIGHUPReload(t *testing.T) {
 	if info.Nodes[0].NumClients != 1 {
 		t.Fatalf("%d clients after reload, want the one that never left", info.Nodes[0].NumClients)
 	}
-	if r := c.call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "chat:before"}}); r.Error != nil || r.Presence.Presence[res.Client] == nil {
+	if r := c.Call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "chat:before"}}); r.Error != nil || r.Presence.Presence[res.Client] == nil {
 		t.Fatalf("presence after reload: %+v", r)
 	}
 
@@ -64,7 +64,7 @@ func TestSIGHUPReload(t *testing.T) {
 	}
 	p.signal(syscall.SIGHUP)
 	p.waitLog("config reload failed; keeping the running config", nil)
-	if code := c.subscribe("locked:b"); code != 0 {
+	if code := subscribeCode(c, "locked:b"); code != 0 {
 		t.Fatalf("subscribe locked:b after a failed reload: error %d", code)
 	}
 }
@@ -77,11 +77,11 @@ func TestSIGTERMShutdown(t *testing.T) {
 			path := writeFile(t, "config.json", centrifugoConfig)
 			p := start(t, nil, "-c", path, "--http_server.port", "0")
 			c, _ := connect(t, p.url(), userToken(t, "alice"))
-			if code := c.subscribe("chat:x"); code != 0 {
+			if code := subscribeCode(c, "chat:x"); code != 0 {
 				t.Fatalf("subscribe: error %d", code)
 			}
 			p.signal(sig)
-			ce := c.waitClose()
+			ce := c.WaitClose()
 			if ce.Code != 3001 {
 				t.Fatalf("closed with %d %q, want 3001", ce.Code, ce.Reason)
 			}

@@ -52,7 +52,7 @@ func TestBatchSequential(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Config{})
 	c, _ := e.dial("max")
-	c.subscribe("hist:seq")
+	c.MustSubscribe("hist:seq")
 
 	var cmds []string
 	for i := range 50 {
@@ -97,7 +97,7 @@ func TestBatchSequential(t *testing.T) {
 	if string(replies[56]["history_remove"]) != "{}" {
 		t.Fatalf("history_remove reply %v", replies[56])
 	}
-	pubs := c.waitPubs("hist:seq", 50)
+	pubs := c.WaitPubs("hist:seq", 50)
 	for i, p := range pubs {
 		if p.Offset != uint64(i+1) {
 			t.Fatalf("publication %d arrived with offset %d", i, p.Offset)

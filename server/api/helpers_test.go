@@ -5,19 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gobwas/ws"
-	"github.com/gobwas/ws/wsutil"
-
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/token"
@@ -167,183 +162,15 @@ func connToken(t *testing.T, user string) string {
 	return tok
 }
 
-// wsClient is a raw JSON protocol client over a real WebSocket.
-type wsClient struct {
-	t    *testing.T
-	conn net.Conn
-	id   uint32
-
-	mu      sync.Mutex
-	cond    *sync.Cond
-	replies map[uint32]*protocol.Reply
-	pushes  []*protocol.Push
-	closed  *wsutil.ClosedError
-	done    chan struct{}
-}
-
 // dial connects a client of user and waits for its connect result.
-func (e *env) dial(user string) (*wsClient, *protocol.ConnectResult) {
+func (e *env) dial(user string) (*wstest.Client, *protocol.ConnectResult) {
 	e.t.Helper()
-	conn, _, _, err := ws.Dialer{Timeout: 5 * time.Second}.Dial(context.Background(), e.wsURL)
-	if err != nil {
-		e.t.Fatalf("dial: %v", err)
-	}
-	c := &wsClient{t: e.t, conn: conn, replies: map[uint32]*protocol.Reply{}, done: make(chan struct{})}
-	c.cond = sync.NewCond(&c.mu)
-	go c.readLoop()
-	e.t.Cleanup(func() { conn.Close(); <-c.done })
-	r := c.call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(e.t, user), Name: "api-test"}})
+	c := wstest.Dial(e.t, e.wsURL, protocol.TypeJSON)
+	r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(e.t, user), Name: "api-test"}})
 	if r.Error != nil {
 		e.t.Fatalf("connect: %d %s", r.Error.Code, r.Error.Message)
 	}
 	return c, r.Connect
-}
-
-func (c *wsClient) readLoop() {
-	defer close(c.done)
-	for {
-		msgs, err := wsutil.ReadServerMessage(c.conn, nil)
-		if err != nil {
-			c.setClosed(wsutil.ClosedError{Code: 1006, Reason: err.Error()})
-			return
-		}
-		for _, m := range msgs {
-			if m.OpCode == ws.OpClose {
-				code, reason := ws.ParseCloseFrameData(m.Payload)
-				c.setClosed(wsutil.ClosedError{Code: code, Reason: reason})
-				return
-			}
-			if m.OpCode.IsControl() {
-				continue
-			}
-			c.handleFrame(m.Payload)
-		}
-	}
-}
-
-func (c *wsClient) setClosed(ce wsutil.ClosedError) {
-	c.mu.Lock()
-	if c.closed == nil {
-		c.closed = &ce
-	}
-	c.cond.Broadcast()
-	c.mu.Unlock()
-}
-
-func (c *wsClient) handleFrame(frame []byte) {
-	replies, err := protocol.DecodeReplies(protocol.TypeJSON, frame, nil)
-	if err != nil {
-		c.t.Errorf("decode replies %q: %v", frame, err)
-		return
-	}
-	pong := false
-	c.mu.Lock()
-	for _, r := range replies {
-		switch {
-		case r.Id > 0:
-			c.replies[r.Id] = r
-		case r.Push != nil:
-			c.pushes = append(c.pushes, r.Push)
-		default:
-			pong = true
-		}
-	}
-	c.cond.Broadcast()
-	c.mu.Unlock()
-	if pong {
-		_ = wsutil.WriteClientMessage(c.conn, ws.OpText, []byte("{}"))
-	}
-}
-
-func (c *wsClient) call(cmd *protocol.Command) *protocol.Reply {
-	c.t.Helper()
-	c.mu.Lock()
-	c.id++
-	cmd.Id = c.id
-	c.mu.Unlock()
-	b, err := protocol.AppendCommand(nil, protocol.TypeJSON, cmd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := wsutil.WriteClientMessage(c.conn, ws.OpText, b); err != nil {
-		c.t.Fatalf("write: %v", err)
-	}
-	var r *protocol.Reply
-	c.waitFor("reply "+strconv.Itoa(int(cmd.Id)), func() bool {
-		r = c.replies[cmd.Id]
-		return r != nil
-	})
-	return r
-}
-
-func (c *wsClient) subscribe(channel string) {
-	c.t.Helper()
-	r := c.call(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: channel}})
-	if r.Error != nil {
-		c.t.Fatalf("subscribe %s: %d %s", channel, r.Error.Code, r.Error.Message)
-	}
-}
-
-// waitFor waits until cond, called with c.mu held, holds.
-func (c *wsClient) waitFor(what string, cond func() bool) {
-	c.t.Helper()
-	expired := false
-	timer := time.AfterFunc(10*time.Second, func() {
-		c.mu.Lock()
-		expired = true
-		c.cond.Broadcast()
-		c.mu.Unlock()
-	})
-	defer timer.Stop()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for !cond() {
-		if c.closed != nil && what != "close" {
-			c.t.Fatalf("waiting for %s: connection closed: %d %s", what, c.closed.Code, c.closed.Reason)
-		}
-		if expired {
-			c.t.Fatalf("timed out waiting for %s", what)
-		}
-		c.cond.Wait()
-	}
-}
-
-// waitPush waits for a push that match accepts.
-func (c *wsClient) waitPush(what string, match func(*protocol.Push) bool) *protocol.Push {
-	c.t.Helper()
-	var found *protocol.Push
-	c.waitFor(what, func() bool {
-		for _, p := range c.pushes {
-			if match(p) {
-				found = p
-				return true
-			}
-		}
-		return false
-	})
-	return found
-}
-
-// waitPubs waits for n publications in channel.
-func (c *wsClient) waitPubs(channel string, n int) []*protocol.Publication {
-	c.t.Helper()
-	var out []*protocol.Publication
-	c.waitFor(strconv.Itoa(n)+" publications in "+channel, func() bool {
-		out = out[:0]
-		for _, p := range c.pushes {
-			if p.Channel == channel && p.Pub != nil {
-				out = append(out, p.Pub)
-			}
-		}
-		return len(out) >= n
-	})
-	return out
-}
-
-func (c *wsClient) waitClose() wsutil.ClosedError {
-	c.t.Helper()
-	c.waitFor("close", func() bool { return c.closed != nil })
-	return *c.closed
 }
 
 // jsonEq reports whether two JSON texts hold the same value.

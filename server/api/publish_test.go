@@ -18,8 +18,8 @@ func TestPublish(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Config{})
 	c, _ := e.dial("alice")
-	c.subscribe("hist:news")
-	c.subscribe("plain:news")
+	c.MustSubscribe("hist:news")
+	c.MustSubscribe("plain:news")
 
 	b64 := base64.StdEncoding.EncodeToString([]byte(`{"from":"b64"}`))
 	tests := []struct {
@@ -48,7 +48,7 @@ func TestPublish(t *testing.T) {
 				t.Fatalf("epoch %q with offset %d", res.Epoch, res.Offset)
 			}
 			seen[tt.channel]++
-			pubs := c.waitPubs(tt.channel, seen[tt.channel])
+			pubs := c.WaitPubs(tt.channel, seen[tt.channel])
 			p := pubs[len(pubs)-1]
 			jsonEq(t, p.Data, tt.wantData)
 			if p.Offset != tt.wantOffset {
@@ -108,8 +108,8 @@ func TestBroadcast(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Config{})
 	c, _ := e.dial("alice")
-	c.subscribe("hist:a")
-	c.subscribe("plain:b")
+	c.MustSubscribe("hist:a")
+	c.MustSubscribe("plain:b")
 
 	status, b := e.post("broadcast", `{"channels":["hist:a","plain:b","nope:c",""],"data":{"n":1}}`)
 	if status != 200 {
@@ -146,8 +146,8 @@ func TestBroadcast(t *testing.T) {
 	if rs[3].Error == nil || rs[3].Error.Code != 107 {
 		t.Fatalf("empty channel response %s", b)
 	}
-	jsonEq(t, c.waitPubs("hist:a", 1)[0].Data, `{"n":1}`)
-	jsonEq(t, c.waitPubs("plain:b", 1)[0].Data, `{"n":1}`)
+	jsonEq(t, c.WaitPubs("hist:a", 1)[0].Data, `{"n":1}`)
+	jsonEq(t, c.WaitPubs("plain:b", 1)[0].Data, `{"n":1}`)
 
 	if got := e.callErr("broadcast", `{"channels":[],"data":{}}`); got != 107 {
 		t.Fatalf("no channels: error %d, want 107", got)

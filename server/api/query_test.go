@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/server/api"
 )
 
@@ -50,8 +51,8 @@ func TestPresence(t *testing.T) {
 	c1, r1 := e.dial("gil")
 	c2, r2 := e.dial("gil")
 	c3, r3 := e.dial("hal")
-	for _, c := range []*wsClient{c1, c2, c3} {
-		c.subscribe("pres:room")
+	for _, c := range []*wstest.Client{c1, c2, c3} {
+		c.MustSubscribe("pres:room")
 	}
 
 	var p struct {
@@ -215,10 +216,10 @@ func TestChannels(t *testing.T) {
 	e := newEnv(t, api.Config{})
 	c1, _ := e.dial("ivy")
 	c2, _ := e.dial("jon")
-	c1.subscribe("chat-1")
-	c1.subscribe("news-1")
-	c2.subscribe("chat-1")
-	c2.subscribe("chat-2")
+	c1.MustSubscribe("chat-1")
+	c1.MustSubscribe("news-1")
+	c2.MustSubscribe("chat-1")
+	c2.MustSubscribe("chat-2")
 
 	tests := []struct {
 		pattern string
@@ -258,8 +259,8 @@ func TestInfo(t *testing.T) {
 	c1, _ := e.dial("kim")
 	e.dial("kim")
 	e.dial("lee")
-	c1.subscribe("a")
-	c1.subscribe("b")
+	c1.MustSubscribe("a")
+	c1.MustSubscribe("b")
 
 	var r struct {
 		Nodes []struct {

@@ -16,15 +16,15 @@ func TestSubscribeAndUnsubscribe(t *testing.T) {
 	other, _ := e.dial("carol")
 
 	e.call("subscribe", `{"user":"bob","channel":"hist:srv"}`, nil)
-	c.waitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil && p.Channel == "hist:srv" })
+	c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil && p.Channel == "hist:srv" })
 	e.call("publish", `{"channel":"hist:srv","data":{"x":1}}`, nil)
-	jsonEq(t, c.waitPubs("hist:srv", 1)[0].Data, `{"x":1}`)
+	jsonEq(t, c.WaitPubs("hist:srv", 1)[0].Data, `{"x":1}`)
 
 	// Subscribing again is not an error: the user already is.
 	e.call("subscribe", `{"user":"bob","channel":"hist:srv"}`, nil)
 
 	e.call("unsubscribe", `{"user":"bob","channel":"hist:srv"}`, nil)
-	u := c.waitPush("unsubscribe push", func(p *protocol.Push) bool { return p.Unsubscribe != nil && p.Channel == "hist:srv" })
+	u := c.WaitPush("unsubscribe push", func(p *protocol.Push) bool { return p.Unsubscribe != nil && p.Channel == "hist:srv" })
 	if u.Unsubscribe.Code != 2000 {
 		t.Fatalf("unsubscribe code %d, want 2000", u.Unsubscribe.Code)
 	}
@@ -33,9 +33,7 @@ func TestSubscribeAndUnsubscribe(t *testing.T) {
 	if _, ok := ch.Channels["hist:srv"]; ok {
 		t.Fatalf("hist:srv still has subscribers: %+v", ch)
 	}
-	other.mu.Lock()
-	n := len(other.pushes)
-	other.mu.Unlock()
+	n := len(other.Pushes())
 	if n != 0 {
 		t.Fatalf("another user got %d pushes", n)
 	}
@@ -67,16 +65,14 @@ func TestSubscribeOneClient(t *testing.T) {
 	c1, r1 := e.dial("dan")
 	c2, _ := e.dial("dan")
 	e.call("subscribe", `{"user":"dan","client":"`+r1.Client+`","channel":"one"}`, nil)
-	c1.waitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil })
+	c1.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil })
 	var ps presenceStats
 	e.call("presence_stats", `{"channel":"one"}`, &ps)
 	if ps.NumClients != 1 {
 		t.Fatalf("%d clients in channel, want only the chosen one", ps.NumClients)
 	}
-	c2.mu.Lock()
-	defer c2.mu.Unlock()
-	if len(c2.pushes) != 0 {
-		t.Fatalf("the other client got %d pushes", len(c2.pushes))
+	if n := len(c2.Pushes()); n != 0 {
+		t.Fatalf("the other client got %d pushes", n)
 	}
 }
 
@@ -97,7 +93,7 @@ func TestDisconnect(t *testing.T) {
 			e := newEnv(t, api.Config{})
 			c, _ := e.dial("erin")
 			e.call("disconnect", tt.body, nil)
-			ce := c.waitClose()
+			ce := c.WaitClose()
 			if int(ce.Code) != tt.wantCode || ce.Reason != tt.wantReason {
 				t.Fatalf("closed with %d %q, want %d %q", ce.Code, ce.Reason, tt.wantCode, tt.wantReason)
 			}
@@ -109,8 +105,8 @@ func TestDisconnect(t *testing.T) {
 		keep, r := e.dial("erin")
 		gone, _ := e.dial("erin")
 		e.call("disconnect", `{"user":"erin","whitelist":["`+r.Client+`"]}`, nil)
-		gone.waitClose()
-		keep.subscribe("still-here")
+		gone.WaitClose()
+		keep.MustSubscribe("still-here")
 	})
 	t.Run("bad code", func(t *testing.T) {
 		t.Parallel()
@@ -129,7 +125,7 @@ func TestRefresh(t *testing.T) {
 		c, _ := e.dial("fay")
 		at := time.Now().Add(time.Hour).Unix()
 		e.call("refresh", `{"user":"fay","expire_at":`+strconv.FormatInt(at, 10)+`}`, nil)
-		p := c.waitPush("refresh push", func(p *protocol.Push) bool { return p.Refresh != nil })
+		p := c.WaitPush("refresh push", func(p *protocol.Push) bool { return p.Refresh != nil })
 		if !p.Refresh.Expires || p.Refresh.Ttl == 0 || p.Refresh.Ttl > 3600 {
 			t.Fatalf("refresh push %+v", p.Refresh)
 		}
@@ -139,7 +135,7 @@ func TestRefresh(t *testing.T) {
 		e := newEnv(t, api.Config{})
 		c, _ := e.dial("fay")
 		e.call("refresh", `{"user":"fay","expired":true}`, nil)
-		if ce := c.waitClose(); ce.Code != 3005 {
+		if ce := c.WaitClose(); ce.Code != 3005 {
 			t.Fatalf("closed with %d %q, want 3005", ce.Code, ce.Reason)
 		}
 	})

@@ -52,7 +52,7 @@ func checkAcrossNodes(t *testing.T, a, b *gyreNode) {
 	}
 	c, conn := connectUser(t, a, "alice")
 	for _, ch := range channels {
-		c.subscribe(ch)
+		c.MustSubscribe(ch)
 	}
 	for i := range perChannel {
 		for _, ch := range channels {
@@ -61,8 +61,8 @@ func checkAcrossNodes(t *testing.T, a, b *gyreNode) {
 		}
 	}
 	for _, ch := range channels {
-		c.wait(ch+" publications", func() bool { return len(pubsIn(c.pushes, ch)) >= perChannel })
-		for i, p := range c.publications(ch) {
+		c.WaitFor(ch+" publications", func() bool { return len(c.Pubs(ch)) >= perChannel })
+		for i, p := range c.Pubs(ch) {
 			if want := `{"i":` + strconv.Itoa(i) + `}`; p.Offset != uint64(i+1) || string(p.Data) != want {
 				t.Errorf("%s: publication %d is %s at offset %d, want %s at %d", ch, i, p.Data, p.Offset, want, i+1)
 			}

@@ -22,7 +22,7 @@ func TestTwoNodes(t *testing.T) {
 
 	t.Run("publication from the API of the other node", func(t *testing.T) {
 		c, _ := connectUser(t, a, "alice")
-		c.subscribe("chat:news")
+		c.MustSubscribe("chat:news")
 		var want []string
 		for i := range 20 {
 			data := `{"n":` + strconv.Itoa(i) + `}`
@@ -35,8 +35,8 @@ func TestTwoNodes(t *testing.T) {
 				t.Fatalf("publish %d: offset %d, want %d", i, res.Offset, i+1)
 			}
 		}
-		c.wait("20 publications", func() bool { return len(pubsIn(c.pushes, "chat:news")) >= 20 })
-		pubs := c.publications("chat:news")
+		c.WaitFor("20 publications", func() bool { return len(c.Pubs("chat:news")) >= 20 })
+		pubs := c.Pubs("chat:news")
 		var got []string
 		for i, p := range pubs {
 			got = append(got, string(p.Data))
@@ -52,10 +52,10 @@ func TestTwoNodes(t *testing.T) {
 	t.Run("presence and join/leave across nodes", func(t *testing.T) {
 		const ch = "chat:room"
 		alice, aliceConn := connectUser(t, a, "alice")
-		alice.subscribe(ch)
+		alice.MustSubscribe(ch)
 		bob, bobConn := connectUser(t, b, "bob")
-		bob.subscribe(ch)
-		join := alice.waitPush("join of bob", func(p *protocol.Push) bool {
+		bob.MustSubscribe(ch)
+		join := alice.WaitPush("join of bob", func(p *protocol.Push) bool {
 			return p.Channel == ch && p.Join != nil && p.Join.Info.GetUser() == "bob"
 		})
 		if join.Join.Info.Client != bobConn.Client {
@@ -67,14 +67,14 @@ func TestTwoNodes(t *testing.T) {
 				t.Errorf("presence on node %s: %v, want %v", n.name, got, want)
 			}
 		}
-		r := alice.call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: ch}})
+		r := alice.Call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: ch}})
 		if r.Error != nil || len(r.Presence.GetPresence()) != 2 || r.Presence.Presence[bobConn.Client].GetUser() != "bob" {
 			t.Errorf("presence asked by a client on A: %+v", r)
 		}
-		if r := bob.call(&protocol.Command{Unsubscribe: &protocol.UnsubscribeRequest{Channel: ch}}); r.Error != nil {
+		if r := bob.Call(&protocol.Command{Unsubscribe: &protocol.UnsubscribeRequest{Channel: ch}}); r.Error != nil {
 			t.Fatalf("unsubscribe: %v", r.Error)
 		}
-		alice.waitPush("leave of bob", func(p *protocol.Push) bool {
+		alice.WaitPush("leave of bob", func(p *protocol.Push) bool {
 			return p.Channel == ch && p.Leave != nil && p.Leave.Info.GetClient() == bobConn.Client
 		})
 		want = map[string]string{aliceConn.Client: "alice"}
@@ -99,26 +99,26 @@ func TestTwoNodes(t *testing.T) {
 			"user":       "carol",
 			"disconnect": map[string]any{"code": 4001, "reason": "moved to B"},
 		}, nil)
-		ce := carol.waitClosed()
+		ce := carol.WaitClose()
 		if ce.Code != 4001 || ce.Reason != "moved to B" {
 			t.Errorf("carol closed with %d %q, want 4001 \"moved to B\"", ce.Code, ce.Reason)
 		}
 		// Another user of node A stays connected.
-		bystander.subscribe("chat:bystander")
+		bystander.MustSubscribe("chat:bystander")
 	})
 
 	t.Run("server-side subscribe through the other node", func(t *testing.T) {
 		const ch = "chat:assigned"
 		erin, _ := connectUser(t, a, "erin")
 		b.mustCall(t, "subscribe", map[string]any{"user": "erin", "channel": ch}, nil)
-		sub := erin.waitPush("subscribe push", func(p *protocol.Push) bool {
+		sub := erin.WaitPush("subscribe push", func(p *protocol.Push) bool {
 			return p.Channel == ch && p.Subscribe != nil
 		})
 		if !sub.Subscribe.Recoverable || sub.Subscribe.Epoch == "" {
 			t.Errorf("subscribe push %+v: want a recoverable stream with an epoch", sub.Subscribe)
 		}
 		b.mustCall(t, "publish", map[string]any{"channel": ch, "data": json.RawMessage(`{"to":"erin"}`)}, nil)
-		p := erin.waitPush("publication in "+ch, func(p *protocol.Push) bool { return p.Channel == ch && p.Pub != nil })
+		p := erin.WaitPush("publication in "+ch, func(p *protocol.Push) bool { return p.Channel == ch && p.Pub != nil })
 		if string(p.Pub.Data) != `{"to":"erin"}` {
 			t.Errorf("publication data %s", p.Pub.Data)
 		}

@@ -1,0 +1,198 @@
+package wstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
+
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// Client is a raw protocol client over one WebSocket connection. Its
+// methods may be called from any goroutine; the ones that fail the test
+// must be called from the test's goroutine.
+type Client struct {
+	t     testing.TB
+	conn  net.Conn
+	proto protocol.Type
+	opts  options
+	done  chan struct{}
+
+	wmu sync.Mutex // keeps pongs from interleaving with test frames
+
+	mu      sync.Mutex
+	changed *sync.Cond // broadcast whenever gen moves
+	gen     uint64     // counts changes of the recorded state
+	lastID  uint32
+	replies map[uint32]*protocol.Reply
+	pushes  []*protocol.Push
+	pings   int
+	closed  *wsutil.ClosedError
+}
+
+// Dial opens a WebSocket to url speaking proto and starts reading; the
+// connection is closed when the test ends.
+func Dial(t testing.TB, url string, proto protocol.Type, opts ...Option) *Client {
+	t.Helper()
+	o := newOptions(proto, opts)
+	d := ws.Dialer{Timeout: o.dialTimeout, Protocols: o.subprotocols}
+	conn, _, _, err := d.Dial(context.Background(), url)
+	if err != nil {
+		t.Fatalf("wstest: dial %s: %v", url, err)
+	}
+	c := &Client{
+		t:       t,
+		conn:    conn,
+		proto:   proto,
+		opts:    o,
+		done:    make(chan struct{}),
+		replies: map[uint32]*protocol.Reply{},
+	}
+	c.changed = sync.NewCond(&c.mu)
+	go c.readLoop()
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Protocol is the wire format the client speaks.
+func (c *Client) Protocol() protocol.Type { return c.proto }
+
+// Conn is the underlying connection, for tests that write malformed
+// frames themselves or drop the connection without a close frame.
+func (c *Client) Conn() net.Conn { return c.conn }
+
+// Done is closed once the read loop has ended.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Close drops the connection and waits for the read loop to end.
+func (c *Client) Close() {
+	_ = c.conn.Close()
+	<-c.done
+}
+
+// Replies returns a copy of every reply received so far, by id.
+func (c *Client) Replies() map[uint32]*protocol.Reply {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.replies)
+}
+
+// Pushes returns every push received so far, in order.
+func (c *Client) Pushes() []*protocol.Push {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.pushes)
+}
+
+// Pubs returns the publications pushed in channel so far.
+func (c *Client) Pubs(channel string) []*protocol.Publication {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return pubsIn(c.pushes, channel)
+}
+
+// Pings is the number of server pings received.
+func (c *Client) Pings() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pings
+}
+
+// Closed returns how the connection ended, or nil while it is open.
+// A connection lost without a close frame reports code 1006.
+func (c *Client) Closed() *wsutil.ClosedError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed == nil {
+		return nil
+	}
+	ce := *c.closed
+	return &ce
+}
+
+func (c *Client) readLoop() {
+	defer close(c.done)
+	for {
+		msgs, err := wsutil.ReadServerMessage(c.conn, nil)
+		if err != nil {
+			var ce wsutil.ClosedError
+			if !errors.As(err, &ce) {
+				ce = wsutil.ClosedError{Code: ws.StatusAbnormalClosure, Reason: err.Error()}
+			}
+			c.setClosed(ce)
+			return
+		}
+		for _, m := range msgs {
+			if m.OpCode == ws.OpClose {
+				code, reason := ws.ParseCloseFrameData(m.Payload)
+				c.setClosed(wsutil.ClosedError{Code: code, Reason: reason})
+				return
+			}
+			if m.OpCode.IsControl() {
+				continue
+			}
+			if err := c.handleFrame(m.Payload); err != nil {
+				c.t.Errorf("wstest: %v", err)
+				c.setClosed(wsutil.ClosedError{Code: ws.StatusAbnormalClosure, Reason: err.Error()})
+				return
+			}
+		}
+	}
+}
+
+// handleFrame records the replies of one data frame and answers pings.
+func (c *Client) handleFrame(frame []byte) error {
+	replies, err := protocol.DecodeReplies(c.proto, frame, nil)
+	if err != nil {
+		return fmt.Errorf("decode replies %q: %w", frame, err)
+	}
+	pings := 0
+	c.mu.Lock()
+	for _, r := range replies {
+		switch {
+		case r.Id > 0:
+			c.replies[r.Id] = r
+		case r.Push != nil:
+			c.pushes = append(c.pushes, r.Push)
+		default:
+			pings++
+		}
+	}
+	c.pings += pings
+	c.gen++
+	c.changed.Broadcast()
+	c.mu.Unlock()
+	if pings > 0 && !c.opts.noPong {
+		// A failed pong shows up as a closed connection.
+		_ = c.send(&protocol.Command{})
+	}
+	return nil
+}
+
+func (c *Client) setClosed(ce wsutil.ClosedError) {
+	c.mu.Lock()
+	if c.closed == nil {
+		c.closed = &ce
+	}
+	c.gen++
+	c.changed.Broadcast()
+	c.mu.Unlock()
+}
+
+func pubsIn(pushes []*protocol.Push, channel string) []*protocol.Publication {
+	var out []*protocol.Publication
+	for _, p := range pushes {
+		if p.Channel == channel && p.Pub != nil {
+			out = append(out, p.Pub)
+		}
+	}
+	return out
+}
