@@ -66,6 +66,7 @@ func BenchmarkHandleFrame(b *testing.B) {
 					} else {
 						err = c.handleProtobuf(*bp, 0)
 					}
+					c.endFrame(0)
 					putBuf(bp)
 					if err != nil {
 						b.Fatal(err)

@@ -40,6 +40,14 @@ type conn struct {
 	// touches them until it has exited.
 	last []uint64
 	got  []uint64
+	// stampAt is where the last publication's payload marker was.
+	stampAt int
+	// The deliveries of the frame being handled, counted into the shared
+	// counters and histogram once per frame: a run of latencies in one
+	// histogram bucket, and how many deliveries the frame had.
+	runBucket, runCount int
+	runMax              uint64
+	frameDeliveries     int64
 }
 
 // errServerClosed ends a connection the server closed or disconnected.
@@ -222,6 +230,7 @@ func (c *conn) run() error {
 		} else {
 			err = c.handleJSON(*bp, now)
 		}
+		c.endFrame(now)
 		putBuf(bp)
 		if err != nil {
 			return err
@@ -239,7 +248,9 @@ func (c *conn) handleJSON(frame []byte, now int64) error {
 		} else {
 			frame = nil
 		}
-		msg = bytes.TrimSpace(msg)
+		if len(msg) > 0 && msg[len(msg)-1] <= ' ' {
+			msg = bytes.TrimSpace(msg)
+		}
 		switch {
 		case len(msg) == 0:
 		case len(msg) == 2 && msg[0] == '{' && msg[1] == '}':
@@ -247,7 +258,8 @@ func (c *conn) handleJSON(frame []byte, now int64) error {
 				return err
 			}
 		default:
-			if s, ok := findStamp(msg); ok {
+			if s, at, ok := findStampAt(msg, c.stampAt); ok {
+				c.stampAt = at
 				c.deliver(s, now)
 				continue
 			}
@@ -275,8 +287,15 @@ func (c *conn) handleProtobuf(frame []byte, now int64) error {
 			}
 			continue
 		}
+		// As in JSON, the payload is where the last one was, which saves
+		// walking the fields.
+		if s, ok := parseStampAt(msg, c.stampAt); ok {
+			c.deliver(s, now)
+			continue
+		}
 		if data, ok := pbPublicationData(msg); ok {
 			if s, ok := findStamp(data); ok {
+				c.stampAt = cap(msg) - cap(data) // data is a slice of msg
 				c.deliver(s, now)
 				continue
 			}
@@ -309,9 +328,14 @@ func (c *conn) slowPath(msg []byte) error {
 }
 
 func (c *conn) deliver(s stamp, now int64) {
-	c.received.Add(1)
-	c.lastAt.Store(now)
-	c.p.latency.record(now - s.sentNano)
+	c.frameDeliveries++
+	v := nonNegative(now - s.sentNano)
+	if b := bucketOf(v); b != c.runBucket || c.runCount == 0 {
+		c.endRun()
+		c.runBucket = b
+	}
+	c.runCount++
+	c.runMax = max(c.runMax, v)
 	if s.publisher >= len(c.last) {
 		return
 	}
@@ -321,6 +345,25 @@ func (c *conn) deliver(s stamp, now int64) {
 		c.last[s.publisher] = s.seq
 	}
 	c.got[s.publisher]++
+}
+
+// endRun records the run of latencies in one bucket.
+func (c *conn) endRun() {
+	if c.runCount > 0 {
+		c.p.latency.recordRun(c.runBucket, uint64(c.runCount), c.runMax)
+		c.runCount, c.runMax = 0, 0
+	}
+}
+
+// endFrame counts the frame's deliveries into the shared counters.
+func (c *conn) endFrame(now int64) {
+	if c.frameDeliveries == 0 {
+		return
+	}
+	c.endRun()
+	c.received.Add(c.frameDeliveries)
+	c.lastAt.Store(now)
+	c.frameDeliveries = 0
 }
 
 // lost is how many of published (per publisher) this connection missed;

@@ -52,11 +52,36 @@ type stamp struct {
 // findStamp looks for a payload inside msg, which may be a whole JSON
 // reply or a publication's data alone.
 func findStamp(msg []byte) (stamp, bool) {
-	i := bytes.Index(msg, payloadMarker)
-	if i < 0 {
+	s, _, ok := findStampAt(msg, 0)
+	return s, ok
+}
+
+// findStampAt is findStamp trying the marker at offset at first: a
+// server frames every publication of a channel alike, so the offset where
+// the last one had its payload is where the next one has it, and a
+// search through the message is only needed when that misses. It also
+// returns the offset where the marker was.
+func findStampAt(msg []byte, at int) (stamp, int, bool) {
+	i := at
+	if i < 0 || i > len(msg) || !bytes.HasPrefix(msg[i:], payloadMarker) {
+		if i = bytes.Index(msg, payloadMarker); i < 0 {
+			return stamp{}, 0, false
+		}
+	}
+	s, ok := parseStamp(msg[i+len(payloadMarker):])
+	return s, i, ok
+}
+
+// parseStampAt reads a stamp whose marker is at offset at of msg.
+func parseStampAt(msg []byte, at int) (stamp, bool) {
+	if at <= 0 || at > len(msg) || !bytes.HasPrefix(msg[at:], payloadMarker) {
 		return stamp{}, false
 	}
-	b := msg[i+len(payloadMarker):]
+	return parseStamp(msg[at+len(payloadMarker):])
+}
+
+// parseStamp reads the three numbers that follow the marker.
+func parseStamp(b []byte) (stamp, bool) {
 	w, b, ok1 := parseUint(b, ',')
 	seq, b, ok2 := parseUint(b, ',')
 	ts, _, ok3 := parseUint(b, ']')
@@ -70,18 +95,16 @@ func findStamp(msg []byte) (stamp, bool) {
 // after it.
 func parseUint(b []byte, end byte) (uint64, []byte, bool) {
 	var v uint64
-	for i, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			if i >= 19 {
-				return 0, nil, false
-			}
-			v = v*10 + uint64(c-'0')
-		case c == end && i > 0:
-			return v, b[i+1:], true
-		default:
-			return 0, nil, false
+	i := 0
+	for ; i < len(b) && i < 20; i++ {
+		d := b[i] - '0'
+		if d > 9 {
+			break
 		}
+		v = v*10 + uint64(d)
 	}
-	return 0, nil, false
+	if i == 0 || i >= 20 || i == len(b) || b[i] != end {
+		return 0, nil, false
+	}
+	return v, b[i+1:], true
 }
