@@ -20,12 +20,18 @@ var (
 )
 
 func (e *brokerEvents) HandlePublication(channel string, pub *broker.Publication, sp broker.StreamPosition, delta bool, prev *broker.Publication) error {
+	e.n.handlePublication(channel, pub, delta, prev, nil)
+	return nil
+}
+
+// handlePublication fans a publication from the broker out to the local
+// subscribers; b, when set, is the burst that published it.
+func (n *Node) handlePublication(channel string, pub *broker.Publication, delta bool, prev *broker.Publication, b *Burst) {
 	var base []byte
 	if delta && prev != nil {
 		base = prev.Data
 	}
-	e.n.broadcastPublication(channel, pub, base, delta && prev != nil)
-	return nil
+	n.broadcastPublication(channel, pub, base, delta && prev != nil, b)
 }
 
 func (e *brokerEvents) HandleJoin(channel string, info *broker.ClientInfo) error {
@@ -134,12 +140,13 @@ func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
 
 // broadcastPublication hands one publication to every local subscriber,
 // encoding it at most once per wire variant and not at all when the channel
-// has no subscribers here.
+// has no subscribers here. With b set, the subscribers' writers are woken
+// when the burst ends.
 //
 // For subscribers with delta compression, a publication marked for delta
 // (canDelta, with prev its predecessor's payload) goes as a delta when the
 // subscriber got the predecessor, else in full.
-func (n *Node) broadcastPublication(channel string, pub *broker.Publication, prev []byte, canDelta bool) {
+func (n *Node) broadcastPublication(channel string, pub *broker.Publication, prev []byte, canDelta bool, b *Burst) {
 	subs := n.hub.subscribers(channel)
 	if len(subs) == 0 {
 		return
@@ -162,7 +169,7 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication, pre
 			n.undeliverable(s.client, channel, enc.err)
 			continue
 		}
-		s.deliver(msg, pub.Offset)
+		s.deliver(msg, pub.Offset, b)
 	}
 }
 
@@ -188,7 +195,7 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 			n.undeliverable(s.client, channel, enc.err)
 			continue
 		}
-		s.deliver(msg, 0)
+		s.deliver(msg, 0, nil)
 	}
 }
 

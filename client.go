@@ -314,8 +314,11 @@ func (c *Client) badRequest(why string) {
 
 // enqueue queues an encoded message; a full queue disconnects the client
 // as slow.
-func (c *Client) enqueue(msg []byte) {
-	if !c.w.enqueue(msg) && c.slow.CompareAndSwap(false, true) {
+func (c *Client) enqueue(msg []byte) { c.enqueueIn(msg, nil) }
+
+// enqueueIn queues msg; with b set, the writer is woken when b ends.
+func (c *Client) enqueueIn(msg []byte, b *Burst) {
+	if !c.w.enqueue(msg, b) && c.slow.CompareAndSwap(false, true) {
 		c.node.log.Info("client too slow: queue full", "client", c.id, "max_bytes", c.node.cfg.QueueMaxSize)
 		go c.close(DisconnectSlow, false)
 	}

@@ -49,7 +49,7 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 		chanInfo = s.chanInfo
 	}
 	c.mu.Unlock()
-	_, err = n.publish(req.Channel, data, opts, PublishOptions{ClientInfo: c.clientInfo(chanInfo)})
+	_, err = n.publish(req.Channel, data, opts, PublishOptions{ClientInfo: c.clientInfo(chanInfo)}, nil)
 	if err != nil {
 		return nil, err
 	}

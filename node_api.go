@@ -79,7 +79,7 @@ func (n *Node) Publish(channel string, data []byte, opts ...PublishOption) (Publ
 	if err != nil {
 		return PublishResult{}, err
 	}
-	return n.publish(channel, data, chOpts, applyPublishOptions(opts))
+	return n.publish(channel, data, chOpts, applyPublishOptions(opts), nil)
 }
 
 // applyPublishOptions moves the options to the heap only when there are
@@ -95,7 +95,9 @@ func applyPublishOptions(opts []PublishOption) PublishOptions {
 	return *o
 }
 
-func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o PublishOptions) (PublishResult, error) {
+// publish publishes through the broker; with b set and a broker that
+// delivers within Publish, the local fan-out is part of burst b.
+func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o PublishOptions, b *Burst) (PublishResult, error) {
 	bo := broker.PublishOptions{
 		ClientInfo:          o.ClientInfo,
 		Tags:                o.Tags,
@@ -108,7 +110,14 @@ func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o Pu
 		bo.HistoryTTL = chOpts.HistoryTTL
 		bo.HistoryMetaTTL = chOpts.HistoryMetaTTL
 	}
-	sp, suppressed, err := n.broker.Publish(channel, data, bo)
+	var sp broker.StreamPosition
+	var suppressed bool
+	var err error
+	if dp, ok := n.broker.(broker.DirectPublisher); ok && b != nil {
+		sp, suppressed, err = dp.PublishTo(&b.handler, channel, data, bo)
+	} else {
+		sp, suppressed, err = n.broker.Publish(channel, data, bo)
+	}
 	if err != nil {
 		if errors.Is(err, broker.ErrNotAvailable) {
 			return PublishResult{}, ErrorInternal

@@ -39,14 +39,19 @@ func TestPublicationOrder(t *testing.T) {
 	tests := []struct {
 		name       string
 		publishers int
+		bursts     bool
 	}{
-		{"one publisher", 1},
-		{"four concurrent publishers", 4},
+		{"one publisher", 1, false},
+		{"four concurrent publishers", 4, false},
+		// A burst queues without waking writers; what it queued must
+		// still go out in offset order with what others publish.
+		{"one burst", 1, true},
+		{"bursts and plain publishers", 4, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n, url := newTestNode(t, streamConfig())
-			channel := "ord:" + strconv.Itoa(tt.publishers)
+			channel := "ord:" + strconv.Itoa(tt.publishers) + strconv.FormatBool(tt.bursts)
 			recs := make([]*offsetRecorder, subscribers)
 			for i := range recs {
 				proto := protocol.TypeJSON
@@ -63,7 +68,7 @@ func TestPublicationOrder(t *testing.T) {
 				recs[i].top = r.Subscribe.Offset
 			}
 
-			publishConcurrently(t, n, channel, total, tt.publishers)
+			publishConcurrently(t, n, channel, total, tt.publishers, tt.bursts)
 
 			for i, rec := range recs {
 				offsets, err := rec.wait(total, 30*time.Second)
@@ -214,8 +219,9 @@ func (s *stream) finish() uint64 {
 }
 
 // publishConcurrently publishes total publications into channel from the
-// given number of goroutines, each in a tight loop.
-func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publishers int) {
+// given number of goroutines, each in a tight loop. With bursts, every
+// other publisher goes through a Burst, flushed at irregular points.
+func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publishers int, bursts bool) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, publishers)
@@ -223,9 +229,21 @@ func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publ
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			publish := n.Publish
+			if bursts && p%2 == 0 {
+				b := n.NewBurst()
+				defer b.Flush()
+				publish = func(ch string, data []byte, opts ...gyre.PublishOption) (gyre.PublishResult, error) {
+					res, err := b.Publish(ch, data, opts...)
+					if (res.Offset)%7 == 0 {
+						b.Flush()
+					}
+					return res, err
+				}
+			}
 			for i := p; i < total; i += publishers {
 				data := []byte(`{"p":` + strconv.Itoa(p) + `,"i":` + strconv.Itoa(i) + `}`)
-				if _, err := n.Publish(channel, data); err != nil {
+				if _, err := publish(channel, data); err != nil {
 					errs <- fmt.Errorf("publish %d: %w", i, err)
 					return
 				}

@@ -64,7 +64,7 @@ type heldMessage struct {
 
 // deliver sends one encoded publication (or join/leave: offset 0) to the
 // subscriber. It never blocks on the network.
-func (s *subscription) deliver(msg []byte, offset uint64) {
+func (s *subscription) deliver(msg []byte, offset uint64, b *Burst) {
 	if s.state.Load() != subActive {
 		s.mu.Lock()
 		switch s.state.Load() {
@@ -81,7 +81,7 @@ func (s *subscription) deliver(msg []byte, offset uint64) {
 	if offset > 0 {
 		s.offset.Store(offset)
 	}
-	s.client.enqueue(msg)
+	s.client.enqueueIn(msg, b)
 }
 
 // payloadVariant picks how a publication goes to this subscriber: plain

@@ -28,7 +28,10 @@ type writer struct {
 	closed  bool
 	// closing, when set, is sent once the queue is drained.
 	closing *Disconnect
-	wake    chan struct{}
+	// heldBy is the burst that queued messages without waking the writer
+	// and will wake it when it ends.
+	heldBy *Burst
+	wake   chan struct{}
 	// wrote is set by drain and cleared by the linger timer: a writer
 	// goroutine exits after one to two linger periods without writes.
 	wrote bool
@@ -63,7 +66,11 @@ func newWriter(t Transport, max int, onWriteError func(error), closeTransport fu
 // enqueue adds one framed message. It returns false when the queue would
 // exceed its bound; the caller then disconnects the client as slow. A
 // closed writer drops the message and returns true.
-func (w *writer) enqueue(msg []byte) bool {
+//
+// With b set, the writer is not woken: b wakes it when the burst ends, so
+// that what the burst queues leaves in one write. A writer already held by
+// another burst, or whose queue is a quarter full, is woken at once.
+func (w *writer) enqueue(msg []byte, b *Burst) bool {
 	w.mu.Lock()
 	if w.closed || w.closing != nil {
 		w.mu.Unlock()
@@ -75,18 +82,48 @@ func (w *writer) enqueue(msg []byte) bool {
 	}
 	w.queue = append(w.queue, msg)
 	w.size += len(msg)
+	if b != nil && w.size <= w.max/4 {
+		switch w.heldBy {
+		case b:
+			w.mu.Unlock()
+			return true
+		case nil:
+			w.heldBy = b
+			w.mu.Unlock()
+			b.writers = append(b.writers, w)
+			return true
+		}
+	}
+	w.wakeLocked()
+	return true
+}
+
+// release wakes a writer that b held.
+func (w *writer) release(b *Burst) {
+	w.mu.Lock()
+	if w.heldBy == b {
+		w.heldBy = nil
+	}
+	if w.closed || len(w.queue) == 0 && w.closing == nil {
+		w.mu.Unlock()
+		return
+	}
+	w.wakeLocked()
+}
+
+// wakeLocked wakes the writer goroutine, or starts one, and unlocks w.mu.
+func (w *writer) wakeLocked() {
 	if w.running {
 		w.mu.Unlock()
 		select {
 		case w.wake <- struct{}{}:
 		default:
 		}
-		return true
+		return
 	}
 	w.running = true
 	w.mu.Unlock()
 	go w.runFn()
-	return true
 }
 
 // closeAfterFlush writes what is queued, then closes the transport with d.
@@ -97,17 +134,7 @@ func (w *writer) closeAfterFlush(d *Disconnect) {
 		return
 	}
 	w.closing = d
-	if w.running {
-		w.mu.Unlock()
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
-		return
-	}
-	w.running = true
-	w.mu.Unlock()
-	go w.runFn()
+	w.wakeLocked()
 }
 
 // close drops whatever is queued; no more writes happen after the current

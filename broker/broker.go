@@ -104,14 +104,19 @@ type HistoryOptions struct {
 	MetaTTL time.Duration
 }
 
-// EventHandler receives what a broker delivers to this node. The engine
-// implements it.
-type EventHandler interface {
+// PublicationHandler receives publications.
+type PublicationHandler interface {
 	// HandlePublication is called for every publication in a channel this
 	// node subscribed to, in offset order per channel. prev is the
 	// publication before pub in the stream when the broker knows it and
 	// delta was requested (for delta compression), else nil.
 	HandlePublication(channel string, pub *Publication, sp StreamPosition, delta bool, prev *Publication) error
+}
+
+// EventHandler receives what a broker delivers to this node. The engine
+// implements it.
+type EventHandler interface {
+	PublicationHandler
 	// HandleJoin and HandleLeave deliver join/leave events of a channel.
 	HandleJoin(channel string, info *ClientInfo) error
 	HandleLeave(channel string, info *ClientInfo) error
@@ -147,6 +152,16 @@ type Broker interface {
 	RemoveHistory(channel string) error
 	// Close releases the broker's resources.
 	Close() error
+}
+
+// DirectPublisher is implemented by brokers that hand a publication to the
+// handler before Publish returns (one node, nothing in between).
+// PublishTo is Publish with h receiving the publication instead of the
+// handler given to Run, with the same ordering guarantees. The engine uses
+// it to tell its own publications apart: those of one API batch wake each
+// connection once, so that the whole batch leaves in one write.
+type DirectPublisher interface {
+	PublishTo(h PublicationHandler, channel string, data []byte, opts PublishOptions) (sp StreamPosition, suppressed bool, err error)
 }
 
 // PresenceStats counts a channel's present connections and distinct users.

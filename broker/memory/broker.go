@@ -32,7 +32,10 @@ type Broker struct {
 // handlerRef boxes the interface for atomic.Pointer.
 type handlerRef struct{ h broker.EventHandler }
 
-var _ broker.Broker = (*Broker)(nil)
+var (
+	_ broker.Broker          = (*Broker)(nil)
+	_ broker.DirectPublisher = (*Broker)(nil)
+)
 
 // NewBroker returns a Broker and starts its background sweep, which Close
 // stops.

@@ -179,3 +179,28 @@ func TestEpochs(t *testing.T) {
 		seen[e] = true
 	}
 }
+
+// TestPublishTo: PublishTo hands the publication to the handler it is
+// given, not to Run's, and stores it like Publish.
+func TestPublishTo(t *testing.T) {
+	b, err := NewBroker(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	runH, toH := &countHandler{}, &countHandler{}
+	if err := b.Run(runH); err != nil {
+		t.Fatal(err)
+	}
+	opts := broker.PublishOptions{HistorySize: 10, HistoryTTL: time.Minute}
+	sp, _, err := b.PublishTo(toH, "ch", []byte(`1`), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Offset != 1 || toH.pubs() != 1 || runH.pubs() != 0 {
+		t.Fatalf("offset %d, handed to PublishTo's handler %d times and Run's %d, want 1, 1, 0", sp.Offset, toH.pubs(), runH.pubs())
+	}
+	if sp, _, _ = b.Publish("ch", []byte(`2`), opts); sp.Offset != 2 || runH.pubs() != 1 {
+		t.Fatalf("Publish after PublishTo: offset %d, Run's handler %d, want 2, 1", sp.Offset, runH.pubs())
+	}
+}

@@ -13,6 +13,16 @@ import (
 // handler is logged, not returned: the publication is already part of the
 // stream, and a caller retrying it would publish it twice.
 func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error) {
+	var h broker.PublicationHandler
+	if eh := b.eventHandler(); eh != nil {
+		h = eh
+	}
+	return b.PublishTo(h, channel, data, opts)
+}
+
+// PublishTo is Publish handing the publication to h instead of the handler
+// given to Run (nothing is handed over when h is nil).
+func (b *Broker) PublishTo(h broker.PublicationHandler, channel string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error) {
 	if err := b.checkOpen(); err != nil {
 		return broker.StreamPosition{}, false, err
 	}
@@ -53,7 +63,7 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 		st.idemStore(opts.IdempotencyKey, sp, nowNano+int64(ttl))
 	}
 
-	if h := b.eventHandler(); h != nil {
+	if h != nil {
 		if !opts.UseDelta {
 			prev = nil
 		}

@@ -238,6 +238,27 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 		return nil, &apiError{107, "bad request: too many commands in batch"}
 	}
 	replies := make([]batchReply, len(req.Commands))
+	// A sequential batch publishes through one burst: each connection is
+	// woken once for the publications of a run of publish and broadcast
+	// commands, which then leave in one write. Any other command wakes
+	// them first: it may wait on the broker, and they should not.
+	var b *gyre.Burst
+	if !req.Parallel {
+		b = h.node.NewBurst()
+		defer b.Flush()
+	}
+	call := func(name string, m method, body json.RawMessage) (any, error) {
+		switch {
+		case b == nil:
+			return m(h, body)
+		case name == "publish":
+			return publishWith(b, body)
+		case name == "broadcast":
+			return h.broadcastWith(b, body)
+		}
+		b.Flush()
+		return m(h, body)
+	}
 	run := func(i int) {
 		cmd := req.Commands[i]
 		if len(cmd) != 1 {
@@ -250,7 +271,7 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 				replies[i].err = errMethodNotFound
 				return
 			}
-			res, err := m(h, body)
+			res, err := call(name, m, body)
 			if err != nil {
 				replies[i].err = h.toAPIError(name, err)
 				return

@@ -31,7 +31,15 @@ func publishOptions(tags map[string]string, key string, skipHistory, delta bool)
 	return opts
 }
 
-func (h *Handler) publish(raw json.RawMessage) (any, error) {
+// publisher is what publish and broadcast go through: the node, or the
+// burst of a batch, which wakes connections once for all its publications.
+type publisher interface {
+	Publish(channel string, data []byte, opts ...gyre.PublishOption) (gyre.PublishResult, error)
+}
+
+func (h *Handler) publish(raw json.RawMessage) (any, error) { return publishWith(h.node, raw) }
+
+func publishWith(p publisher, raw json.RawMessage) (any, error) {
 	var req publishRequest
 	if err := decode(raw, &req); err != nil {
 		return nil, err
@@ -43,7 +51,7 @@ func (h *Handler) publish(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.node.Publish(req.Channel, data, publishOptions(req.Tags, req.IdempotencyKey, req.SkipHistory, req.Delta)...)
+	res, err := p.Publish(req.Channel, data, publishOptions(req.Tags, req.IdempotencyKey, req.SkipHistory, req.Delta)...)
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +59,12 @@ func (h *Handler) publish(raw json.RawMessage) (any, error) {
 }
 
 func (h *Handler) broadcast(raw json.RawMessage) (any, error) {
+	b := h.node.NewBurst()
+	defer b.Flush()
+	return h.broadcastWith(b, raw)
+}
+
+func (h *Handler) broadcastWith(p publisher, raw json.RawMessage) (any, error) {
 	var req broadcastRequest
 	if err := decode(raw, &req); err != nil {
 		return nil, err
@@ -69,7 +83,7 @@ func (h *Handler) broadcast(raw json.RawMessage) (any, error) {
 			out.Responses[i].Error = &apiError{107, "bad request: channel required"}
 			continue
 		}
-		res, err := h.node.Publish(ch, data, opts...)
+		res, err := p.Publish(ch, data, opts...)
 		if err != nil {
 			out.Responses[i].Error = h.toAPIError("broadcast", err)
 			continue

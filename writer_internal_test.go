@@ -1,0 +1,121 @@
+package gyre
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// frameRecorder is a JSON transport that keeps the frames written to it.
+type frameRecorder struct {
+	mu     sync.Mutex
+	frames [][]byte
+	wrote  chan struct{}
+}
+
+func newFrameRecorder() *frameRecorder { return &frameRecorder{wrote: make(chan struct{}, 100)} }
+
+func (r *frameRecorder) Name() string            { return "recorder" }
+func (r *frameRecorder) Protocol() protocol.Type { return protocol.TypeJSON }
+func (r *frameRecorder) Unidirectional() bool    { return false }
+func (r *frameRecorder) Close(*Disconnect) error { return nil }
+func (r *frameRecorder) WriteFrame(f []byte) error {
+	r.mu.Lock()
+	r.frames = append(r.frames, bytes.Clone(f))
+	r.mu.Unlock()
+	r.wrote <- struct{}{}
+	return nil
+}
+
+// messages waits for frames until they hold n messages in all, and
+// returns the frames.
+func (r *frameRecorder) messages(t *testing.T, n int) [][]byte {
+	t.Helper()
+	for {
+		r.mu.Lock()
+		got := 0
+		for _, f := range r.frames {
+			got += bytes.Count(f, []byte("\n")) + 1
+		}
+		frames := r.frames
+		r.mu.Unlock()
+		if got >= n {
+			return frames
+		}
+		select {
+		case <-r.wrote:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d messages written", got, n)
+		}
+	}
+}
+
+func newTestWriter(tr Transport, max int) *writer {
+	return newWriter(tr, max, func(error) {}, func(*Disconnect) {}, nopObserver{})
+}
+
+// TestBurstWakesOnce: what a burst queues leaves in one write when it is
+// flushed, in the order it was queued.
+func TestBurstWakesOnce(t *testing.T) {
+	tr := newFrameRecorder()
+	w := newTestWriter(tr, 1<<20)
+	b := &Burst{}
+	for i := range 50 {
+		if !w.enqueue([]byte{'a' + byte(i%26)}, b) {
+			t.Fatal("queue full")
+		}
+	}
+	if len(b.writers) != 1 {
+		t.Fatalf("burst holds %d writers, want 1", len(b.writers))
+	}
+	b.Flush()
+	frames := tr.messages(t, 50)
+	if len(frames) != 1 {
+		t.Fatalf("%d frames, want 1", len(frames))
+	}
+	want := []byte("a\nb\nc\nd\ne")
+	if !bytes.HasPrefix(frames[0], want) {
+		t.Fatalf("frame starts %q, want %q", frames[0][:len(want)], want)
+	}
+	if w.heldBy != nil {
+		t.Fatal("writer still held after Flush")
+	}
+}
+
+// TestBurstQuarterQueue: a burst does not hold back more than a quarter
+// of a connection's queue.
+func TestBurstQuarterQueue(t *testing.T) {
+	tr := newFrameRecorder()
+	w := newTestWriter(tr, 400)
+	b := &Burst{}
+	msg := bytes.Repeat([]byte("x"), 50)
+	w.enqueue(msg, b)
+	w.enqueue(msg, b) // 100 bytes: a quarter, still held
+	w.mu.Lock()
+	running := w.running
+	w.mu.Unlock()
+	if running {
+		t.Fatal("writer woken within a quarter of its queue")
+	}
+	w.enqueue(msg, b) // past a quarter: woken now
+	tr.messages(t, 3)
+	b.Flush()
+}
+
+// TestBurstOtherBurst: a writer held by one burst is woken at once by a
+// message from another, so that no burst waits for another's flush.
+func TestBurstOtherBurst(t *testing.T) {
+	tr := newFrameRecorder()
+	w := newTestWriter(tr, 1<<20)
+	b1, b2 := &Burst{}, &Burst{}
+	w.enqueue([]byte("1"), b1)
+	w.enqueue([]byte("2"), b2)
+	tr.messages(t, 2)
+	if len(b2.writers) != 0 {
+		t.Fatal("second burst holds the writer too")
+	}
+	b1.Flush()
+}
