@@ -235,43 +235,6 @@ func BenchmarkBroadcast(b *testing.B) {
 	}
 }
 
-// writerIdleExit is longer than the time an idle writer goroutine waits for
-// more messages before it exits (writerLinger, 1s).
-const writerIdleExit = 1200 * time.Millisecond
-
-// BenchmarkBroadcastAfterIdle publishes to subscribers whose writer
-// goroutines have exited because nothing was sent to them for a while, the
-// common case of a quiet channel. Each iteration sleeps past the writer
-// linger first, so ns/op is dominated by the sleep; ns/publish and
-// allocs/sub measure the publication alone. With the default -benchtime a
-// sub-benchmark runs one iteration; use -benchtime=5x for more.
-func BenchmarkBroadcastAfterIdle(b *testing.B) {
-	for _, p := range benchProtocols {
-		for _, subs := range []int{100, 1000} {
-			b.Run(fmt.Sprintf("%s/subs=%d", p.name, subs), func(b *testing.B) {
-				f := newBroadcastFixture(b, p.proto, subs, false)
-				f.publish(b)
-				b.ReportAllocs()
-				var mallocs uint64
-				var busy time.Duration
-				var before, after runtime.MemStats
-				for b.Loop() {
-					time.Sleep(writerIdleExit)
-					runtime.ReadMemStats(&before)
-					start := time.Now()
-					f.publish(b)
-					busy += time.Since(start)
-					runtime.ReadMemStats(&after)
-					mallocs += after.Mallocs - before.Mallocs
-				}
-				ops := float64(b.N)
-				b.ReportMetric(float64(mallocs)/ops/float64(subs), "allocs/sub")
-				b.ReportMetric(float64(busy.Nanoseconds())/ops, "ns/publish")
-			})
-		}
-	}
-}
-
 // BenchmarkSubscribeCrowded measures one client joining and leaving a
 // channel that already has subs subscribers on the node: connect and
 // subscribe through HandleFrame, wait for both replies, then close. The

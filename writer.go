@@ -3,14 +3,9 @@ package gyre
 import (
 	"runtime"
 	"sync"
-	"time"
 
 	"github.com/gyrehq/gyre/protocol"
 )
-
-// writerLinger is how long an idle writer goroutine waits for more messages
-// before it exits. Busy connections keep their writer; idle ones have none.
-const writerLinger = time.Second
 
 // framePool holds the buffers frames are joined into, shared by all
 // connections so that an idle connection holds none.
@@ -31,10 +26,6 @@ type writer struct {
 	// heldBy is the burst that queued messages without waking the writer
 	// and will wake it when it ends.
 	heldBy *Burst
-	wake   chan struct{}
-	// wrote is set by drain and cleared by the linger timer: a writer
-	// goroutine exits after one to two linger periods without writes.
-	wrote bool
 	// runFn is w.run as a func value made once: "go w.runFn()" would
 	// allocate a closure every time an idle connection wakes up.
 	runFn func()
@@ -57,7 +48,6 @@ func newWriter(t Transport, max int, onWriteError func(error), closeTransport fu
 		proto:          t.Protocol(),
 		transport:      t,
 		onWriteError:   onWriteError,
-		wake:           make(chan struct{}, 1),
 	}
 	w.runFn = w.run
 	return w
@@ -111,14 +101,12 @@ func (w *writer) release(b *Burst) {
 	w.wakeLocked()
 }
 
-// wakeLocked wakes the writer goroutine, or starts one, and unlocks w.mu.
+// wakeLocked starts the writer goroutine unless it runs, and unlocks
+// w.mu. A running one finds what was queued before it leaves: it only
+// leaves after finding the queue empty under the lock.
 func (w *writer) wakeLocked() {
 	if w.running {
 		w.mu.Unlock()
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
 		return
 	}
 	w.running = true
@@ -146,82 +134,47 @@ func (w *writer) close() {
 	w.queue = w.queue[:0]
 	w.size = 0
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
 }
 
-// lingerTimers recycles the linger timers of writer goroutines, which come
-// and go as connections turn busy and idle.
-var lingerTimers sync.Pool
-
+// run is the writer goroutine: it exists only while there is something
+// to write, so that an idle connection has none.
 func (w *writer) run() {
-	timer, _ := lingerTimers.Get().(*time.Timer)
-	if timer == nil {
-		timer = time.NewTimer(writerLinger)
-	} else {
-		timer.Reset(writerLinger)
-	}
-	defer func() {
-		timer.Stop()
-		lingerTimers.Put(timer)
-	}()
-	for {
-		// Let the broadcaster that woke us queue more first: one write
-		// then carries more messages, and syscalls are most of the cost.
-		runtime.Gosched()
-		if !w.drain() {
-			return
-		}
-		select {
-		case <-w.wake:
-			continue
-		case <-timer.C:
-		}
-		// The timer is not pushed back on every write (that showed in
-		// profiles): it fires every linger period, and the writer leaves
-		// when nothing was written during the last one.
-		w.mu.Lock()
-		if w.wrote || len(w.queue) > 0 || w.closing != nil {
-			w.wrote = false
-			w.mu.Unlock()
-			timer.Reset(writerLinger)
-			continue
-		}
-		w.running = false
-		w.mu.Unlock()
-		return
-	}
+	// Let the broadcaster that started us queue more first: one write
+	// then carries more messages, and syscalls are most of the cost.
+	runtime.Gosched()
+	w.drain()
 }
 
-// drain writes everything queued. It returns false when the writer is done
-// for good (closed, or a write failed).
-func (w *writer) drain() bool {
+// drain writes until the queue is empty and then ends the goroutine's
+// turn: running is cleared under the lock that found the queue empty, so
+// an enqueue after that starts a new goroutine.
+func (w *writer) drain() {
+	var written [][]byte // the last batch, kept as the next queue's array
 	for {
 		w.mu.Lock()
+		if written != nil {
+			w.spare, written = written[:0], nil
+		}
 		if w.closed {
 			w.running = false
 			w.mu.Unlock()
-			return false
+			return
 		}
 		if len(w.queue) == 0 {
+			w.running = false
 			d := w.closing
 			if d != nil {
 				w.closed = true
-				w.running = false
 			}
 			w.mu.Unlock()
 			if d != nil {
 				w.closeTransport(d)
-				return false
 			}
-			return true
+			return
 		}
 		batch := w.queue
 		w.queue = w.spare[:0]
 		w.size = 0
-		w.wrote = true
 		w.mu.Unlock()
 
 		bp := framePool.Get().(*[]byte)
@@ -233,9 +186,7 @@ func (w *writer) drain() bool {
 			framePool.Put(bp)
 		}
 		clear(batch)
-		w.mu.Lock()
-		w.spare = batch[:0]
-		w.mu.Unlock()
+		written = batch
 		if err != nil {
 			w.mu.Lock()
 			w.closed = true
@@ -245,10 +196,10 @@ func (w *writer) drain() bool {
 			if d != nil {
 				// The client is already closing: finish that close.
 				w.closeTransport(d)
-				return false
+				return
 			}
 			w.onWriteError(err)
-			return false
+			return
 		}
 	}
 }

@@ -9,12 +9,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gyrehq/gyre/internal/memtrim"
 	"github.com/gyrehq/gyre/server"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/token"
@@ -61,7 +61,6 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	leanGC()
 	logOut, closeLog, err := openLog(cfg.Log.File, stderr)
 	if err != nil {
 		return err
@@ -99,6 +98,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err := srv.Start(); err != nil {
 		return err
 	}
+	trimCtx, stopTrim := context.WithCancel(context.Background())
+	defer stopTrim()
+	go memtrim.Run(trimCtx, memtrimPeriod, log)
 	if dev {
 		if err := printDevWelcome(stdout, srv, secret, apiKey); err != nil {
 			return err
@@ -148,21 +150,9 @@ func reload(srv *server.Server, path string, flags map[string]string, log *slog.
 	log.Info("config reloaded", "file", path)
 }
 
-// serverGCPercent is the garbage collector's target for the server when
-// GOGC is not set. The Go default (100) lets the heap grow to twice what is
-// live, and memory freed after a burst of connects stays with the process
-// up to that goal. A connection server's live heap is mostly idle
-// connections and its broadcast path does not allocate per subscriber, so
-// collecting sooner costs little CPU and saves a third of the memory per
-// idle connection (docs/benchmarks.md, "Performance budget").
-const serverGCPercent = 25
-
-// leanGC applies serverGCPercent unless the operator chose with GOGC.
-func leanGC() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(serverGCPercent)
-	}
-}
+// memtrimPeriod is how often the server looks for memory a burst of
+// connects left behind (internal/memtrim).
+const memtrimPeriod = 5 * time.Second
 
 func hasEnv(environ []string, prefix string) bool {
 	for _, kv := range environ {
