@@ -79,6 +79,27 @@ func ExampleNode_Publish() {
 	// offset 2
 }
 
+func ExampleNode_NewBurst() {
+	node := runExampleNode(gyre.Config{Channels: chatChannels})
+	defer node.Shutdown(context.Background())
+
+	// A run of publications: each subscriber's connection is woken once,
+	// at Flush, and gets them all in one write.
+	b := node.NewBurst()
+	for i := range 3 {
+		res, err := b.Publish("chat:index", []byte(fmt.Sprintf(`{"n":%d}`, i)))
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("offset", res.Offset)
+	}
+	b.Flush()
+	// Output:
+	// offset 1
+	// offset 2
+	// offset 3
+}
+
 func ExampleNode_History() {
 	node := runExampleNode(gyre.Config{Channels: chatChannels})
 	defer node.Shutdown(context.Background())
