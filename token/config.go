@@ -79,6 +79,9 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		v.jwks = j
 	}
 	v.parser = newParser(v.acceptedAlgs())
+	if v.hmacKey != nil && v.jwks == nil {
+		v.hmacFast = newFastHMAC(v.hmacKey)
+	}
 	return v, nil
 }
 

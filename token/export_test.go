@@ -6,3 +6,11 @@ import "time"
 func SetJWKSRefreshInterval(v *Verifier, d time.Duration) {
 	v.jwks.refreshInterval = d
 }
+
+// WithoutFastHMAC returns a copy of v that leaves HMAC tokens to
+// golang-jwt, to compare the two paths.
+func WithoutFastHMAC(v *Verifier) *Verifier {
+	c := *v
+	c.hmacFast = nil
+	return &c
+}

@@ -26,6 +26,9 @@ type Verifier struct {
 	ecdsaKey *ecdsa.PublicKey
 	ecdsaAlg string // the ES variant matching ecdsaKey's curve
 	jwks     *jwks  // nil unless a JWKS endpoint is configured
+	// hmacFast checks HMAC tokens without golang-jwt's generic parsing
+	// (hmacfast.go); nil without an HMAC secret.
+	hmacFast *fastHMAC
 
 	audience, issuer     string
 	audienceRe, issuerRe *regexp.Regexp
@@ -102,8 +105,17 @@ func (v *Verifier) verify(token string, claims jwt.Claims, reg *jwt.RegisteredCl
 	if len(token) > MaxTokenLength {
 		return invalid("token is %d bytes, limit %d", len(token), MaxTokenLength)
 	}
-	if _, err := v.parser.ParseWithClaims(token, claims, v.keyFunc); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	handled := false
+	if v.hmacFast != nil {
+		var err error
+		if handled, err = v.hmacFast.verify(token, claims); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		}
+	}
+	if !handled {
+		if _, err := v.parser.ParseWithClaims(token, claims, v.keyFunc); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		}
 	}
 	return v.checkClaims(reg, time.Now(), skipExpiry)
 }
