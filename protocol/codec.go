@@ -74,7 +74,7 @@ func EncodeEmulationRequest(t Type, e *EmulationRequest) ([]byte, error) {
 // JoinFrame writes already framed messages into one transport frame: JSON joins them
 // with '\n' and no trailing newline, protobuf (whose messages carry their lengths)
 // concatenates them.
-func JoinFrame(dst []byte, t Type, msgs [][]byte) []byte {
+func JoinFrame[M ~[]byte | ~string](dst []byte, t Type, msgs []M) []byte {
 	for i, m := range msgs {
 		if i > 0 && t == TypeJSON {
 			dst = append(dst, '\n')

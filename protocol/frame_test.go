@@ -236,7 +236,7 @@ func TestJoinFrame(t *testing.T) {
 	if got := string(JoinFrame([]byte(">"), TypeProtobuf, msgs)); got != ">abcd" {
 		t.Errorf("protobuf: %q", got)
 	}
-	if got := JoinFrame(nil, TypeJSON, nil); len(got) != 0 {
+	if got := JoinFrame[[]byte](nil, TypeJSON, nil); len(got) != 0 {
 		t.Errorf("empty: %q", got)
 	}
 }
