@@ -21,12 +21,15 @@ import (
 // to the broker, and serves the library API. Create it with NewNode,
 // register handlers, call Run, then mount transport handlers.
 type Node struct {
-	id        string
-	name      string
-	cfg       Config
-	log       *slog.Logger
-	obs       Observer
-	broker    broker.Broker
+	id     string
+	name   string
+	cfg    Config
+	log    *slog.Logger
+	obs    Observer
+	broker broker.Broker
+	// direct is broker when it delivers within Publish (bursts use it),
+	// else nil; found once rather than asserted on every publish.
+	direct    broker.DirectPublisher
 	presence  broker.PresenceManager
 	hub       *hub
 	startedAt time.Time
@@ -100,6 +103,7 @@ func NewNode(cfg Config) (*Node, error) {
 		}
 		n.broker = b
 	}
+	n.direct, _ = n.broker.(broker.DirectPublisher)
 	n.presence = cfg.PresenceManager
 	if n.presence == nil {
 		pm, err := memory.NewPresenceManager(memory.PresenceConfig{})

@@ -113,8 +113,8 @@ func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o Pu
 	var sp broker.StreamPosition
 	var suppressed bool
 	var err error
-	if dp, ok := n.broker.(broker.DirectPublisher); ok && b != nil {
-		sp, suppressed, err = dp.PublishTo(&b.handler, channel, data, bo)
+	if b != nil && n.direct != nil {
+		sp, suppressed, err = n.direct.PublishTo(&b.handler, channel, data, bo)
 	} else {
 		sp, suppressed, err = n.broker.Publish(channel, data, bo)
 	}
