@@ -3,6 +3,7 @@ package gyre
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -69,17 +70,36 @@ func (h *WebsocketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.node.log.Info("websocket upgrade failed", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "error", err)
 		return
 	}
-	t := &wsTransport{conn: conn}
 	// The connection outlives this request: keep the request's values
 	// (for handlers) but not its cancellation.
-	c := h.node.NewClient(context.WithoutCancel(r.Context()), t)
-	// The request's goroutine ends here; its stack grew while it parsed
+	h.serve(context.WithoutCancel(r.Context()), conn)
+}
+
+// ServeConn serves nc, a connection whose HTTP request head, an upgrade
+// request for this handler, was read from it already (see
+// [websocket.UpgradeHead]): a listener that sorts connections before
+// net/http sees them hands WebSocket clients over this way, which spares
+// each connect net/http's request parsing and buffers. The client's
+// context is ctx.
+func (h *WebsocketHandler) ServeConn(ctx context.Context, nc net.Conn, head []byte) {
+	conn, _, err := websocket.UpgradeHead(nc, head, h.opts)
+	if err != nil {
+		h.node.log.Info("websocket upgrade failed", "remote", nc.RemoteAddr().String(), "error", err)
+		return
+	}
+	h.serve(ctx, conn)
+}
+
+// serve runs an upgraded connection as a client of the node.
+func (h *WebsocketHandler) serve(ctx context.Context, conn *websocket.Conn) {
+	t := &wsTransport{conn: conn}
+	c := h.node.NewClient(ctx, t)
+	// The goroutine that upgraded ends here; its stack grew while it read
 	// the request. Reads go on without it, and commands run on short-lived
 	// goroutines, so an idle connection keeps no stack at all when polled.
-	remote := r.RemoteAddr
 	conn.ServeReads(h.poller, func(payload []byte, binary bool) bool {
 		if binary && c.proto == protocol.TypeJSON {
-			h.node.log.Info("binary frame on a JSON connection", "client", c.id, "remote", remote)
+			h.node.log.Info("binary frame on a JSON connection", "client", c.id, "remote", conn.RemoteAddr().String())
 			c.Disconnect(DisconnectBadProtocol)
 			return false
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/frontdoor"
 	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/metrics"
@@ -33,6 +34,7 @@ type Server struct {
 	// pprof when http_server.internal_port is set (else it is mux).
 	mux      *http.ServeMux
 	internal *http.ServeMux
+	ws       *gyre.WebsocketHandler // nil when WebSocket is off
 	servers  []*http.Server
 	ln       net.Listener
 }
@@ -70,11 +72,12 @@ func (s *Server) Handler() http.Handler { return s.mux }
 func (s *Server) routes() {
 	c := s.cfg
 	if !c.WebSocket.Disabled {
-		s.mux.Handle(c.WebSocket.HandlerPrefix, gyre.NewWebsocketHandler(s.node, gyre.WebsocketConfig{
+		s.ws = gyre.NewWebsocketHandler(s.node, gyre.WebsocketConfig{
 			MessageSizeLimit: int64(c.WebSocket.MessageSizeLimit),
 			WriteTimeout:     c.WebSocket.WriteTimeout,
 			AllowedOrigins:   c.Client.AllowedOrigins,
-		}))
+		})
+		s.mux.Handle(c.WebSocket.HandlerPrefix, s.ws)
 	}
 	origins := c.Client.AllowedOrigins
 	if c.HTTPStream.Enabled {
@@ -163,7 +166,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	hs := s.cfg.HTTPServer
-	ln, err := s.listen(hs.Address, hs.Port, s.mux)
+	ln, err := s.listen(hs.Address, hs.Port, s.mux, s.ws)
 	if err != nil {
 		return err
 	}
@@ -173,20 +176,48 @@ func (s *Server) Start() error {
 		if addr == "" {
 			addr = hs.Address
 		}
-		if _, err := s.listen(addr, hs.InternalPort, s.internal); err != nil {
+		if _, err := s.listen(addr, hs.InternalPort, s.internal, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Server) listen(host string, port int, h http.Handler) (net.Listener, error) {
+// listenConfig is how the server's sockets listen.
+func listenConfig() net.ListenConfig {
+	lc := keepAliveOnListener()
+	// Go listens with Multipath TCP where the kernel has it. Browsers and
+	// the SDKs do not speak it, and the kernel then wraps every plain TCP
+	// connection in an MPTCP socket that falls back to TCP, which costs
+	// CPU on every system call (7-10 % of the server's CPU per connect).
+	lc.SetMultipathTCP(false)
+	return lc
+}
+
+// readHeaderTimeout bounds the wait for a request's headers.
+const readHeaderTimeout = 10 * time.Second
+
+// listen serves h on host:port. With ws, WebSocket handshakes for its path
+// are taken before net/http sees them (see internal/frontdoor): a connect
+// then costs no request parsing, context or buffers of net/http.
+func (s *Server) listen(host string, port int, h http.Handler, ws *gyre.WebsocketHandler) (net.Listener, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	ln, err := net.Listen("tcp", addr)
+	lc := listenConfig()
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("server: listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if ws != nil {
+		ln = frontdoor.New(ln, frontdoor.Config{
+			Path: s.cfg.WebSocket.HandlerPrefix,
+			Upgrade: func(nc net.Conn, head []byte) {
+				ws.ServeConn(context.Background(), nc, head)
+			},
+			HeadTimeout: readHeaderTimeout,
+			Logger:      s.log,
+		})
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout}
 	s.servers = append(s.servers, srv)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -330,6 +332,21 @@ func (c *rawClient) call(cmd string) (rawReply, int) {
 	if err := wsutil.WriteClientText(c.conn, []byte(msg)); err != nil {
 		c.t.Fatal(err)
 	}
+	return c.replyOrClose()
+}
+
+// reply reads until the reply to the latest command.
+func (c *rawClient) reply() rawReply {
+	c.t.Helper()
+	r, closed := c.replyOrClose()
+	if closed != 0 {
+		c.t.Fatalf("closed %d while waiting for reply %d", closed, c.id)
+	}
+	return r
+}
+
+func (c *rawClient) replyOrClose() (rawReply, int) {
+	c.t.Helper()
 	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
 		frame, op, err := wsutil.ReadServerData(c.conn)
@@ -397,3 +414,101 @@ func (c *rawClient) waitClose() int {
 		c.t.Fatalf("read: %v", err)
 	}
 }
+
+// TestWebsocketHandshakes connects through the real listener in the ways a
+// handshake can arrive: whole (taken before net/http), split over two
+// packets (served by net/http), with the connect command right behind it,
+// and from a refused origin.
+func TestWebsocketHandshakes(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.HTTPServer.Address = "127.0.0.1"
+	c.HTTPServer.Port = 0
+	c.Client.AllowedOrigins = []string{"https://good.example"}
+	s, err := New(c, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	head := func(origin string) string {
+		return "GET /connection/websocket HTTP/1.1\r\nHost: " + s.Addr().String() +
+			"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13" +
+			"\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: " + origin + "\r\n\r\n"
+	}
+	connectFrame := func() string {
+		var b bytes.Buffer
+		msg := `{"id":1,"connect":{"token":"` + signToken(t, testSecret, "alice") + `"}}`
+		if err := wsutil.WriteClientText(&b, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}()
+	tests := []struct {
+		name       string
+		parts      []string
+		wantStatus int
+		connected  bool // the connect command was sent along: expect its reply
+	}{
+		{"whole", []string{head("https://good.example")}, 101, false},
+		{"split", []string{head("https://good.example")[:30], head("https://good.example")[30:]}, 101, false},
+		{"connect behind the head", []string{head("https://good.example") + connectFrame}, 101, true},
+		{"refused origin", []string{head("https://evil.example")}, 403, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nc, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { nc.Close() })
+			for i, p := range tt.parts {
+				if i > 0 {
+					time.Sleep(20 * time.Millisecond) // apart, whatever the listener makes of it
+				}
+				if _, err := io.WriteString(nc, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			br := bufio.NewReader(nc)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tt.wantStatus)
+			}
+			if resp.StatusCode != 101 {
+				return
+			}
+			cl := &rawClient{t: t, conn: bufferedConn{Conn: nc, r: br}}
+			if tt.connected {
+				cl.id = 1
+				if got := cl.reply(); got.Error != nil {
+					t.Fatalf("connect sent behind the head: error %d", got.Error.Code)
+				}
+			} else if r, closed := cl.connect(signToken(t, testSecret, "alice")); closed != 0 || r.Error != nil {
+				t.Fatalf("connect: closed %d, reply %+v", closed, r)
+			}
+			if code := cl.subscribe("news"); code != 0 {
+				t.Fatalf("subscribe: error %d", code)
+			}
+		})
+	}
+}
+
+// bufferedConn reads through the reader that took the handshake answer.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }

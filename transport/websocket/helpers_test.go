@@ -15,6 +15,7 @@ import (
 
 	"github.com/gobwas/ws"
 
+	"github.com/gyrehq/gyre/internal/frontdoor"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -27,6 +28,7 @@ type upgraded struct {
 	conn   *Conn
 	format protocol.Type
 	err    error
+	via    string // the function that upgraded: Upgrade or UpgradeHead
 }
 
 // testServer upgrades every request with opts and hands the result over.
@@ -47,18 +49,56 @@ func newTLSTestServer(t testing.TB, opts Options) *testServer {
 
 func startTestServer(t testing.TB, opts Options, start func(http.Handler) *httptest.Server) *testServer {
 	t.Helper()
+	opts = testOptions(opts)
+	s := &testServer{conns: make(chan upgraded, 16)}
+	s.Server = start(s.upgradeHandler(opts))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// newHeadTestServer is a test server whose handshakes for
+// /connection/websocket are read by a frontdoor listener and answered by
+// UpgradeHead; other requests (a POST, say) reach Upgrade through net/http.
+func newHeadTestServer(t testing.TB, opts Options) *testServer {
+	t.Helper()
+	opts = testOptions(opts)
+	s := &testServer{conns: make(chan upgraded, 16)}
+	s.Server = httptest.NewUnstartedServer(s.upgradeHandler(opts))
+	s.Listener = frontdoor.New(s.Listener, frontdoor.Config{
+		Path: "/connection/websocket",
+		Upgrade: func(nc net.Conn, head []byte) {
+			c, f, err := UpgradeHead(nc, head, opts)
+			s.conns <- upgraded{conn: c, format: f, err: err, via: "UpgradeHead"}
+		},
+	})
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// upgraders are the two ways into a connection, for tests that hold for both.
+var upgraders = []struct {
+	name      string
+	newServer func(testing.TB, Options) *testServer
+}{
+	{"Upgrade", newTestServer},
+	{"UpgradeHead", newHeadTestServer},
+}
+
+func testOptions(opts Options) Options {
 	if opts.WriteTimeout == 0 {
 		// Loaded test machines can stall a write for longer than the
 		// default; tests about timeouts set their own.
 		opts.WriteTimeout = 20 * time.Second
 	}
-	s := &testServer{conns: make(chan upgraded, 16)}
-	s.Server = start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return opts
+}
+
+func (s *testServer) upgradeHandler(opts Options) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, f, err := Upgrade(w, r, opts)
-		s.conns <- upgraded{conn: c, format: f, err: err}
-	}))
-	t.Cleanup(s.Close)
-	return s
+		s.conns <- upgraded{conn: c, format: f, err: err, via: "Upgrade"}
+	})
 }
 
 // wsURL is the server's address with a ws or wss scheme and the given

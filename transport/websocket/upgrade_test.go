@@ -34,31 +34,33 @@ func TestUpgradeNegotiatesFormat(t *testing.T) {
 		{name: "query unknown value", query: "?cf_protocol=xml", want: protocol.TypeJSON, wantOpcode: ws.OpText},
 		{name: "subprotocol beats query", query: "?cf_protocol=protobuf", offer: []string{SubprotocolJSON}, want: protocol.TypeJSON, wantAccept: SubprotocolJSON, wantOpcode: ws.OpText},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newTestServer(t, Options{})
-			cl := s.dial(t, "/connection/websocket"+tt.query, tt.offer...)
-			u := s.accept(t)
-			if u.err != nil {
-				t.Fatalf("Upgrade: %v", u.err)
-			}
-			if u.format != tt.want || u.conn.Protocol() != tt.want {
-				t.Errorf("format %v, Protocol() %v, want %v", u.format, u.conn.Protocol(), tt.want)
-			}
-			if cl.hs.Protocol != tt.wantAccept {
-				t.Errorf("client saw subprotocol %q, want %q", cl.hs.Protocol, tt.wantAccept)
-			}
-			if err := u.conn.WriteFrame([]byte("{}")); err != nil {
-				t.Fatalf("WriteFrame: %v", err)
-			}
-			f := cl.recv()
-			if f.Header.OpCode != tt.wantOpcode || !f.Header.Fin || string(f.Payload) != "{}" {
-				t.Errorf("frame op=%v fin=%v payload=%q, want op=%v fin payload {}", f.Header.OpCode, f.Header.Fin, f.Payload, tt.wantOpcode)
-			}
-			if got, want := u.conn.RemoteAddr().String(), cl.conn.LocalAddr().String(); got != want {
-				t.Errorf("RemoteAddr %s, want %s", got, want)
-			}
-		})
+	for _, up := range upgraders {
+		for _, tt := range tests {
+			t.Run(up.name+"/"+tt.name, func(t *testing.T) {
+				s := up.newServer(t, Options{})
+				cl := s.dial(t, "/connection/websocket"+tt.query, tt.offer...)
+				u := s.accept(t)
+				if u.err != nil {
+					t.Fatalf("Upgrade: %v", u.err)
+				}
+				if u.format != tt.want || u.conn.Protocol() != tt.want {
+					t.Errorf("format %v, Protocol() %v, want %v", u.format, u.conn.Protocol(), tt.want)
+				}
+				if cl.hs.Protocol != tt.wantAccept {
+					t.Errorf("client saw subprotocol %q, want %q", cl.hs.Protocol, tt.wantAccept)
+				}
+				if err := u.conn.WriteFrame([]byte("{}")); err != nil {
+					t.Fatalf("WriteFrame: %v", err)
+				}
+				f := cl.recv()
+				if f.Header.OpCode != tt.wantOpcode || !f.Header.Fin || string(f.Payload) != "{}" {
+					t.Errorf("frame op=%v fin=%v payload=%q, want op=%v fin payload {}", f.Header.OpCode, f.Header.Fin, f.Payload, tt.wantOpcode)
+				}
+				if got, want := u.conn.RemoteAddr().String(), cl.conn.LocalAddr().String(); got != want {
+					t.Errorf("RemoteAddr %s, want %s", got, want)
+				}
+			})
+		}
 	}
 }
 
@@ -75,23 +77,25 @@ func TestUpgradeChecksOrigin(t *testing.T) {
 		{name: "refused", check: allow, origin: "https://evil.example", wantStatus: http.StatusForbidden, wantErr: ErrOriginNotAllowed},
 		{name: "nil allows all", origin: "https://evil.example", wantStatus: http.StatusSwitchingProtocols},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newTestServer(t, Options{CheckOrigin: tt.check})
-			h := handshakeHeaders()
-			h.Set("Origin", tt.origin)
-			status := rawHandshake(t, s, http.MethodGet, h)
-			if status != tt.wantStatus {
-				t.Errorf("status %d, want %d", status, tt.wantStatus)
-			}
-			u := s.accept(t)
-			if !errors.Is(u.err, tt.wantErr) || (tt.wantErr == nil) != (u.err == nil) {
-				t.Errorf("Upgrade error %v, want %v", u.err, tt.wantErr)
-			}
-			if u.conn != nil {
-				_ = u.conn.Close(1000, "")
-			}
-		})
+	for _, up := range upgraders {
+		for _, tt := range tests {
+			t.Run(up.name+"/"+tt.name, func(t *testing.T) {
+				s := up.newServer(t, Options{CheckOrigin: tt.check})
+				h := handshakeHeaders()
+				h.Set("Origin", tt.origin)
+				status := rawHandshake(t, s, http.MethodGet, h)
+				if status != tt.wantStatus {
+					t.Errorf("status %d, want %d", status, tt.wantStatus)
+				}
+				u := s.accept(t)
+				if !errors.Is(u.err, tt.wantErr) || (tt.wantErr == nil) != (u.err == nil) {
+					t.Errorf("Upgrade error %v, want %v", u.err, tt.wantErr)
+				}
+				if u.conn != nil {
+					_ = u.conn.Close(1000, "")
+				}
+			})
+		}
 	}
 }
 
@@ -109,19 +113,21 @@ func TestUpgradeRejectsBadHandshake(t *testing.T) {
 		{name: "old version", method: http.MethodGet, edit: func(h http.Header) { h.Set("Sec-WebSocket-Version", "8") }, wantStatus: http.StatusUpgradeRequired},
 		{name: "POST", method: http.MethodPost, edit: func(http.Header) {}, wantStatus: http.StatusMethodNotAllowed},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newTestServer(t, Options{})
-			h := handshakeHeaders()
-			tt.edit(h)
-			if status := rawHandshake(t, s, tt.method, h); status != tt.wantStatus {
-				t.Errorf("status %d, want %d", status, tt.wantStatus)
-			}
-			u := s.accept(t)
-			if !errors.Is(u.err, ErrBadHandshake) {
-				t.Errorf("Upgrade error %v, want ErrBadHandshake", u.err)
-			}
-		})
+	for _, up := range upgraders {
+		for _, tt := range tests {
+			t.Run(up.name+"/"+tt.name, func(t *testing.T) {
+				s := up.newServer(t, Options{})
+				h := handshakeHeaders()
+				tt.edit(h)
+				if status := rawHandshake(t, s, tt.method, h); status != tt.wantStatus {
+					t.Errorf("status %d, want %d", status, tt.wantStatus)
+				}
+				u := s.accept(t)
+				if !errors.Is(u.err, ErrBadHandshake) {
+					t.Errorf("Upgrade error %v, want ErrBadHandshake", u.err)
+				}
+			})
+		}
 	}
 }
 
@@ -136,36 +142,38 @@ func TestUpgradeKeepsPipelinedFrames(t *testing.T) {
 		{name: "several", payloads: []string{`{"id":1}`, `{"id":2}`, strings.Repeat("x", 300)}},
 		{name: "larger than the small buffer", payloads: []string{strings.Repeat("y", 2000)}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newTestServer(t, Options{})
-			nc, err := net.Dial("tcp", s.Listener.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			var b strings.Builder
-			req, _ := http.NewRequest(http.MethodGet, s.URL+"/connection/websocket", nil)
-			req.Header = handshakeHeaders()
-			_ = req.Write(&b)
-			for _, p := range tt.payloads {
-				b.Write(maskedFrame(0x80|byte(ws.OpText), []byte(p)))
-			}
-			if _, err := io.WriteString(nc, b.String()); err != nil {
-				t.Fatal(err)
-			}
-			u := s.accept(t)
-			if u.err != nil {
-				t.Fatalf("Upgrade: %v", u.err)
-			}
-			defer u.conn.Close(1000, "")
-			for _, want := range tt.payloads {
-				got, _ := mustRead(t, u.conn)
-				if string(got) != want {
-					t.Fatalf("got %q, want %q", got, want)
+	for _, up := range upgraders {
+		for _, tt := range tests {
+			t.Run(up.name+"/"+tt.name, func(t *testing.T) {
+				s := up.newServer(t, Options{})
+				nc, err := net.Dial("tcp", s.Listener.Addr().String())
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		})
+				defer nc.Close()
+				var b strings.Builder
+				req, _ := http.NewRequest(http.MethodGet, s.URL+"/connection/websocket", nil)
+				req.Header = handshakeHeaders()
+				_ = req.Write(&b)
+				for _, p := range tt.payloads {
+					b.Write(maskedFrame(0x80|byte(ws.OpText), []byte(p)))
+				}
+				if _, err := io.WriteString(nc, b.String()); err != nil {
+					t.Fatal(err)
+				}
+				u := s.accept(t)
+				if u.err != nil {
+					t.Fatalf("Upgrade: %v", u.err)
+				}
+				defer u.conn.Close(1000, "")
+				for _, want := range tt.payloads {
+					got, _ := mustRead(t, u.conn)
+					if string(got) != want {
+						t.Fatalf("got %q, want %q", got, want)
+					}
+				}
+			})
+		}
 	}
 }
 

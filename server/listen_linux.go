@@ -1,0 +1,35 @@
+package server
+
+import (
+	"net"
+	"syscall"
+)
+
+// keepAliveOnListener sets TCP keep-alive on the listening socket instead of on
+// each accepted one, as Go does by default: Linux copies the listener's
+// socket options to the sockets it accepts, which spares four setsockopt
+// calls per connection. The values are Go's defaults.
+func keepAliveOnListener() net.ListenConfig {
+	return net.ListenConfig{
+		KeepAlive: -1,
+		Control: func(_, _ string, c syscall.RawConn) error {
+			var err error
+			cerr := c.Control(func(fd uintptr) {
+				for _, o := range []struct{ level, opt, value int }{
+					{syscall.SOL_SOCKET, syscall.SO_KEEPALIVE, 1},
+					{syscall.IPPROTO_TCP, syscall.TCP_KEEPIDLE, 15},
+					{syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL, 15},
+					{syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT, 9},
+				} {
+					if err == nil {
+						err = syscall.SetsockoptInt(int(fd), o.level, o.opt, o.value)
+					}
+				}
+			})
+			if cerr != nil {
+				return cerr
+			}
+			return err
+		},
+	}
+}
