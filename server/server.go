@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,8 +36,10 @@ type Server struct {
 	mux      *http.ServeMux
 	internal *http.ServeMux
 	ws       *gyre.WebsocketHandler // nil when WebSocket is off
-	servers  []*http.Server
-	ln       net.Listener
+	// TLS of the client port and of the internal one; nil is plain.
+	tls, internalTLS *tls.Config
+	servers          []*http.Server
+	ln               net.Listener
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -55,6 +58,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	m.Bind(node)
 	s := &Server{cfg: cfg, log: log, node: node, metrics: m, mux: http.NewServeMux()}
+	if s.tls, s.internalTLS, err = listenTLS(cfg.HTTPServer); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	s.internal = s.mux
 	if cfg.HTTPServer.InternalPort != 0 {
 		s.internal = http.NewServeMux()
@@ -166,7 +172,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	hs := s.cfg.HTTPServer
-	ln, err := s.listen(hs.Address, hs.Port, s.mux, s.ws)
+	ln, err := s.listen(hs.Address, hs.Port, s.mux, s.ws, s.tls)
 	if err != nil {
 		return err
 	}
@@ -176,7 +182,7 @@ func (s *Server) Start() error {
 		if addr == "" {
 			addr = hs.Address
 		}
-		if _, err := s.listen(addr, hs.InternalPort, s.internal, nil); err != nil {
+		if _, err := s.listen(addr, hs.InternalPort, s.internal, nil, s.internalTLS); err != nil {
 			return err
 		}
 	}
@@ -197,17 +203,18 @@ func listenConfig() net.ListenConfig {
 // readHeaderTimeout bounds the wait for a request's headers.
 const readHeaderTimeout = 10 * time.Second
 
-// listen serves h on host:port. With ws, WebSocket handshakes for its path
-// are taken before net/http sees them (see internal/frontdoor): a connect
-// then costs no request parsing, context or buffers of net/http.
-func (s *Server) listen(host string, port int, h http.Handler, ws *gyre.WebsocketHandler) (net.Listener, error) {
+// listen serves h on host:port, over TLS with tlsCfg. With ws and without
+// TLS, WebSocket handshakes for its path are taken before net/http sees
+// them (see internal/frontdoor): a connect then costs no request parsing,
+// context or buffers of net/http.
+func (s *Server) listen(host string, port int, h http.Handler, ws *gyre.WebsocketHandler, tlsCfg *tls.Config) (net.Listener, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	lc := listenConfig()
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("server: listen on %s: %w", addr, err)
 	}
-	if ws != nil {
+	if ws != nil && tlsCfg == nil {
 		ln = frontdoor.New(ln, frontdoor.Config{
 			Path: s.cfg.WebSocket.HandlerPrefix,
 			Upgrade: func(nc net.Conn, head []byte) {
@@ -219,8 +226,15 @@ func (s *Server) listen(host string, port int, h http.Handler, ws *gyre.Websocke
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout}
 	s.servers = append(s.servers, srv)
+	serve := srv.Serve
+	if tlsCfg != nil {
+		// The certificate is in TLSConfig already; ServeTLS adds HTTP/2 to
+		// it, so each server gets its own copy.
+		srv.TLSConfig = tlsCfg.Clone()
+		serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+	}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server stopped", "address", addr, "error", err)
 		}
 	}()

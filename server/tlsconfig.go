@@ -9,10 +9,10 @@ import (
 	"github.com/gyrehq/gyre/server/config"
 )
 
-// pemValue picks the first set form of a PEM setting: inline, base64 or a
-// file.
+// pemValue picks the form of a PEM setting that wins when several are set:
+// the file, then base64, then inline PEM (as docs/config.md says).
 func pemValue(inline, b64, file string) ([]byte, error) {
-	for _, v := range []string{inline, b64, file} {
+	for _, v := range []string{file, b64, inline} {
 		if v != "" {
 			return config.ReadPEM(v)
 		}
@@ -53,6 +53,60 @@ func clientTLS(t config.TLS) (*tls.Config, error) {
 			return nil, fmt.Errorf("certificate and key: %w", err)
 		}
 		out.Certificates = []tls.Certificate{pair}
+	}
+	return out, nil
+}
+
+// listenTLS builds the TLS configs of the client port and of the internal
+// port from the http_server keys: tls covers both ports unless
+// tls_external keeps the internal one plain, and internal_tls, when
+// enabled, is the internal port's own. Nil means plain.
+func listenTLS(hs config.HTTPServer) (external, internal *tls.Config, err error) {
+	if external, err = serverTLS(hs.TLS); err != nil {
+		return nil, nil, fmt.Errorf("http_server.tls: %w", err)
+	}
+	switch {
+	case hs.InternalTLS.Enabled:
+		if internal, err = serverTLS(hs.InternalTLS); err != nil {
+			return nil, nil, fmt.Errorf("http_server.internal_tls: %w", err)
+		}
+	case !hs.TLSExternal:
+		internal = external
+	}
+	return external, internal, nil
+}
+
+// serverTLS builds the TLS config of a listening port: its certificate
+// and, with a client CA, the requirement that clients show a certificate
+// it signed. It returns nil when TLS is off.
+func serverTLS(t config.TLS) (*tls.Config, error) {
+	if !t.Enabled {
+		return nil, nil
+	}
+	cert, err := pemValue(t.CertPEM, t.CertPEMB64, t.CertPEMFile)
+	if err != nil {
+		return nil, fmt.Errorf("certificate: %w", err)
+	}
+	key, err := pemValue(t.KeyPEM, t.KeyPEMB64, t.KeyPEMFile)
+	if err != nil {
+		return nil, fmt.Errorf("key: %w", err)
+	}
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("certificate and key: %w", err)
+	}
+	out := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	ca, err := pemValue(t.ClientCAPEM, t.ClientCAPEMB64, t.ClientCAPEMFile)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	if ca != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, errors.New("client CA: no certificate in PEM")
+		}
+		out.ClientCAs = pool
+		out.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return out, nil
 }
