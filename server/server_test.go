@@ -270,6 +270,24 @@ func TestAPIExternal(t *testing.T) {
 	}
 }
 
+// start runs a server for c on its real ports until the test ends.
+func start(t *testing.T, c *config.Config) *Server {
+	t.Helper()
+	s, err := New(c, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	return s
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -425,18 +443,7 @@ func TestWebsocketHandshakes(t *testing.T) {
 	c.HTTPServer.Address = "127.0.0.1"
 	c.HTTPServer.Port = 0
 	c.Client.AllowedOrigins = []string{"https://good.example"}
-	s, err := New(c, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
+	s := start(t, c)
 	head := func(origin string) string {
 		return "GET /connection/websocket HTTP/1.1\r\nHost: " + s.Addr().String() +
 			"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13" +

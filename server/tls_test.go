@@ -104,18 +104,7 @@ func startTLS(t *testing.T, ca *testCert, edit func(*config.Config)) (s *Server,
 	if edit != nil {
 		edit(c)
 	}
-	s, err := New(c, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
+	s = start(t, c)
 	return s, s.Addr().String(), "127.0.0.1:" + strconv.Itoa(c.HTTPServer.InternalPort)
 }
 

@@ -28,31 +28,17 @@ func clientTLS(t config.TLS) (*tls.Config, error) {
 		return nil, nil
 	}
 	out := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
-	ca, err := pemValue(t.ServerCAPEM, t.ServerCAPEMB64, t.ServerCAPEMFile)
+	pool, err := certPool(t.ServerCAPEM, t.ServerCAPEMB64, t.ServerCAPEMFile)
 	if err != nil {
 		return nil, fmt.Errorf("server CA: %w", err)
 	}
-	if ca != nil {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, errors.New("server CA: no certificate in PEM")
-		}
-		out.RootCAs = pool
-	}
-	cert, err := pemValue(t.CertPEM, t.CertPEMB64, t.CertPEMFile)
+	out.RootCAs = pool
+	pair, err := keyPair(t)
 	if err != nil {
-		return nil, fmt.Errorf("certificate: %w", err)
+		return nil, err
 	}
-	key, err := pemValue(t.KeyPEM, t.KeyPEMB64, t.KeyPEMFile)
-	if err != nil {
-		return nil, fmt.Errorf("key: %w", err)
-	}
-	if cert != nil || key != nil {
-		pair, err := tls.X509KeyPair(cert, key)
-		if err != nil {
-			return nil, fmt.Errorf("certificate and key: %w", err)
-		}
-		out.Certificates = []tls.Certificate{pair}
+	if pair != nil {
+		out.Certificates = []tls.Certificate{*pair}
 	}
 	return out, nil
 }
@@ -83,6 +69,27 @@ func serverTLS(t config.TLS) (*tls.Config, error) {
 	if !t.Enabled {
 		return nil, nil
 	}
+	pair, err := keyPair(t)
+	if err != nil {
+		return nil, err
+	}
+	if pair == nil {
+		return nil, errors.New("a certificate and key are required")
+	}
+	out := &tls.Config{Certificates: []tls.Certificate{*pair}, MinVersion: tls.VersionTLS12}
+	pool, err := certPool(t.ClientCAPEM, t.ClientCAPEMB64, t.ClientCAPEMFile)
+	if err != nil {
+		return nil, fmt.Errorf("client CA: %w", err)
+	}
+	if pool != nil {
+		out.ClientCAs = pool
+		out.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return out, nil
+}
+
+// keyPair loads t's certificate and key; nil when neither is set.
+func keyPair(t config.TLS) (*tls.Certificate, error) {
 	cert, err := pemValue(t.CertPEM, t.CertPEMB64, t.CertPEMFile)
 	if err != nil {
 		return nil, fmt.Errorf("certificate: %w", err)
@@ -91,22 +98,25 @@ func serverTLS(t config.TLS) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("key: %w", err)
 	}
+	if cert == nil && key == nil {
+		return nil, nil
+	}
 	pair, err := tls.X509KeyPair(cert, key)
 	if err != nil {
 		return nil, fmt.Errorf("certificate and key: %w", err)
 	}
-	out := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-	ca, err := pemValue(t.ClientCAPEM, t.ClientCAPEMB64, t.ClientCAPEMFile)
-	if err != nil {
-		return nil, fmt.Errorf("client CA: %w", err)
+	return &pair, nil
+}
+
+// certPool loads a CA setting into a pool; nil when it is not set.
+func certPool(inline, b64, file string) (*x509.CertPool, error) {
+	ca, err := pemValue(inline, b64, file)
+	if err != nil || ca == nil {
+		return nil, err
 	}
-	if ca != nil {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, errors.New("client CA: no certificate in PEM")
-		}
-		out.ClientCAs = pool
-		out.ClientAuth = tls.RequireAndVerifyClientCert
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("no certificate in PEM")
 	}
-	return out, nil
+	return pool, nil
 }
