@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -43,12 +44,19 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		signal.Ignore(os.Interrupt, syscall.SIGTERM)
 		return loadtest.RunWorker(context.Background(), os.Stdin, stdout)
 	}
-	scenario, cfg, asJSON, err := parseBench(args, stderr)
+	scenario, cfg, out, err := parseBench(args, stderr)
 	if err != nil {
 		return err
 	}
 	if scenario == "" {
 		return nil // usage was asked for
+	}
+	if out.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(out.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer stopProfile()
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -61,7 +69,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	res, runErr := loadtest.Run(ctx, scenario, cfg)
 	if res != nil {
-		if err := writeBenchResult(stdout, res, asJSON); err != nil {
+		if err := writeBenchResult(stdout, res, out.json); err != nil {
 			return err
 		}
 	}
@@ -80,10 +88,34 @@ func writeBenchResult(w io.Writer, res *loadtest.Result, asJSON bool) error {
 	return enc.Encode(res)
 }
 
+// benchOutput is what a run writes besides progress.
+type benchOutput struct {
+	json       bool   // the summary as JSON
+	cpuProfile string // a CPU profile of this process, when set
+}
+
+// startCPUProfile profiles this process into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
 // parseBench reads the scenario (before or after the flags) and the
 // flags; an empty scenario means the usage was printed.
-func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bool, error) {
+func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, benchOutput, error) {
 	var cfg loadtest.Config
+	var out benchOutput
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -109,29 +141,30 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bool,
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "connection attempts in flight per process (default 64)")
 	fs.IntVar(&cfg.PID, "pid", 0, "server process `id` to read memory and CPU of from /proc")
 	fs.IntVar(&cfg.Procs, "procs", 0, "child processes holding the connections (default: one per 10,000, none below)")
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	fs.BoolVar(&out.json, "json", false, "print the summary as JSON")
+	fs.StringVar(&out.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to `file` (child processes, used above 10,000 connections or with --procs, are not in it)")
 	var scenario string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		scenario, args = args[0], args[1:]
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return "", cfg, false, nil
+			return "", cfg, out, nil
 		}
-		return "", cfg, false, fmt.Errorf("bench: %w", err)
+		return "", cfg, out, fmt.Errorf("bench: %w", err)
 	}
 	if scenario == "" && fs.NArg() > 0 {
 		scenario = fs.Arg(0)
 		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return "", cfg, false, fmt.Errorf("bench: %w", err)
+			return "", cfg, out, fmt.Errorf("bench: %w", err)
 		}
 	}
 	if fs.NArg() > 0 {
-		return "", cfg, false, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+		return "", cfg, out, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
 	}
 	if scenario == "" {
 		fs.Usage()
-		return "", cfg, false, errors.New("bench: no scenario (idle, fanout, channels or connect)")
+		return "", cfg, out, errors.New("bench: no scenario (idle, fanout, channels or connect)")
 	}
 	switch *proto {
 	case "json":
@@ -139,7 +172,7 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bool,
 	case "protobuf":
 		cfg.Protocol = protocol.TypeProtobuf
 	default:
-		return "", cfg, false, fmt.Errorf("bench: --protocol %q: want json or protobuf", *proto)
+		return "", cfg, out, fmt.Errorf("bench: --protocol %q: want json or protobuf", *proto)
 	}
-	return scenario, cfg, *asJSON, nil
+	return scenario, cfg, out, nil
 }

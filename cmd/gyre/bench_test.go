@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,10 +51,16 @@ func TestBench(t *testing.T) {
 			checkBench(t, &res)
 		})
 	}
-	// Without --json the summary is a table.
-	code, stdout, stderr := runTool(t, t.TempDir(), append([]string{"bench", "fanout"}, common[:len(common)-1]...)...)
+	// Without --json the summary is a table; --cpuprofile writes a
+	// profile (gzip-compressed protobuf) of the run.
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.prof")
+	code, stdout, stderr := runTool(t, dir, append([]string{"bench", "fanout", "--cpuprofile", prof}, common[:len(common)-1]...)...)
 	if code != 0 || !strings.Contains(stdout, "deliveries") || !strings.Contains(stdout, "out of order") {
 		t.Fatalf("table run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("cpu profile: %d bytes, %v; want a gzip stream", len(b), err)
 	}
 }
 
