@@ -124,14 +124,19 @@ func (p *Poller) run() {
 // arm asks for one readiness event on r's socket: EPOLLONESHOT disarms it
 // when the event is delivered, so only one goroutine serves it at a time.
 // Level triggering makes an arm fire at once if input is already waiting.
-func (p *Poller) arm(r *pollReg, first bool) error {
+// The first arm adds the socket to the set (whether or not the connection
+// was served before it, as one with input buffered at ServeReads is), later
+// ones re-arm it.
+func (p *Poller) arm(r *pollReg) error {
 	p.ctlMu.RLock()
 	defer p.ctlMu.RUnlock()
 	if p.closed {
 		return ErrPollerClosed
 	}
 	op := syscall.EPOLL_CTL_MOD
-	if first {
+	// Marked before the call: once added, the socket's event can reach
+	// another goroutine, which re-arms it, before this one returns.
+	if !r.added.Swap(true) {
 		op = syscall.EPOLL_CTL_ADD
 		p.mu.Lock()
 		p.regs[r.fd] = r

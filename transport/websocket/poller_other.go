@@ -17,6 +17,6 @@ func (p *Poller) Len() int { return 0 }
 
 func (p *Poller) nextGen() uint32 { return 0 }
 
-func (p *Poller) arm(*pollReg, bool) error { return ErrPollUnsupported }
+func (p *Poller) arm(*pollReg) error { return ErrPollUnsupported }
 
 func (p *Poller) remove(*pollReg) {}

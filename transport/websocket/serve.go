@@ -26,7 +26,8 @@ type pollReg struct {
 	p         *Poller
 	raw       syscall.RawConn
 	fd        int32
-	gen       uint32 // tells a stale event for a reused fd from a live one
+	gen       uint32      // tells a stale event for a reused fd from a live one
+	added     atomic.Bool // in the poller's epoll set
 	state     atomic.Int32
 	onMessage func(payload []byte, binary bool) bool
 	onError   func(error)
@@ -134,7 +135,7 @@ func (r *pollReg) rearm(first bool) {
 	if !r.state.CompareAndSwap(stateServing, stateArmed) {
 		r.state.Store(stateDone)
 		err = ErrClosed
-	} else if err = r.p.arm(r, first); err == nil {
+	} else if err = r.p.arm(r); err == nil {
 		return
 	} else if !r.state.CompareAndSwap(stateArmed, stateDone) {
 		return // Close took it over

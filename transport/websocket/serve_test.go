@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"runtime"
 	"strconv"
 	"sync"
@@ -384,6 +385,51 @@ func TestServeReadsTLS(t *testing.T) {
 		}
 		if p != nil && p.Len() != 0 {
 			t.Fatal("a TLS connection was registered with the poller")
+		}
+	})
+}
+
+// TestServeReadsBufferedAtStart: frames that came behind the handshake sit
+// in the connection's buffer when ServeReads starts; they are served first,
+// and the connection is then added to the poller (not re-armed in it, where
+// it never was) so that later frames arrive too.
+func TestServeReadsBufferedAtStart(t *testing.T) {
+	pollModes(t, func(t *testing.T, p *Poller) {
+		s := newTestServer(t, Options{})
+		nc, err := net.Dial("tcp", s.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		var b bytes.Buffer
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/connection/websocket", nil)
+		req.Header = handshakeHeaders()
+		_ = req.Write(&b)
+		b.Write(maskedFrame(0x81, []byte("one")))
+		if _, err := nc.Write(b.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		u := s.accept(t)
+		if u.err != nil {
+			t.Fatalf("Upgrade: %v", u.err)
+		}
+		if u.conn.in.buffered() == 0 {
+			t.Fatal("the frame behind the handshake is not buffered; the test needs it to be")
+		}
+		sk := newSink()
+		u.conn.ServeReads(p, sk.onMessage, sk.onError)
+		if got := sk.next(t); string(got.payload) != "one" {
+			t.Fatalf("got %q, want one", got.payload)
+		}
+		if _, err := nc.Write(maskedFrame(0x81, []byte("two"))); err != nil {
+			t.Fatal(err)
+		}
+		if got := sk.next(t); string(got.payload) != "two" {
+			t.Fatalf("got %q, want two", got.payload)
+		}
+		_ = u.conn.Close(1000, "")
+		if err := sk.end(t); !errors.Is(err, ErrClosed) {
+			t.Fatalf("reading ended with %v, want ErrClosed", err)
 		}
 	})
 }
