@@ -5,10 +5,10 @@ import (
 	"syscall"
 )
 
-// keepAliveOnListener sets TCP keep-alive on the listening socket instead of on
-// each accepted one, as Go does by default: Linux copies the listener's
-// socket options to the sockets it accepts, which spares four setsockopt
-// calls per connection. The values are Go's defaults.
+// keepAliveOnListener sets TCP keep-alive once, on the listening socket. Go
+// sets it on every accepted socket instead, four setsockopt calls per
+// connection; Linux copies a listening socket's options to the sockets it
+// accepts, so this does the same for nothing. The values are Go's defaults.
 func keepAliveOnListener() net.ListenConfig {
 	return net.ListenConfig{
 		KeepAlive: -1,
