@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"runtime"
 	"strconv"
 	"sync"
@@ -396,19 +395,7 @@ func TestServeReadsTLS(t *testing.T) {
 func TestServeReadsBufferedAtStart(t *testing.T) {
 	pollModes(t, func(t *testing.T, p *Poller) {
 		s := newTestServer(t, Options{})
-		nc, err := net.Dial("tcp", s.Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		var b bytes.Buffer
-		req, _ := http.NewRequest(http.MethodGet, s.URL+"/connection/websocket", nil)
-		req.Header = handshakeHeaders()
-		_ = req.Write(&b)
-		b.Write(maskedFrame(0x81, []byte("one")))
-		if _, err := nc.Write(b.Bytes()); err != nil {
-			t.Fatal(err)
-		}
+		nc := dialPipelined(t, s, maskedFrame(0x81, []byte("one")))
 		u := s.accept(t)
 		if u.err != nil {
 			t.Fatalf("Upgrade: %v", u.err)

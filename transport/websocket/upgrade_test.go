@@ -2,8 +2,8 @@ package websocket
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -146,21 +146,11 @@ func TestUpgradeKeepsPipelinedFrames(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(up.name+"/"+tt.name, func(t *testing.T) {
 				s := up.newServer(t, Options{})
-				nc, err := net.Dial("tcp", s.Listener.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer nc.Close()
-				var b strings.Builder
-				req, _ := http.NewRequest(http.MethodGet, s.URL+"/connection/websocket", nil)
-				req.Header = handshakeHeaders()
-				_ = req.Write(&b)
+				var frames [][]byte
 				for _, p := range tt.payloads {
-					b.Write(maskedFrame(0x80|byte(ws.OpText), []byte(p)))
+					frames = append(frames, maskedFrame(0x80|byte(ws.OpText), []byte(p)))
 				}
-				if _, err := io.WriteString(nc, b.String()); err != nil {
-					t.Fatal(err)
-				}
+				dialPipelined(t, s, frames...)
 				u := s.accept(t)
 				if u.err != nil {
 					t.Fatalf("Upgrade: %v", u.err)
@@ -175,6 +165,28 @@ func TestUpgradeKeepsPipelinedFrames(t *testing.T) {
 			})
 		}
 	}
+}
+
+// dialPipelined sends a handshake with frames right behind it, in one
+// write, and returns the client's connection.
+func dialPipelined(t *testing.T, s *testServer, frames ...[]byte) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", s.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nc.Close() })
+	var b bytes.Buffer
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/connection/websocket", nil)
+	req.Header = handshakeHeaders()
+	_ = req.Write(&b)
+	for _, f := range frames {
+		b.Write(f)
+	}
+	if _, err := nc.Write(b.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	return nc
 }
 
 func handshakeHeaders() http.Header {
