@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/condwait"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -353,19 +354,21 @@ func (c *streamClient) waitReply(id uint32) *protocol.Reply {
 // waitFor waits until cond (called with c.mu held) holds.
 func (c *streamClient) waitFor(what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	timer := time.AfterFunc(10*time.Second, func() { c.mu.Lock(); c.cond.Broadcast(); c.mu.Unlock() })
-	defer timer.Stop()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for !cond() {
-		if c.ended != nil && what != "end" {
-			c.t.Fatalf("waiting for %s: stream ended: %v", what, c.ended)
+	met := false
+	var ended error
+	condwait.Until(c.cond, 10*time.Second, func() bool {
+		met = cond()
+		if what != "end" {
+			ended = c.ended
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("timed out waiting for %s", what)
-		}
-		c.cond.Wait()
+		return met || ended != nil
+	})
+	switch {
+	case met:
+	case ended != nil:
+		c.t.Fatalf("waiting for %s: stream ended: %v", what, ended)
+	default:
+		c.t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

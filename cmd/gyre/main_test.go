@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gyrehq/gyre/internal/condwait"
 )
 
 // binary is the gyre command built once for all tests.
@@ -194,25 +196,20 @@ func (p *proc) waitLog(msg string, match func(map[string]any) bool) map[string]a
 // the process exits first or after a generous deadline.
 func (p *proc) waitFor(what string, cond func() bool) {
 	p.t.Helper()
-	expired := false
-	timer := time.AfterFunc(20*time.Second, func() {
-		p.mu.Lock()
-		expired = true
-		p.cond.Broadcast()
-		p.mu.Unlock()
+	met, exited := false, false
+	condwait.Until(p.cond, 20*time.Second, func() bool {
+		met, exited = cond(), p.exited
+		return met || exited
 	})
-	defer timer.Stop()
+	if met {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !cond() {
-		if p.exited {
-			p.t.Fatalf("waiting for %s: gyre exited (%v); stderr:\n%s", what, p.err, p.stderr.String())
-		}
-		if expired {
-			p.t.Fatalf("timed out waiting for %s; stderr:\n%s", what, p.stderr.String())
-		}
-		p.cond.Wait()
+	if exited {
+		p.t.Fatalf("waiting for %s: gyre exited (%v); stderr:\n%s", what, p.err, p.stderr.String())
 	}
+	p.t.Fatalf("timed out waiting for %s; stderr:\n%s", what, p.stderr.String())
 }
 
 // addrs are the addresses the server listens on, in the order it logged

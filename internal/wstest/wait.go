@@ -2,10 +2,10 @@ package wstest
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/gobwas/ws/wsutil"
 
+	"github.com/gyrehq/gyre/internal/condwait"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -33,21 +33,8 @@ func (c *Client) WaitFor(what string, cond func() bool) {
 // test after the wait limit.
 func (c *Client) waitUntil(what string, cond func() bool) {
 	c.t.Helper()
-	expired := false
-	timer := time.AfterFunc(c.opts.waitLimit, func() {
-		c.mu.Lock()
-		expired = true
-		c.changed.Broadcast()
-		c.mu.Unlock()
-	})
-	defer timer.Stop()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for !cond() {
-		if expired {
-			c.t.Fatalf("wstest: no %s within %v", what, c.opts.waitLimit)
-		}
-		c.changed.Wait()
+	if !condwait.Until(c.changed, c.opts.waitLimit, cond) {
+		c.t.Fatalf("wstest: no %s within %v", what, c.opts.waitLimit)
 	}
 }
 

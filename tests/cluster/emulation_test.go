@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/condwait"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -201,23 +201,17 @@ func (s *sseClient) waitReply(id uint32) *protocol.Reply {
 // test when the stream ends first or after waitLimit.
 func (s *sseClient) wait(what string, cond func() bool) {
 	s.t.Helper()
-	expired := false
-	timer := time.AfterFunc(waitLimit, func() {
-		s.mu.Lock()
-		expired = true
-		s.cond.Broadcast()
-		s.mu.Unlock()
+	met := false
+	var ended error
+	condwait.Until(s.cond, waitLimit, func() bool {
+		met, ended = cond(), s.ended
+		return met || ended != nil
 	})
-	defer timer.Stop()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for !cond() {
-		switch {
-		case s.ended != nil:
-			s.t.Fatalf("waiting for %s: %v", what, s.ended)
-		case expired:
-			s.t.Fatalf("no %s within %v", what, waitLimit)
-		}
-		s.cond.Wait()
+	switch {
+	case met:
+	case ended != nil:
+		s.t.Fatalf("waiting for %s: %v", what, ended)
+	default:
+		s.t.Fatalf("no %s within %v", what, waitLimit)
 	}
 }

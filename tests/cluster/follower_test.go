@@ -14,6 +14,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
 
+	"github.com/gyrehq/gyre/internal/condwait"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -387,22 +388,12 @@ func (f *follower) waitUntil(t testing.TB, what string, cond func() bool) {
 // the test after limit, with the follower's recent events.
 func (f *follower) waitUntilFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	expired := false
-	timer := time.AfterFunc(limit, func() {
-		f.mu.Lock()
-		expired = true
-		f.cond.Broadcast()
-		f.mu.Unlock()
-	})
-	defer timer.Stop()
+	if condwait.Until(f.cond, limit, cond) {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for !cond() {
-		if expired {
-			t.Fatalf("follower %s: no %s within %v (at offset %d); events:\n%s", f.name, what, limit, f.offset, strings.Join(f.events, "\n"))
-		}
-		f.cond.Wait()
-	}
+	t.Fatalf("follower %s: no %s within %v (at offset %d); events:\n%s", f.name, what, limit, f.offset, strings.Join(f.events, "\n"))
 }
 
 // current returns the client ID of the follower's connection.
