@@ -96,7 +96,7 @@ func (c *Client) Pushes() []*protocol.Push {
 func (c *Client) Pubs(channel string) []*protocol.Publication {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return pubsIn(c.pushes, channel)
+	return PubsIn(c.pushes, channel)
 }
 
 // Pings is the number of server pings received.
@@ -187,7 +187,8 @@ func (c *Client) setClosed(ce wsutil.ClosedError) {
 	c.mu.Unlock()
 }
 
-func pubsIn(pushes []*protocol.Push, channel string) []*protocol.Publication {
+// PubsIn filters the publications of channel out of pushes, in order.
+func PubsIn(pushes []*protocol.Push, channel string) []*protocol.Publication {
 	var out []*protocol.Publication
 	for _, p := range pushes {
 		if p.Channel == channel && p.Pub != nil {

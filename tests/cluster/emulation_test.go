@@ -15,6 +15,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/internal/condwait"
+	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -49,9 +50,9 @@ func TestSSESessionAcrossNodes(t *testing.T) {
 	for i := range 5 {
 		b.mustCall(t, "publish", map[string]any{"channel": ch, "data": json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}, nil)
 	}
-	s.wait("5 publications", func() bool { return len(pubsIn(s.pushes, ch)) >= 5 })
+	s.wait("5 publications", func() bool { return len(wstest.PubsIn(s.pushes, ch)) >= 5 })
 	s.mu.Lock()
-	for i, p := range pubsIn(s.pushes, ch) {
+	for i, p := range wstest.PubsIn(s.pushes, ch) {
 		if p.Offset != uint64(i+1) || string(p.Data) != `{"i":`+strconv.Itoa(i)+`}` {
 			t.Errorf("publication %d: %s at offset %d", i, p.Data, p.Offset)
 		}

@@ -141,17 +141,6 @@ func nodeNames(t testing.TB, n *gyreNode) []string {
 	return out
 }
 
-// pubsIn filters the publications of channel out of pushes.
-func pubsIn(pushes []*protocol.Push, channel string) []*protocol.Publication {
-	var out []*protocol.Publication
-	for _, p := range pushes {
-		if p.Channel == channel && p.Pub != nil {
-			out = append(out, p.Pub)
-		}
-	}
-	return out
-}
-
 // localNodeID asks n for its own node ID (the first entry of info).
 func localNodeID(t testing.TB, n *gyreNode) string {
 	t.Helper()
