@@ -123,7 +123,7 @@ func benchAbsorb(b *testing.B, typ protocol.Type, conns, perFrame int) {
 	cs := make([]*conn, conns)
 	for i := range cs {
 		cs[i] = &conn{p: p, typ: typ, last: make([]uint64, 1), got: make([]uint64, 1)}
-		if err := cs[i].dial(context.Background(), "ws://"+ln.Addr().String()+"/"); err != nil {
+		if err := cs[i].dial(context.Background(), "ws://"+ln.Addr().String()+"/", newDialer(nil)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -74,6 +74,12 @@ type Config struct {
 	// Concurrency bounds connection attempts in flight per process.
 	// Zero: 64.
 	Concurrency int
+	// SourceAddrs are the local addresses connections are made from, in
+	// turn: a comma-separated list of IP addresses and ranges
+	// (10.0.0.10-10.0.0.20) the machine owns. SourcesAuto (empty): on
+	// Linux, 127.0.0.1 to 127.0.0.16 for a server on an IPv4 loopback
+	// address, else the kernel's choice. SourcesNone: the kernel's choice.
+	SourceAddrs string
 
 	// PID, when set, is the server process whose memory and CPU time are
 	// read from /proc.
@@ -143,6 +149,9 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 		if scenario == ScenarioConnect {
 			c.Duration = time.Minute
 		}
+	}
+	if _, err := sourcesFor(c.SourceAddrs, c.URL); err != nil {
+		return c, err
 	}
 	if c.Procs == 0 && c.Conns > maxConnsPerProc {
 		c.Procs = (c.Conns + maxConnsPerProc - 1) / maxConnsPerProc

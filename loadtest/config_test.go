@@ -52,6 +52,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"batch outside fanout", ScenarioChannels, func(c *Config) { c.Batch = 5 }, nil, "batch"},
 		{"procs without a command", ScenarioIdle, func(c *Config) { c.Procs = 2 }, nil, "worker command"},
 		{"too many publishers", ScenarioFanout, func(c *Config) { c.Publishers = 5000 }, nil, "publishers"},
+		{"bad source addresses", ScenarioConnect, func(c *Config) { c.SourceAddrs = "10.0.0.1-x" }, nil, "source addresses"},
 		{"protobuf", ScenarioIdle, func(c *Config) { c.Protocol = protocol.TypeProtobuf }, nil, ""},
 	}
 	for _, tt := range tests {

@@ -50,16 +50,13 @@ type conn struct {
 	frameDeliveries     int64
 }
 
-// netDialer opens the TCP connections. No TCP keep-alive: the server's
-// pings keep a benchmark connection alive, and the four setsockopt calls
-// per connection would count against the load tool's CPU.
-var netDialer = &net.Dialer{Timeout: setupTimeout, KeepAlive: -1}
-
 // errServerClosed ends a connection the server closed or disconnected.
 var errServerClosed = errors.New("loadtest: closed by the server")
 
-func (c *conn) dial(ctx context.Context, url string) error {
-	d := ws.Dialer{Timeout: setupTimeout, ReadBufferSize: 2048, WriteBufferSize: 1024, NetDial: netDialer.DialContext}
+// dial opens the connection through nd and makes the WebSocket
+// handshake.
+func (c *conn) dial(ctx context.Context, url string, nd *net.Dialer) error {
+	d := ws.Dialer{Timeout: setupTimeout, ReadBufferSize: 2048, WriteBufferSize: 1024, NetDial: nd.DialContext}
 	if c.typ == protocol.TypeProtobuf {
 		// The subprotocol is what the SDKs ask with; the query parameter
 		// is the older way, which some servers still need.

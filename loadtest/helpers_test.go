@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -48,6 +51,26 @@ func workerCommand(t *testing.T) []string {
 // testServer is a real Gyre server on a loopback port.
 type testServer struct {
 	ws, api string
+	peers   *peerLog
+}
+
+// peerLog counts the requests from each client IP address.
+type peerLog struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (l *peerLog) add(remoteAddr string) {
+	host, _, _ := net.SplitHostPort(remoteAddr)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen[host]++
+}
+
+func (l *peerLog) counts() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.seen)
 }
 
 func startServer(t *testing.T) testServer {
@@ -72,7 +95,12 @@ func startServerWith(t *testing.T, change func(*config.Config)) testServer {
 	if err := s.Node().Run(); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s.Handler())
+	peers := &peerLog{seen: map[string]int{}}
+	h := s.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		peers.add(r.RemoteAddr)
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -80,7 +108,7 @@ func startServerWith(t *testing.T, change func(*config.Config)) testServer {
 		srv.Close()
 	})
 	base := strings.TrimPrefix(srv.URL, "http://")
-	return testServer{ws: "ws://" + base + "/connection/websocket", api: "http://" + base + "/api"}
+	return testServer{ws: "ws://" + base + "/connection/websocket", api: "http://" + base + "/api", peers: peers}
 }
 
 // config is a small run against the server: 20 connections, a second.

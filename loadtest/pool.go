@@ -61,6 +61,7 @@ type worker interface {
 // pool is a worker in this process.
 type pool struct {
 	spec       workerSpec
+	dialers    []*net.Dialer
 	latency    histogram
 	connectLat histogram
 	errs       errorSamples
@@ -80,7 +81,7 @@ type pool struct {
 // startPool begins opening spec's connections in the background.
 func startPool(ctx context.Context, spec workerSpec) *pool {
 	ctx, cancel := context.WithTimeout(ctx, spec.OpenWithin)
-	p := &pool{spec: spec, readyCh: make(chan struct{}), cancel: cancel}
+	p := &pool{spec: spec, dialers: dialers(spec.Sources), readyCh: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(p.readyCh)
 		defer cancel()
@@ -134,7 +135,7 @@ func (p *pool) serve(ctx context.Context, i int, token string, sem <-chan struct
 		c.last = make([]uint64, p.spec.Publishers)
 		c.got = make([]uint64, p.spec.Publishers)
 	}
-	err := c.dial(ctx, p.spec.URL)
+	err := c.dial(ctx, p.spec.URL, p.dialers[i%len(p.dialers)])
 	if err == nil {
 		err = c.setup(token, p.spec.channelsFor(i))
 		if err != nil {

@@ -3,10 +3,13 @@ package loadtest
 // Result is the summary of a run. Durations are in microseconds or
 // seconds as the field names say; memory in bytes.
 type Result struct {
-	Scenario    string          `json:"scenario"`
-	URL         string          `json:"url"`
-	Protocol    string          `json:"protocol"`
-	Procs       int             `json:"procs"`
+	Scenario string `json:"scenario"`
+	URL      string `json:"url"`
+	Protocol string `json:"protocol"`
+	Procs    int    `json:"procs"`
+	// Sources is how many local addresses the connections came from;
+	// zero: the kernel chose.
+	Sources     int             `json:"source_addrs,omitempty"`
 	Seconds     float64         `json:"seconds"`
 	Connections ConnResult      `json:"connections"`
 	Publish     *PublishResult  `json:"publish,omitempty"`

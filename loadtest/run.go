@@ -50,6 +50,8 @@ type run struct {
 // spec is the workerSpec of the whole run, before it is split.
 func (r *run) spec() workerSpec {
 	c := r.cfg
+	// withDefaults checked the setting.
+	sources, _ := sourcesFor(c.SourceAddrs, c.URL)
 	return workerSpec{
 		Scenario:    r.scenario,
 		URL:         c.URL,
@@ -62,6 +64,7 @@ func (r *run) spec() workerSpec {
 		Channels:    c.Channels,
 		Channel:     c.Channel,
 		Concurrency: c.Concurrency,
+		Sources:     sources,
 		OpenWithin:  c.Duration + 10*time.Minute,
 		Lifetime:    3*c.Duration + 30*time.Minute,
 	}
@@ -180,6 +183,7 @@ func (r *run) result(m *merged) *Result {
 		URL:      r.cfg.URL,
 		Protocol: r.cfg.Protocol.String(),
 		Procs:    r.cfg.Procs,
+		Sources:  len(spec.Sources),
 		Connections: ConnResult{
 			Target:  r.cfg.Conns,
 			Subs:    len(spec.channelsFor(0)),

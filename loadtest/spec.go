@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -24,6 +25,9 @@ type workerSpec struct {
 	Channel     string        `json:"channel"`
 	Publishers  int           `json:"publishers"`
 	Concurrency int           `json:"concurrency"`
+	// Sources are the local addresses connection i dials from, in turn
+	// (Sources[i%len]); none: the kernel's choice.
+	Sources []netip.Addr `json:"sources,omitempty"`
 	// Rate is this worker's share of connection attempts per second
 	// (connect only; zero: as fast as Concurrency allows).
 	Rate float64 `json:"rate,omitempty"`

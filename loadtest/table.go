@@ -16,6 +16,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.Procs > 0 {
 		procs = fmt.Sprintf("%d processes", r.Procs)
 	}
+	if r.Sources > 0 {
+		procs += fmt.Sprintf(", from %d source addresses", r.Sources)
+	}
 	row("scenario", "%s  %s  (%s, %s, %.1fs)", r.Scenario, r.URL, r.Protocol, procs, r.Seconds)
 	c := r.Connections
 	row("connections", "%s of %s opened, %s failed, %s dropped, %d subscriptions each",

@@ -139,6 +139,7 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 	fs.IntVar(&cfg.Size, "size", 0, "publication data size in `bytes` (default 128, at least 64)")
 	fs.IntVar(&cfg.Publishers, "publishers", 0, "concurrent API publishers (default 1)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "connection attempts in flight per process (default 64)")
+	fs.StringVar(&cfg.SourceAddrs, "source-addrs", "", "local `addresses` to connect from in turn: IPs and ranges (10.0.0.10-10.0.0.20), comma-separated, or none for the kernel's choice (default on Linux for a 127.x server: 127.0.0.1-127.0.0.16)")
 	fs.IntVar(&cfg.PID, "pid", 0, "server process `id` to read memory and CPU of from /proc")
 	fs.IntVar(&cfg.Procs, "procs", 0, "child processes holding the connections (default: one per 10,000, none below)")
 	fs.BoolVar(&out.json, "json", false, "print the summary as JSON")
