@@ -21,11 +21,12 @@ import (
 // subscribe round trips of one connection.
 const setupTimeout = 15 * time.Second
 
-// conn is one client connection. A single goroutine owns it: it dials,
-// connects and subscribes, then reads until the connection ends,
-// answering pings itself, so that a connection costs one goroutine and
-// its read buffer; message buffers come from a pool and only while a
-// message is being handled.
+// conn is one client connection. One goroutine at a time owns it: a
+// setter dials, connects and subscribes, then hands it to its reader,
+// which reads until the connection ends and answers pings itself, so
+// that an open connection costs one goroutine and its read buffer;
+// message buffers come from a pool and only while a message is being
+// handled.
 type conn struct {
 	p   *pool
 	nc  net.Conn

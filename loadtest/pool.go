@@ -108,27 +108,42 @@ func (p *pool) open(ctx context.Context) {
 	}
 	p.openStart.Store(time.Now().UnixNano())
 	defer func() { p.openEnd.Store(time.Now().UnixNano()) }()
-	sem := make(chan struct{}, p.spec.Concurrency)
-	var setups sync.WaitGroup
-	defer setups.Wait()
+	// A fixed set of goroutines sets the connections up: the dial needs
+	// a deep stack, which each keeps from one connection to the next,
+	// where a goroutine per connection would grow one every time. Each
+	// open connection then gets a reader goroutine, whose stack stays
+	// small.
+	work := make(chan int)
+	var setters sync.WaitGroup
+	for range min(p.spec.Concurrency, p.spec.Count) {
+		setters.Add(1)
+		go func() {
+			defer setters.Done()
+			for i := range work {
+				p.setUp(ctx, p.spec.First+i, tokens[i])
+			}
+		}()
+	}
+	defer func() {
+		close(work)
+		setters.Wait()
+	}()
 	pace := newPacer(p.spec.Rate)
 	for i := range p.spec.Count {
 		if !pace.wait(ctx) {
 			return
 		}
 		select {
-		case sem <- struct{}{}:
+		case work <- i:
 		case <-ctx.Done():
 			return
 		}
-		setups.Add(1)
-		go p.serve(ctx, p.spec.First+i, tokens[i], sem, &setups)
 	}
 }
 
-// serve sets up connection i, then reads from it until it ends; it is
-// the connection's only goroutine.
-func (p *pool) serve(ctx context.Context, i int, token string, sem <-chan struct{}, setups *sync.WaitGroup) {
+// setUp dials connection i, connects and subscribes, and starts its
+// reader.
+func (p *pool) setUp(ctx context.Context, i int, token string) {
 	start := time.Now()
 	c := &conn{p: p, typ: p.spec.Protocol}
 	if p.spec.Publishers > 0 {
@@ -142,7 +157,6 @@ func (p *pool) serve(ctx context.Context, i int, token string, sem <-chan struct
 			c.nc.Close()
 		}
 	}
-	<-sem
 	if err == nil && !p.add(c) {
 		c.close()
 		err = errors.New("closed before it was set up")
@@ -150,14 +164,18 @@ func (p *pool) serve(ctx context.Context, i int, token string, sem <-chan struct
 	if err != nil {
 		p.failed.Add(1)
 		p.errs.add(errKind(err))
-		setups.Done()
 		return
 	}
 	p.connectLat.record(int64(time.Since(start)))
 	p.opened.Add(1)
-	setups.Done()
+	go p.read(c)
+}
+
+// read reads from c until it ends; it is the connection's only
+// goroutine once it is set up.
+func (p *pool) read(c *conn) {
 	defer p.readers.Done()
-	err = c.run()
+	err := c.run()
 	p.mu.Lock()
 	closing := p.closing
 	p.mu.Unlock()
