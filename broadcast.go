@@ -148,7 +148,7 @@ func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
 // subscriber got the predecessor, else in full.
 func (n *Node) broadcastPublication(channel string, pub *broker.Publication, prev []byte, canDelta bool, b *Burst) {
 	subs := n.hub.subscribers(channel)
-	if len(subs) == 0 {
+	if subs.len() == 0 {
 		return
 	}
 	start := time.Now()
@@ -156,26 +156,28 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication, pre
 	sent := 0
 	defer func() {
 		n.obs.MessagesSent("publication", sent)
-		n.obs.Broadcast(len(subs), time.Since(start))
+		n.obs.Broadcast(subs.len(), time.Since(start))
 	}()
-	for _, s := range subs {
-		if !s.filter.Match(pub.Tags) {
-			s.skip(pub.Offset)
-			continue
+	for _, chunk := range subs.chunks {
+		for _, s := range chunk {
+			if !s.filter.Match(pub.Tags) {
+				s.skip(pub.Offset)
+				continue
+			}
+			sent++
+			msg := enc.get(s.client.proto, s.client.uni, s.payloadVariant(canDelta))
+			if msg == nil {
+				n.undeliverable(s.client, channel, enc.err)
+				continue
+			}
+			s.deliver(msg, pub.Offset, b)
 		}
-		sent++
-		msg := enc.get(s.client.proto, s.client.uni, s.payloadVariant(canDelta))
-		if msg == nil {
-			n.undeliverable(s.client, channel, enc.err)
-			continue
-		}
-		s.deliver(msg, pub.Offset, b)
 	}
 }
 
 func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 	subs := n.hub.subscribers(channel)
-	if len(subs) == 0 {
+	if subs.len() == 0 {
 		return
 	}
 	enc := encodedPush{push: push, sizeHint: 128 + 2*len(channel)}
@@ -185,17 +187,19 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 	}
 	sent := 0
 	defer func() { n.obs.MessagesSent(kind, sent) }()
-	for _, s := range subs {
-		if !s.pushJoinLeave {
-			continue
+	for _, chunk := range subs.chunks {
+		for _, s := range chunk {
+			if !s.pushJoinLeave {
+				continue
+			}
+			sent++
+			msg := enc.get(s.client.proto, s.client.uni, variantPlain)
+			if msg == nil {
+				n.undeliverable(s.client, channel, enc.err)
+				continue
+			}
+			s.deliver(msg, 0, nil)
 		}
-		sent++
-		msg := enc.get(s.client.proto, s.client.uni, variantPlain)
-		if msg == nil {
-			n.undeliverable(s.client, channel, enc.err)
-			continue
-		}
-		s.deliver(msg, 0, nil)
 	}
 }
 
@@ -255,7 +259,7 @@ func toProtoPub(p *broker.Publication) *protocol.Publication {
 func (e *brokerEvents) HandleSubscriptionLost(channels []string) error {
 	n := e.n
 	for _, ch := range channels {
-		for _, s := range n.hub.subscribers(ch) {
+		for s := range n.hub.subscribers(ch).all() {
 			if s.recoverable || s.positioned {
 				// No live publication may reach the subscriber after the
 				// gap: it would move the client's position past what it

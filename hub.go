@@ -2,6 +2,7 @@ package gyre
 
 import (
 	"hash/maphash"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,8 +12,8 @@ const hubShards = 64
 
 // hub knows which local connections are subscribed to which channel and
 // which connections each user has. Broadcast readers take no lock a writer
-// holds for long: each channel's subscriber list is a copy-on-write slice
-// behind an atomic pointer.
+// holds for long: each channel's subscriber list is a copy-on-write
+// snapshot behind an atomic pointer.
 type hub struct {
 	seed     maphash.Seed
 	channels [hubShards]channelShard
@@ -39,7 +40,82 @@ type channelShard struct {
 
 // channelSubs is one channel's subscribers on this node.
 type channelSubs struct {
-	list atomic.Pointer[[]*subscription]
+	list atomic.Pointer[subList]
+}
+
+// subChunk is how many subscribers one chunk of a subList holds. A
+// subscribe or unsubscribe copies at most two chunks and the chunk index,
+// so joining a channel of N subscribers costs O(subChunk + N/subChunk)
+// instead of a copy of all N (which made N clients joining one channel
+// O(N²)).
+const subChunk = 256
+
+// subList is an immutable snapshot of a channel's subscribers, in chunks
+// that are all full but the last. A subscriber's place in it is its
+// hubPos; the order means nothing.
+type subList struct {
+	chunks [][]*subscription
+	n      int
+}
+
+var emptySubs = &subList{}
+
+// len is the number of subscribers.
+func (l *subList) len() int { return l.n }
+
+// all yields every subscriber. Broadcasts range over the chunks
+// themselves, which keeps their loop plain.
+func (l *subList) all() iter.Seq[*subscription] {
+	return func(yield func(*subscription) bool) {
+		for _, chunk := range l.chunks {
+			for _, s := range chunk {
+				if !yield(s) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// at returns the subscriber at position i.
+func (l *subList) at(i int) *subscription { return l.chunks[i/subChunk][i%subChunk] }
+
+// with returns a copy of l with s added at the end, and s's position.
+func (l *subList) with(s *subscription) (*subList, int) {
+	pos := l.n
+	last := len(l.chunks) - 1
+	var chunks [][]*subscription
+	if pos%subChunk == 0 {
+		chunks = make([][]*subscription, last+2)
+		copy(chunks, l.chunks)
+		chunks[last+1] = []*subscription{s}
+	} else {
+		chunks = slices.Clone(l.chunks)
+		chunks[last] = append(slices.Clip(l.chunks[last]), s)
+	}
+	return &subList{chunks: chunks, n: pos + 1}, pos
+}
+
+// without returns a copy of l without the subscriber at position i: the
+// last subscriber takes its place and is returned (nil when i was last).
+func (l *subList) without(i int) (*subList, *subscription) {
+	end := l.n - 1
+	last := len(l.chunks) - 1
+	chunks := l.chunks[:last:last]
+	if end%subChunk != 0 {
+		// The last chunk stays, one shorter.
+		chunks = append(slices.Clone(chunks), l.chunks[last][:end%subChunk:end%subChunk])
+	} else {
+		chunks = slices.Clone(chunks)
+	}
+	if i == end {
+		return &subList{chunks: chunks, n: end}, nil
+	}
+	moved := l.at(end)
+	c := i / subChunk
+	chunks[c] = slices.Clone(chunks[c])
+	chunks[c][i%subChunk] = moved
+	return &subList{chunks: chunks, n: end}, moved
 }
 
 // userShard maps users to their connections. A slice, not a set: most
@@ -73,17 +149,14 @@ func (h *hub) addSubscription(s *subscription) (first bool) {
 	cs, ok := sh.subs[s.channel]
 	if !ok {
 		cs = &channelSubs{}
+		cs.list.Store(emptySubs)
 		sh.subs[s.channel] = cs
 	}
-	var old []*subscription
-	if p := cs.list.Load(); p != nil {
-		old = *p
-	}
-	next := make([]*subscription, len(old), len(old)+1)
-	copy(next, old)
-	next = append(next, s)
-	cs.list.Store(&next)
-	return len(old) == 0
+	old := cs.list.Load()
+	next, pos := old.with(s)
+	s.hubPos = int32(pos)
+	cs.list.Store(next)
+	return old.n == 0
 }
 
 // removeSubscription removes s and reports whether the channel has no
@@ -96,45 +169,40 @@ func (h *hub) removeSubscription(s *subscription) (last bool) {
 	if !ok {
 		return false
 	}
-	old := *cs.list.Load()
-	i := -1
-	for j, x := range old {
-		if x == s {
-			i = j
-			break
-		}
-	}
-	if i < 0 {
+	old := cs.list.Load()
+	i := int(s.hubPos)
+	if i < 0 || i >= old.n || old.at(i) != s {
 		return false
 	}
-	if len(old) == 1 {
+	if old.n == 1 {
 		delete(sh.subs, s.channel)
-		cs.list.Store(&[]*subscription{})
+		cs.list.Store(emptySubs)
 		return true
 	}
-	next := make([]*subscription, 0, len(old)-1)
-	next = append(next, old[:i]...)
-	next = append(next, old[i+1:]...)
-	cs.list.Store(&next)
+	next, moved := old.without(i)
+	if moved != nil {
+		moved.hubPos = int32(i)
+	}
+	cs.list.Store(next)
 	return false
 }
 
-// subscribers returns the channel's current subscribers. The slice must
-// not be modified.
-func (h *hub) subscribers(channel string) []*subscription {
+// subscribers returns the channel's current subscribers, a snapshot that
+// must not be modified.
+func (h *hub) subscribers(channel string) *subList {
 	sh := &h.channels[h.shard(channel)]
 	sh.mu.RLock()
 	cs := sh.subs[channel]
 	sh.mu.RUnlock()
 	if cs == nil {
-		return nil
+		return emptySubs
 	}
-	return *cs.list.Load()
+	return cs.list.Load()
 }
 
 // numSubscribers returns the channel's subscriber count on this node.
 func (h *hub) numSubscribers(channel string) int {
-	return len(h.subscribers(channel))
+	return h.subscribers(channel).len()
 }
 
 // channels calls fn for every channel with subscribers on this node.
@@ -143,7 +211,7 @@ func (h *hub) eachChannel(fn func(channel string, numSubs int)) {
 		sh := &h.channels[i]
 		sh.mu.RLock()
 		for ch, cs := range sh.subs {
-			fn(ch, len(*cs.list.Load()))
+			fn(ch, cs.list.Load().len())
 		}
 		sh.mu.RUnlock()
 	}

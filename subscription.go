@@ -25,6 +25,9 @@ type subscription struct {
 	opts    *ChannelOptions
 
 	state atomic.Uint32
+	// hubPos is the subscription's place in its channel's subscriber list
+	// while it is in it; guarded by the hub shard's lock.
+	hubPos int32
 	// offset of the last publication delivered, for positioning.
 	offset atomic.Uint64
 	epoch  string
