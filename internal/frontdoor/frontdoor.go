@@ -66,6 +66,12 @@ type Listener struct {
 	done  chan struct{}
 	once  sync.Once
 	err   error // why accepting ended; set before done is closed
+
+	// waiting holds the connections not yet sorted, which Close closes;
+	// closed is set once it has.
+	mu      sync.Mutex
+	waiting map[net.Conn]struct{}
+	closed  bool
 }
 
 // New starts accepting from ln.
@@ -77,11 +83,12 @@ func New(ln net.Listener, cfg Config) *Listener {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	l := &Listener{
-		ln:     ln,
-		cfg:    cfg,
-		prefix: []byte("GET " + cfg.Path),
-		conns:  make(chan net.Conn),
-		done:   make(chan struct{}),
+		ln:      ln,
+		cfg:     cfg,
+		prefix:  []byte("GET " + cfg.Path),
+		conns:   make(chan net.Conn),
+		done:    make(chan struct{}),
+		waiting: make(map[net.Conn]struct{}),
 	}
 	go l.acceptLoop()
 	return l
@@ -97,12 +104,39 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// Close stops accepting and closes the listener. Connections already
-// taken or passed on are not touched.
+// Close stops accepting and closes the listener and the connections still
+// waiting to send their first request. Connections already taken or
+// passed on are not touched.
 func (l *Listener) Close() error {
 	err := l.ln.Close()
 	l.stop(net.ErrClosed)
+	l.mu.Lock()
+	l.closed = true
+	for nc := range l.waiting {
+		_ = nc.Close()
+	}
+	clear(l.waiting)
+	l.mu.Unlock()
 	return err
+}
+
+// wait records nc as waiting for its first request; false once the
+// listener is closed.
+func (l *Listener) wait(nc net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.waiting[nc] = struct{}{}
+	return true
+}
+
+// waited ends what wait began: Close no longer closes nc.
+func (l *Listener) waited(nc net.Conn) {
+	l.mu.Lock()
+	delete(l.waiting, nc)
+	l.mu.Unlock()
 }
 
 // Addr is the listener's address.
@@ -162,17 +196,23 @@ var peekBufs = sync.Pool{New: func() any { b := make([]byte, PeekSize); return &
 // sort waits for the connection's first request and either takes it or
 // passes the connection on.
 func (l *Listener) sort(nc net.Conn) {
+	if !l.wait(nc) {
+		_ = nc.Close()
+		return
+	}
 	bp := peekBufs.Get().(*[]byte)
 	defer peekBufs.Put(bp)
 	buf := *bp
 	_ = nc.SetReadDeadline(time.Now().Add(l.cfg.HeadTimeout))
 	n, err := peek(nc, buf)
+	l.waited(nc)
 	switch {
 	case errors.Is(err, errNoPeek):
 		l.pass(nc)
 		return
 	case err != nil:
-		// Gone, or silent for HeadTimeout: net/http would close it too.
+		// Gone, silent for HeadTimeout (net/http would close it too), or
+		// closed by Close.
 		_ = nc.Close()
 		return
 	}

@@ -157,6 +157,36 @@ func TestClosesSilentConnections(t *testing.T) {
 	}
 }
 
+// TestCloseClosesWaiting: Close does not leave connections that have not
+// sent their first request open until their head timeout.
+func TestCloseClosesWaiting(t *testing.T) {
+	l, _ := listen(t, Config{HeadTimeout: hangTimeout})
+	c := send(t, l)
+	// Close must find it waiting, not still in the accept queue.
+	deadline := time.Now().Add(hangTimeout)
+	for {
+		l.mu.Lock()
+		n := len(l.waiting)
+		l.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the connection never waited for its request")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The head timeout is longer than the read deadline: only Close can
+	// end the read with EOF.
+	_ = c.SetReadDeadline(time.Now().Add(hangTimeout / 2))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after Close: %v, want the connection closed", err)
+	}
+}
+
 // TestServesHTTP puts an http.Server behind the listener: requests that
 // are not taken are served as usual, keep-alive included.
 func TestServesHTTP(t *testing.T) {
