@@ -62,14 +62,8 @@ func TestConfigDefaults(t *testing.T) {
 				tt.change(&c)
 			}
 			got, err := c.withDefaults(tt.scenario)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
+			if checkErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if tt.check != nil {
 				tt.check(t, got)

@@ -144,3 +144,20 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(b)
 }
+
+// checkErr fails unless err is as expected: containing want, or nil when
+// want is empty. It reports whether err was an expected error, after
+// which the case has nothing more to check.
+func checkErr(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v, want %q", err, want)
+	}
+	return true
+}

@@ -30,14 +30,8 @@ func TestParseSources(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			got, err := parseSources(tt.in)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want %q", err, tt.wantErr)
-				}
+			if checkErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if s := joinAddrs(got); s != tt.want {
 				t.Fatalf("got %s, want %s", s, tt.want)
