@@ -84,6 +84,10 @@ func sourcesFor(setting, serverURL string) ([]netip.Addr, error) {
 			out[i] = a
 			a = a.Next()
 		}
+		if !canBind(out[len(out)-1]) {
+			// A sandbox whose loopback interface has 127.0.0.1 alone.
+			return nil, nil
+		}
 		return out, nil
 	}
 	addrs, err := parseSources(setting)
@@ -106,6 +110,16 @@ func loopbackV4(serverURL string) bool {
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.Is4() && a.IsLoopback()
+}
+
+// canBind tells whether this machine has address a.
+func canBind(a netip.Addr) bool {
+	c, err := net.ListenPacket("udp", netip.AddrPortFrom(a, 0).String())
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 // dialers are the TCP dialers of a worker, one per source address;

@@ -79,6 +79,19 @@ func TestSourcesFor(t *testing.T) {
 	}
 }
 
+// TestCanBind: the automatic source addresses are checked against the
+// machine's own, so that a system whose loopback interface has only
+// 127.0.0.1 falls back to the kernel's choice.
+func TestCanBind(t *testing.T) {
+	if !canBind(netip.MustParseAddr("127.0.0.1")) {
+		t.Fatal("cannot bind 127.0.0.1")
+	}
+	// 192.0.2.0/24 is for documentation; no machine owns it.
+	if canBind(netip.MustParseAddr("192.0.2.1")) {
+		t.Fatal("bound 192.0.2.1, an address this machine does not have")
+	}
+}
+
 // TestSourceAddrs: connections come from the given addresses in turn,
 // from child processes too. Linux routes all of 127.0.0.0/8 to the
 // loopback interface; other systems may own 127.0.0.1 alone.
