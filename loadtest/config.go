@@ -78,7 +78,8 @@ type Config struct {
 	// turn: a comma-separated list of IP addresses and ranges
 	// (10.0.0.10-10.0.0.20) the machine owns. SourcesAuto (empty): on
 	// Linux, 127.0.0.1 to 127.0.0.16 for a server on an IPv4 loopback
-	// address, else the kernel's choice. SourcesNone: the kernel's choice.
+	// address when the machine can bind them, else the kernel's choice.
+	// SourcesNone: the kernel's choice.
 	SourceAddrs string
 
 	// PID, when set, is the server process whose memory and CPU time are
