@@ -1,7 +1,6 @@
 package gyre
 
 import (
-	"bytes"
 	"net/http"
 	"time"
 
@@ -118,13 +117,7 @@ func (t *uniWSTransport) WriteFrame(frame []byte) error {
 	if t.join {
 		return t.conn.WriteFrame(frame)
 	}
-	for len(frame) > 0 {
-		msg := frame
-		if i := bytes.IndexByte(frame, '\n'); i >= 0 {
-			msg, frame = frame[:i], frame[i+1:]
-		} else {
-			frame = nil
-		}
+	for msg := range protocol.JSONMessages(frame) {
 		if err := t.conn.WriteFrame(msg); err != nil {
 			return err
 		}

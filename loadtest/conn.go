@@ -244,13 +244,7 @@ func (c *conn) run() error {
 // handleJSON goes through the messages of a JSON frame; a publication is
 // recognised by its payload alone.
 func (c *conn) handleJSON(frame []byte, now int64) error {
-	for len(frame) > 0 {
-		msg := frame
-		if i := bytes.IndexByte(frame, '\n'); i >= 0 {
-			msg, frame = frame[:i], frame[i+1:]
-		} else {
-			frame = nil
-		}
+	for msg := range protocol.JSONMessages(frame) {
 		if len(msg) > 0 && msg[len(msg)-1] <= ' ' {
 			msg = bytes.TrimSpace(msg)
 		}

@@ -1,5 +1,10 @@
 package protocol
 
+import (
+	"bytes"
+	"iter"
+)
+
 // DecodeCommands decodes every command of one transport frame, appending them to dst so
 // that a connection can reuse one slice across frames. JSON commands are separated by
 // '\n' (a trailing newline, "\r\n" and empty lines are tolerated); protobuf commands are
@@ -82,6 +87,25 @@ func JoinFrame[M ~[]byte | ~string](dst []byte, t Type, msgs []M) []byte {
 		dst = append(dst, m...)
 	}
 	return dst
+}
+
+// JSONMessages yields the messages of a JSON transport frame: the pieces
+// between the newlines JoinFrame puts between messages (the encoder escapes
+// newlines inside them). Empty pieces are yielded too.
+func JSONMessages(frame []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for len(frame) > 0 {
+			msg := frame
+			if i := bytes.IndexByte(frame, '\n'); i >= 0 {
+				msg, frame = frame[:i], frame[i+1:]
+			} else {
+				frame = nil
+			}
+			if !yield(msg) {
+				return
+			}
+		}
+	}
 }
 
 // AppendJSONString appends s as a JSON string literal, escaped so that the result is

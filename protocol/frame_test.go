@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -238,6 +239,39 @@ func TestJoinFrame(t *testing.T) {
 	}
 	if got := JoinFrame[[]byte](nil, TypeJSON, nil); len(got) != 0 {
 		t.Errorf("empty: %q", got)
+	}
+}
+
+func TestJSONMessages(t *testing.T) {
+	tests := []struct {
+		frame string
+		want  []string
+	}{
+		{"", nil},
+		{`{"a":1}`, []string{`{"a":1}`}},
+		{"a\nbc\nd", []string{"a", "bc", "d"}},
+		{"a\n\nb\n", []string{"a", "", "b"}},
+		{"\n", []string{""}},
+	}
+	for _, tt := range tests {
+		var got []string
+		for m := range JSONMessages([]byte(tt.frame)) {
+			got = append(got, string(m))
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%q: %q, want %q", tt.frame, got, tt.want)
+		}
+	}
+	// What JoinFrame joins, JSONMessages splits; a caller may stop early.
+	msgs := []string{`{"id":1}`, `{"id":2}`, `{"id":3}`}
+	var got []string
+	for m := range JSONMessages(JoinFrame(nil, TypeJSON, msgs)) {
+		if got = append(got, string(m)); len(got) == 2 {
+			break
+		}
+	}
+	if !slices.Equal(got, msgs[:2]) {
+		t.Errorf("round trip with an early stop: %q", got)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/gyrehq/gyre/protocol"
 )
 
 // Format is how a stream puts frames on the wire.
@@ -172,13 +174,7 @@ func (s *Stream) writeLines(frame []byte) error {
 
 // writeEvents sends every message of a JSON frame as its own event.
 func (s *Stream) writeEvents(frame []byte) error {
-	for len(frame) > 0 {
-		msg := frame
-		if i := bytes.IndexByte(frame, '\n'); i >= 0 {
-			msg, frame = frame[:i], frame[i+1:]
-		} else {
-			frame = nil
-		}
+	for msg := range protocol.JSONMessages(frame) {
 		if len(msg) == 0 {
 			continue
 		}
