@@ -26,8 +26,9 @@
 //
 // [Conn.ServeReads] reads in the background and hands each message to a
 // callback. With a [Poller] on Linux, a plain TCP connection waiting for
-// its peer has no goroutine: one goroutine blocked in epoll_wait watches
-// every socket (level-triggered, one-shot), and a readable socket gets a
+// its peer has no goroutine: one epoll set watches every socket
+// (level-triggered, one-shot) and one goroutine drains it, waiting for the
+// set itself in Go's poller when it is empty, and a readable socket gets a
 // short-lived goroutine that handles what arrived, frees the read buffers
 // and re-arms the socket. One-shot arming is what keeps the messages of a
 // connection in order and never handled two at a time. Bytes already

@@ -5,6 +5,7 @@ package websocket
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -13,14 +14,16 @@ import (
 // pollEvents is how many readiness events one epoll_wait returns at most.
 const pollEvents = 256
 
-// Poller watches many connections for input with one goroutine blocked in
-// epoll_wait, so that a connection waiting for its peer needs no goroutine
+// Poller watches many connections for input with one epoll set and one
+// goroutine, so that a connection waiting for its peer needs no goroutine
 // of its own. See [Conn.ServeReads]. A Poller is safe for concurrent use;
 // one per process is enough.
 type Poller struct {
-	epfd int
-	wake [2]int // a pipe whose read end wakes the loop for Close
-	done chan struct{}
+	epfd  int
+	ep    *os.File // owns epfd
+	epRaw syscall.RawConn
+	wake  [2]int // a pipe whose read end wakes the loop for Close
+	done  chan struct{}
 
 	// ctlMu orders epoll_ctl calls (read side) before Close releases
 	// epfd, so that no call reaches a recycled descriptor.
@@ -39,9 +42,24 @@ func NewPoller() (*Poller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("websocket: epoll_create1: %w", err)
 	}
-	p := &Poller{epfd: epfd, done: make(chan struct{}), regs: make(map[int32]*pollReg)}
-	if err := syscall.Pipe2(p.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+	// The poller's goroutine waits for the epoll set itself to become
+	// readable in the runtime's own netpoller, as for any socket, rather
+	// than blocked in epoll_wait: a thread blocked in a system call has its
+	// P taken away and handed back on every wake-up, and keeps the
+	// runtime's monitor thread waking every 20 µs to do it.
+	if err := syscall.SetNonblock(epfd, true); err != nil {
 		_ = syscall.Close(epfd)
+		return nil, fmt.Errorf("websocket: epoll set: %w", err)
+	}
+	ep := os.NewFile(uintptr(epfd), "epoll")
+	raw, err := ep.SyscallConn()
+	if err != nil {
+		_ = ep.Close()
+		return nil, fmt.Errorf("websocket: epoll set: %w", err)
+	}
+	p := &Poller{epfd: epfd, ep: ep, epRaw: raw, done: make(chan struct{}), regs: make(map[int32]*pollReg)}
+	if err := syscall.Pipe2(p.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		_ = ep.Close()
 		return nil, fmt.Errorf("websocket: pipe2: %w", err)
 	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p.wake[0])}
@@ -87,7 +105,7 @@ func (p *Poller) Len() int {
 }
 
 func (p *Poller) closeFds() {
-	_ = syscall.Close(p.epfd)
+	_ = p.ep.Close()
 	_ = syscall.Close(p.wake[0])
 	_ = syscall.Close(p.wake[1])
 }
@@ -98,27 +116,44 @@ func (p *Poller) nextGen() uint32 { return p.gen.Add(1) }
 func (p *Poller) run() {
 	defer close(p.done)
 	events := make([]syscall.EpollEvent, pollEvents)
-	for {
-		n, err := syscall.EpollWait(p.epfd, events, -1)
-		if err != nil {
-			if errors.Is(err, syscall.EINTR) {
+	// Read returns once the function does: when Close wakes the set, or
+	// when epoll_wait fails, which only a bad epfd makes it do, and Close
+	// owns that. Until then it waits for the set to be readable whenever
+	// the function finds it empty.
+	_ = p.epRaw.Read(func(fd uintptr) bool {
+		for {
+			n, err := syscall.EpollWait(int(fd), events, 0)
+			switch {
+			case errors.Is(err, syscall.EINTR):
 				continue
+			case err != nil:
+				return true
+			case n == 0:
+				return false
 			}
-			return // only a bad epfd fails here, and Close owns that
+			if p.dispatchEvents(events[:n]) {
+				return true
+			}
 		}
-		for i := range events[:n] {
-			ev := &events[i]
-			if ev.Fd == int32(p.wake[0]) {
-				return // woken by Close
-			}
-			p.mu.Lock()
-			r := p.regs[ev.Fd]
-			p.mu.Unlock()
-			if r != nil && r.gen == uint32(ev.Pad) {
-				r.fire()
-			}
+	})
+}
+
+// dispatchEvents starts serving the sockets of events; true when Close
+// woke the set.
+func (p *Poller) dispatchEvents(events []syscall.EpollEvent) (closing bool) {
+	for i := range events {
+		ev := &events[i]
+		if ev.Fd == int32(p.wake[0]) {
+			return true
+		}
+		p.mu.Lock()
+		r := p.regs[ev.Fd]
+		p.mu.Unlock()
+		if r != nil && r.gen == uint32(ev.Pad) {
+			r.fire()
 		}
 	}
+	return false
 }
 
 // arm asks for one readiness event on r's socket: EPOLLONESHOT disarms it
