@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -81,6 +82,9 @@ type Config struct {
 	// address when the machine can bind them, else the kernel's choice.
 	// SourcesNone: the kernel's choice.
 	SourceAddrs string
+	// sources is SourceAddrs resolved, once, by withDefaults (resolving
+	// the automatic setting binds a socket to check an address).
+	sources []netip.Addr
 
 	// PID, when set, is the server process whose memory and CPU time are
 	// read from /proc.
@@ -151,9 +155,11 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 			c.Duration = time.Minute
 		}
 	}
-	if _, err := sourcesFor(c.SourceAddrs, c.URL); err != nil {
+	sources, err := sourcesFor(c.SourceAddrs, c.URL)
+	if err != nil {
 		return c, err
 	}
+	c.sources = sources
 	if c.Procs == 0 && c.Conns > maxConnsPerProc {
 		c.Procs = (c.Conns + maxConnsPerProc - 1) / maxConnsPerProc
 	}

@@ -50,8 +50,6 @@ type run struct {
 // spec is the workerSpec of the whole run, before it is split.
 func (r *run) spec() workerSpec {
 	c := r.cfg
-	// withDefaults checked the setting.
-	sources, _ := sourcesFor(c.SourceAddrs, c.URL)
 	return workerSpec{
 		Scenario:    r.scenario,
 		URL:         c.URL,
@@ -64,7 +62,7 @@ func (r *run) spec() workerSpec {
 		Channels:    c.Channels,
 		Channel:     c.Channel,
 		Concurrency: c.Concurrency,
-		Sources:     sources,
+		Sources:     c.sources,
 		OpenWithin:  c.Duration + 10*time.Minute,
 		Lifetime:    3*c.Duration + 30*time.Minute,
 	}
