@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"iter"
+	"slices"
 )
 
 // DecodeCommands decodes every command of one transport frame, appending them to dst so
@@ -80,6 +81,16 @@ func EncodeEmulationRequest(t Type, e *EmulationRequest) ([]byte, error) {
 // with '\n' and no trailing newline, protobuf (whose messages carry their lengths)
 // concatenates them.
 func JoinFrame[M ~[]byte | ~string](dst []byte, t Type, msgs []M) []byte {
+	// Grown once to the frame's size: a frame of a hundred messages would
+	// otherwise grow the buffer several times, copying it each time.
+	size := 0
+	for _, m := range msgs {
+		size += len(m)
+	}
+	if t == TypeJSON && len(msgs) > 1 {
+		size += len(msgs) - 1
+	}
+	dst = slices.Grow(dst, size)
 	for i, m := range msgs {
 		if i > 0 && t == TypeJSON {
 			dst = append(dst, '\n')
