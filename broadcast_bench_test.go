@@ -235,6 +235,55 @@ func BenchmarkBroadcast(b *testing.B) {
 	}
 }
 
+// BenchmarkBurst publishes 100 publications per operation through a
+// Burst to 1,000 subscribers: one Publish each ("publish"), or all in one
+// PublishMany ("run"), whose subscribers are each given the run in one
+// step. ns/delivery is the whole server-side cost of a delivery, writes
+// into the in-memory transports included.
+func BenchmarkBurst(b *testing.B) {
+	const (
+		subs = 1000
+		per  = 100
+	)
+	for _, p := range benchProtocols {
+		for _, mode := range []string{"publish", "run"} {
+			b.Run(p.name+"/"+mode, func(b *testing.B) {
+				f := newBroadcastFixture(b, p.proto, subs, false)
+				burst := f.node.NewBurst()
+				items := make([]gyre.PublishItem, per)
+				publish := func() {
+					if mode == "run" {
+						for i := range items {
+							items[i] = gyre.PublishItem{Data: benchPayload}
+						}
+						burst.PublishMany(benchChannel, items)
+						for _, it := range items {
+							if it.Err != nil {
+								b.Fatal(it.Err)
+							}
+						}
+					} else {
+						for range per {
+							if _, err := burst.Publish(benchChannel, benchPayload); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					burst.Flush()
+					f.sent += per * subs
+					f.sink.waitFor(b, f.sent)
+				}
+				publish()
+				b.ReportAllocs()
+				for b.Loop() {
+					publish()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(per*subs), "ns/delivery")
+			})
+		}
+	}
+}
+
 // BenchmarkSubscribeCrowded measures one client joining and leaving a
 // channel that already has subs subscribers on the node: connect and
 // subscribe through HandleFrame, wait for both replies, then close. The

@@ -318,7 +318,21 @@ func (c *Client) enqueue(msg []byte) { c.enqueueIn(msg, nil) }
 
 // enqueueIn queues msg; with b set, the writer is woken when b ends.
 func (c *Client) enqueueIn(msg []byte, b *Burst) {
-	if !c.w.enqueue(msg, b) && c.slow.CompareAndSwap(false, true) {
+	if !c.w.enqueue(msg, b) {
+		c.queueFull()
+	}
+}
+
+// enqueueRunIn queues a run of messages, size bytes in all, in one step.
+func (c *Client) enqueueRunIn(msgs []string, size int, b *Burst) {
+	if !c.w.enqueueRun(msgs, size, b) {
+		c.queueFull()
+	}
+}
+
+// queueFull disconnects a client whose queue would pass its bound.
+func (c *Client) queueFull() {
+	if c.slow.CompareAndSwap(false, true) {
 		c.node.log.Info("client too slow: queue full", "client", c.id, "max_bytes", c.node.cfg.QueueMaxSize)
 		go c.close(DisconnectSlow, false)
 	}

@@ -100,6 +100,31 @@ func ExampleNode_NewBurst() {
 	// offset 3
 }
 
+func ExampleBurst_PublishMany() {
+	node := runExampleNode(gyre.Config{Channels: chatChannels})
+	defer node.Shutdown(context.Background())
+
+	// Publications of one channel published together: each subscriber is
+	// handed all of them in one step, and nothing published elsewhere
+	// comes between them.
+	items := []gyre.PublishItem{
+		{Data: []byte(`{"n":1}`)},
+		{Data: []byte(`{"n":2}`), Options: gyre.PublishOptions{Tags: map[string]string{"kind": "update"}}},
+	}
+	b := node.NewBurst()
+	b.PublishMany("chat:index", items)
+	b.Flush()
+	for _, it := range items {
+		if it.Err != nil {
+			log.Fatal(it.Err)
+		}
+		fmt.Println("offset", it.Result.Offset)
+	}
+	// Output:
+	// offset 1
+	// offset 2
+}
+
 func ExampleNode_History() {
 	node := runExampleNode(gyre.Config{Channels: chatChannels})
 	defer node.Shutdown(context.Background())

@@ -98,6 +98,24 @@ func applyPublishOptions(opts []PublishOption) PublishOptions {
 // publish publishes through the broker; with b set and a broker that
 // delivers within Publish, the local fan-out is part of burst b.
 func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o PublishOptions, b *Burst) (PublishResult, error) {
+	bo := n.brokerPublishOptions(chOpts, o)
+	var sp broker.StreamPosition
+	var suppressed bool
+	var err error
+	if b != nil && n.direct != nil {
+		sp, suppressed, err = n.direct.PublishTo(&b.handler, channel, data, bo)
+	} else {
+		sp, suppressed, err = n.broker.Publish(channel, data, bo)
+	}
+	if err != nil {
+		return PublishResult{}, publishError(channel, err)
+	}
+	return PublishResult{StreamPosition: sp, Suppressed: suppressed}, nil
+}
+
+// brokerPublishOptions is what the broker is told for a publication with
+// options o in a channel with options chOpts.
+func (n *Node) brokerPublishOptions(chOpts *ChannelOptions, o PublishOptions) broker.PublishOptions {
 	bo := broker.PublishOptions{
 		ClientInfo:          o.ClientInfo,
 		Tags:                o.Tags,
@@ -110,21 +128,14 @@ func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o Pu
 		bo.HistoryTTL = chOpts.HistoryTTL
 		bo.HistoryMetaTTL = chOpts.HistoryMetaTTL
 	}
-	var sp broker.StreamPosition
-	var suppressed bool
-	var err error
-	if b != nil && n.direct != nil {
-		sp, suppressed, err = n.direct.PublishTo(&b.handler, channel, data, bo)
-	} else {
-		sp, suppressed, err = n.broker.Publish(channel, data, bo)
+	return bo
+}
+
+func publishError(channel string, err error) error {
+	if errors.Is(err, broker.ErrNotAvailable) {
+		return ErrorInternal
 	}
-	if err != nil {
-		if errors.Is(err, broker.ErrNotAvailable) {
-			return PublishResult{}, ErrorInternal
-		}
-		return PublishResult{}, fmt.Errorf("gyre: publish to %q: %w", channel, err)
-	}
-	return PublishResult{StreamPosition: sp, Suppressed: suppressed}, nil
+	return fmt.Errorf("gyre: publish to %q: %w", channel, err)
 }
 
 // History returns publications of a channel. limit 0 returns only the

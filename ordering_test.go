@@ -39,19 +39,23 @@ func TestPublicationOrder(t *testing.T) {
 	tests := []struct {
 		name       string
 		publishers int
-		bursts     bool
+		via        publishVia
 	}{
-		{"one publisher", 1, false},
-		{"four concurrent publishers", 4, false},
+		{"one publisher", 1, viaNode},
+		{"four concurrent publishers", 4, viaNode},
 		// A burst queues without waking writers; what it queued must
 		// still go out in offset order with what others publish.
-		{"one burst", 1, true},
-		{"bursts and plain publishers", 4, true},
+		{"one burst", 1, viaBurst},
+		{"bursts and plain publishers", 4, viaBurst},
+		// A run is queued to each subscriber in one step; nothing of
+		// another publisher may come between, nor before it.
+		{"runs", 1, viaRuns},
+		{"runs and plain publishers", 4, viaRuns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n, url := newTestNode(t, streamConfig())
-			channel := "ord:" + strconv.Itoa(tt.publishers) + strconv.FormatBool(tt.bursts)
+			channel := "ord:" + strconv.Itoa(tt.publishers) + strconv.Itoa(int(tt.via))
 			recs := make([]*offsetRecorder, subscribers)
 			for i := range recs {
 				proto := protocol.TypeJSON
@@ -68,7 +72,7 @@ func TestPublicationOrder(t *testing.T) {
 				recs[i].top = r.Subscribe.Offset
 			}
 
-			publishConcurrently(t, n, channel, total, tt.publishers, tt.bursts)
+			publishConcurrently(t, n, channel, total, tt.publishers, tt.via)
 
 			for i, rec := range recs {
 				offsets, err := rec.wait(total, 30*time.Second)
@@ -90,8 +94,11 @@ func TestPublicationOrder(t *testing.T) {
 // and the live ones that follow make one sequence.
 func TestSubscribeDuringPublish(t *testing.T) {
 	const subscribers = 20
-	for _, recover := range []bool{false, true} {
-		t.Run("recover="+strconv.FormatBool(recover), func(t *testing.T) {
+	for _, tt := range []struct {
+		recover, runs bool
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		recover := tt.recover
+		t.Run(fmt.Sprintf("recover=%v,runs=%v", tt.recover, tt.runs), func(t *testing.T) {
 			cfg := streamConfig()
 			cfg.RecoveryMaxPublicationLimit = 2000
 			n, url := newTestNode(t, cfg)
@@ -100,7 +107,7 @@ func TestSubscribeDuringPublish(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stream := startStream(t, n, channel)
+			stream := startStream(t, n, channel, tt.runs)
 			recs := make([]*offsetRecorder, subscribers)
 			for i := range recs {
 				proto := protocol.TypeJSON
@@ -156,16 +163,28 @@ type stream struct {
 }
 
 // startStream starts publishing and returns once some publications went
-// out. It publishes at most 1,500 (a few per millisecond) before finish is
-// called, then 100 more in a tight loop.
-func startStream(t *testing.T, n *gyre.Node, channel string) *stream {
+// out. It publishes at most 1,500 times (a few per millisecond) before
+// finish is called, then 100 more in a tight loop; with runs, each time is
+// a run of three through Burst.PublishMany.
+func startStream(t *testing.T, n *gyre.Node, channel string, runs bool) *stream {
 	s := &stream{stop: make(chan struct{}), done: make(chan struct{})}
 	started := make(chan struct{})
 	t.Cleanup(func() { s.finish() })
 	go func() {
 		defer close(s.done)
+		b := n.NewBurst()
 		publish := func(i int) bool {
-			res, err := n.Publish(channel, []byte(`{"i":`+strconv.Itoa(i)+`}`))
+			data := []byte(`{"i":` + strconv.Itoa(i) + `}`)
+			var res gyre.PublishResult
+			var err error
+			if runs {
+				items := []gyre.PublishItem{{Data: data}, {Data: data}, {Data: data}}
+				b.PublishMany(channel, items)
+				b.Flush()
+				res, err = items[2].Result, errors.Join(items[0].Err, items[1].Err, items[2].Err)
+			} else {
+				res, err = n.Publish(channel, data)
+			}
 			if err != nil {
 				t.Errorf("publish %d: %v", i, err)
 				return false
@@ -218,10 +237,22 @@ func (s *stream) finish() uint64 {
 	return s.last
 }
 
+// publishVia says how publishConcurrently publishes.
+type publishVia int
+
+const (
+	viaNode publishVia = iota
+	// viaBurst: every other publisher goes through a Burst, flushed at
+	// irregular points.
+	viaBurst
+	// viaRuns: every other publisher goes through Burst.PublishMany, in
+	// runs of irregular lengths up to 300 (longer than a burst holds).
+	viaRuns
+)
+
 // publishConcurrently publishes total publications into channel from the
-// given number of goroutines, each in a tight loop. With bursts, every
-// other publisher goes through a Burst, flushed at irregular points.
-func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publishers int, bursts bool) {
+// given number of goroutines, each in a tight loop.
+func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publishers int, via publishVia) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, publishers)
@@ -229,8 +260,14 @@ func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publ
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if via == viaRuns && p%2 == 0 {
+				if err := publishRuns(n, channel, p, total, publishers); err != nil {
+					errs <- err
+				}
+				return
+			}
 			publish := n.Publish
-			if bursts && p%2 == 0 {
+			if via == viaBurst && p%2 == 0 {
 				b := n.NewBurst()
 				defer b.Flush()
 				publish = func(ch string, data []byte, opts ...gyre.PublishOption) (gyre.PublishResult, error) {
@@ -255,6 +292,31 @@ func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publ
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// publishRuns publishes publisher p's share of publishConcurrently's
+// publications through Burst.PublishMany.
+func publishRuns(n *gyre.Node, channel string, p, total, publishers int) error {
+	b := n.NewBurst()
+	defer b.Flush()
+	var run []gyre.PublishItem
+	for i, k := p, 0; i < total; i += publishers {
+		run = append(run, gyre.PublishItem{Data: []byte(`{"p":` + strconv.Itoa(p) + `,"i":` + strconv.Itoa(i) + `}`)})
+		if len(run) < k*37%300+1 && i+publishers < total {
+			continue
+		}
+		b.PublishMany(channel, run)
+		for _, it := range run {
+			if it.Err != nil {
+				return fmt.Errorf("publish run: %w", it.Err)
+			}
+		}
+		if k%3 == 0 {
+			b.Flush()
+		}
+		run, k = run[:0], k+1
+	}
+	return nil
 }
 
 // checkContiguous reports the first offset that breaks the sequence first,

@@ -87,6 +87,22 @@ func (s *subscription) deliver(msg []byte, offset uint64, b *Burst) {
 	s.client.enqueueIn(msg, b)
 }
 
+// takesAll reports whether the subscriber is given every publication of
+// its channel as published: active, with no tag filter and no delta
+// compression.
+func (s *subscription) takesAll() bool {
+	return s.filter == nil && !s.delta && s.state.Load() == subActive
+}
+
+// deliverRun queues a run of encoded publications, size bytes in all, for
+// a subscriber that takes all; last is the offset of the last one.
+func (s *subscription) deliverRun(msgs []string, size int, last uint64, b *Burst) {
+	if last > 0 {
+		s.offset.Store(last)
+	}
+	s.client.enqueueRunIn(msgs, size, b)
+}
+
 // payloadVariant picks how a publication goes to this subscriber: plain
 // without delta compression; with it, a delta when the publication may be
 // one and the subscriber holds its predecessor, else in full. Publications

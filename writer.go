@@ -78,20 +78,44 @@ func (w *writer) enqueue(msg []byte, b *Burst) bool {
 	}
 	w.queue = append(w.queue, unsafe.String(unsafe.SliceData(msg), len(msg)))
 	w.size += len(msg)
+	w.holdOrWakeLocked(b)
+	return true
+}
+
+// enqueueRun adds a run of framed messages, size bytes in all, as enqueue
+// would one by one but under one hold of the lock. msgs is not kept.
+func (w *writer) enqueueRun(msgs []string, size int, b *Burst) bool {
+	w.mu.Lock()
+	if w.closed || w.closing != nil {
+		w.mu.Unlock()
+		return true
+	}
+	if w.size+size > w.max {
+		w.mu.Unlock()
+		return false
+	}
+	w.queue = append(w.queue, msgs...)
+	w.size += size
+	w.holdOrWakeLocked(b)
+	return true
+}
+
+// holdOrWakeLocked leaves the writer to burst b to wake, or wakes it now,
+// and unlocks w.mu.
+func (w *writer) holdOrWakeLocked(b *Burst) {
 	if b != nil && w.size <= w.max/4 {
 		switch w.heldBy {
 		case b:
 			w.mu.Unlock()
-			return true
+			return
 		case nil:
 			w.heldBy = b
 			w.mu.Unlock()
 			b.writers = append(b.writers, w)
-			return true
+			return
 		}
 	}
 	w.wakeLocked()
-	return true
 }
 
 // release wakes a writer that b held.

@@ -160,8 +160,40 @@ type Broker interface {
 // handler given to Run, with the same ordering guarantees. The engine uses
 // it to tell its own publications apart: those of one API batch wake each
 // connection once, so that the whole batch leaves in one write.
+//
+// PublishRunTo publishes a run of publications to one channel under one
+// hold of the channel's order, as if each were published in turn, and
+// hands them to h in one call: a subscriber can then be given its share of
+// the whole run at once. It sets each item's Position and Suppressed;
+// suppressed ones (an idempotency key seen before) are not handed over. An
+// error means that nothing was published.
 type DirectPublisher interface {
 	PublishTo(h PublicationHandler, channel string, data []byte, opts PublishOptions) (sp StreamPosition, suppressed bool, err error)
+	PublishRunTo(h RunHandler, channel string, run []RunItem) error
+}
+
+// RunItem is one publication of a PublishRunTo call: what to publish, and
+// where it landed.
+type RunItem struct {
+	Data []byte
+	Opts PublishOptions
+
+	Position   StreamPosition
+	Suppressed bool
+}
+
+// RunPublication is one publication handed to a RunHandler, with what
+// HandlePublication would have been given for it.
+type RunPublication struct {
+	Pub   *Publication
+	Delta bool
+	Prev  *Publication
+}
+
+// RunHandler receives the publications of a PublishRunTo call together,
+// in offset order, before PublishRunTo returns.
+type RunHandler interface {
+	HandleRun(channel string, run []RunPublication) error
 }
 
 // PresenceStats counts a channel's present connections and distinct users.

@@ -204,3 +204,66 @@ func TestPublishTo(t *testing.T) {
 		t.Fatalf("Publish after PublishTo: offset %d, Run's handler %d, want 2, 1", sp.Offset, runH.pubs())
 	}
 }
+
+// runRecorder records the runs PublishRunTo hands over.
+type runRecorder struct{ runs [][]broker.RunPublication }
+
+func (r *runRecorder) HandleRun(_ string, run []broker.RunPublication) error {
+	r.runs = append(r.runs, run)
+	return nil
+}
+
+func TestPublishRunTo(t *testing.T) {
+	b, err := NewBroker(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runH := &countHandler{}
+	if err := b.Run(runH); err != nil {
+		t.Fatal(err)
+	}
+	opts := broker.PublishOptions{HistorySize: 10, HistoryTTL: time.Minute, UseDelta: true}
+	keyed := opts
+	keyed.IdempotencyKey = "k"
+	if _, _, err := b.Publish("ch", []byte(`0`), opts); err != nil {
+		t.Fatal(err)
+	}
+	run := []broker.RunItem{{Data: []byte(`1`), Opts: keyed}, {Data: []byte(`2`), Opts: opts}, {Data: []byte(`3`), Opts: keyed}, {Data: []byte(`4`), Opts: opts}}
+	rec := &runRecorder{}
+	if err := b.PublishRunTo(rec, "ch", run); err != nil {
+		t.Fatal(err)
+	}
+	wantOffsets := []uint64{2, 3, 2, 4}
+	for i, it := range run {
+		if it.Position.Offset != wantOffsets[i] || it.Suppressed != (i == 2) {
+			t.Fatalf("item %d: offset %d, suppressed %v, want %d, %v", i, it.Position.Offset, it.Suppressed, wantOffsets[i], i == 2)
+		}
+	}
+	if len(rec.runs) != 1 || runH.pubs() != 1 {
+		t.Fatalf("%d runs handed over, Run's handler got %d publications, want 1 run and only the Publish", len(rec.runs), runH.pubs())
+	}
+	// The suppressed item is left out; each publication's delta base is
+	// the one before it in the stream, the first one's the Publish's.
+	got := rec.runs[0]
+	wantData := []string{"1", "2", "4"}
+	wantPrev := []string{"0", "1", "2"}
+	if len(got) != len(wantData) {
+		t.Fatalf("run of %d publications handed over, want %d", len(got), len(wantData))
+	}
+	for i, rp := range got {
+		if string(rp.Pub.Data) != wantData[i] || !rp.Delta || rp.Prev == nil || string(rp.Prev.Data) != wantPrev[i] {
+			t.Fatalf("publication %d: data %s, delta %v, prev %v; want %s after %s", i, rp.Pub.Data, rp.Delta, rp.Prev, wantData[i], wantPrev[i])
+		}
+	}
+	pubs, sp, err := b.History("ch", broker.HistoryOptions{Filter: broker.HistoryFilter{Limit: -1}})
+	if err != nil || sp.Offset != 4 || len(pubs) != 4 {
+		t.Fatalf("history: %d publications, top %d, error %v; want 4, 4", len(pubs), sp.Offset, err)
+	}
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PublishRunTo(rec, "ch", run); !errors.Is(err, ErrClosed) || len(rec.runs) != 1 {
+		t.Fatalf("PublishRunTo after Close: %v, %d runs handed over; want ErrClosed, none more", err, len(rec.runs))
+	}
+}

@@ -27,20 +27,61 @@ func (b *Broker) PublishTo(h broker.PublicationHandler, channel string, data []b
 		return broker.StreamPosition{}, false, err
 	}
 	now := time.Now()
-	nowNano := now.UnixNano()
 	st := b.streams.lock(channel, true)
 	defer st.mu.Unlock()
-	st.expire(nowNano)
+	st.expire(now.UnixNano())
 
+	rp, sp, suppressed := b.append(st, data, opts, now)
+	if h != nil && !suppressed {
+		if err := h.HandlePublication(channel, rp.Pub, sp, rp.Delta, rp.Prev); err != nil {
+			b.log.Error("memory: handle publication", "channel", channel, "offset", sp.Offset, "error", err)
+		}
+	}
+	return sp, suppressed, nil
+}
+
+// PublishRunTo publishes the run in order under one hold of the channel's
+// lock and hands it to h in one call, before any other publication of the
+// channel can come between.
+func (b *Broker) PublishRunTo(h broker.RunHandler, channel string, run []broker.RunItem) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	now := time.Now()
+	st := b.streams.lock(channel, true)
+	defer st.mu.Unlock()
+	st.expire(now.UnixNano())
+
+	pubs := make([]broker.RunPublication, 0, len(run))
+	for i := range run {
+		it := &run[i]
+		var rp broker.RunPublication
+		rp, it.Position, it.Suppressed = b.append(st, it.Data, it.Opts, now)
+		if !it.Suppressed {
+			pubs = append(pubs, rp)
+		}
+	}
+	if len(pubs) > 0 && h != nil {
+		if err := h.HandleRun(channel, pubs); err != nil {
+			b.log.Error("memory: handle run", "channel", channel, "publications", len(pubs), "error", err)
+		}
+	}
+	return nil
+}
+
+// append adds one publication to the locked stream st: history, the delta
+// base and the idempotency key. It returns what a handler is given for it,
+// or suppressed when the idempotency key was seen before.
+func (b *Broker) append(st *stream, data []byte, opts broker.PublishOptions, now time.Time) (rp broker.RunPublication, sp broker.StreamPosition, suppressed bool) {
+	nowNano := now.UnixNano()
 	if opts.IdempotencyKey != "" {
 		if sp, ok := st.idemLookup(opts.IdempotencyKey, nowNano); ok {
-			return sp, true, nil
+			return rp, sp, true
 		}
 	}
 
 	pub := newPublication(data, opts, now)
 	metaTTL := orDefault(opts.HistoryMetaTTL, b.cfg.HistoryMetaTTL)
-	var sp broker.StreamPosition
 	withHistory := opts.HistorySize > 0 && opts.HistoryTTL > 0
 	if withHistory {
 		st.ensureMeta(nowNano + int64(metaTTL))
@@ -62,16 +103,10 @@ func (b *Broker) PublishTo(h broker.PublicationHandler, channel string, data []b
 		ttl := orDefault(opts.IdempotentResultTTL, b.cfg.IdempotentResultTTL)
 		st.idemStore(opts.IdempotencyKey, sp, nowNano+int64(ttl))
 	}
-
-	if h != nil {
-		if !opts.UseDelta {
-			prev = nil
-		}
-		if err := h.HandlePublication(channel, pub, sp, opts.UseDelta, prev); err != nil {
-			b.log.Error("memory: handle publication", "channel", channel, "offset", sp.Offset, "error", err)
-		}
+	if !opts.UseDelta {
+		prev = nil
 	}
-	return sp, false, nil
+	return broker.RunPublication{Pub: pub, Delta: opts.UseDelta, Prev: prev}, sp, false
 }
 
 // newPublication copies everything the caller passed, so that the caller

@@ -105,6 +105,66 @@ func TestBatchSequential(t *testing.T) {
 	}
 }
 
+// TestBatchPublishRuns: consecutive publishes to one channel are published
+// together; a bad command among them, a publish to another channel or
+// another method splits nothing that the replies or the subscribers could
+// tell apart from one publish at a time.
+func TestBatchPublishRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Config{})
+	c, _ := e.dial("max")
+	c.MustSubscribe("hist:a")
+	cmds := []string{
+		`{"publish":{"channel":"hist:a","data":{"i":0}}}`,
+		`{"publish":{"channel":"hist:a","data":{"i":1}}}`,
+		`{"publish":{"channel":"hist:a"}}`,
+		`{"publish":{"channel":"hist:a","data":{"i":3}}}`,
+		`{"publish":{"channel":"hist:b","data":{"i":4}}}`,
+		`{"publish":{"channel":"hist:a","data":{"i":5}}}`,
+		`{"history":{"channel":"hist:a","limit":-1}}`,
+		`{"publish":{"channel":"hist:a","data":{"i":7},"idempotency_key":"k"}}`,
+		`{"publish":{"channel":"hist:a","data":{"i":8},"idempotency_key":"k"}}`,
+		`{"publish":{"channel":"nope:a","data":{"i":9}}}`,
+		`{"publish":{"channel":"hist:a","data":{"i":10}}}`,
+	}
+	replies := e.batch(`{"commands":[` + strings.Join(cmds, ",") + `]}`)
+	if len(replies) != len(cmds) {
+		t.Fatalf("%d replies for %d commands", len(replies), len(cmds))
+	}
+	wantOffsets := map[int]uint64{0: 1, 1: 2, 3: 3, 4: 1, 5: 4, 7: 5, 8: 5, 10: 6}
+	wantErrors := map[int]uint32{2: 107, 9: 102}
+	for i, r := range replies {
+		if code, ok := wantErrors[i]; ok {
+			if got := r.errorCode(t); got != code {
+				t.Fatalf("reply %d: %v, want error %d", i, r, code)
+			}
+			continue
+		}
+		if i == 6 {
+			var h historyResult
+			if err := json.Unmarshal(r["history"], &h); err != nil {
+				t.Fatalf("history reply: %v (%v)", err, r)
+			}
+			if got := h.offsets(); !slices.Equal(got, []uint64{1, 2, 3, 4}) {
+				t.Fatalf("history between runs: offsets %v, want 1 to 4", got)
+			}
+			continue
+		}
+		var p publishResult
+		if err := json.Unmarshal(r["publish"], &p); err != nil || p.Offset != wantOffsets[i] {
+			t.Fatalf("reply %d: %v, want offset %d", i, r, wantOffsets[i])
+		}
+	}
+	var got []string
+	for _, p := range c.WaitPubs("hist:a", 6) {
+		got = append(got, string(p.Data))
+	}
+	want := []string{`{"i":0}`, `{"i":1}`, `{"i":3}`, `{"i":5}`, `{"i":7}`, `{"i":10}`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("subscriber got %v, want %v", got, want)
+	}
+}
+
 func TestBatchParallel(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Config{})

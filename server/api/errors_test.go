@@ -120,6 +120,7 @@ func TestBadInput(t *testing.T) {
 			{`{"channel":1,"data":{}}`, "bad request: channel: number is not a string"},
 			{`[]`, "bad request: the request must be a JSON object"},
 			{`{"channel":"a","data":{},"tags":{"k":1}}`, "bad request: tags: number is not a string"},
+			{`{"channel":"a","b64data":5}`, "bad request: b64data: number is not a string"},
 		}
 		for _, tt := range tests {
 			_, b := e.post("publish", tt.body)

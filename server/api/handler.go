@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -224,9 +225,29 @@ func decode(raw json.RawMessage, v any) error {
 		if te.Field == "" {
 			return &apiError{107, "bad request: the request must be a JSON object"}
 		}
-		return &apiError{107, fmt.Sprintf("bad request: %s: %s is not a %s", te.Field, te.Value, te.Type.Kind())}
+		return &apiError{107, fmt.Sprintf("bad request: %s: %s is not a %s", requestPath(v, te.Field), te.Value, te.Type.Kind())}
 	}
 	return &apiError{107, "bad request: " + err.Error()}
+}
+
+// requestPath drops from the Go path of a decoding error the names of
+// the request type's embedded structs, which the request does not have.
+func requestPath(v any, field string) string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var path []string
+	for seg := range strings.SplitSeq(field, ".") {
+		if len(path) == 0 && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(seg); ok && f.Anonymous {
+				t = f.Type
+				continue
+			}
+		}
+		path = append(path, seg)
+	}
+	return strings.Join(path, ".")
 }
 
 func (h *Handler) batch(raw json.RawMessage) (any, error) {
@@ -238,62 +259,107 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 		return nil, &apiError{107, "bad request: too many commands in batch"}
 	}
 	replies := make([]batchReply, len(req.Commands))
-	// A sequential batch publishes through one burst: each connection is
-	// woken once for the publications of a run of publish and broadcast
-	// commands, which then leave in one write. Any other command wakes
-	// them first: it may wait on the broker, and they should not.
-	var b *gyre.Burst
-	if !req.Parallel {
-		b = h.node.NewBurst()
-		defer b.Flush()
+	if req.Parallel {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		call := func(_ string, m method, body json.RawMessage) (any, error) { return m(h, body) }
+		for i, cmd := range req.Commands {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				replies[i] = h.batchCommand(cmd, call)
+			})
+		}
+		wg.Wait()
+		return batchResult{Replies: replies}, nil
 	}
+
+	// A sequential batch publishes through one burst: each connection is
+	// woken once for the publications of a stretch of publish and
+	// broadcast commands, which then leave in one write. Any other command
+	// wakes them first: it may wait on the broker, and they should not.
+	// Consecutive publishes to one channel go to the burst together, so
+	// that each subscriber is given them in one step.
+	b := h.node.NewBurst()
+	defer b.Flush()
+	var pubs publishRun
 	call := func(name string, m method, body json.RawMessage) (any, error) {
-		switch {
-		case b == nil:
-			return m(h, body)
-		case name == "publish":
-			return publishWith(b, body)
-		case name == "broadcast":
+		if name == "broadcast" {
 			return h.broadcastWith(b, body)
 		}
 		b.Flush()
 		return m(h, body)
 	}
-	run := func(i int) {
-		cmd := req.Commands[i]
-		if len(cmd) != 1 {
-			replies[i].err = errBadRequest
-			return
-		}
-		for name, body := range cmd {
-			m, ok := methods[name]
-			if !ok || name == "batch" {
-				replies[i].err = errMethodNotFound
-				return
-			}
-			res, err := call(name, m, body)
+	for i, cmd := range req.Commands {
+		if body, ok := cmd["publish"]; ok && len(cmd) == 1 {
+			ch, item, err := decodePublish(body)
 			if err != nil {
-				replies[i].err = h.toAPIError(name, err)
-				return
+				// It publishes nothing, so the run goes on past it.
+				replies[i].err = h.toAPIError("publish", err)
+				continue
 			}
-			replies[i] = batchReply{method: name, result: res}
+			if ch != pubs.channel {
+				pubs.publish(h, b, replies)
+				pubs.channel = ch
+			}
+			pubs.add(i, item)
+			continue
 		}
+		pubs.publish(h, b, replies)
+		replies[i] = h.batchCommand(cmd, call)
 	}
-	if req.Parallel {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
-		for i := range req.Commands {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				run(i)
-			})
-		}
-		wg.Wait()
-	} else {
-		for i := range req.Commands {
-			run(i)
-		}
-	}
+	pubs.publish(h, b, replies)
 	return batchResult{Replies: replies}, nil
+}
+
+// batchCommand runs one command of a batch through call.
+func (h *Handler) batchCommand(cmd map[string]json.RawMessage, call func(string, method, json.RawMessage) (any, error)) batchReply {
+	if len(cmd) != 1 {
+		return batchReply{err: errBadRequest}
+	}
+	var name string
+	var body json.RawMessage
+	for name, body = range cmd {
+	}
+	m, ok := methods[name]
+	if !ok || name == "batch" {
+		return batchReply{err: errMethodNotFound}
+	}
+	res, err := call(name, m, body)
+	if err != nil {
+		return batchReply{err: h.toAPIError(name, err)}
+	}
+	return batchReply{method: name, result: res}
+}
+
+// publishRun gathers consecutive publish commands of a batch to one
+// channel.
+type publishRun struct {
+	channel string
+	items   []gyre.PublishItem
+	// at holds each item's place in the batch.
+	at []int
+}
+
+func (r *publishRun) add(i int, item gyre.PublishItem) {
+	r.items = append(r.items, item)
+	r.at = append(r.at, i)
+}
+
+// publish publishes the gathered commands through b, sets their replies
+// and empties the run.
+func (r *publishRun) publish(h *Handler, b *gyre.Burst, replies []batchReply) {
+	if len(r.items) == 0 {
+		return
+	}
+	b.PublishMany(r.channel, r.items)
+	for k, it := range r.items {
+		if it.Err != nil {
+			replies[r.at[k]].err = h.toAPIError("publish", it.Err)
+			continue
+		}
+		replies[r.at[k]] = batchReply{method: "publish", result: toPublishResult(it.Result)}
+	}
+	clear(r.items)
+	r.items, r.at = r.items[:0], r.at[:0]
 }

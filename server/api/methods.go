@@ -14,48 +14,40 @@ func requireChannel(ch string) error {
 	return nil
 }
 
-func publishOptions(tags map[string]string, key string, skipHistory, delta bool) []gyre.PublishOption {
-	var opts []gyre.PublishOption
-	if len(tags) > 0 {
-		opts = append(opts, gyre.WithTags(tags))
-	}
-	if key != "" {
-		opts = append(opts, gyre.WithIdempotencyKey(key))
-	}
-	if skipHistory {
-		opts = append(opts, gyre.WithSkipHistory())
-	}
-	if delta {
-		opts = append(opts, gyre.WithDelta())
-	}
-	return opts
-}
-
-// publisher is what publish and broadcast go through: the node, or the
-// burst of a batch, which wakes connections once for all its publications.
-type publisher interface {
-	Publish(channel string, data []byte, opts ...gyre.PublishOption) (gyre.PublishResult, error)
-}
-
-func (h *Handler) publish(raw json.RawMessage) (any, error) { return publishWith(h.node, raw) }
-
-func publishWith(p publisher, raw json.RawMessage) (any, error) {
+// decodePublish reads a publish command into its channel and what to
+// publish there.
+func decodePublish(raw json.RawMessage) (string, gyre.PublishItem, error) {
 	var req publishRequest
 	if err := decode(raw, &req); err != nil {
-		return nil, err
+		return "", gyre.PublishItem{}, err
 	}
 	if err := requireChannel(req.Channel); err != nil {
-		return nil, err
+		return "", gyre.PublishItem{}, err
 	}
 	data, err := req.bytes()
 	if err != nil {
-		return nil, err
+		return "", gyre.PublishItem{}, err
 	}
-	res, err := p.Publish(req.Channel, data, publishOptions(req.Tags, req.IdempotencyKey, req.SkipHistory, req.Delta)...)
+	return req.Channel, gyre.PublishItem{Data: data, Options: req.options()}, nil
+}
+
+func toPublishResult(r gyre.PublishResult) publishResult {
+	return publishResult{Offset: r.Offset, Epoch: r.Epoch}
+}
+
+func (h *Handler) publish(raw json.RawMessage) (any, error) {
+	ch, item, err := decodePublish(raw)
 	if err != nil {
 		return nil, err
 	}
-	return publishResult{Offset: res.Offset, Epoch: res.Epoch}, nil
+	b := h.node.NewBurst()
+	defer b.Flush()
+	items := [1]gyre.PublishItem{item}
+	b.PublishMany(ch, items[:])
+	if items[0].Err != nil {
+		return nil, items[0].Err
+	}
+	return toPublishResult(items[0].Result), nil
 }
 
 func (h *Handler) broadcast(raw json.RawMessage) (any, error) {
@@ -64,7 +56,9 @@ func (h *Handler) broadcast(raw json.RawMessage) (any, error) {
 	return h.broadcastWith(b, raw)
 }
 
-func (h *Handler) broadcastWith(p publisher, raw json.RawMessage) (any, error) {
+// broadcastWith publishes through burst b, which wakes connections once
+// for all the broadcast's publications.
+func (h *Handler) broadcastWith(b *gyre.Burst, raw json.RawMessage) (any, error) {
 	var req broadcastRequest
 	if err := decode(raw, &req); err != nil {
 		return nil, err
@@ -76,19 +70,21 @@ func (h *Handler) broadcastWith(p publisher, raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := publishOptions(req.Tags, req.IdempotencyKey, req.SkipHistory, req.Delta)
+	opts := req.options()
 	out := broadcastResult{Responses: make([]reply, len(req.Channels))}
+	var item [1]gyre.PublishItem
 	for i, ch := range req.Channels {
 		if ch == "" {
 			out.Responses[i].Error = &apiError{107, "bad request: channel required"}
 			continue
 		}
-		res, err := p.Publish(ch, data, opts...)
-		if err != nil {
+		item[0] = gyre.PublishItem{Data: data, Options: opts}
+		b.PublishMany(ch, item[:])
+		if err := item[0].Err; err != nil {
 			out.Responses[i].Error = h.toAPIError("broadcast", err)
 			continue
 		}
-		out.Responses[i].Result = publishResult{Offset: res.Offset, Epoch: res.Epoch}
+		out.Responses[i].Result = toPublishResult(item[0].Result)
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+
+	"github.com/gyrehq/gyre"
 )
 
 // apiError is an error of the API with its code.
@@ -44,13 +46,22 @@ func (p payload) bytes() ([]byte, error) {
 	return []byte(p.Data), nil
 }
 
-type publishRequest struct {
-	Channel string `json:"channel"`
-	payload
+// publishFlags are the options publish and broadcast share.
+type publishFlags struct {
 	SkipHistory    bool              `json:"skip_history"`
 	Tags           map[string]string `json:"tags"`
 	IdempotencyKey string            `json:"idempotency_key"`
 	Delta          bool              `json:"delta"`
+}
+
+func (f *publishFlags) options() gyre.PublishOptions {
+	return gyre.PublishOptions{Tags: f.Tags, IdempotencyKey: f.IdempotencyKey, SkipHistory: f.SkipHistory, UseDelta: f.Delta}
+}
+
+type publishRequest struct {
+	Channel string `json:"channel"`
+	payload
+	publishFlags
 }
 
 type publishResult struct {
@@ -61,10 +72,7 @@ type publishResult struct {
 type broadcastRequest struct {
 	Channels []string `json:"channels"`
 	payload
-	SkipHistory    bool              `json:"skip_history"`
-	Tags           map[string]string `json:"tags"`
-	IdempotencyKey string            `json:"idempotency_key"`
-	Delta          bool              `json:"delta"`
+	publishFlags
 }
 
 type broadcastResult struct {
