@@ -1,7 +1,10 @@
 package loadtest
 
 import (
+	"bytes"
 	"encoding/json"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -76,4 +79,50 @@ func BenchmarkFindStamp(b *testing.B) {
 			b.Fatal("no stamp")
 		}
 	}
+}
+
+func TestParseNano(t *testing.T) {
+	values := []uint64{1_000_000_000_000_000_000, 1_700_000_000_123_456_789, 1<<62 - 1, 9_999_999_999_999_999_999, 1_234_567_890_123_456_789}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		values = append(values, 1_000_000_000_000_000_000+r.Uint64N(9_000_000_000_000_000_000))
+	}
+	for _, v := range values {
+		b := strconv.AppendUint(nil, v, 10)
+		b = append(b, ']')
+		if got, ok := parseNano(b); !ok || got != v {
+			t.Fatalf("parseNano(%s) = %d, %v", b, got, ok)
+		}
+		// Whatever the position of a byte that is not a digit, the
+		// number is refused.
+		for i := range 19 {
+			for _, c := range []byte{'/', ':', '?', 'a', 0, 0xb0} {
+				bad := bytes.Clone(b)
+				bad[i] = c
+				if got, ok := parseNano(bad); ok {
+					t.Fatalf("parseNano(%q) = %d, want refused", bad, got)
+				}
+			}
+		}
+	}
+	// Other widths are read digit by digit.
+	for _, s := range []string{"1]", "123456789012345678]", "12345678901234567890]"} {
+		want, _, wantOK := parseUint([]byte(s), ']')
+		if got, ok := parseNano([]byte(s)); got != want || ok != wantOK {
+			t.Fatalf("parseNano(%s) = %d, %v; want %d, %v", s, got, ok, want, wantOK)
+		}
+	}
+}
+
+// FuzzParseNano: eight digits at a time reads what digit by digit reads.
+func FuzzParseNano(f *testing.F) {
+	f.Add([]byte("1700000000123456789]"))
+	f.Add([]byte("17000000001234567:9]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, _, wantOK := parseUint(b, ']')
+		got, ok := parseNano(b)
+		if ok != wantOK || ok && got != want {
+			t.Fatalf("parseNano(%q) = %d, %v; digit by digit %d, %v", b, got, ok, want, wantOK)
+		}
+	})
 }
