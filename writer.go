@@ -35,6 +35,9 @@ type writer struct {
 	// runFn is w.run as a func value made once: "go w.runFn()" would
 	// allocate a closure every time an idle connection wakes up.
 	runFn func()
+	// yieldFirst: the goroutine lets its starter go on before writing.
+	// Set only while no goroutine runs.
+	yieldFirst bool
 
 	proto     protocol.Type
 	transport Transport
@@ -128,18 +131,24 @@ func (w *writer) release(b *Burst) {
 		w.mu.Unlock()
 		return
 	}
-	w.wakeLocked()
+	// The burst has queued all it will: nothing to wait for.
+	w.startLocked(false)
 }
 
 // wakeLocked starts the writer goroutine unless it runs, and unlocks
 // w.mu. A running one finds what was queued before it leaves: it only
 // leaves after finding the queue empty under the lock.
-func (w *writer) wakeLocked() {
+func (w *writer) wakeLocked() { w.startLocked(true) }
+
+// startLocked is wakeLocked; with yield, a goroutine it starts first lets
+// the one that queued go on queuing.
+func (w *writer) startLocked(yield bool) {
 	if w.running {
 		w.mu.Unlock()
 		return
 	}
 	w.running = true
+	w.yieldFirst = yield
 	w.mu.Unlock()
 	go w.runFn()
 }
@@ -170,8 +179,12 @@ func (w *writer) close() {
 // to write, so that an idle connection has none.
 func (w *writer) run() {
 	// Let the broadcaster that started us queue more first: one write
-	// then carries more messages, and syscalls are most of the cost.
-	runtime.Gosched()
+	// then carries more messages, and syscalls are most of the cost. A
+	// burst wakes its writers when it has queued everything; yielding
+	// then only sends a thousand goroutines through the global run queue.
+	if w.yieldFirst {
+		runtime.Gosched()
+	}
 	w.drain()
 }
 
