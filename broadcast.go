@@ -248,7 +248,8 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burs
 type wholeRun struct {
 	msgs []string
 	size int
-	// last is the offset of the last publication in msgs.
+	// last is the offset of the last publication in msgs that has one
+	// (those published without history have none).
 	last uint64
 	// err, when set, is why the publication after msgs could not be
 	// encoded; the subscriber gets msgs and is then disconnected.
@@ -265,7 +266,9 @@ func newWholeRun(run []broker.RunPublication, encs []encodedPush, t protocol.Typ
 		}
 		wr.msgs = append(wr.msgs, unsafe.String(unsafe.SliceData(msg), len(msg)))
 		wr.size += len(msg)
-		wr.last = run[i].Pub.Offset
+		if off := run[i].Pub.Offset; off > 0 {
+			wr.last = off
+		}
 	}
 	return wr
 }

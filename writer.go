@@ -27,6 +27,9 @@ type writer struct {
 	max     int
 	running bool
 	closed  bool
+	// yieldFirst: the goroutine lets its starter go on before writing.
+	// Set only while no goroutine runs.
+	yieldFirst bool
 	// closing, when set, is sent once the queue is drained.
 	closing *Disconnect
 	// heldBy is the burst that queued messages without waking the writer
@@ -35,9 +38,6 @@ type writer struct {
 	// runFn is w.run as a func value made once: "go w.runFn()" would
 	// allocate a closure every time an idle connection wakes up.
 	runFn func()
-	// yieldFirst: the goroutine lets its starter go on before writing.
-	// Set only while no goroutine runs.
-	yieldFirst bool
 
 	proto     protocol.Type
 	transport Transport
@@ -131,7 +131,7 @@ func (w *writer) release(b *Burst) {
 		w.mu.Unlock()
 		return
 	}
-	// The burst has queued all it will: nothing to wait for.
+	// The burst is done queuing for this write: nothing to wait for.
 	w.startLocked(false)
 }
 
@@ -180,8 +180,8 @@ func (w *writer) close() {
 func (w *writer) run() {
 	// Let the broadcaster that started us queue more first: one write
 	// then carries more messages, and syscalls are most of the cost. A
-	// burst wakes its writers when it has queued everything; yielding
-	// then only sends a thousand goroutines through the global run queue.
+	// burst wakes its writers when it is done queuing; yielding then only
+	// sends a thousand goroutines through the global run queue.
 	if w.yieldFirst {
 		runtime.Gosched()
 	}
