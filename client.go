@@ -79,6 +79,13 @@ func (n *Node) NewClient(ctx context.Context, t Transport) *Client {
 		c.staleTimer = time.AfterFunc(n.cfg.StaleCloseDelay, c.closeIfStale)
 		c.mu.Unlock()
 	}
+	// Shutdown closes the clients it finds in n.live after setting
+	// closing; one stored too late for its sweep sees closing here
+	// instead, and closes itself. Else Shutdown would wait for it until
+	// its stale timer.
+	if n.closing.Load() {
+		c.Disconnect(DisconnectShutdown)
+	}
 	return c
 }
 

@@ -814,3 +814,36 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("second shutdown: %v", err)
 	}
 }
+
+// closeRecorder is a transport that reports how it was closed.
+type closeRecorder struct{ closed chan *gyre.Disconnect }
+
+func (r *closeRecorder) Name() string            { return "recorder" }
+func (r *closeRecorder) Protocol() protocol.Type { return protocol.TypeJSON }
+func (r *closeRecorder) Unidirectional() bool    { return false }
+func (r *closeRecorder) WriteFrame([]byte) error { return nil }
+func (r *closeRecorder) Close(d *gyre.Disconnect) error {
+	r.closed <- d
+	return nil
+}
+
+// TestClientAfterShutdown: a connection whose client is created once
+// Shutdown has swept the live clients (its handshake was answered just
+// before) closes itself with 3001 at once; Shutdown would otherwise wait
+// for it.
+func TestClientAfterShutdown(t *testing.T) {
+	n, _ := newTestNode(t, chatConfig())
+	if err := n.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tr := &closeRecorder{closed: make(chan *gyre.Disconnect, 1)}
+	n.NewClient(context.Background(), tr)
+	select {
+	case d := <-tr.closed:
+		if d.Code != 3001 {
+			t.Fatalf("closed with %d (%s), want 3001", d.Code, d.Reason)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a client created after shutdown is still open")
+	}
+}
