@@ -23,6 +23,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/gyrehq/gyre/internal/stackgrow"
 )
 
 // PeekSize is the most of a request that is looked at, and so the largest
@@ -196,6 +198,8 @@ var peekBufs = sync.Pool{New: func() any { b := make([]byte, PeekSize); return &
 // sort waits for the connection's first request and either takes it or
 // passes the connection on.
 func (l *Listener) sort(nc net.Conn) {
+	// The WebSocket handshake goes deeper than a new goroutine's stack.
+	stackgrow.Grow()
 	if !l.wait(nc) {
 		_ = nc.Close()
 		return

@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/gyrehq/gyre/internal/stackgrow"
 )
 
 // errNoMessage tells a polled reader that control frames used up what was
@@ -101,6 +103,8 @@ func (r *pollReg) bind() bool {
 // serve handles every message the socket has for now, then hands the
 // connection back to the poller.
 func (r *pollReg) serve() {
+	// A connect command goes deeper than a new goroutine's stack.
+	stackgrow.Grow()
 	c := r.conn
 	for {
 		payload, binary, err := c.nextMessage(true)
