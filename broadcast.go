@@ -28,11 +28,7 @@ func (e *brokerEvents) HandlePublication(channel string, pub *broker.Publication
 // handlePublication fans a publication from the broker out to the local
 // subscribers; b, when set, is the burst that published it.
 func (n *Node) handlePublication(channel string, pub *broker.Publication, delta bool, prev *broker.Publication, b *Burst) {
-	var base []byte
-	if delta && prev != nil {
-		base = prev.Data
-	}
-	n.broadcastPublication(channel, pub, base, delta && prev != nil, b)
+	n.broadcastPublication(channel, publicationPush(channel, pub, delta, prev), b)
 }
 
 func (e *brokerEvents) HandleJoin(channel string, info *broker.ClientInfo) error {
@@ -66,9 +62,11 @@ type encodedPush struct {
 	push *protocol.Push
 	// data is the payload that JSON variants embed raw; it must be JSON.
 	data []byte
-	// prev is the payload the delta variant is computed against.
-	prev  []byte
-	delta []byte
+	// canDelta: the publication may go as a delta, against prev, the
+	// payload of its predecessor.
+	canDelta bool
+	prev     []byte
+	delta    []byte
 	// msgs by [protocol type][unidirectional][variant]
 	msgs [2][2][numVariants][]byte
 	// sizeHint pre-sizes buffers so that the JSON encoder does not grow
@@ -136,21 +134,30 @@ func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
 	return &protocol.Push{Channel: e.push.Channel, Pub: pub}
 }
 
-// broadcastPublication hands one publication to every local subscriber,
-// encoding it at most once per wire variant and not at all when the channel
-// has no subscribers here. With b set, the subscribers' writers are woken
-// when the burst ends.
+// publicationPush is the push of pub, to be encoded lazily. delta and
+// prev are what the broker handed over with it: a publication marked for
+// delta whose predecessor is known may go as a delta against it.
+func publicationPush(channel string, pub *broker.Publication, delta bool, prev *broker.Publication) encodedPush {
+	e := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data, sizeHint: pushSizeHint(channel, pub)}
+	if delta && prev != nil {
+		e.canDelta, e.prev = true, prev.Data
+	}
+	return e
+}
+
+// broadcastPublication hands one publication, enc, to every local
+// subscriber, encoding it at most once per wire variant and not at all
+// when the channel has no subscribers here. With b set, the subscribers'
+// writers are woken when the burst ends.
 //
-// For subscribers with delta compression, a publication marked for delta
-// (canDelta, with prev its predecessor's payload) goes as a delta when the
-// subscriber got the predecessor, else in full.
-func (n *Node) broadcastPublication(channel string, pub *broker.Publication, prev []byte, canDelta bool, b *Burst) {
+// For subscribers with delta compression, a publication that may go as a
+// delta does when the subscriber got its predecessor, else in full.
+func (n *Node) broadcastPublication(channel string, enc encodedPush, b *Burst) {
 	subs := n.hub.subscribers(channel)
 	if subs.len() == 0 {
 		return
 	}
 	start := time.Now()
-	enc := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data, prev: prev, sizeHint: pushSizeHint(channel, pub)}
 	sent := 0
 	defer func() {
 		n.obs.MessagesSent("publication", sent)
@@ -158,7 +165,7 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication, pre
 	}()
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
-			if n.deliverOne(s, channel, pub, &enc, canDelta, b) {
+			if n.deliverOne(s, channel, &enc, b) {
 				sent++
 			}
 		}
@@ -168,12 +175,13 @@ func (n *Node) broadcastPublication(channel string, pub *broker.Publication, pre
 // deliverOne hands one publication to one subscriber, through its tag
 // filter and in the payload variant it takes. It reports whether the
 // publication passed the filter.
-func (n *Node) deliverOne(s *subscription, channel string, pub *broker.Publication, enc *encodedPush, canDelta bool, b *Burst) bool {
+func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *Burst) bool {
+	pub := enc.push.Pub
 	if !s.filter.Match(pub.Tags) {
 		s.skip(pub.Offset)
 		return false
 	}
-	msg := enc.get(s.client.proto, s.client.uni, s.payloadVariant(canDelta))
+	msg := enc.get(s.client.proto, s.client.uni, s.payloadVariant(enc.canDelta))
 	if msg == nil {
 		n.undeliverable(s.client, channel, enc.err)
 		return true
@@ -198,11 +206,7 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burs
 	start := time.Now()
 	encs := b.encs[:0]
 	for _, rp := range run {
-		e := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(rp.Pub)}, data: rp.Pub.Data, sizeHint: pushSizeHint(channel, rp.Pub)}
-		if rp.Delta && rp.Prev != nil {
-			e.prev = rp.Prev.Data
-		}
-		encs = append(encs, e)
+		encs = append(encs, publicationPush(channel, rp.Pub, rp.Delta, rp.Prev))
 	}
 	// whole holds the run as sent to subscribers that take all of it, by
 	// [protocol type][unidirectional], made for the first one of each.
@@ -225,8 +229,8 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burs
 				}
 				continue
 			}
-			for i, rp := range run {
-				if n.deliverOne(s, channel, rp.Pub, &encs[i], rp.Delta && rp.Prev != nil, b) {
+			for i := range encs {
+				if n.deliverOne(s, channel, &encs[i], b) {
 					sent++
 				}
 			}
