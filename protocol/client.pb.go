@@ -995,6 +995,7 @@ type Connect struct {
 	Pong          bool                        `protobuf:"varint,8,opt,name=pong,proto3" json:"pong,omitempty"`
 	Session       string                      `protobuf:"bytes,9,opt,name=session,proto3" json:"session,omitempty"`
 	Node          string                      `protobuf:"bytes,10,opt,name=node,proto3" json:"node,omitempty"`
+	Time          int64                       `protobuf:"varint,11,opt,name=time,proto3" json:"time,omitempty"` // server time in Unix milliseconds, when the server sends it
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1097,6 +1098,13 @@ func (x *Connect) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *Connect) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
 }
 
 type Disconnect struct {
@@ -1212,13 +1220,20 @@ func (x *Refresh) GetTtl() uint32 {
 }
 
 type ConnectRequest struct {
-	state         protoimpl.MessageState       `protogen:"open.v1"`
-	Token         string                       `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
-	Data          []byte                       `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
-	Subs          map[string]*SubscribeRequest `protobuf:"bytes,3,rep,name=subs,proto3" json:"subs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Name          string                       `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
-	Version       string                       `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
-	Headers       map[string]string            `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state   protoimpl.MessageState       `protogen:"open.v1"`
+	Token   string                       `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Data    []byte                       `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Subs    map[string]*SubscribeRequest `protobuf:"bytes,3,rep,name=subs,proto3" json:"subs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Name    string                       `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Version string                       `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
+	Headers map[string]string            `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Connection features the client can use, a bitmask; the server answers with the ones it
+	// turned on in ConnectResult.flag.
+	Flag int64 `protobuf:"varint,7,opt,name=flag,proto3" json:"flag,omitempty"`
+	// Id of a compression dictionary the client holds from an earlier connection.
+	Dict string `protobuf:"bytes,8,opt,name=dict,proto3" json:"dict,omitempty"`
+	// What kind of client or view this connection is; a hint, never trusted.
+	Profile       string `protobuf:"bytes,9,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1295,6 +1310,27 @@ func (x *ConnectRequest) GetHeaders() map[string]string {
 	return nil
 }
 
+func (x *ConnectRequest) GetFlag() int64 {
+	if x != nil {
+		return x.Flag
+	}
+	return 0
+}
+
+func (x *ConnectRequest) GetDict() string {
+	if x != nil {
+		return x.Dict
+	}
+	return ""
+}
+
+func (x *ConnectRequest) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
 type ConnectResult struct {
 	state         protoimpl.MessageState      `protogen:"open.v1"`
 	Client        string                      `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
@@ -1307,6 +1343,9 @@ type ConnectResult struct {
 	Pong          bool                        `protobuf:"varint,8,opt,name=pong,proto3" json:"pong,omitempty"`
 	Session       string                      `protobuf:"bytes,9,opt,name=session,proto3" json:"session,omitempty"`
 	Node          string                      `protobuf:"bytes,10,opt,name=node,proto3" json:"node,omitempty"`
+	Time          int64                       `protobuf:"varint,11,opt,name=time,proto3" json:"time,omitempty"` // server time in Unix milliseconds, when the server sends it
+	Flag          int64                       `protobuf:"varint,12,opt,name=flag,proto3" json:"flag,omitempty"` // the connection features of ConnectRequest.flag the server turned on
+	Dict          *Dictionary                 `protobuf:"bytes,13,opt,name=dict,proto3" json:"dict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1411,6 +1450,90 @@ func (x *ConnectResult) GetNode() string {
 	return ""
 }
 
+func (x *ConnectResult) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
+func (x *ConnectResult) GetFlag() int64 {
+	if x != nil {
+		return x.Flag
+	}
+	return 0
+}
+
+func (x *ConnectResult) GetDict() *Dictionary {
+	if x != nil {
+		return x.Dict
+	}
+	return nil
+}
+
+// Dictionary is a compression dictionary offered in the connect result: its id, and its content
+// (DEFLATE-compressed) unless the client named that id in ConnectRequest.dict. The content is in
+// data on protobuf connections and base64 in data_b64 on JSON ones.
+type Dictionary struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	DataB64       string                 `protobuf:"bytes,3,opt,name=data_b64,json=dataB64,proto3" json:"data_b64,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Dictionary) Reset() {
+	*x = Dictionary{}
+	mi := &file_client_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Dictionary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Dictionary) ProtoMessage() {}
+
+func (x *Dictionary) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Dictionary.ProtoReflect.Descriptor instead.
+func (*Dictionary) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Dictionary) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Dictionary) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *Dictionary) GetDataB64() string {
+	if x != nil {
+		return x.DataB64
+	}
+	return ""
+}
+
 type RefreshRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
@@ -1420,7 +1543,7 @@ type RefreshRequest struct {
 
 func (x *RefreshRequest) Reset() {
 	*x = RefreshRequest{}
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1432,7 +1555,7 @@ func (x *RefreshRequest) String() string {
 func (*RefreshRequest) ProtoMessage() {}
 
 func (x *RefreshRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[17]
+	mi := &file_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1445,7 +1568,7 @@ func (x *RefreshRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshRequest.ProtoReflect.Descriptor instead.
 func (*RefreshRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{17}
+	return file_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RefreshRequest) GetToken() string {
@@ -1467,7 +1590,7 @@ type RefreshResult struct {
 
 func (x *RefreshResult) Reset() {
 	*x = RefreshResult{}
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1602,7 @@ func (x *RefreshResult) String() string {
 func (*RefreshResult) ProtoMessage() {}
 
 func (x *RefreshResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[18]
+	mi := &file_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1615,7 @@ func (x *RefreshResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshResult.ProtoReflect.Descriptor instead.
 func (*RefreshResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{18}
+	return file_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RefreshResult) GetClient() string {
@@ -1524,25 +1647,34 @@ func (x *RefreshResult) GetTtl() uint32 {
 }
 
 type SubscribeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
-	Token         string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
-	Recover       bool                   `protobuf:"varint,3,opt,name=recover,proto3" json:"recover,omitempty"`
-	Epoch         string                 `protobuf:"bytes,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Offset        uint64                 `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
-	Data          []byte                 `protobuf:"bytes,8,opt,name=data,proto3" json:"data,omitempty"`
-	Positioned    bool                   `protobuf:"varint,9,opt,name=positioned,proto3" json:"positioned,omitempty"`
-	Recoverable   bool                   `protobuf:"varint,10,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
-	JoinLeave     bool                   `protobuf:"varint,11,opt,name=join_leave,json=joinLeave,proto3" json:"join_leave,omitempty"`
-	Delta         string                 `protobuf:"bytes,12,opt,name=delta,proto3" json:"delta,omitempty"`
-	Tf            *FilterNode            `protobuf:"bytes,13,opt,name=tf,proto3" json:"tf,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Channel     string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Token       string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	Recover     bool                   `protobuf:"varint,3,opt,name=recover,proto3" json:"recover,omitempty"`
+	Epoch       string                 `protobuf:"bytes,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Offset      uint64                 `protobuf:"varint,7,opt,name=offset,proto3" json:"offset,omitempty"`
+	Data        []byte                 `protobuf:"bytes,8,opt,name=data,proto3" json:"data,omitempty"`
+	Positioned  bool                   `protobuf:"varint,9,opt,name=positioned,proto3" json:"positioned,omitempty"`
+	Recoverable bool                   `protobuf:"varint,10,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
+	JoinLeave   bool                   `protobuf:"varint,11,opt,name=join_leave,json=joinLeave,proto3" json:"join_leave,omitempty"`
+	Delta       string                 `protobuf:"bytes,12,opt,name=delta,proto3" json:"delta,omitempty"`
+	Tf          *FilterNode            `protobuf:"bytes,13,opt,name=tf,proto3" json:"tf,omitempty"`
+	// Subscription features, a bitmask: 1 offers channel compaction (SubscribeResult.id), 2 asks
+	// for error 112 instead of a result with recovered=false.
+	Flag int64 `protobuf:"varint,14,opt,name=flag,proto3" json:"flag,omitempty"`
+	// Subscription type (0: a stream) and the paging of the types that load a state first.
+	Type          int32  `protobuf:"varint,15,opt,name=type,proto3" json:"type,omitempty"`
+	Phase         int32  `protobuf:"varint,16,opt,name=phase,proto3" json:"phase,omitempty"`
+	Cursor        string `protobuf:"bytes,17,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Limit         int32  `protobuf:"varint,18,opt,name=limit,proto3" json:"limit,omitempty"`
+	Asc           bool   `protobuf:"varint,19,opt,name=asc,proto3" json:"asc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1686,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[19]
+	mi := &file_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1699,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{19}
+	return file_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SubscribeRequest) GetChannel() string {
@@ -1647,6 +1779,48 @@ func (x *SubscribeRequest) GetTf() *FilterNode {
 	return nil
 }
 
+func (x *SubscribeRequest) GetFlag() int64 {
+	if x != nil {
+		return x.Flag
+	}
+	return 0
+}
+
+func (x *SubscribeRequest) GetType() int32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *SubscribeRequest) GetPhase() int32 {
+	if x != nil {
+		return x.Phase
+	}
+	return 0
+}
+
+func (x *SubscribeRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *SubscribeRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *SubscribeRequest) GetAsc() bool {
+	if x != nil {
+		return x.Asc
+	}
+	return false
+}
+
 // FilterNode is one node of a tag filter tree: a leaf comparison when op is empty,
 // otherwise "and", "or" or "not" over nodes.
 type FilterNode struct {
@@ -1663,7 +1837,7 @@ type FilterNode struct {
 
 func (x *FilterNode) Reset() {
 	*x = FilterNode{}
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1849,7 @@ func (x *FilterNode) String() string {
 func (*FilterNode) ProtoMessage() {}
 
 func (x *FilterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[20]
+	mi := &file_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1862,7 @@ func (x *FilterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterNode.ProtoReflect.Descriptor instead.
 func (*FilterNode) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{20}
+	return file_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FilterNode) GetOp() string {
@@ -1746,13 +1920,21 @@ type SubscribeResult struct {
 	Data          []byte                 `protobuf:"bytes,11,opt,name=data,proto3" json:"data,omitempty"`
 	WasRecovering bool                   `protobuf:"varint,12,opt,name=was_recovering,json=wasRecovering,proto3" json:"was_recovering,omitempty"`
 	Delta         bool                   `protobuf:"varint,13,opt,name=delta,proto3" json:"delta,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// With channel compaction: the number that replaces the channel name in this subscription's
+	// pushes (Push.id).
+	Id              int64          `protobuf:"varint,14,opt,name=id,proto3" json:"id,omitempty"`
+	Type            int32          `protobuf:"varint,15,opt,name=type,proto3" json:"type,omitempty"`
+	Phase           int32          `protobuf:"varint,16,opt,name=phase,proto3" json:"phase,omitempty"`
+	Cursor          string         `protobuf:"bytes,17,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	State           []*Publication `protobuf:"bytes,18,rep,name=state,proto3" json:"state,omitempty"`
+	PublishDebounce uint32         `protobuf:"varint,19,opt,name=publish_debounce,json=publishDebounce,proto3" json:"publish_debounce,omitempty"` // milliseconds
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SubscribeResult) Reset() {
 	*x = SubscribeResult{}
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1946,7 @@ func (x *SubscribeResult) String() string {
 func (*SubscribeResult) ProtoMessage() {}
 
 func (x *SubscribeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[21]
+	mi := &file_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1959,7 @@ func (x *SubscribeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResult.ProtoReflect.Descriptor instead.
 func (*SubscribeResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{21}
+	return file_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SubscribeResult) GetExpires() bool {
@@ -1857,6 +2039,48 @@ func (x *SubscribeResult) GetDelta() bool {
 	return false
 }
 
+func (x *SubscribeResult) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *SubscribeResult) GetType() int32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *SubscribeResult) GetPhase() int32 {
+	if x != nil {
+		return x.Phase
+	}
+	return 0
+}
+
+func (x *SubscribeResult) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *SubscribeResult) GetState() []*Publication {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *SubscribeResult) GetPublishDebounce() uint32 {
+	if x != nil {
+		return x.PublishDebounce
+	}
+	return 0
+}
+
 type SubRefreshRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
@@ -1867,7 +2091,7 @@ type SubRefreshRequest struct {
 
 func (x *SubRefreshRequest) Reset() {
 	*x = SubRefreshRequest{}
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1879,7 +2103,7 @@ func (x *SubRefreshRequest) String() string {
 func (*SubRefreshRequest) ProtoMessage() {}
 
 func (x *SubRefreshRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[22]
+	mi := &file_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1892,7 +2116,7 @@ func (x *SubRefreshRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubRefreshRequest.ProtoReflect.Descriptor instead.
 func (*SubRefreshRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{22}
+	return file_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SubRefreshRequest) GetChannel() string {
@@ -1919,7 +2143,7 @@ type SubRefreshResult struct {
 
 func (x *SubRefreshResult) Reset() {
 	*x = SubRefreshResult{}
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +2155,7 @@ func (x *SubRefreshResult) String() string {
 func (*SubRefreshResult) ProtoMessage() {}
 
 func (x *SubRefreshResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[23]
+	mi := &file_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +2168,7 @@ func (x *SubRefreshResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubRefreshResult.ProtoReflect.Descriptor instead.
 func (*SubRefreshResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{23}
+	return file_client_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SubRefreshResult) GetExpires() bool {
@@ -1970,7 +2194,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2206,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2219,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{24}
+	return file_client_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UnsubscribeRequest) GetChannel() string {
@@ -2013,7 +2237,7 @@ type UnsubscribeResult struct {
 
 func (x *UnsubscribeResult) Reset() {
 	*x = UnsubscribeResult{}
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2249,7 @@ func (x *UnsubscribeResult) String() string {
 func (*UnsubscribeResult) ProtoMessage() {}
 
 func (x *UnsubscribeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2262,7 @@ func (x *UnsubscribeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeResult.ProtoReflect.Descriptor instead.
 func (*UnsubscribeResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{25}
+	return file_client_proto_rawDescGZIP(), []int{26}
 }
 
 type PublishRequest struct {
@@ -2051,7 +2275,7 @@ type PublishRequest struct {
 
 func (x *PublishRequest) Reset() {
 	*x = PublishRequest{}
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2287,7 @@ func (x *PublishRequest) String() string {
 func (*PublishRequest) ProtoMessage() {}
 
 func (x *PublishRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2300,7 @@ func (x *PublishRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishRequest.ProtoReflect.Descriptor instead.
 func (*PublishRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{26}
+	return file_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PublishRequest) GetChannel() string {
@@ -2101,7 +2325,7 @@ type PublishResult struct {
 
 func (x *PublishResult) Reset() {
 	*x = PublishResult{}
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2337,7 @@ func (x *PublishResult) String() string {
 func (*PublishResult) ProtoMessage() {}
 
 func (x *PublishResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2350,7 @@ func (x *PublishResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishResult.ProtoReflect.Descriptor instead.
 func (*PublishResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{27}
+	return file_client_proto_rawDescGZIP(), []int{28}
 }
 
 type PresenceRequest struct {
@@ -2138,7 +2362,7 @@ type PresenceRequest struct {
 
 func (x *PresenceRequest) Reset() {
 	*x = PresenceRequest{}
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2374,7 @@ func (x *PresenceRequest) String() string {
 func (*PresenceRequest) ProtoMessage() {}
 
 func (x *PresenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2387,7 @@ func (x *PresenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceRequest.ProtoReflect.Descriptor instead.
 func (*PresenceRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{28}
+	return file_client_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PresenceRequest) GetChannel() string {
@@ -2182,7 +2406,7 @@ type PresenceResult struct {
 
 func (x *PresenceResult) Reset() {
 	*x = PresenceResult{}
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2418,7 @@ func (x *PresenceResult) String() string {
 func (*PresenceResult) ProtoMessage() {}
 
 func (x *PresenceResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2431,7 @@ func (x *PresenceResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceResult.ProtoReflect.Descriptor instead.
 func (*PresenceResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{29}
+	return file_client_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PresenceResult) GetPresence() map[string]*ClientInfo {
@@ -2226,7 +2450,7 @@ type PresenceStatsRequest struct {
 
 func (x *PresenceStatsRequest) Reset() {
 	*x = PresenceStatsRequest{}
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2462,7 @@ func (x *PresenceStatsRequest) String() string {
 func (*PresenceStatsRequest) ProtoMessage() {}
 
 func (x *PresenceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2475,7 @@ func (x *PresenceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceStatsRequest.ProtoReflect.Descriptor instead.
 func (*PresenceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{30}
+	return file_client_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PresenceStatsRequest) GetChannel() string {
@@ -2271,7 +2495,7 @@ type PresenceStatsResult struct {
 
 func (x *PresenceStatsResult) Reset() {
 	*x = PresenceStatsResult{}
-	mi := &file_client_proto_msgTypes[31]
+	mi := &file_client_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2283,7 +2507,7 @@ func (x *PresenceStatsResult) String() string {
 func (*PresenceStatsResult) ProtoMessage() {}
 
 func (x *PresenceStatsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[31]
+	mi := &file_client_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2296,7 +2520,7 @@ func (x *PresenceStatsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceStatsResult.ProtoReflect.Descriptor instead.
 func (*PresenceStatsResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{31}
+	return file_client_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PresenceStatsResult) GetNumClients() uint32 {
@@ -2323,7 +2547,7 @@ type StreamPosition struct {
 
 func (x *StreamPosition) Reset() {
 	*x = StreamPosition{}
-	mi := &file_client_proto_msgTypes[32]
+	mi := &file_client_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2559,7 @@ func (x *StreamPosition) String() string {
 func (*StreamPosition) ProtoMessage() {}
 
 func (x *StreamPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[32]
+	mi := &file_client_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2572,7 @@ func (x *StreamPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamPosition.ProtoReflect.Descriptor instead.
 func (*StreamPosition) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{32}
+	return file_client_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StreamPosition) GetOffset() uint64 {
@@ -2377,7 +2601,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_client_proto_msgTypes[33]
+	mi := &file_client_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2389,7 +2613,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[33]
+	mi := &file_client_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2402,7 +2626,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{33}
+	return file_client_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *HistoryRequest) GetChannel() string {
@@ -2444,7 +2668,7 @@ type HistoryResult struct {
 
 func (x *HistoryResult) Reset() {
 	*x = HistoryResult{}
-	mi := &file_client_proto_msgTypes[34]
+	mi := &file_client_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2680,7 @@ func (x *HistoryResult) String() string {
 func (*HistoryResult) ProtoMessage() {}
 
 func (x *HistoryResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[34]
+	mi := &file_client_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2693,7 @@ func (x *HistoryResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResult.ProtoReflect.Descriptor instead.
 func (*HistoryResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{34}
+	return file_client_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *HistoryResult) GetPublications() []*Publication {
@@ -2501,7 +2725,7 @@ type PingRequest struct {
 
 func (x *PingRequest) Reset() {
 	*x = PingRequest{}
-	mi := &file_client_proto_msgTypes[35]
+	mi := &file_client_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2737,7 @@ func (x *PingRequest) String() string {
 func (*PingRequest) ProtoMessage() {}
 
 func (x *PingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[35]
+	mi := &file_client_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2750,7 @@ func (x *PingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
 func (*PingRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{35}
+	return file_client_proto_rawDescGZIP(), []int{36}
 }
 
 type PingResult struct {
@@ -2537,7 +2761,7 @@ type PingResult struct {
 
 func (x *PingResult) Reset() {
 	*x = PingResult{}
-	mi := &file_client_proto_msgTypes[36]
+	mi := &file_client_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2773,7 @@ func (x *PingResult) String() string {
 func (*PingResult) ProtoMessage() {}
 
 func (x *PingResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[36]
+	mi := &file_client_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2786,7 @@ func (x *PingResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingResult.ProtoReflect.Descriptor instead.
 func (*PingResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{36}
+	return file_client_proto_rawDescGZIP(), []int{37}
 }
 
 type RPCRequest struct {
@@ -2575,7 +2799,7 @@ type RPCRequest struct {
 
 func (x *RPCRequest) Reset() {
 	*x = RPCRequest{}
-	mi := &file_client_proto_msgTypes[37]
+	mi := &file_client_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2587,7 +2811,7 @@ func (x *RPCRequest) String() string {
 func (*RPCRequest) ProtoMessage() {}
 
 func (x *RPCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[37]
+	mi := &file_client_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2600,7 +2824,7 @@ func (x *RPCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RPCRequest.ProtoReflect.Descriptor instead.
 func (*RPCRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{37}
+	return file_client_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RPCRequest) GetData() []byte {
@@ -2626,7 +2850,7 @@ type RPCResult struct {
 
 func (x *RPCResult) Reset() {
 	*x = RPCResult{}
-	mi := &file_client_proto_msgTypes[38]
+	mi := &file_client_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +2862,7 @@ func (x *RPCResult) String() string {
 func (*RPCResult) ProtoMessage() {}
 
 func (x *RPCResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[38]
+	mi := &file_client_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +2875,7 @@ func (x *RPCResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RPCResult.ProtoReflect.Descriptor instead.
 func (*RPCResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{38}
+	return file_client_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RPCResult) GetData() []byte {
@@ -2670,7 +2894,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_client_proto_msgTypes[39]
+	mi := &file_client_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2906,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[39]
+	mi := &file_client_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2919,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{39}
+	return file_client_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SendRequest) GetData() []byte {
@@ -2800,7 +3024,7 @@ const file_client_proto_rawDesc = "" +
 	"positioned\x12\x12\n" +
 	"\x04data\x18\a \x01(\fR\x04dataJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04\"\x1d\n" +
 	"\aMessage\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data\"\x84\x03\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\x98\x03\n" +
 	"\aConnect\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x12\n" +
@@ -2812,7 +3036,8 @@ const file_client_proto_rawDesc = "" +
 	"\x04pong\x18\b \x01(\bR\x04pong\x12\x18\n" +
 	"\asession\x18\t \x01(\tR\asession\x12\x12\n" +
 	"\x04node\x18\n" +
-	" \x01(\tR\x04node\x1ai\n" +
+	" \x01(\tR\x04node\x12\x12\n" +
+	"\x04time\x18\v \x01(\x03R\x04time\x1ai\n" +
 	"\tSubsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12F\n" +
 	"\x05value\x18\x02 \x01(\v20.centrifugal.centrifuge.protocol.SubscribeResultR\x05value:\x028\x01\"V\n" +
@@ -2823,20 +3048,23 @@ const file_client_proto_rawDesc = "" +
 	"\treconnect\x18\x03 \x01(\bR\treconnect\"5\n" +
 	"\aRefresh\x12\x18\n" +
 	"\aexpires\x18\x01 \x01(\bR\aexpires\x12\x10\n" +
-	"\x03ttl\x18\x02 \x01(\rR\x03ttl\"\xb7\x03\n" +
+	"\x03ttl\x18\x02 \x01(\rR\x03ttl\"\xf9\x03\n" +
 	"\x0eConnectRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12M\n" +
 	"\x04subs\x18\x03 \x03(\v29.centrifugal.centrifuge.protocol.ConnectRequest.SubsEntryR\x04subs\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\tR\aversion\x12V\n" +
-	"\aheaders\x18\x06 \x03(\v2<.centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntryR\aheaders\x1aj\n" +
+	"\aheaders\x18\x06 \x03(\v2<.centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntryR\aheaders\x12\x12\n" +
+	"\x04flag\x18\a \x01(\x03R\x04flag\x12\x12\n" +
+	"\x04dict\x18\b \x01(\tR\x04dict\x12\x18\n" +
+	"\aprofile\x18\t \x01(\tR\aprofile\x1aj\n" +
 	"\tSubsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12G\n" +
 	"\x05value\x18\x02 \x01(\v21.centrifugal.centrifuge.protocol.SubscribeRequestR\x05value:\x028\x01\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x90\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf9\x03\n" +
 	"\rConnectResult\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -2848,17 +3076,25 @@ const file_client_proto_rawDesc = "" +
 	"\x04pong\x18\b \x01(\bR\x04pong\x12\x18\n" +
 	"\asession\x18\t \x01(\tR\asession\x12\x12\n" +
 	"\x04node\x18\n" +
-	" \x01(\tR\x04node\x1ai\n" +
+	" \x01(\tR\x04node\x12\x12\n" +
+	"\x04time\x18\v \x01(\x03R\x04time\x12\x12\n" +
+	"\x04flag\x18\f \x01(\x03R\x04flag\x12?\n" +
+	"\x04dict\x18\r \x01(\v2+.centrifugal.centrifuge.protocol.DictionaryR\x04dict\x1ai\n" +
 	"\tSubsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12F\n" +
-	"\x05value\x18\x02 \x01(\v20.centrifugal.centrifuge.protocol.SubscribeResultR\x05value:\x028\x01\"&\n" +
+	"\x05value\x18\x02 \x01(\v20.centrifugal.centrifuge.protocol.SubscribeResultR\x05value:\x028\x01\"K\n" +
+	"\n" +
+	"Dictionary\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x19\n" +
+	"\bdata_b64\x18\x03 \x01(\tR\adataB64\"&\n" +
 	"\x0eRefreshRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\"m\n" +
 	"\rRefreshResult\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
 	"\aexpires\x18\x03 \x01(\bR\aexpires\x12\x10\n" +
-	"\x03ttl\x18\x04 \x01(\rR\x03ttl\"\xde\x02\n" +
+	"\x03ttl\x18\x04 \x01(\rR\x03ttl\"\xdc\x03\n" +
 	"\x10SubscribeRequest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\x12\x18\n" +
@@ -2874,7 +3110,13 @@ const file_client_proto_rawDesc = "" +
 	"\n" +
 	"join_leave\x18\v \x01(\bR\tjoinLeave\x12\x14\n" +
 	"\x05delta\x18\f \x01(\tR\x05delta\x12;\n" +
-	"\x02tf\x18\r \x01(\v2+.centrifugal.centrifuge.protocol.FilterNodeR\x02tfJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"\xa9\x01\n" +
+	"\x02tf\x18\r \x01(\v2+.centrifugal.centrifuge.protocol.FilterNodeR\x02tf\x12\x12\n" +
+	"\x04flag\x18\x0e \x01(\x03R\x04flag\x12\x12\n" +
+	"\x04type\x18\x0f \x01(\x05R\x04type\x12\x14\n" +
+	"\x05phase\x18\x10 \x01(\x05R\x05phase\x12\x16\n" +
+	"\x06cursor\x18\x11 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x12 \x01(\x05R\x05limit\x12\x10\n" +
+	"\x03asc\x18\x13 \x01(\bR\x03ascJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"\xa9\x01\n" +
 	"\n" +
 	"FilterNode\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x10\n" +
@@ -2882,7 +3124,7 @@ const file_client_proto_rawDesc = "" +
 	"\x03cmp\x18\x03 \x01(\tR\x03cmp\x12\x10\n" +
 	"\x03val\x18\x04 \x01(\tR\x03val\x12\x12\n" +
 	"\x04vals\x18\x05 \x03(\tR\x04vals\x12A\n" +
-	"\x05nodes\x18\x06 \x03(\v2+.centrifugal.centrifuge.protocol.FilterNodeR\x05nodes\"\xfa\x02\n" +
+	"\x05nodes\x18\x06 \x03(\v2+.centrifugal.centrifuge.protocol.FilterNodeR\x05nodes\"\xbb\x04\n" +
 	"\x0fSubscribeResult\x12\x18\n" +
 	"\aexpires\x18\x01 \x01(\bR\aexpires\x12\x10\n" +
 	"\x03ttl\x18\x02 \x01(\rR\x03ttl\x12 \n" +
@@ -2897,7 +3139,13 @@ const file_client_proto_rawDesc = "" +
 	"positioned\x12\x12\n" +
 	"\x04data\x18\v \x01(\fR\x04data\x12%\n" +
 	"\x0ewas_recovering\x18\f \x01(\bR\rwasRecovering\x12\x14\n" +
-	"\x05delta\x18\r \x01(\bR\x05deltaJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"C\n" +
+	"\x05delta\x18\r \x01(\bR\x05delta\x12\x0e\n" +
+	"\x02id\x18\x0e \x01(\x03R\x02id\x12\x12\n" +
+	"\x04type\x18\x0f \x01(\x05R\x04type\x12\x14\n" +
+	"\x05phase\x18\x10 \x01(\x05R\x05phase\x12\x16\n" +
+	"\x06cursor\x18\x11 \x01(\tR\x06cursor\x12B\n" +
+	"\x05state\x18\x12 \x03(\v2,.centrifugal.centrifuge.protocol.PublicationR\x05state\x12)\n" +
+	"\x10publish_debounce\x18\x13 \x01(\rR\x0fpublishDebounceJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"C\n" +
 	"\x11SubRefreshRequest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\tR\x05token\">\n" +
@@ -2960,7 +3208,7 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_client_proto_goTypes = []any{
 	(*Error)(nil),                // 0: centrifugal.centrifuge.protocol.Error
 	(*EmulationRequest)(nil),     // 1: centrifugal.centrifuge.protocol.EmulationRequest
@@ -2979,62 +3227,63 @@ var file_client_proto_goTypes = []any{
 	(*Refresh)(nil),              // 14: centrifugal.centrifuge.protocol.Refresh
 	(*ConnectRequest)(nil),       // 15: centrifugal.centrifuge.protocol.ConnectRequest
 	(*ConnectResult)(nil),        // 16: centrifugal.centrifuge.protocol.ConnectResult
-	(*RefreshRequest)(nil),       // 17: centrifugal.centrifuge.protocol.RefreshRequest
-	(*RefreshResult)(nil),        // 18: centrifugal.centrifuge.protocol.RefreshResult
-	(*SubscribeRequest)(nil),     // 19: centrifugal.centrifuge.protocol.SubscribeRequest
-	(*FilterNode)(nil),           // 20: centrifugal.centrifuge.protocol.FilterNode
-	(*SubscribeResult)(nil),      // 21: centrifugal.centrifuge.protocol.SubscribeResult
-	(*SubRefreshRequest)(nil),    // 22: centrifugal.centrifuge.protocol.SubRefreshRequest
-	(*SubRefreshResult)(nil),     // 23: centrifugal.centrifuge.protocol.SubRefreshResult
-	(*UnsubscribeRequest)(nil),   // 24: centrifugal.centrifuge.protocol.UnsubscribeRequest
-	(*UnsubscribeResult)(nil),    // 25: centrifugal.centrifuge.protocol.UnsubscribeResult
-	(*PublishRequest)(nil),       // 26: centrifugal.centrifuge.protocol.PublishRequest
-	(*PublishResult)(nil),        // 27: centrifugal.centrifuge.protocol.PublishResult
-	(*PresenceRequest)(nil),      // 28: centrifugal.centrifuge.protocol.PresenceRequest
-	(*PresenceResult)(nil),       // 29: centrifugal.centrifuge.protocol.PresenceResult
-	(*PresenceStatsRequest)(nil), // 30: centrifugal.centrifuge.protocol.PresenceStatsRequest
-	(*PresenceStatsResult)(nil),  // 31: centrifugal.centrifuge.protocol.PresenceStatsResult
-	(*StreamPosition)(nil),       // 32: centrifugal.centrifuge.protocol.StreamPosition
-	(*HistoryRequest)(nil),       // 33: centrifugal.centrifuge.protocol.HistoryRequest
-	(*HistoryResult)(nil),        // 34: centrifugal.centrifuge.protocol.HistoryResult
-	(*PingRequest)(nil),          // 35: centrifugal.centrifuge.protocol.PingRequest
-	(*PingResult)(nil),           // 36: centrifugal.centrifuge.protocol.PingResult
-	(*RPCRequest)(nil),           // 37: centrifugal.centrifuge.protocol.RPCRequest
-	(*RPCResult)(nil),            // 38: centrifugal.centrifuge.protocol.RPCResult
-	(*SendRequest)(nil),          // 39: centrifugal.centrifuge.protocol.SendRequest
-	nil,                          // 40: centrifugal.centrifuge.protocol.Publication.TagsEntry
-	nil,                          // 41: centrifugal.centrifuge.protocol.Connect.SubsEntry
-	nil,                          // 42: centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry
-	nil,                          // 43: centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntry
-	nil,                          // 44: centrifugal.centrifuge.protocol.ConnectResult.SubsEntry
-	nil,                          // 45: centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry
+	(*Dictionary)(nil),           // 17: centrifugal.centrifuge.protocol.Dictionary
+	(*RefreshRequest)(nil),       // 18: centrifugal.centrifuge.protocol.RefreshRequest
+	(*RefreshResult)(nil),        // 19: centrifugal.centrifuge.protocol.RefreshResult
+	(*SubscribeRequest)(nil),     // 20: centrifugal.centrifuge.protocol.SubscribeRequest
+	(*FilterNode)(nil),           // 21: centrifugal.centrifuge.protocol.FilterNode
+	(*SubscribeResult)(nil),      // 22: centrifugal.centrifuge.protocol.SubscribeResult
+	(*SubRefreshRequest)(nil),    // 23: centrifugal.centrifuge.protocol.SubRefreshRequest
+	(*SubRefreshResult)(nil),     // 24: centrifugal.centrifuge.protocol.SubRefreshResult
+	(*UnsubscribeRequest)(nil),   // 25: centrifugal.centrifuge.protocol.UnsubscribeRequest
+	(*UnsubscribeResult)(nil),    // 26: centrifugal.centrifuge.protocol.UnsubscribeResult
+	(*PublishRequest)(nil),       // 27: centrifugal.centrifuge.protocol.PublishRequest
+	(*PublishResult)(nil),        // 28: centrifugal.centrifuge.protocol.PublishResult
+	(*PresenceRequest)(nil),      // 29: centrifugal.centrifuge.protocol.PresenceRequest
+	(*PresenceResult)(nil),       // 30: centrifugal.centrifuge.protocol.PresenceResult
+	(*PresenceStatsRequest)(nil), // 31: centrifugal.centrifuge.protocol.PresenceStatsRequest
+	(*PresenceStatsResult)(nil),  // 32: centrifugal.centrifuge.protocol.PresenceStatsResult
+	(*StreamPosition)(nil),       // 33: centrifugal.centrifuge.protocol.StreamPosition
+	(*HistoryRequest)(nil),       // 34: centrifugal.centrifuge.protocol.HistoryRequest
+	(*HistoryResult)(nil),        // 35: centrifugal.centrifuge.protocol.HistoryResult
+	(*PingRequest)(nil),          // 36: centrifugal.centrifuge.protocol.PingRequest
+	(*PingResult)(nil),           // 37: centrifugal.centrifuge.protocol.PingResult
+	(*RPCRequest)(nil),           // 38: centrifugal.centrifuge.protocol.RPCRequest
+	(*RPCResult)(nil),            // 39: centrifugal.centrifuge.protocol.RPCResult
+	(*SendRequest)(nil),          // 40: centrifugal.centrifuge.protocol.SendRequest
+	nil,                          // 41: centrifugal.centrifuge.protocol.Publication.TagsEntry
+	nil,                          // 42: centrifugal.centrifuge.protocol.Connect.SubsEntry
+	nil,                          // 43: centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry
+	nil,                          // 44: centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntry
+	nil,                          // 45: centrifugal.centrifuge.protocol.ConnectResult.SubsEntry
+	nil,                          // 46: centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry
 }
 var file_client_proto_depIdxs = []int32{
 	15, // 0: centrifugal.centrifuge.protocol.Command.connect:type_name -> centrifugal.centrifuge.protocol.ConnectRequest
-	19, // 1: centrifugal.centrifuge.protocol.Command.subscribe:type_name -> centrifugal.centrifuge.protocol.SubscribeRequest
-	24, // 2: centrifugal.centrifuge.protocol.Command.unsubscribe:type_name -> centrifugal.centrifuge.protocol.UnsubscribeRequest
-	26, // 3: centrifugal.centrifuge.protocol.Command.publish:type_name -> centrifugal.centrifuge.protocol.PublishRequest
-	28, // 4: centrifugal.centrifuge.protocol.Command.presence:type_name -> centrifugal.centrifuge.protocol.PresenceRequest
-	30, // 5: centrifugal.centrifuge.protocol.Command.presence_stats:type_name -> centrifugal.centrifuge.protocol.PresenceStatsRequest
-	33, // 6: centrifugal.centrifuge.protocol.Command.history:type_name -> centrifugal.centrifuge.protocol.HistoryRequest
-	35, // 7: centrifugal.centrifuge.protocol.Command.ping:type_name -> centrifugal.centrifuge.protocol.PingRequest
-	39, // 8: centrifugal.centrifuge.protocol.Command.send:type_name -> centrifugal.centrifuge.protocol.SendRequest
-	37, // 9: centrifugal.centrifuge.protocol.Command.rpc:type_name -> centrifugal.centrifuge.protocol.RPCRequest
-	17, // 10: centrifugal.centrifuge.protocol.Command.refresh:type_name -> centrifugal.centrifuge.protocol.RefreshRequest
-	22, // 11: centrifugal.centrifuge.protocol.Command.sub_refresh:type_name -> centrifugal.centrifuge.protocol.SubRefreshRequest
+	20, // 1: centrifugal.centrifuge.protocol.Command.subscribe:type_name -> centrifugal.centrifuge.protocol.SubscribeRequest
+	25, // 2: centrifugal.centrifuge.protocol.Command.unsubscribe:type_name -> centrifugal.centrifuge.protocol.UnsubscribeRequest
+	27, // 3: centrifugal.centrifuge.protocol.Command.publish:type_name -> centrifugal.centrifuge.protocol.PublishRequest
+	29, // 4: centrifugal.centrifuge.protocol.Command.presence:type_name -> centrifugal.centrifuge.protocol.PresenceRequest
+	31, // 5: centrifugal.centrifuge.protocol.Command.presence_stats:type_name -> centrifugal.centrifuge.protocol.PresenceStatsRequest
+	34, // 6: centrifugal.centrifuge.protocol.Command.history:type_name -> centrifugal.centrifuge.protocol.HistoryRequest
+	36, // 7: centrifugal.centrifuge.protocol.Command.ping:type_name -> centrifugal.centrifuge.protocol.PingRequest
+	40, // 8: centrifugal.centrifuge.protocol.Command.send:type_name -> centrifugal.centrifuge.protocol.SendRequest
+	38, // 9: centrifugal.centrifuge.protocol.Command.rpc:type_name -> centrifugal.centrifuge.protocol.RPCRequest
+	18, // 10: centrifugal.centrifuge.protocol.Command.refresh:type_name -> centrifugal.centrifuge.protocol.RefreshRequest
+	23, // 11: centrifugal.centrifuge.protocol.Command.sub_refresh:type_name -> centrifugal.centrifuge.protocol.SubRefreshRequest
 	0,  // 12: centrifugal.centrifuge.protocol.Reply.error:type_name -> centrifugal.centrifuge.protocol.Error
 	4,  // 13: centrifugal.centrifuge.protocol.Reply.push:type_name -> centrifugal.centrifuge.protocol.Push
 	16, // 14: centrifugal.centrifuge.protocol.Reply.connect:type_name -> centrifugal.centrifuge.protocol.ConnectResult
-	21, // 15: centrifugal.centrifuge.protocol.Reply.subscribe:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
-	25, // 16: centrifugal.centrifuge.protocol.Reply.unsubscribe:type_name -> centrifugal.centrifuge.protocol.UnsubscribeResult
-	27, // 17: centrifugal.centrifuge.protocol.Reply.publish:type_name -> centrifugal.centrifuge.protocol.PublishResult
-	29, // 18: centrifugal.centrifuge.protocol.Reply.presence:type_name -> centrifugal.centrifuge.protocol.PresenceResult
-	31, // 19: centrifugal.centrifuge.protocol.Reply.presence_stats:type_name -> centrifugal.centrifuge.protocol.PresenceStatsResult
-	34, // 20: centrifugal.centrifuge.protocol.Reply.history:type_name -> centrifugal.centrifuge.protocol.HistoryResult
-	36, // 21: centrifugal.centrifuge.protocol.Reply.ping:type_name -> centrifugal.centrifuge.protocol.PingResult
-	38, // 22: centrifugal.centrifuge.protocol.Reply.rpc:type_name -> centrifugal.centrifuge.protocol.RPCResult
-	18, // 23: centrifugal.centrifuge.protocol.Reply.refresh:type_name -> centrifugal.centrifuge.protocol.RefreshResult
-	23, // 24: centrifugal.centrifuge.protocol.Reply.sub_refresh:type_name -> centrifugal.centrifuge.protocol.SubRefreshResult
+	22, // 15: centrifugal.centrifuge.protocol.Reply.subscribe:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
+	26, // 16: centrifugal.centrifuge.protocol.Reply.unsubscribe:type_name -> centrifugal.centrifuge.protocol.UnsubscribeResult
+	28, // 17: centrifugal.centrifuge.protocol.Reply.publish:type_name -> centrifugal.centrifuge.protocol.PublishResult
+	30, // 18: centrifugal.centrifuge.protocol.Reply.presence:type_name -> centrifugal.centrifuge.protocol.PresenceResult
+	32, // 19: centrifugal.centrifuge.protocol.Reply.presence_stats:type_name -> centrifugal.centrifuge.protocol.PresenceStatsResult
+	35, // 20: centrifugal.centrifuge.protocol.Reply.history:type_name -> centrifugal.centrifuge.protocol.HistoryResult
+	37, // 21: centrifugal.centrifuge.protocol.Reply.ping:type_name -> centrifugal.centrifuge.protocol.PingResult
+	39, // 22: centrifugal.centrifuge.protocol.Reply.rpc:type_name -> centrifugal.centrifuge.protocol.RPCResult
+	19, // 23: centrifugal.centrifuge.protocol.Reply.refresh:type_name -> centrifugal.centrifuge.protocol.RefreshResult
+	24, // 24: centrifugal.centrifuge.protocol.Reply.sub_refresh:type_name -> centrifugal.centrifuge.protocol.SubRefreshResult
 	6,  // 25: centrifugal.centrifuge.protocol.Push.pub:type_name -> centrifugal.centrifuge.protocol.Publication
 	7,  // 26: centrifugal.centrifuge.protocol.Push.join:type_name -> centrifugal.centrifuge.protocol.Join
 	8,  // 27: centrifugal.centrifuge.protocol.Push.leave:type_name -> centrifugal.centrifuge.protocol.Leave
@@ -3045,28 +3294,30 @@ var file_client_proto_depIdxs = []int32{
 	13, // 32: centrifugal.centrifuge.protocol.Push.disconnect:type_name -> centrifugal.centrifuge.protocol.Disconnect
 	14, // 33: centrifugal.centrifuge.protocol.Push.refresh:type_name -> centrifugal.centrifuge.protocol.Refresh
 	5,  // 34: centrifugal.centrifuge.protocol.Publication.info:type_name -> centrifugal.centrifuge.protocol.ClientInfo
-	40, // 35: centrifugal.centrifuge.protocol.Publication.tags:type_name -> centrifugal.centrifuge.protocol.Publication.TagsEntry
+	41, // 35: centrifugal.centrifuge.protocol.Publication.tags:type_name -> centrifugal.centrifuge.protocol.Publication.TagsEntry
 	5,  // 36: centrifugal.centrifuge.protocol.Join.info:type_name -> centrifugal.centrifuge.protocol.ClientInfo
 	5,  // 37: centrifugal.centrifuge.protocol.Leave.info:type_name -> centrifugal.centrifuge.protocol.ClientInfo
-	41, // 38: centrifugal.centrifuge.protocol.Connect.subs:type_name -> centrifugal.centrifuge.protocol.Connect.SubsEntry
-	42, // 39: centrifugal.centrifuge.protocol.ConnectRequest.subs:type_name -> centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry
-	43, // 40: centrifugal.centrifuge.protocol.ConnectRequest.headers:type_name -> centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntry
-	44, // 41: centrifugal.centrifuge.protocol.ConnectResult.subs:type_name -> centrifugal.centrifuge.protocol.ConnectResult.SubsEntry
-	20, // 42: centrifugal.centrifuge.protocol.SubscribeRequest.tf:type_name -> centrifugal.centrifuge.protocol.FilterNode
-	20, // 43: centrifugal.centrifuge.protocol.FilterNode.nodes:type_name -> centrifugal.centrifuge.protocol.FilterNode
-	6,  // 44: centrifugal.centrifuge.protocol.SubscribeResult.publications:type_name -> centrifugal.centrifuge.protocol.Publication
-	45, // 45: centrifugal.centrifuge.protocol.PresenceResult.presence:type_name -> centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry
-	32, // 46: centrifugal.centrifuge.protocol.HistoryRequest.since:type_name -> centrifugal.centrifuge.protocol.StreamPosition
-	6,  // 47: centrifugal.centrifuge.protocol.HistoryResult.publications:type_name -> centrifugal.centrifuge.protocol.Publication
-	21, // 48: centrifugal.centrifuge.protocol.Connect.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
-	19, // 49: centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeRequest
-	21, // 50: centrifugal.centrifuge.protocol.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
-	5,  // 51: centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry.value:type_name -> centrifugal.centrifuge.protocol.ClientInfo
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	42, // 38: centrifugal.centrifuge.protocol.Connect.subs:type_name -> centrifugal.centrifuge.protocol.Connect.SubsEntry
+	43, // 39: centrifugal.centrifuge.protocol.ConnectRequest.subs:type_name -> centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry
+	44, // 40: centrifugal.centrifuge.protocol.ConnectRequest.headers:type_name -> centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntry
+	45, // 41: centrifugal.centrifuge.protocol.ConnectResult.subs:type_name -> centrifugal.centrifuge.protocol.ConnectResult.SubsEntry
+	17, // 42: centrifugal.centrifuge.protocol.ConnectResult.dict:type_name -> centrifugal.centrifuge.protocol.Dictionary
+	21, // 43: centrifugal.centrifuge.protocol.SubscribeRequest.tf:type_name -> centrifugal.centrifuge.protocol.FilterNode
+	21, // 44: centrifugal.centrifuge.protocol.FilterNode.nodes:type_name -> centrifugal.centrifuge.protocol.FilterNode
+	6,  // 45: centrifugal.centrifuge.protocol.SubscribeResult.publications:type_name -> centrifugal.centrifuge.protocol.Publication
+	6,  // 46: centrifugal.centrifuge.protocol.SubscribeResult.state:type_name -> centrifugal.centrifuge.protocol.Publication
+	46, // 47: centrifugal.centrifuge.protocol.PresenceResult.presence:type_name -> centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry
+	33, // 48: centrifugal.centrifuge.protocol.HistoryRequest.since:type_name -> centrifugal.centrifuge.protocol.StreamPosition
+	6,  // 49: centrifugal.centrifuge.protocol.HistoryResult.publications:type_name -> centrifugal.centrifuge.protocol.Publication
+	22, // 50: centrifugal.centrifuge.protocol.Connect.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
+	20, // 51: centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeRequest
+	22, // 52: centrifugal.centrifuge.protocol.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
+	5,  // 53: centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry.value:type_name -> centrifugal.centrifuge.protocol.ClientInfo
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -3080,7 +3331,7 @@ func file_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -44,6 +44,39 @@ func TestGoldenClientFrame(t *testing.T) {
 	}
 }
 
+// Client protocol v0.21 as centrifuge-js 5.8 and centrifuge-go send it: every
+// subscribe carries flag (1 offers channel compaction, 2 asks for error 112
+// rather than recovered=false), and connect may carry flag, dict and profile.
+func TestGoldenClientFrameV021(t *testing.T) {
+	frame := "{\"id\":1,\"connect\":{\"name\":\"go\",\"flag\":1,\"dict\":\"d1\",\"profile\":\"feed\"}}\n" +
+		"{\"id\":2,\"subscribe\":{\"channel\":\"news\",\"recover\":true,\"offset\":5,\"epoch\":\"e\",\"flag\":3,\"type\":0}}"
+	cmds, err := DecodeCommands(TypeJSON, []byte(frame), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*Command{
+		{Id: 1, Connect: &ConnectRequest{Name: "go", Flag: 1, Dict: "d1", Profile: "feed"}},
+		{Id: 2, Subscribe: &SubscribeRequest{Channel: "news", Recover: true, Offset: 5, Epoch: "e", Flag: 3}},
+	}
+	if len(cmds) != len(want) {
+		t.Fatalf("got %d commands, want %d", len(cmds), len(want))
+	}
+	for i := range want {
+		if !proto.Equal(cmds[i], want[i]) {
+			t.Errorf("command %d: got %v, want %v", i, cmds[i], want[i])
+		}
+		// The same commands in protobuf decode to the same values.
+		b, err := AppendCommand(nil, TypeProtobuf, want[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeCommands(TypeProtobuf, JoinFrame(nil, TypeProtobuf, [][]byte{b}), nil)
+		if err != nil || len(got) != 1 || !proto.Equal(got[0], want[i]) {
+			t.Errorf("protobuf command %d: got %v (%v), want %v", i, got, err, want[i])
+		}
+	}
+}
+
 func TestGoldenServerReplies(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -65,6 +98,20 @@ func TestGoldenServerReplies(t *testing.T) {
 				Recovered:    true, Positioned: true, WasRecovering: true,
 			}},
 			want: `{"id":2,"subscribe":{"recoverable":true,"epoch":"HmekckJs","publications":[{"data":{"text":"hello"},"offset":1}],"recovered":true,"positioned":true,"was_recovering":true}}`,
+		},
+		{
+			name: "subscribe with channel compaction",
+			reply: &Reply{Id: 5, Subscribe: &SubscribeResult{
+				Recoverable: true, Epoch: "HmekckJs", Offset: 7, Positioned: true, Id: 12,
+			}},
+			want: `{"id":5,"subscribe":{"recoverable":true,"epoch":"HmekckJs","offset":7,"positioned":true,"id":12}}`,
+		},
+		{
+			name: "compacted publication push",
+			reply: &Reply{Push: &Push{Id: 12, Pub: &Publication{
+				Data: []byte(`{"text":"live"}`), Offset: 8,
+			}}},
+			want: `{"push":{"id":12,"pub":{"data":{"text":"live"},"offset":8}}}`,
 		},
 		{
 			name: "publication push",

@@ -67,6 +67,7 @@ var jsonCodecs = map[protoreflect.Name]jsonCodec{
 	"Error":                codecOf(appendErrorJSON, decodeErrorJSON),
 	"ConnectResult":        codecOf(appendConnectResultJSON, decodeConnectResultJSON),
 	"SubscribeResult":      codecOf(appendSubscribeResultJSON, decodeSubscribeResultJSON),
+	"Dictionary":           codecOf(appendDictionaryJSON, decodeDictionaryJSON),
 	"UnsubscribeResult":    codecOf(appendUnsubscribeResultJSON, decodeUnsubscribeResultJSON),
 	"PublishResult":        codecOf(appendPublishResultJSON, decodePublishResultJSON),
 	"PresenceResult":       codecOf(appendPresenceResultJSON, decodePresenceResultJSON),

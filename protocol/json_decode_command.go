@@ -53,6 +53,12 @@ func decodeConnectRequestJSON(r *jsonReader, m *ConnectRequest) {
 			m.Version = r.str()
 		case "headers":
 			m.Headers = readStringMap(r)
+		case "flag":
+			m.Flag = r.i64()
+		case "dict":
+			m.Dict = r.str()
+		case "profile":
+			m.Profile = r.str()
 		default:
 			r.skipValue()
 		}
@@ -84,6 +90,18 @@ func decodeSubscribeRequestJSON(r *jsonReader, m *SubscribeRequest) {
 			m.Delta = r.str()
 		case "tf":
 			m.Tf = readMessage(r, decodeFilterNodeJSON)
+		case "flag":
+			m.Flag = r.i64()
+		case "type":
+			m.Type = r.i32()
+		case "phase":
+			m.Phase = r.i32()
+		case "cursor":
+			m.Cursor = r.str()
+		case "limit":
+			m.Limit = r.i32()
+		case "asc":
+			m.Asc = r.boolean()
 		default:
 			r.skipValue()
 		}

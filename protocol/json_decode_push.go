@@ -144,6 +144,8 @@ func decodeConnectJSON(r *jsonReader, m *Connect) {
 			m.Session = r.str()
 		case "node":
 			m.Node = r.str()
+		case "time":
+			m.Time = r.i64()
 		default:
 			r.skipValue()
 		}

@@ -77,6 +77,12 @@ func decodeConnectResultJSON(r *jsonReader, m *ConnectResult) {
 			m.Session = r.str()
 		case "node":
 			m.Node = r.str()
+		case "time":
+			m.Time = r.i64()
+		case "flag":
+			m.Flag = r.i64()
+		case "dict":
+			m.Dict = readMessage(r, decodeDictionaryJSON)
 		default:
 			r.skipValue()
 		}
@@ -108,6 +114,33 @@ func decodeSubscribeResultJSON(r *jsonReader, m *SubscribeResult) {
 			m.WasRecovering = r.boolean()
 		case "delta":
 			m.Delta = r.boolean()
+		case "id":
+			m.Id = r.i64()
+		case "type":
+			m.Type = r.i32()
+		case "phase":
+			m.Phase = r.i32()
+		case "cursor":
+			m.Cursor = r.str()
+		case "state":
+			m.State = readMessages(r, decodePublicationJSON)
+		case "publish_debounce":
+			m.PublishDebounce = r.u32()
+		default:
+			r.skipValue()
+		}
+	}
+}
+
+func decodeDictionaryJSON(r *jsonReader, m *Dictionary) {
+	for first := true; r.field(&first); {
+		switch string(r.key) {
+		case "id":
+			m.Id = r.str()
+		case "data":
+			m.Data = r.raw()
+		case "data_b64":
+			m.DataB64 = r.str()
 		default:
 			r.skipValue()
 		}

@@ -29,6 +29,9 @@ func appendConnectRequestJSON(b []byte, m *ConnectRequest) []byte {
 	b = appendStringField(b, `,"name":`, m.Name)
 	b = appendStringField(b, `,"version":`, m.Version)
 	b = appendStringMapField(b, `,"headers":`, m.Headers)
+	b = appendIntField(b, `,"flag":`, m.Flag)
+	b = appendStringField(b, `,"dict":`, m.Dict)
+	b = appendStringField(b, `,"profile":`, m.Profile)
 	return closeObject(b, start)
 }
 
@@ -45,6 +48,12 @@ func appendSubscribeRequestJSON(b []byte, m *SubscribeRequest) []byte {
 	b = appendBoolField(b, `,"join_leave":`, m.JoinLeave)
 	b = appendStringField(b, `,"delta":`, m.Delta)
 	b = appendMessageField(b, `,"tf":`, m.Tf, appendFilterNodeJSON)
+	b = appendIntField(b, `,"flag":`, m.Flag)
+	b = appendIntField(b, `,"type":`, int64(m.Type))
+	b = appendIntField(b, `,"phase":`, int64(m.Phase))
+	b = appendStringField(b, `,"cursor":`, m.Cursor)
+	b = appendIntField(b, `,"limit":`, int64(m.Limit))
+	b = appendBoolField(b, `,"asc":`, m.Asc)
 	return closeObject(b, start)
 }
 

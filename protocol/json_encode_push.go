@@ -79,6 +79,7 @@ func appendConnectJSON(b []byte, m *Connect) []byte {
 	b = appendBoolField(b, `,"pong":`, m.Pong)
 	b = appendStringField(b, `,"session":`, m.Session)
 	b = appendStringField(b, `,"node":`, m.Node)
+	b = appendIntField(b, `,"time":`, m.Time)
 	return closeObject(b, start)
 }
 

@@ -41,6 +41,19 @@ func appendConnectResultJSON(b []byte, m *ConnectResult) []byte {
 	b = appendBoolField(b, `,"pong":`, m.Pong)
 	b = appendStringField(b, `,"session":`, m.Session)
 	b = appendStringField(b, `,"node":`, m.Node)
+	b = appendIntField(b, `,"time":`, m.Time)
+	b = appendIntField(b, `,"flag":`, m.Flag)
+	b = appendMessageField(b, `,"dict":`, m.Dict, appendDictionaryJSON)
+	return closeObject(b, start)
+}
+
+// appendDictionaryJSON: the content travels base64 in data_b64 on JSON
+// connections; data, like every bytes field here, would be raw JSON.
+func appendDictionaryJSON(b []byte, m *Dictionary) []byte {
+	start := len(b)
+	b = appendStringField(b, `,"id":`, m.Id)
+	b = appendRawField(b, `,"data":`, m.Data)
+	b = appendStringField(b, `,"data_b64":`, m.DataB64)
 	return closeObject(b, start)
 }
 
@@ -57,6 +70,12 @@ func appendSubscribeResultJSON(b []byte, m *SubscribeResult) []byte {
 	b = appendRawField(b, `,"data":`, m.Data)
 	b = appendBoolField(b, `,"was_recovering":`, m.WasRecovering)
 	b = appendBoolField(b, `,"delta":`, m.Delta)
+	b = appendIntField(b, `,"id":`, m.Id)
+	b = appendIntField(b, `,"type":`, int64(m.Type))
+	b = appendIntField(b, `,"phase":`, int64(m.Phase))
+	b = appendStringField(b, `,"cursor":`, m.Cursor)
+	b = appendMessagesField(b, `,"state":`, m.State, appendPublicationJSON)
+	b = appendUintField(b, `,"publish_debounce":`, uint64(m.PublishDebounce))
 	return closeObject(b, start)
 }
 
