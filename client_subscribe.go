@@ -1,7 +1,9 @@
 package gyre
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -9,6 +11,20 @@ import (
 	"github.com/gyrehq/gyre/filter"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/token"
+)
+
+// Bits of SubscribeRequest.flag, the subscription features a client asks
+// for.
+const (
+	// subscribeFlagCompaction offers channel compaction: the subscribe
+	// result may carry an id that then stands for the channel name in the
+	// subscription's pushes.
+	subscribeFlagCompaction int64 = 1
+	// subscribeFlagRejectUnrecovered asks for error 112 when recovery
+	// cannot return every missed publication, instead of a subscription
+	// with recovered=false: the client then reloads its state and
+	// subscribes again from there.
+	subscribeFlagRejectUnrecovered int64 = 2
 )
 
 // subscribeParams is what was decided about a subscription before it
@@ -28,6 +44,8 @@ type subscribeParams struct {
 	// recovery request
 	recover bool
 	since   broker.StreamPosition
+	// rejectUnrecovered: answer 112 rather than recovered=false.
+	rejectUnrecovered bool
 	// filter is the client's tags filter ANDed with any the server
 	// enforces; delta asks for delta compression.
 	filter *filter.Filter
@@ -165,6 +183,7 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 	if req.Recover && p.recoverable {
 		p.recover = true
 		p.since = broker.StreamPosition{Offset: req.Offset, Epoch: req.Epoch}
+		p.rejectUnrecovered = req.Flag&subscribeFlagRejectUnrecovered != 0
 	}
 	return p, nil
 }
@@ -307,7 +326,10 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 }
 
 // fillStreamPosition sets the stream position of a subscribe result and,
-// when the client recovers, the publications it missed.
+// when the client recovers, the publications it missed. A client that
+// asked to be refused rather than told it lost state (subscribe flag
+// rejectUnrecovered) gets ErrorUnrecoverablePosition instead of a result
+// with recovered=false.
 func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *protocol.SubscribeResult) error {
 	n := c.node
 	res.Positioned = p.positioned
@@ -323,44 +345,30 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 		return nil
 	}
 	res.WasRecovering = true
-	limit := n.cfg.RecoveryMaxPublicationLimit
-	filter := broker.HistoryFilter{Since: &p.since, Limit: limit + 1}
+	missed := n.recoverStream
 	if p.opts.ForceRecoveryMode == "cache" {
-		filter = broker.HistoryFilter{Limit: 1, Reverse: true}
+		missed = n.recoverLatest
 	}
-	pubs, top, err := n.broker.History(p.channel, broker.HistoryOptions{Filter: filter, MetaTTL: p.opts.HistoryMetaTTL})
-	res.Offset, res.Epoch = top.Offset, top.Epoch
-	s.epoch = top.Epoch
-	switch {
-	case errors.Is(err, broker.ErrUnrecoverablePosition):
-		if _, top, err = n.broker.History(p.channel, broker.HistoryOptions{MetaTTL: p.opts.HistoryMetaTTL}); err != nil {
-			return ErrorInternal
-		}
-		res.Offset, res.Epoch = top.Offset, top.Epoch
-		s.epoch = top.Epoch
-		return nil
-	case err != nil:
+	pubs, top, recovered, err := missed(p)
+	if err != nil {
 		n.log.Error("recovery history", "channel", p.channel, "error", err)
 		return ErrorInternal
 	}
-	if p.opts.ForceRecoveryMode == "cache" {
-		res.Recovered = top.Epoch == p.since.Epoch || p.since.Epoch == ""
-		// A client already at the top has the latest publication.
-		upToDate := p.since.Epoch == top.Epoch && p.since.Offset == top.Offset
-		for _, pub := range pubs {
-			if !upToDate && p.filter.Match(pub.Tags) {
-				res.Publications = append(res.Publications, toProtoPub(pub))
-			}
+	res.Offset, res.Epoch = top.Offset, top.Epoch
+	s.epoch = top.Epoch
+	if !recovered {
+		if n.log.Enabled(context.Background(), slog.LevelDebug) {
+			n.log.Debug("recovery incomplete", "client", c.id, "channel", p.channel,
+				"since_offset", p.since.Offset, "since_epoch", p.since.Epoch, "top_offset", top.Offset, "top_epoch", top.Epoch)
 		}
-		c.deltaPayloads(p, res.Publications)
-		return nil
+		if p.rejectUnrecovered {
+			return ErrorUnrecoverablePosition
+		}
 	}
-	if len(pubs) > limit {
-		// Too much was missed: the client is told it lost state.
-		return nil
+	res.Recovered = recovered
+	if len(pubs) > 0 {
+		res.Publications = make([]*protocol.Publication, 0, len(pubs))
 	}
-	res.Recovered = top.Epoch == p.since.Epoch
-	res.Publications = make([]*protocol.Publication, 0, len(pubs))
 	for _, pub := range pubs {
 		// What the filter keeps from the subscriber live stays away on
 		// recovery too.
@@ -370,6 +378,63 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	}
 	c.deltaPayloads(p, res.Publications)
 	return nil
+}
+
+// recoverStream returns the publications after p.since and whether they
+// are all of them; none when they are not, since publications past a gap
+// would read as the continuation of the client's state. Recovered only when the stream is the client's (same
+// epoch), nothing between its offset and the top was evicted, and no more
+// than RecoveryMaxPublicationLimit were missed. Offset 0 with no epoch
+// asks for the stream from its start, whatever its epoch.
+func (n *Node) recoverStream(p subscribeParams) (pubs []*broker.Publication, top broker.StreamPosition, recovered bool, err error) {
+	limit := n.cfg.RecoveryMaxPublicationLimit
+	since := p.since
+	f := broker.HistoryFilter{Since: &since, Limit: limit + 1}
+	if since == (broker.StreamPosition{}) {
+		f.Since = nil
+	}
+	pubs, top, err = n.broker.History(p.channel, broker.HistoryOptions{Filter: f, MetaTTL: p.opts.HistoryMetaTTL})
+	switch {
+	case errors.Is(err, broker.ErrUnrecoverablePosition):
+		return nil, top, false, nil
+	case err != nil:
+		return nil, top, false, err
+	}
+	if len(pubs) > limit || !continuous(pubs, since.Offset, top.Offset) {
+		return nil, top, false, nil
+	}
+	return pubs, top, true, nil
+}
+
+// continuous reports whether pubs, in offset order, are exactly the
+// publications after offset after up to top: a broker returns what it
+// still holds, with no word about what it evicted by size or age.
+func continuous(pubs []*broker.Publication, after, top uint64) bool {
+	if top < after || uint64(len(pubs)) != top-after {
+		return false
+	}
+	for i, pub := range pubs {
+		if pub.Offset != after+uint64(i)+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// recoverLatest is recovery in cache mode: the client is given the
+// channel's latest publication, the whole state it needs, unless it holds
+// it already; also when not recovered. Recovered means the stream is the
+// one the client knew (or it knew none).
+func (n *Node) recoverLatest(p subscribeParams) ([]*broker.Publication, broker.StreamPosition, bool, error) {
+	f := broker.HistoryFilter{Limit: 1, Reverse: true}
+	pubs, top, err := n.broker.History(p.channel, broker.HistoryOptions{Filter: f, MetaTTL: p.opts.HistoryMetaTTL})
+	if err != nil {
+		return nil, top, false, err
+	}
+	if p.since.Epoch == top.Epoch && p.since.Offset == top.Offset {
+		pubs = nil
+	}
+	return pubs, top, p.since.Epoch == top.Epoch || p.since.Epoch == "", nil
 }
 
 // deltaPayloads makes recovered publications of a JSON subscriber with
