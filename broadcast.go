@@ -177,6 +177,9 @@ func (n *Node) broadcastPublication(channel string, enc encodedPush, b *Burst) {
 // publication passed the filter.
 func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *Burst) bool {
 	pub := enc.push.Pub
+	if s.covers(pub.Offset) {
+		return false
+	}
 	if !s.filter.Match(pub.Tags) {
 		s.skip(pub.Offset)
 		return false

@@ -52,39 +52,41 @@ func TestPublicationOrder(t *testing.T) {
 		{"runs", 1, viaRuns},
 		{"runs and plain publishers", 4, viaRuns},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n, url := newTestNode(t, streamConfig())
-			channel := "ord:" + strconv.Itoa(tt.publishers) + strconv.Itoa(int(tt.via))
-			recs := make([]*offsetRecorder, subscribers)
-			for i := range recs {
-				proto := protocol.TypeJSON
-				if i%2 == 1 {
-					proto = protocol.TypeProtobuf
+	brokers(t, func(t *testing.T, b testBroker) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				n, url := newTestNode(t, b.config(t, streamConfig()))
+				channel := "ord:" + strconv.Itoa(tt.publishers) + strconv.Itoa(int(tt.via))
+				recs := make([]*offsetRecorder, subscribers)
+				for i := range recs {
+					proto := protocol.TypeJSON
+					if i%2 == 1 {
+						proto = protocol.TypeProtobuf
+					}
+					c := dialRaw(t, url, proto)
+					c.connect(connToken(t, "u"+strconv.Itoa(i), 0, nil))
+					r := c.call(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: channel}})
+					if r.Error != nil {
+						t.Fatalf("subscribe %d: %+v", i, r.Error)
+					}
+					recs[i] = recordOffsets(c, channel)
+					recs[i].top = r.Subscribe.Offset
 				}
-				c := dialRaw(t, url, proto)
-				c.connect(connToken(t, "u"+strconv.Itoa(i), 0, nil))
-				r := c.call(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: channel}})
-				if r.Error != nil {
-					t.Fatalf("subscribe %d: %+v", i, r.Error)
-				}
-				recs[i] = recordOffsets(c, channel)
-				recs[i].top = r.Subscribe.Offset
-			}
 
-			publishConcurrently(t, n, channel, total, tt.publishers, tt.via)
+				publishConcurrently(t, n, channel, total, tt.publishers, tt.via)
 
-			for i, rec := range recs {
-				offsets, err := rec.wait(total, 30*time.Second)
-				if err != nil {
-					t.Fatalf("subscriber %d (%s): %v after %d publications", i, rec.c.proto, err, len(offsets))
+				for i, rec := range recs {
+					offsets, err := rec.wait(total, 30*time.Second)
+					if err != nil {
+						t.Fatalf("subscriber %d (%s): %v after %d publications", i, rec.c.proto, err, len(offsets))
+					}
+					if err := checkContiguous(offsets, rec.top+1); err != nil {
+						t.Fatalf("subscriber %d (%s): %v", i, rec.c.proto, err)
+					}
 				}
-				if err := checkContiguous(offsets, rec.top+1); err != nil {
-					t.Fatalf("subscriber %d (%s): %v", i, rec.c.proto, err)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // TestSubscribeDuringPublish subscribes clients while publications stream
@@ -94,65 +96,67 @@ func TestPublicationOrder(t *testing.T) {
 // and the live ones that follow make one sequence.
 func TestSubscribeDuringPublish(t *testing.T) {
 	const subscribers = 20
-	for _, tt := range []struct {
-		recover, runs bool
-	}{{false, false}, {true, false}, {false, true}, {true, true}} {
-		recover := tt.recover
-		t.Run(fmt.Sprintf("recover=%v,runs=%v", tt.recover, tt.runs), func(t *testing.T) {
-			cfg := streamConfig()
-			cfg.RecoveryMaxPublicationLimit = 2000
-			n, url := newTestNode(t, cfg)
-			channel := "ord:live"
-			first, err := n.Publish(channel, []byte(`{"i":0}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			stream := startStream(t, n, channel, tt.runs)
-			recs := make([]*offsetRecorder, subscribers)
-			for i := range recs {
-				proto := protocol.TypeJSON
-				if i%2 == 1 {
-					proto = protocol.TypeProtobuf
-				}
-				c := dialRaw(t, url, proto)
-				c.connect(connToken(t, "u"+strconv.Itoa(i), 0, nil))
-				req := &protocol.SubscribeRequest{Channel: channel}
-				if recover {
-					req.Recover, req.Recoverable, req.Offset, req.Epoch = true, true, first.Offset, first.Epoch
-				}
-				r := c.call(&protocol.Command{Subscribe: req})
-				if r.Error != nil || recover && !r.Subscribe.Recovered {
-					t.Fatalf("subscribe %d: %+v", i, r)
-				}
-				top := r.Subscribe.Offset
-				if recover {
-					var recovered []uint64
-					for _, p := range r.Subscribe.Publications {
-						recovered = append(recovered, p.Offset)
-					}
-					if err := checkContiguous(recovered, first.Offset+1); err != nil {
-						t.Fatalf("recovered publications of %d: %v", i, err)
-					}
-					if want := first.Offset + uint64(len(recovered)); top != want {
-						t.Fatalf("subscriber %d: result offset %d after %d publications recovered from %d", i, top, len(recovered), first.Offset)
-					}
-				}
-				recs[i] = recordOffsets(c, channel)
-				recs[i].top = top
-			}
-			last := stream.finish()
-			t.Logf("%d publications, subscribers joined from offset %d to %d", last-first.Offset, recs[0].top, recs[subscribers-1].top)
-			for i, rec := range recs {
-				offsets, err := rec.wait(int(last-rec.top), 30*time.Second)
+	brokers(t, func(t *testing.T, b testBroker) {
+		for _, tt := range []struct {
+			recover, runs bool
+		}{{false, false}, {true, false}, {false, true}, {true, true}} {
+			recover := tt.recover
+			t.Run(fmt.Sprintf("recover=%v,runs=%v", tt.recover, tt.runs), func(t *testing.T) {
+				cfg := streamConfig()
+				cfg.RecoveryMaxPublicationLimit = 2000
+				n, url := newTestNode(t, b.config(t, cfg))
+				channel := "ord:live"
+				first, err := n.Publish(channel, []byte(`{"i":0}`))
 				if err != nil {
-					t.Fatalf("subscriber %d (%s, from offset %d): %v after %d publications", i, rec.c.proto, rec.top, err, len(offsets))
+					t.Fatal(err)
 				}
-				if err := checkContiguous(offsets, rec.top+1); err != nil {
-					t.Fatalf("subscriber %d (%s, from offset %d): %v", i, rec.c.proto, rec.top, err)
+				stream := startStream(t, n, channel, tt.runs)
+				recs := make([]*offsetRecorder, subscribers)
+				for i := range recs {
+					proto := protocol.TypeJSON
+					if i%2 == 1 {
+						proto = protocol.TypeProtobuf
+					}
+					c := dialRaw(t, url, proto)
+					c.connect(connToken(t, "u"+strconv.Itoa(i), 0, nil))
+					req := &protocol.SubscribeRequest{Channel: channel}
+					if recover {
+						req.Recover, req.Recoverable, req.Offset, req.Epoch = true, true, first.Offset, first.Epoch
+					}
+					r := c.call(&protocol.Command{Subscribe: req})
+					if r.Error != nil || recover && !r.Subscribe.Recovered {
+						t.Fatalf("subscribe %d: %+v", i, r)
+					}
+					top := r.Subscribe.Offset
+					if recover {
+						var recovered []uint64
+						for _, p := range r.Subscribe.Publications {
+							recovered = append(recovered, p.Offset)
+						}
+						if err := checkContiguous(recovered, first.Offset+1); err != nil {
+							t.Fatalf("recovered publications of %d: %v", i, err)
+						}
+						if want := first.Offset + uint64(len(recovered)); top != want {
+							t.Fatalf("subscriber %d: result offset %d after %d publications recovered from %d", i, top, len(recovered), first.Offset)
+						}
+					}
+					recs[i] = recordOffsets(c, channel)
+					recs[i].top = top
 				}
-			}
-		})
-	}
+				last := stream.finish()
+				t.Logf("%d publications, subscribers joined from offset %d to %d", last-first.Offset, recs[0].top, recs[subscribers-1].top)
+				for i, rec := range recs {
+					offsets, err := rec.wait(int(last-rec.top), 30*time.Second)
+					if err != nil {
+						t.Fatalf("subscriber %d (%s, from offset %d): %v after %d publications", i, rec.c.proto, rec.top, err, len(offsets))
+					}
+					if err := checkContiguous(offsets, rec.top+1); err != nil {
+						t.Fatalf("subscriber %d (%s, from offset %d): %v", i, rec.c.proto, rec.top, err)
+					}
+				}
+			})
+		}
+	})
 }
 
 // stream publishes into a channel from one goroutine while a test does

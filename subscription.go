@@ -87,6 +87,17 @@ func (s *subscription) deliver(msg []byte, offset uint64, b *Burst) {
 	s.client.enqueueIn(msg, b)
 }
 
+// covers reports whether the subscriber has a publication at offset
+// already, or was told it has it: its subscribe result's position or a
+// publication it was given is at or past it. A broker that delivers
+// through a subscription of its own (Redis pub/sub) may hand over a
+// publication after the subscriber read a stream top that counts it; sent
+// again, it would repeat an offset and, with delta compression, break the
+// chain the next delta builds on.
+func (s *subscription) covers(offset uint64) bool {
+	return offset > 0 && offset <= s.offset.Load()
+}
+
 // takesAll reports whether the subscriber is given every publication of
 // its channel as published: active, with no tag filter and no delta
 // compression.
@@ -95,7 +106,10 @@ func (s *subscription) takesAll() bool {
 }
 
 // deliverRun queues a run of encoded publications, size bytes in all, for
-// a subscriber that takes all; last is the offset of the last one.
+// a subscriber that takes all; last is the offset of the last one. Runs
+// come from a broker that delivers within Publish, under the channel's
+// order that a subscriber reads its stream top under too: none of a run
+// is covered already.
 func (s *subscription) deliverRun(msgs []string, size int, last uint64, b *Burst) {
 	if last > 0 {
 		s.offset.Store(last)
