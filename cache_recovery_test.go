@@ -87,49 +87,51 @@ func TestCacheRecovery(t *testing.T) {
 		{name: "missed none", missed: 0, want: nil},
 		{name: "stale epoch", missed: 3, stale: true, want: []int{3}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			protocols(t, func(t *testing.T, proto protocol.Type) {
-				n, url := newTestNode(t, recoveryModesConfig())
-				const ch = "cache:c"
-				offset, epoch := leaveAfter(t, n, url, proto, &protocol.SubscribeRequest{Channel: ch})
-				top := publishRange(t, n, ch, 1, 1+tt.missed, nil)
-				if tt.missed == 0 {
-					top = gyre.PublishResult{StreamPosition: gyre.StreamPosition{Offset: offset, Epoch: epoch}}
-				}
-				if tt.stale {
-					epoch = "gone"
-				}
+	brokers(t, func(t *testing.T, b testBroker) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				protocols(t, func(t *testing.T, proto protocol.Type) {
+					n, url := newTestNode(t, b.config(t, recoveryModesConfig()))
+					const ch = "cache:c"
+					offset, epoch := leaveAfter(t, n, url, proto, &protocol.SubscribeRequest{Channel: ch})
+					top := publishRange(t, n, ch, 1, 1+tt.missed, nil)
+					if tt.missed == 0 {
+						top = gyre.PublishResult{StreamPosition: gyre.StreamPosition{Offset: offset, Epoch: epoch}}
+					}
+					if tt.stale {
+						epoch = "gone"
+					}
 
-				c := dial(t, url, proto)
-				c.connect(connToken(t, "42", 0, nil))
-				r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch, Recover: true, Offset: offset, Epoch: epoch})
-				if r.Error != nil {
-					t.Fatalf("recover: %+v", r.Error)
-				}
-				res := r.Subscribe
-				if !res.WasRecovering || res.Offset != top.Offset || res.Epoch != top.Epoch {
-					t.Fatalf("recover result %+v, want was_recovering at %d/%s", res, top.Offset, top.Epoch)
-				}
-				if !tt.stale && !res.Recovered {
-					t.Fatalf("recover result %+v, want recovered", res)
-				}
-				if got := payloads(res.Publications); !slices.Equal(got, tt.want) {
-					t.Fatalf("recovered publications %v, want %v", got, tt.want)
-				}
-				if len(res.Publications) > 0 && res.Publications[0].Offset != top.Offset {
-					t.Fatalf("recovered offset %d, want the stream top %d", res.Publications[0].Offset, top.Offset)
-				}
+					c := dial(t, url, proto)
+					c.connect(connToken(t, "42", 0, nil))
+					r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch, Recover: true, Offset: offset, Epoch: epoch})
+					if r.Error != nil {
+						t.Fatalf("recover: %+v", r.Error)
+					}
+					res := r.Subscribe
+					if !res.WasRecovering || res.Offset != top.Offset || res.Epoch != top.Epoch {
+						t.Fatalf("recover result %+v, want was_recovering at %d/%s", res, top.Offset, top.Epoch)
+					}
+					if !tt.stale && !res.Recovered {
+						t.Fatalf("recover result %+v, want recovered", res)
+					}
+					if got := payloads(res.Publications); !slices.Equal(got, tt.want) {
+						t.Fatalf("recovered publications %v, want %v", got, tt.want)
+					}
+					if len(res.Publications) > 0 && res.Publications[0].Offset != top.Offset {
+						t.Fatalf("recovered offset %d, want the stream top %d", res.Publications[0].Offset, top.Offset)
+					}
 
-				// The stream goes on from the top, without a gap or a repeat.
-				next := publishRange(t, n, ch, 100, 101, nil)
-				live := c.WaitPubs(ch, 1)
-				if len(live) != 1 || live[0].Offset != next.Offset || !bytes.Equal(live[0].Data, numbered(100)) {
-					t.Fatalf("live after recovery: %v, want offset %d", live, next.Offset)
-				}
+					// The stream goes on from the top, without a gap or a repeat.
+					next := publishRange(t, n, ch, 100, 101, nil)
+					live := c.WaitPubs(ch, 1)
+					if len(live) != 1 || live[0].Offset != next.Offset || !bytes.Equal(live[0].Data, numbered(100)) {
+						t.Fatalf("live after recovery: %v, want offset %d", live, next.Offset)
+					}
+				})
 			})
-		})
-	}
+		}
+	})
 }
 
 // TestRecoveryAppliesTagsFilter: what a subscriber's filter kept from it
@@ -148,76 +150,80 @@ func TestRecoveryAppliesTagsFilter(t *testing.T) {
 		// one that matches, but never the latest one itself.
 		{"cache:g", 5, [][]int{nil, {4}}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.channel, func(t *testing.T) {
-			protocols(t, func(t *testing.T, proto protocol.Type) {
-				n, url := newTestNode(t, recoveryModesConfig())
-				tf := mustParse(t, `even == "true"`)
-				offset, epoch := leaveAfter(t, n, url, proto, &protocol.SubscribeRequest{Channel: tt.channel, Tf: tf})
-				publishRange(t, n, tt.channel, 1, 1+tt.missed, evenTag)
+	brokers(t, func(t *testing.T, b testBroker) {
+		for _, tt := range tests {
+			t.Run(tt.channel, func(t *testing.T) {
+				protocols(t, func(t *testing.T, proto protocol.Type) {
+					n, url := newTestNode(t, b.config(t, recoveryModesConfig()))
+					tf := mustParse(t, `even == "true"`)
+					offset, epoch := leaveAfter(t, n, url, proto, &protocol.SubscribeRequest{Channel: tt.channel, Tf: tf})
+					publishRange(t, n, tt.channel, 1, 1+tt.missed, evenTag)
 
-				c := dial(t, url, proto)
-				c.connect(connToken(t, "42", 0, nil))
-				r := c.Subscribe(&protocol.SubscribeRequest{Channel: tt.channel, Tf: tf, Recover: true, Offset: offset, Epoch: epoch})
-				if r.Error != nil || !r.Subscribe.Recovered {
-					t.Fatalf("recover: %+v", r)
-				}
-				got := payloads(r.Subscribe.Publications)
-				if !slices.ContainsFunc(tt.want, func(w []int) bool { return slices.Equal(got, w) }) {
-					t.Fatalf("recovered publications %v, want one of %v (those the filter lets through)", got, tt.want)
-				}
+					c := dial(t, url, proto)
+					c.connect(connToken(t, "42", 0, nil))
+					r := c.Subscribe(&protocol.SubscribeRequest{Channel: tt.channel, Tf: tf, Recover: true, Offset: offset, Epoch: epoch})
+					if r.Error != nil || !r.Subscribe.Recovered {
+						t.Fatalf("recover: %+v", r)
+					}
+					got := payloads(r.Subscribe.Publications)
+					if !slices.ContainsFunc(tt.want, func(w []int) bool { return slices.Equal(got, w) }) {
+						t.Fatalf("recovered publications %v, want one of %v (those the filter lets through)", got, tt.want)
+					}
+				})
 			})
-		})
-	}
+		}
+	})
 }
 
 // TestCacheRecoveryDelta: the latest publication recovered by a delta
 // subscriber comes in full (a JSON string on JSON connections), and the
 // live deltas that follow decode against it.
 func TestCacheRecoveryDelta(t *testing.T) {
-	protocols(t, func(t *testing.T, proto protocol.Type) {
-		n, url := newTestNode(t, recoveryModesConfig())
-		const ch = "cache:d"
-		c := dial(t, url, proto)
-		c.connect(connToken(t, "42", 0, nil))
-		r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch, Delta: "fossil"})
-		if r.Error != nil || !r.Subscribe.Delta {
-			t.Fatalf("subscribe with delta: %+v", r)
-		}
-		for i := range 3 {
-			if _, err := n.Publish(ch, bigDoc(i), gyre.WithDelta()); err != nil {
-				t.Fatal(err)
+	brokers(t, func(t *testing.T, b testBroker) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			n, url := newTestNode(t, b.config(t, recoveryModesConfig()))
+			const ch = "cache:d"
+			c := dial(t, url, proto)
+			c.connect(connToken(t, "42", 0, nil))
+			r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch, Delta: "fossil"})
+			if r.Error != nil || !r.Subscribe.Delta {
+				t.Fatalf("subscribe with delta: %+v", r)
 			}
-		}
-		seen := c.WaitPubs(ch, 3)
-		c.Conn().Close()
-		for i := 3; i < 7; i++ {
-			if _, err := n.Publish(ch, bigDoc(i), gyre.WithDelta()); err != nil {
-				t.Fatal(err)
+			for i := range 3 {
+				if _, err := n.Publish(ch, bigDoc(i), gyre.WithDelta()); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
+			seen := c.WaitPubs(ch, 3)
+			c.Conn().Close()
+			for i := 3; i < 7; i++ {
+				if _, err := n.Publish(ch, bigDoc(i), gyre.WithDelta()); err != nil {
+					t.Fatal(err)
+				}
+			}
 
-		c2 := dial(t, url, proto)
-		c2.connect(connToken(t, "42", 0, nil))
-		r = c2.Subscribe(&protocol.SubscribeRequest{Channel: ch, Delta: "fossil", Recover: true, Offset: seen[2].Offset, Epoch: r.Subscribe.Epoch})
-		if r.Error != nil || !r.Subscribe.Recovered || len(r.Subscribe.Publications) != 1 || r.Subscribe.Publications[0].Delta {
-			t.Fatalf("recover: %+v", r)
-		}
-		for i := 7; i < 10; i++ {
-			if _, err := n.Publish(ch, bigDoc(i), gyre.WithDelta()); err != nil {
-				t.Fatal(err)
+			c2 := dial(t, url, proto)
+			c2.connect(connToken(t, "42", 0, nil))
+			r = c2.Subscribe(&protocol.SubscribeRequest{Channel: ch, Delta: "fossil", Recover: true, Offset: seen[2].Offset, Epoch: r.Subscribe.Epoch})
+			if r.Error != nil || !r.Subscribe.Recovered || len(r.Subscribe.Publications) != 1 || r.Subscribe.Publications[0].Delta {
+				t.Fatalf("recover: %+v", r)
 			}
-		}
-		live := c2.WaitPubs(ch, 3)
-		got, deltas := decodeDeltaStream(t, proto, append(r.Subscribe.Publications, live...))
-		for i, p := range got {
-			if !bytes.Equal(p, bigDoc(6+i)) {
-				t.Fatalf("publication %d after recovery decodes wrong: %.60q…", 6+i, p)
+			for i := 7; i < 10; i++ {
+				if _, err := n.Publish(ch, bigDoc(i), gyre.WithDelta()); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		if deltas == 0 {
-			t.Fatal("no live publication after recovery came as a delta")
-		}
+			live := c2.WaitPubs(ch, 3)
+			got, deltas := decodeDeltaStream(t, proto, append(r.Subscribe.Publications, live...))
+			for i, p := range got {
+				if !bytes.Equal(p, bigDoc(6+i)) {
+					t.Fatalf("publication %d after recovery decodes wrong: %.60q…", 6+i, p)
+				}
+			}
+			if deltas == 0 {
+				t.Fatal("no live publication after recovery came as a delta")
+			}
+		})
 	})
 }
 

@@ -184,42 +184,44 @@ func TestSubscriptionToken(t *testing.T) {
 }
 
 func TestRecovery(t *testing.T) {
-	protocols(t, func(t *testing.T, proto protocol.Type) {
-		n, url := newTestNode(t, chatConfig())
-		c := dial(t, url, proto)
-		c.connect(connToken(t, "42", 0, nil))
-		r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:r", Recoverable: true})
-		if r.Error != nil || !r.Subscribe.Recoverable || r.Subscribe.Epoch == "" {
-			t.Fatalf("subscribe: %+v", r)
-		}
-		if _, err := n.Publish("chat:r", []byte(`{"n":1}`)); err != nil {
-			t.Fatal(err)
-		}
-		first := c.WaitPubs("chat:r", 1)[0]
-		epoch := r.Subscribe.Epoch
-		c.Conn().Close()
-
-		for i := 2; i <= 4; i++ {
-			if _, err := n.Publish("chat:r", []byte(`{"n":`+string(rune('0'+i))+`}`)); err != nil {
+	brokers(t, func(t *testing.T, b testBroker) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			n, url := newTestNode(t, b.config(t, chatConfig()))
+			c := dial(t, url, proto)
+			c.connect(connToken(t, "42", 0, nil))
+			r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:r", Recoverable: true})
+			if r.Error != nil || !r.Subscribe.Recoverable || r.Subscribe.Epoch == "" {
+				t.Fatalf("subscribe: %+v", r)
+			}
+			if _, err := n.Publish("chat:r", []byte(`{"n":1}`)); err != nil {
 				t.Fatal(err)
 			}
-		}
-		c2 := dial(t, url, proto)
-		c2.connect(connToken(t, "42", 0, nil))
-		r = c2.Subscribe(&protocol.SubscribeRequest{Channel: "chat:r", Recover: true, Offset: first.Offset, Epoch: epoch, Recoverable: true})
-		res := r.Subscribe
-		if r.Error != nil || !res.Recovered || !res.WasRecovering || len(res.Publications) != 3 {
-			t.Fatalf("recover: %+v", r)
-		}
-		for i, p := range res.Publications {
-			if p.Offset != first.Offset+uint64(i)+1 {
-				t.Fatalf("publication %d has offset %d", i, p.Offset)
+			first := c.WaitPubs("chat:r", 1)[0]
+			epoch := r.Subscribe.Epoch
+			c.Conn().Close()
+
+			for i := 2; i <= 4; i++ {
+				if _, err := n.Publish("chat:r", []byte(`{"n":`+string(rune('0'+i))+`}`)); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		bad := c2.Subscribe(&protocol.SubscribeRequest{Channel: "chat:other", Recover: true, Offset: 5, Epoch: "gone", Recoverable: true})
-		if bad.Error != nil || bad.Subscribe.Recovered || !bad.Subscribe.WasRecovering {
-			t.Fatalf("recover with a wrong epoch: %+v", bad)
-		}
+			c2 := dial(t, url, proto)
+			c2.connect(connToken(t, "42", 0, nil))
+			r = c2.Subscribe(&protocol.SubscribeRequest{Channel: "chat:r", Recover: true, Offset: first.Offset, Epoch: epoch, Recoverable: true})
+			res := r.Subscribe
+			if r.Error != nil || !res.Recovered || !res.WasRecovering || len(res.Publications) != 3 {
+				t.Fatalf("recover: %+v", r)
+			}
+			for i, p := range res.Publications {
+				if p.Offset != first.Offset+uint64(i)+1 {
+					t.Fatalf("publication %d has offset %d", i, p.Offset)
+				}
+			}
+			bad := c2.Subscribe(&protocol.SubscribeRequest{Channel: "chat:other", Recover: true, Offset: 5, Epoch: "gone", Recoverable: true})
+			if bad.Error != nil || bad.Subscribe.Recovered || !bad.Subscribe.WasRecovering {
+				t.Fatalf("recover with a wrong epoch: %+v", bad)
+			}
+		})
 	})
 }
 
