@@ -1,0 +1,70 @@
+package gyre_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// TestPositioning: the position check unsubscribes with 2500 a positioned
+// subscriber whose stream was lost (here its meta expired while the
+// channel was quiet, so the stream has a new epoch), and leaves alone one
+// that received everything. The client then resubscribes and goes on in
+// the new stream.
+func TestPositioning(t *testing.T) {
+	opts := gyre.ChannelOptions{
+		HistorySize: 10, HistoryTTL: time.Minute, ForcePositioning: true, AllowSubscribeForClient: true,
+	}
+	fleeting := opts
+	fleeting.HistoryMetaTTL = 100 * time.Millisecond
+	cfg := gyre.Config{
+		PositionCheckInterval: 500 * time.Millisecond,
+		Channels: gyre.ChannelConfig{Namespaces: []gyre.Namespace{
+			{Name: "fleeting", ChannelOptions: fleeting},
+			{Name: "kept", ChannelOptions: opts},
+		}},
+	}
+	brokers(t, func(t *testing.T, b testBroker) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			n, url := newTestNode(t, b.config(t, cfg))
+			c := dial(t, url, proto)
+			c.connect(connToken(t, "42", 0, nil))
+			lost := c.MustSubscribe("fleeting:a")
+			kept := c.MustSubscribe("kept:a")
+			if !lost.Positioned || !kept.Positioned || lost.Epoch == "" {
+				t.Fatalf("subscribe results %+v and %+v, want positioned", lost, kept)
+			}
+			if _, err := n.Publish("kept:a", numbered(1)); err != nil {
+				t.Fatal(err)
+			}
+			c.WaitPubs("kept:a", 1)
+
+			unsub := c.WaitPush("unsubscribe 2500 from fleeting:a", func(p *protocol.Push) bool {
+				return p.Channel == "fleeting:a" && p.Unsubscribe != nil
+			})
+			if code := unsub.Unsubscribe.Code; code != 2500 {
+				t.Fatalf("unsubscribe code %d, want 2500 (insufficient state)", code)
+			}
+			// The check that found fleeting:a lost also checked kept:a: were
+			// it unsubscribed, this publication would not arrive.
+			if _, err := n.Publish("kept:a", numbered(2)); err != nil {
+				t.Fatal(err)
+			}
+			c.WaitPubs("kept:a", 2)
+
+			again := c.MustSubscribe("fleeting:a")
+			if again.Epoch == lost.Epoch {
+				t.Fatalf("resubscribed in epoch %q, the lost stream's", again.Epoch)
+			}
+			res, err := n.Publish("fleeting:a", numbered(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.WaitPubs("fleeting:a", 1); got[0].Offset != res.Offset || res.Epoch != again.Epoch {
+				t.Fatalf("publication at %d in epoch %q, want %d in %q", got[0].Offset, res.Epoch, res.Offset, again.Epoch)
+			}
+		})
+	})
+}
