@@ -56,6 +56,17 @@ const (
 	numVariants
 )
 
+// Shapes of a push on the wire: in a Reply with the channel name (a
+// bidirectional connection), bare (a unidirectional one), or in a Reply
+// with the channel's number instead of its name (a subscription with
+// channel compaction).
+const (
+	shapeReply = iota
+	shapeUni
+	shapeCompact
+	numShapes
+)
+
 // encodedPush encodes one push lazily, once per wire variant, for a whole
 // fan-out.
 type encodedPush struct {
@@ -67,8 +78,11 @@ type encodedPush struct {
 	canDelta bool
 	prev     []byte
 	delta    []byte
-	// msgs by [protocol type][unidirectional][variant]
-	msgs [2][2][numVariants][]byte
+	// msgs by [protocol type][shape][variant]
+	msgs [2][numShapes][numVariants][]byte
+	// channelID is the number of the channel in shapeCompact messages,
+	// the same for every subscriber of the fan-out.
+	channelID int64
 	// sizeHint pre-sizes buffers so that the JSON encoder does not grow
 	// them field by field.
 	sizeHint   int
@@ -77,8 +91,7 @@ type encodedPush struct {
 	err        error
 }
 
-func (e *encodedPush) get(t protocol.Type, uni bool, variant int) []byte {
-	u := boolIndex(uni)
+func (e *encodedPush) get(t protocol.Type, shape uint8, channelID int64, variant int) []byte {
 	if variant == variantDelta {
 		if e.delta == nil {
 			e.delta = fossil.AppendCreate(nil, e.prev, e.data)
@@ -90,7 +103,19 @@ func (e *encodedPush) get(t protocol.Type, uni bool, variant int) []byte {
 	if t == protocol.TypeProtobuf && variant == variantFull {
 		variant = variantPlain // protobuf carries the full payload as is
 	}
-	if m := e.msgs[t][u][variant]; m != nil {
+	cache := true
+	if shape == shapeCompact {
+		switch e.channelID {
+		case 0:
+			e.channelID = channelID
+		case channelID:
+		default:
+			// Subscribers of one list share the channel's number; a
+			// subscriber with another one is given a message of its own.
+			cache = false
+		}
+	}
+	if m := e.msgs[t][shape][variant]; cache && m != nil {
 		return m
 	}
 	push := e.push
@@ -107,12 +132,19 @@ func (e *encodedPush) get(t protocol.Type, uni bool, variant int) []byte {
 		}
 	}
 	m := make([]byte, 0, e.sizeHint+len(push.Pub.GetData()))
-	if uni {
+	switch shape {
+	case shapeUni:
 		m, e.err = protocol.AppendPush(m, t, push)
-	} else {
+	case shapeCompact:
+		// A fan-out carries a publication, a join or a leave.
+		compact := &protocol.Push{Id: channelID, Pub: push.Pub, Join: push.Join, Leave: push.Leave}
+		m, e.err = protocol.AppendReply(m, t, &protocol.Reply{Push: compact})
+	default:
 		m, e.err = protocol.AppendReply(m, t, &protocol.Reply{Push: push})
 	}
-	e.msgs[t][u][variant] = m
+	if cache {
+		e.msgs[t][shape][variant] = m
+	}
 	return m
 }
 
@@ -184,7 +216,7 @@ func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *
 		s.skip(pub.Offset)
 		return false
 	}
-	msg := enc.get(s.client.proto, s.client.uni, s.payloadVariant(enc.canDelta))
+	msg := enc.get(s.client.proto, s.shape, s.channelID, s.payloadVariant(enc.canDelta))
 	if msg == nil {
 		n.undeliverable(s.client, channel, enc.err)
 		return true
@@ -212,16 +244,16 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burs
 		encs = append(encs, publicationPush(channel, rp.Pub, rp.Delta, rp.Prev))
 	}
 	// whole holds the run as sent to subscribers that take all of it, by
-	// [protocol type][unidirectional], made for the first one of each.
-	var whole [2][2]*wholeRun
+	// [protocol type][shape], made for the first one of each.
+	var whole [2][numShapes]*wholeRun
 	sent := 0
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
 			if s.takesAll() {
-				wr := whole[s.client.proto][boolIndex(s.client.uni)]
+				wr := whole[s.client.proto][s.shape]
 				if wr == nil {
-					wr = newWholeRun(run, encs, s.client.proto, s.client.uni)
-					whole[s.client.proto][boolIndex(s.client.uni)] = wr
+					wr = newWholeRun(run, encs, s.client.proto, s.shape, s.channelID)
+					whole[s.client.proto][s.shape] = wr
 				}
 				if len(wr.msgs) > 0 {
 					s.deliverRun(wr.msgs, wr.size, wr.last, b)
@@ -263,10 +295,10 @@ type wholeRun struct {
 	err error
 }
 
-func newWholeRun(run []broker.RunPublication, encs []encodedPush, t protocol.Type, uni bool) *wholeRun {
+func newWholeRun(run []broker.RunPublication, encs []encodedPush, t protocol.Type, shape uint8, channelID int64) *wholeRun {
 	wr := &wholeRun{msgs: make([]string, 0, len(run))}
 	for i := range encs {
-		msg := encs[i].get(t, uni, variantPlain)
+		msg := encs[i].get(t, shape, channelID, variantPlain)
 		if msg == nil {
 			wr.err = encs[i].err
 			break
@@ -278,13 +310,6 @@ func newWholeRun(run []broker.RunPublication, encs []encodedPush, t protocol.Typ
 		}
 	}
 	return wr
-}
-
-func boolIndex(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
@@ -305,7 +330,7 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 				continue
 			}
 			sent++
-			msg := enc.get(s.client.proto, s.client.uni, variantPlain)
+			msg := enc.get(s.client.proto, s.shape, s.channelID, variantPlain)
 			if msg == nil {
 				n.undeliverable(s.client, channel, enc.err)
 				continue

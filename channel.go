@@ -41,6 +41,10 @@ type ChannelOptions struct {
 	DeltaPublish bool
 	// AllowTagsFilter lets subscribers pass a tags filter.
 	AllowTagsFilter bool
+	// AllowChannelCompaction lets a subscriber that offers it (subscribe
+	// flag 1) receive its pushes with a number, the subscribe result's id,
+	// in place of the channel name.
+	AllowChannelCompaction bool
 
 	AllowSubscribeForClient    bool
 	AllowSubscribeForAnonymous bool

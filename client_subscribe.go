@@ -50,6 +50,9 @@ type subscribeParams struct {
 	// enforces; delta asks for delta compression.
 	filter *filter.Filter
 	delta  bool
+	// compact: the subscriber's pushes carry the channel's number instead
+	// of its name.
+	compact bool
 }
 
 // enforceFilter ANDs a filter the server decided (token claim or handler)
@@ -126,6 +129,7 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 		}
 		p.filter = f
 	}
+	p.compact = opts.AllowChannelCompaction && req.Flag&subscribeFlagCompaction != 0
 	p.recoverable = opts.ForceRecovery || (opts.AllowRecovery && req.Recoverable)
 	p.positioned = opts.HistoryEnabled() && (opts.ForcePositioning || (opts.AllowPositioning && req.Positioned))
 	p.presence = opts.Presence
@@ -269,6 +273,13 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 		joinLeave:     p.joinLeave,
 		filter:        p.filter,
 		delta:         p.delta,
+		shape:         shapeReply,
+	}
+	switch {
+	case c.uni:
+		s.shape = shapeUni
+	case p.compact:
+		s.shape = shapeCompact
 	}
 	c.mu.Lock()
 	if c.subs == nil {
@@ -293,7 +304,7 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 		}
 	}
 	lock.Unlock()
-	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta}
+	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta, Id: s.channelID}
 	if p.expireAt > 0 {
 		ttl := p.expireAt - time.Now().Unix()
 		if ttl <= 0 {

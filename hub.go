@@ -25,6 +25,10 @@ type hub struct {
 	// reach the broker in the opposite order, and no subscriber reads the
 	// stream position before the broker subscription is confirmed.
 	subLocks [hubShards]sync.Mutex
+	// lastChannelID numbers channels as they get their first subscriber
+	// here. A number is never given twice, so within one connection it
+	// names one channel, whatever came and went before.
+	lastChannelID atomic.Int64
 }
 
 // subLock returns the lock that serializes broker subscription changes of
@@ -41,6 +45,10 @@ type channelShard struct {
 // channelSubs is one channel's subscribers on this node.
 type channelSubs struct {
 	list atomic.Pointer[subList]
+	// id stands for the channel in the pushes of subscribers with channel
+	// compaction. All subscribers in one list share it, so a push with it
+	// is encoded once for all of them.
+	id int64
 }
 
 // subChunk is how many subscribers one chunk of a subList holds. A
@@ -141,20 +149,24 @@ func (h *hub) shard(key string) int {
 }
 
 // addSubscription adds s to its channel and reports whether it is the first
-// subscriber of the channel on this node.
+// subscriber of the channel on this node. A subscription with channel
+// compaction is given the channel's id.
 func (h *hub) addSubscription(s *subscription) (first bool) {
 	sh := &h.channels[h.shard(s.channel)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	cs, ok := sh.subs[s.channel]
 	if !ok {
-		cs = &channelSubs{}
+		cs = &channelSubs{id: h.lastChannelID.Add(1)}
 		cs.list.Store(emptySubs)
 		sh.subs[s.channel] = cs
 	}
 	old := cs.list.Load()
 	next, pos := old.with(s)
 	s.hubPos = int32(pos)
+	if s.shape == shapeCompact {
+		s.channelID = cs.id
+	}
 	cs.list.Store(next)
 	return old.n == 0
 }

@@ -44,6 +44,11 @@ type subscription struct {
 	filter *filter.Filter
 	// delta: the subscriber negotiated fossil delta compression.
 	delta bool
+	// shape is how its pushes are framed (shapeReply, shapeUni or
+	// shapeCompact); channelID is the number that replaces the channel
+	// name with shapeCompact.
+	shape     uint8
+	channelID int64
 	// deltaBase is set once the subscriber received a live publication, so
 	// that it holds the payload the next delta applies to. Only the
 	// channel's broadcasts touch it, and the broker never runs two of them

@@ -91,6 +91,7 @@ func channelOptions(o config.ChannelOptions, metaTTL time.Duration) gyre.Channel
 		AllowedDeltaTypes:          o.AllowedDeltaTypes,
 		DeltaPublish:               o.DeltaPublish,
 		AllowTagsFilter:            o.AllowTagsFilter,
+		AllowChannelCompaction:     o.AllowChannelCompaction,
 		AllowSubscribeForClient:    o.AllowSubscribeForClient,
 		AllowSubscribeForAnonymous: o.AllowSubscribeForAnonymous,
 		AllowPublishForSubscriber:  o.AllowPublishForSubscriber,

@@ -40,6 +40,7 @@ type ChannelOptions struct {
 	AllowedDeltaTypes          []string      `key:"allowed_delta_types" enum:"fossil" help:"Delta compression types subscribers may ask for; only fossil exists."`
 	DeltaPublish               bool          `key:"delta_publish" help:"Publish every publication as a delta candidate without the API asking."`
 	AllowTagsFilter            bool          `key:"allow_tags_filter" help:"Let subscribers pass a tags filter so only matching publications reach them."`
+	AllowChannelCompaction     bool          `key:"allow_channel_compaction" help:"Let subscribers that offer it (subscribe flag 1) receive pushes with a number, given in the subscribe result, in place of the channel name."`
 	AllowSubscribeForClient    bool          `key:"allow_subscribe_for_client" help:"Let authenticated clients subscribe without a subscription token."`
 	AllowSubscribeForAnonymous bool          `key:"allow_subscribe_for_anonymous" help:"Let anonymous clients subscribe without a subscription token."`
 	AllowPublishForSubscriber  bool          `key:"allow_publish_for_subscriber" help:"Let subscribers of a channel publish into it."`
