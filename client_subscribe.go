@@ -117,6 +117,12 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 	if req.Delta != "" && !slices.Contains(opts.AllowedDeltaTypes, req.Delta) {
 		return subscribeParams{}, ErrorBadRequest
 	}
+	if req.Type != 0 {
+		// Only streams (type 0) exist here; a client asking for another
+		// kind would misread a stream's pushes as that kind's.
+		n.log.Info("subscription type not supported", "client", c.id, "channel", req.Channel, "type", req.Type)
+		return subscribeParams{}, ErrorBadRequest
+	}
 	p := subscribeParams{channel: req.Channel, opts: opts, delta: req.Delta != ""}
 	if req.Tf != nil {
 		if !opts.AllowTagsFilter || req.Delta != "" {

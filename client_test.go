@@ -103,19 +103,22 @@ func TestSubscribeErrors(t *testing.T) {
 		user    string
 		channel string
 		code    uint32
+		typ     int32
 	}{
-		{"unknown namespace", "42", "nope:x", 102},
-		{"namespace without permission", "42", "private:x", 103},
-		{"private prefix", "42", "$secret", 103},
-		{"user limited channel off", "42", "news#42", 103},
-		{"empty channel", "42", "", 102},
+		{"unknown namespace", "42", "nope:x", 102, 0},
+		{"namespace without permission", "42", "private:x", 103, 0},
+		{"private prefix", "42", "$secret", 103, 0},
+		{"user limited channel off", "42", "news#42", 103, 0},
+		{"empty channel", "42", "", 102, 0},
+		// Subscription types other than a stream (0) are not served.
+		{"subscription type 1", "42", "chat:x", 107, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, url := newTestNode(t, chatConfig())
 			c := dial(t, url, protocol.TypeJSON)
 			c.connect(connToken(t, tt.user, 0, nil))
-			r := c.Subscribe(&protocol.SubscribeRequest{Channel: tt.channel})
+			r := c.Subscribe(&protocol.SubscribeRequest{Channel: tt.channel, Type: tt.typ})
 			if r.Error == nil || r.Error.Code != tt.code {
 				t.Fatalf("reply %+v, want error %d", r, tt.code)
 			}
