@@ -1,0 +1,94 @@
+package sdk
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/centrifugal/centrifuge-go"
+	"github.com/golang-jwt/jwt/v5"
+)
+
+func TestRefusedSubscriptions(t *testing.T) {
+	cases := []struct {
+		name  string
+		ch    string
+		token func(t *testing.T, ch string) string
+		code  uint32
+	}{
+		{name: "private namespace without token", ch: channel("private:"), code: 103},
+		{name: "unknown namespace", ch: "nope:" + channel(""), code: 102},
+		{
+			name: "token for another channel", ch: channel("private:tok-"), code: 103,
+			token: func(t *testing.T, ch string) string {
+				return token(t, jwt.MapClaims{"sub": "alice", "channel": ch + "-other"}, "")
+			},
+		},
+		{
+			name: "token for another user", ch: channel("private:tok-"), code: 103,
+			token: func(t *testing.T, ch string) string {
+				return token(t, jwt.MapClaims{"sub": "mallory", "channel": ch}, "")
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eachCodec(t, func(t *testing.T, cd codec) {
+				c := newClient(t, cd, clientOptions{user: "alice"})
+				c.connect(t)
+				var config centrifuge.SubscriptionConfig
+				if tc.token != nil {
+					config.Token = tc.token(t, tc.ch)
+				}
+				s := newSub(t, c, tc.ch, config)
+				if err := s.Subscribe(); err != nil {
+					t.Fatalf("subscribe: %v", err)
+				}
+				ev := s.unsubscribed.wait(t, 0, nil)
+				if ev.Code != tc.code {
+					t.Fatalf("unsubscribed with %+v, want code %d", ev, tc.code)
+				}
+				if got := s.subscribed.since(0); len(got) != 0 {
+					t.Fatalf("subscribed as well: %s", show(got))
+				}
+				if st := c.State(); st != centrifuge.StateConnected {
+					t.Fatalf("client state %s: a refused subscription must not cost the connection", st)
+				}
+			})
+		})
+	}
+}
+
+func TestPrivateChannelWithItsToken(t *testing.T) {
+	eachCodec(t, func(t *testing.T, cd codec) {
+		c := newClient(t, cd, clientOptions{user: "dave"})
+		c.connect(t)
+		ch := channel("private:tok-")
+		s := newSub(t, c, ch, centrifuge.SubscriptionConfig{
+			Token: token(t, jwt.MapClaims{"sub": "dave", "channel": ch}, ""),
+		})
+		s.subscribe(t)
+		publish(t, ch, map[string]any{"secret": true})
+		ev := s.pubs.wait(t, 0, nil)
+		sameJSON(t, "publication", ev.Data, map[string]any{"secret": true})
+	})
+}
+
+func TestPublishWithoutPermissionRefused103(t *testing.T) {
+	eachCodec(t, func(t *testing.T, cd codec) {
+		c := newClient(t, cd, clientOptions{})
+		c.connect(t)
+		// Subscribing is allowed without a namespace, publishing is not.
+		s := newSub(t, c, channel("open-"), centrifuge.SubscriptionConfig{})
+		s.subscribe(t)
+		var replyErr *centrifuge.Error
+		_, err := s.Publish(ctx(t), []byte(`{"x":1}`))
+		if !errors.As(err, &replyErr) || replyErr.Code != 103 {
+			t.Fatalf("publish into a channel without publish permission: %v, want error 103", err)
+		}
+		// In "chat" publishing needs a subscription first.
+		_, err = c.Publish(ctx(t), channel("chat:nosub-"), []byte(`{"x":1}`))
+		if !errors.As(err, &replyErr) || replyErr.Code != 103 {
+			t.Fatalf("publish into chat without a subscription: %v, want error 103", err)
+		}
+	})
+}
