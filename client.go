@@ -27,9 +27,12 @@ type Client struct {
 	transport Transport
 	proto     protocol.Type
 	uni       bool
-	w         *writer
-	ctx       context.Context
-	startedAt time.Time
+	// declineCompaction: the client's SDK offers channel compaction but
+	// cannot use it (see compactionBroken).
+	declineCompaction bool
+	w                 *writer
+	ctx               context.Context
+	startedAt         time.Time
 
 	state atomic.Uint32
 	// awaitingPong is set when a ping was sent and cleared by any command.

@@ -49,6 +49,17 @@ func (c *Client) afterConnect(subs []*subscription) {
 	}
 }
 
+// compactionBroken reports whether a client that names itself name on a
+// connection of type t offers channel compaction without being able to
+// use it. centrifuge-js (name "js") offers it on every subscribe, but its
+// protobuf build decodes the 64-bit channel numbers into objects and
+// compares them by identity, so it would drop every compacted push: such a
+// client is given channel names (centrifuge-js 5.8; its JSON build and
+// centrifuge-go in both formats are fine).
+func compactionBroken(t protocol.Type, name string) bool {
+	return t == protocol.TypeProtobuf && name == "js"
+}
+
 // connect decides the connection and builds its result. The returned
 // subscriptions are pending until the result is enqueued.
 func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult, []*subscription, error) {
@@ -95,6 +106,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	c.info = creds.Info
 	c.expireAt = creds.ExpireAt
 	c.subs = make(map[string]*subscription)
+	c.declineCompaction = compactionBroken(c.proto, req.Name)
 	c.mu.Unlock()
 
 	res := &protocol.ConnectResult{

@@ -135,7 +135,7 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 		}
 		p.filter = f
 	}
-	p.compact = opts.AllowChannelCompaction && req.Flag&subscribeFlagCompaction != 0
+	p.compact = opts.AllowChannelCompaction && req.Flag&subscribeFlagCompaction != 0 && !c.declineCompaction
 	p.recoverable = opts.ForceRecovery || (opts.AllowRecovery && req.Recoverable)
 	p.positioned = opts.HistoryEnabled() && (opts.ForcePositioning || (opts.AllowPositioning && req.Positioned))
 	p.presence = opts.Presence

@@ -149,3 +149,26 @@ func TestChannelCompactionDelta(t *testing.T) {
 		})
 	})
 }
+
+// TestChannelCompactionDeclinedForJSProtobuf: the protobuf build of
+// centrifuge-js offers channel compaction but drops the pushes it gets
+// numbered (it compares decoded 64-bit numbers by identity), so a
+// protobuf client named "js" keeps channel names; over JSON it is given
+// a number.
+func TestChannelCompactionDeclinedForJSProtobuf(t *testing.T) {
+	protocols(t, func(t *testing.T, proto protocol.Type) {
+		_, url := newTestNode(t, compactionConfig())
+		c := dial(t, url, proto)
+		r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(t, "alice", 0, nil), Name: "js"}})
+		if r.Error != nil {
+			t.Fatalf("connect: %+v", r.Error)
+		}
+		r = c.Subscribe(&protocol.SubscribeRequest{Channel: "compact:js", Flag: 1})
+		if r.Error != nil {
+			t.Fatalf("subscribe: %+v", r.Error)
+		}
+		if got, want := r.Subscribe.Id != 0, proto == protocol.TypeJSON; got != want {
+			t.Fatalf("centrifuge-js over %s given a channel number: %v, want %v", proto, got, want)
+		}
+	})
+}

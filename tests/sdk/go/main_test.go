@@ -34,7 +34,8 @@ func run(m *testing.M) int {
 // other SDK suites: "chat" is a history namespace with presence for recovery
 // and join/leave, "private" allows nothing without a subscription token; and
 // "small" keeps only two publications, so that a client away for longer
-// cannot recover.
+// cannot recover; "compact" allows channel compaction, which centrifuge-go
+// offers on every subscribe.
 func config() map[string]any {
 	return map[string]any{
 		"log": map[string]any{"level": "info"},
@@ -66,6 +67,16 @@ func config() map[string]any {
 					"history_ttl":                "300s",
 					"force_recovery":             true,
 					"allow_subscribe_for_client": true,
+				},
+				{
+					"name":                       "compact",
+					"join_leave":                 true,
+					"force_push_join_leave":      true,
+					"history_size":               10,
+					"history_ttl":                "300s",
+					"force_recovery":             true,
+					"allow_subscribe_for_client": true,
+					"allow_channel_compaction":   true,
 				},
 				{"name": "private"},
 			},
