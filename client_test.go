@@ -79,21 +79,23 @@ func TestConnectExpiredToken(t *testing.T) {
 }
 
 func TestSubscribeAndReceive(t *testing.T) {
-	protocols(t, func(t *testing.T, proto protocol.Type) {
-		n, url := newTestNode(t, chatConfig())
-		c := dial(t, url, proto)
-		c.connect(connToken(t, "42", 0, nil))
-		r := c.Subscribe(&protocol.SubscribeRequest{Channel: "news"})
-		if r.Error != nil {
-			t.Fatalf("subscribe: %+v", r.Error)
-		}
-		if _, err := n.Publish("news", []byte(`{"text":"hi"}`), gyre.WithTags(map[string]string{"k": "v"})); err != nil {
-			t.Fatal(err)
-		}
-		pubs := c.WaitPubs("news", 1)
-		if string(pubs[0].Data) != `{"text":"hi"}` || pubs[0].Tags["k"] != "v" {
-			t.Fatalf("publication %+v", pubs[0])
-		}
+	brokers(t, func(t *testing.T, b testBroker) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			n, url := newTestNode(t, b.config(t, chatConfig()))
+			c := dial(t, url, proto)
+			c.connect(connToken(t, "42", 0, nil))
+			r := c.Subscribe(&protocol.SubscribeRequest{Channel: "news"})
+			if r.Error != nil {
+				t.Fatalf("subscribe: %+v", r.Error)
+			}
+			if _, err := n.Publish("news", []byte(`{"text":"hi"}`), gyre.WithTags(map[string]string{"k": "v"})); err != nil {
+				t.Fatal(err)
+			}
+			pubs := c.WaitPubs("news", 1)
+			if string(pubs[0].Data) != `{"text":"hi"}` || pubs[0].Tags["k"] != "v" {
+				t.Fatalf("publication %+v", pubs[0])
+			}
+		})
 	})
 }
 
@@ -229,44 +231,46 @@ func TestRecovery(t *testing.T) {
 }
 
 func TestPresenceAndJoinLeave(t *testing.T) {
-	protocols(t, func(t *testing.T, proto protocol.Type) {
-		_, url := newTestNode(t, chatConfig())
-		a := dial(t, url, proto)
-		a.connect(connToken(t, "alice", 0, map[string]any{"info": map[string]string{"name": "Alice"}}))
-		if r := a.Subscribe(&protocol.SubscribeRequest{Channel: "chat:p"}); r.Error != nil {
-			t.Fatal(r.Error)
-		}
-		b := dial(t, url, proto)
-		b.connect(connToken(t, "bob", 0, nil))
-		if r := b.Subscribe(&protocol.SubscribeRequest{Channel: "chat:p"}); r.Error != nil {
-			t.Fatal(r.Error)
-		}
-		join := a.WaitPush("join of bob", func(p *protocol.Push) bool { return p.Join != nil && p.Join.Info.User == "bob" })
-		if join.Channel != "chat:p" {
-			t.Fatalf("join push %+v", join)
-		}
-		r := a.Call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "chat:p"}})
-		if r.Error != nil || len(r.Presence.Presence) != 2 {
-			t.Fatalf("presence: %+v", r)
-		}
-		users := map[string]string{}
-		for _, ci := range r.Presence.Presence {
-			users[ci.User] = string(ci.ConnInfo)
-		}
-		var info map[string]string
-		if err := json.Unmarshal([]byte(users["alice"]), &info); err != nil || info["name"] != "Alice" {
-			t.Fatalf("alice's conn info %q", users["alice"])
-		}
-		st := a.Call(&protocol.Command{PresenceStats: &protocol.PresenceStatsRequest{Channel: "chat:p"}})
-		if st.Error != nil || st.PresenceStats.NumClients != 2 || st.PresenceStats.NumUsers != 2 {
-			t.Fatalf("presence stats: %+v", st)
-		}
-		b.Call(&protocol.Command{Unsubscribe: &protocol.UnsubscribeRequest{Channel: "chat:p"}})
-		a.WaitPush("leave of bob", func(p *protocol.Push) bool { return p.Leave != nil && p.Leave.Info.User == "bob" })
-		st = a.Call(&protocol.Command{PresenceStats: &protocol.PresenceStatsRequest{Channel: "chat:p"}})
-		if st.PresenceStats.NumClients != 1 {
-			t.Fatalf("presence stats after leave: %+v", st)
-		}
+	brokers(t, func(t *testing.T, b testBroker) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			_, url := newTestNode(t, b.config(t, chatConfig()))
+			a := dial(t, url, proto)
+			a.connect(connToken(t, "alice", 0, map[string]any{"info": map[string]string{"name": "Alice"}}))
+			if r := a.Subscribe(&protocol.SubscribeRequest{Channel: "chat:p"}); r.Error != nil {
+				t.Fatal(r.Error)
+			}
+			b := dial(t, url, proto)
+			b.connect(connToken(t, "bob", 0, nil))
+			if r := b.Subscribe(&protocol.SubscribeRequest{Channel: "chat:p"}); r.Error != nil {
+				t.Fatal(r.Error)
+			}
+			join := a.WaitPush("join of bob", func(p *protocol.Push) bool { return p.Join != nil && p.Join.Info.User == "bob" })
+			if join.Channel != "chat:p" {
+				t.Fatalf("join push %+v", join)
+			}
+			r := a.Call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "chat:p"}})
+			if r.Error != nil || len(r.Presence.Presence) != 2 {
+				t.Fatalf("presence: %+v", r)
+			}
+			users := map[string]string{}
+			for _, ci := range r.Presence.Presence {
+				users[ci.User] = string(ci.ConnInfo)
+			}
+			var info map[string]string
+			if err := json.Unmarshal([]byte(users["alice"]), &info); err != nil || info["name"] != "Alice" {
+				t.Fatalf("alice's conn info %q", users["alice"])
+			}
+			st := a.Call(&protocol.Command{PresenceStats: &protocol.PresenceStatsRequest{Channel: "chat:p"}})
+			if st.Error != nil || st.PresenceStats.NumClients != 2 || st.PresenceStats.NumUsers != 2 {
+				t.Fatalf("presence stats: %+v", st)
+			}
+			b.Call(&protocol.Command{Unsubscribe: &protocol.UnsubscribeRequest{Channel: "chat:p"}})
+			a.WaitPush("leave of bob", func(p *protocol.Push) bool { return p.Leave != nil && p.Leave.Info.User == "bob" })
+			st = a.Call(&protocol.Command{PresenceStats: &protocol.PresenceStatsRequest{Channel: "chat:p"}})
+			if st.PresenceStats.NumClients != 1 {
+				t.Fatalf("presence stats after leave: %+v", st)
+			}
+		})
 	})
 }
 

@@ -73,90 +73,94 @@ func decodeDeltaStream(t *testing.T, proto protocol.Type, pubs []*protocol.Publi
 }
 
 func TestDeltaCompression(t *testing.T) {
-	protocols(t, func(t *testing.T, proto protocol.Type) {
-		n, url := newTestNode(t, deltaConfig())
-		c := dial(t, url, proto)
-		c.connect(connToken(t, "42", 0, nil))
-		r := c.Subscribe(&protocol.SubscribeRequest{Channel: "prices:all", Delta: "fossil"})
-		if r.Error != nil || !r.Subscribe.Delta {
-			t.Fatalf("subscribe with delta: %+v", r)
-		}
-		plain := dial(t, url, proto)
-		plain.connect(connToken(t, "43", 0, nil))
-		if r := plain.Subscribe(&protocol.SubscribeRequest{Channel: "prices:all"}); r.Error != nil || r.Subscribe.Delta {
-			t.Fatalf("subscribe without delta: %+v", r)
-		}
-		const count = 20
-		var sent, wire int
-		for i := range count {
-			if _, err := n.Publish("prices:all", bigDoc(i), gyre.WithDelta()); err != nil {
-				t.Fatal(err)
+	brokers(t, func(t *testing.T, b testBroker) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			n, url := newTestNode(t, b.config(t, deltaConfig()))
+			c := dial(t, url, proto)
+			c.connect(connToken(t, "42", 0, nil))
+			r := c.Subscribe(&protocol.SubscribeRequest{Channel: "prices:all", Delta: "fossil"})
+			if r.Error != nil || !r.Subscribe.Delta {
+				t.Fatalf("subscribe with delta: %+v", r)
 			}
-			sent += len(bigDoc(i))
-		}
-		pubs := c.WaitPubs("prices:all", count)
-		payloads, deltas := decodeDeltaStream(t, proto, pubs)
-		for i, p := range payloads {
-			if !bytes.Equal(p, bigDoc(i)) {
-				t.Fatalf("publication %d decodes to %.60q…, want %.60q…", i, p, bigDoc(i))
+			plain := dial(t, url, proto)
+			plain.connect(connToken(t, "43", 0, nil))
+			if r := plain.Subscribe(&protocol.SubscribeRequest{Channel: "prices:all"}); r.Error != nil || r.Subscribe.Delta {
+				t.Fatalf("subscribe without delta: %+v", r)
 			}
-			wire += len(pubs[i].Data)
-		}
-		if pubs[0].Delta || deltas != count-1 {
-			t.Fatalf("first publication delta=%v, %d deltas of %d", pubs[0].Delta, deltas, count)
-		}
-		t.Logf("%s: %d bytes published, %d bytes of data on the wire", proto, sent, wire)
-		for i, p := range plain.WaitPubs("prices:all", count) {
-			if p.Delta || !bytes.Equal(p.Data, bigDoc(i)) {
-				t.Fatalf("subscriber without delta got publication %d altered", i)
+			const count = 20
+			var sent, wire int
+			for i := range count {
+				if _, err := n.Publish("prices:all", bigDoc(i), gyre.WithDelta()); err != nil {
+					t.Fatal(err)
+				}
+				sent += len(bigDoc(i))
 			}
-		}
+			pubs := c.WaitPubs("prices:all", count)
+			payloads, deltas := decodeDeltaStream(t, proto, pubs)
+			for i, p := range payloads {
+				if !bytes.Equal(p, bigDoc(i)) {
+					t.Fatalf("publication %d decodes to %.60q…, want %.60q…", i, p, bigDoc(i))
+				}
+				wire += len(pubs[i].Data)
+			}
+			if pubs[0].Delta || deltas != count-1 {
+				t.Fatalf("first publication delta=%v, %d deltas of %d", pubs[0].Delta, deltas, count)
+			}
+			t.Logf("%s: %d bytes published, %d bytes of data on the wire", proto, sent, wire)
+			for i, p := range plain.WaitPubs("prices:all", count) {
+				if p.Delta || !bytes.Equal(p.Data, bigDoc(i)) {
+					t.Fatalf("subscriber without delta got publication %d altered", i)
+				}
+			}
+		})
 	})
 }
 
 // TestDeltaAfterRecovery: recovered publications come in full (as JSON
 // strings on JSON), and the live ones that follow decode against them.
 func TestDeltaAfterRecovery(t *testing.T) {
-	protocols(t, func(t *testing.T, proto protocol.Type) {
-		n, url := newTestNode(t, deltaConfig())
-		c := dial(t, url, proto)
-		c.connect(connToken(t, "42", 0, nil))
-		r := c.Subscribe(&protocol.SubscribeRequest{Channel: "prices:r", Delta: "fossil", Recoverable: true})
-		if r.Error != nil {
-			t.Fatal(r.Error)
-		}
-		epoch := r.Subscribe.Epoch
-		for i := range 3 {
-			if _, err := n.Publish("prices:r", bigDoc(i), gyre.WithDelta()); err != nil {
-				t.Fatal(err)
+	brokers(t, func(t *testing.T, b testBroker) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			n, url := newTestNode(t, b.config(t, deltaConfig()))
+			c := dial(t, url, proto)
+			c.connect(connToken(t, "42", 0, nil))
+			r := c.Subscribe(&protocol.SubscribeRequest{Channel: "prices:r", Delta: "fossil", Recoverable: true})
+			if r.Error != nil {
+				t.Fatal(r.Error)
 			}
-		}
-		c.WaitPubs("prices:r", 3)
-		c.Conn().Close()
-		for i := 3; i < 6; i++ {
-			if _, err := n.Publish("prices:r", bigDoc(i), gyre.WithDelta()); err != nil {
-				t.Fatal(err)
+			epoch := r.Subscribe.Epoch
+			for i := range 3 {
+				if _, err := n.Publish("prices:r", bigDoc(i), gyre.WithDelta()); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		c2 := dial(t, url, proto)
-		c2.connect(connToken(t, "42", 0, nil))
-		r = c2.Subscribe(&protocol.SubscribeRequest{Channel: "prices:r", Delta: "fossil", Recoverable: true, Recover: true, Offset: 3, Epoch: epoch})
-		if r.Error != nil || !r.Subscribe.Recovered || len(r.Subscribe.Publications) != 3 {
-			t.Fatalf("recover: %+v", r)
-		}
-		for i := 6; i < 9; i++ {
-			if _, err := n.Publish("prices:r", bigDoc(i), gyre.WithDelta()); err != nil {
-				t.Fatal(err)
+			c.WaitPubs("prices:r", 3)
+			c.Conn().Close()
+			for i := 3; i < 6; i++ {
+				if _, err := n.Publish("prices:r", bigDoc(i), gyre.WithDelta()); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		live := c2.WaitPubs("prices:r", 3)
-		all := append(append([]*protocol.Publication{}, r.Subscribe.Publications...), live...)
-		payloads, _ := decodeDeltaStream(t, proto, all)
-		for i, p := range payloads {
-			if !bytes.Equal(p, bigDoc(i+3)) {
-				t.Fatalf("publication %d decodes wrong", i+3)
+			c2 := dial(t, url, proto)
+			c2.connect(connToken(t, "42", 0, nil))
+			r = c2.Subscribe(&protocol.SubscribeRequest{Channel: "prices:r", Delta: "fossil", Recoverable: true, Recover: true, Offset: 3, Epoch: epoch})
+			if r.Error != nil || !r.Subscribe.Recovered || len(r.Subscribe.Publications) != 3 {
+				t.Fatalf("recover: %+v", r)
 			}
-		}
+			for i := 6; i < 9; i++ {
+				if _, err := n.Publish("prices:r", bigDoc(i), gyre.WithDelta()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			live := c2.WaitPubs("prices:r", 3)
+			all := append(append([]*protocol.Publication{}, r.Subscribe.Publications...), live...)
+			payloads, _ := decodeDeltaStream(t, proto, all)
+			for i, p := range payloads {
+				if !bytes.Equal(p, bigDoc(i+3)) {
+					t.Fatalf("publication %d decodes wrong", i+3)
+				}
+			}
+		})
 	})
 }
 
