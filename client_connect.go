@@ -166,8 +166,16 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	return res, subs, nil
 }
 
+// tokenTimeError reports whether a token failed only on time: exp passed or
+// nbf still ahead. Such a token is answered with 109, which makes the
+// client fetch a fresh one, never with a refusal.
+func tokenTimeError(err error) bool {
+	return errors.Is(err, token.ErrTokenExpired) || errors.Is(err, token.ErrTokenNotValidYet)
+}
+
 // credentialsFromToken verifies a connect token. No token gives nil
-// credentials; a bad one disconnects with 3500, an expired one is 109.
+// credentials; a bad one disconnects with 3500, one that is expired or not
+// valid yet is 109.
 func (c *Client) credentialsFromToken(tok string) (*Credentials, error) {
 	if tok == "" {
 		return nil, nil
@@ -183,7 +191,7 @@ func (c *Client) credentialsFromToken(tok string) (*Credentials, error) {
 	}
 	ct, err := v.VerifyConnectToken(tok, false)
 	if err != nil {
-		if errors.Is(err, token.ErrTokenExpired) {
+		if tokenTimeError(err) {
 			return nil, ErrorTokenExpired
 		}
 		n.log.Info("invalid connect token", "client", c.id, "error", err)
@@ -253,7 +261,7 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 		}
 		ct, err := v.VerifyConnectToken(req.Token, false)
 		if err != nil {
-			if errors.Is(err, token.ErrTokenExpired) {
+			if tokenTimeError(err) {
 				return nil, ErrorTokenExpired
 			}
 			n.log.Info("invalid refresh token", "client", c.id, "error", err)

@@ -192,7 +192,7 @@ func (c *Client) verifySubscribeToken(tok, channel string) (token.SubscribeToken
 	}
 	st, err := v.VerifySubscribeToken(tok, false)
 	if err != nil {
-		if errors.Is(err, token.ErrTokenExpired) {
+		if tokenTimeError(err) {
 			return st, ErrorTokenExpired
 		}
 		n.log.Info("invalid subscription token", "client", c.id, "channel", channel, "error", err)
