@@ -229,6 +229,144 @@ func TestConnectTokenRefusedByConfig(t *testing.T) {
 	})
 }
 
+func TestSubscribeTokenFaults(t *testing.T) {
+	configs := []struct {
+		name string
+		cfg  func() gyre.Config
+	}{
+		{"client.token keys", tokenTestConfig},
+		// client.subscription_token: its own keys and checks, here the
+		// same ones, so that every row applies unchanged.
+		{"client.subscription_token keys", func() gyre.Config {
+			cfg := tokenTestConfig()
+			cfg.Token = token.Config{HMACSecretKey: testSecret}
+			cfg.SubscriptionToken = gyre.SubscriptionTokenConfig{Enabled: true, Config: token.Config{
+				HMACSecretKey: testSecret, Audience: tokenAudience, Issuer: tokenIssuer,
+			}}
+			return cfg
+		}},
+	}
+	for _, conf := range configs {
+		t.Run(conf.name, func(t *testing.T) {
+			_, url := newTestNode(t, conf.cfg())
+			subscribe := func(ch, tok string) *protocol.Command {
+				return &protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: ch, Token: tok}}
+			}
+			refused := slices.Concat(invalidFaults, []tokenFault{
+				{"no channel claim", func(t testing.TB, c map[string]any) string {
+					return signWith(t, testSecret, with(c, "channel", nil))
+				}},
+				{"bad filter claim", func(t testing.TB, c map[string]any) string {
+					return signWith(t, testSecret, with(c, "filter", "region ==="))
+				}},
+			})
+			for _, f := range refused {
+				t.Run(f.name, func(t *testing.T) {
+					c := dial(t, url, protocol.TypeJSON)
+					connectGood(t, c, "42")
+					ch := nextChannel("private:room-")
+					wantError(t, c, subscribe(ch, f.make(t, goodClaims("42", ch))), 103)
+					subscribeWithToken(t, c, "42")
+				})
+			}
+			for _, f := range timeFaults {
+				t.Run(f.name, func(t *testing.T) {
+					c := dial(t, url, protocol.TypeJSON)
+					connectGood(t, c, "42")
+					ch := nextChannel("private:room-")
+					wantError(t, c, subscribe(ch, f.make(t, goodClaims("42", ch))), 109)
+					subscribeWithToken(t, c, "42")
+				})
+			}
+			mismatches := []struct {
+				name     string
+				connUser string
+				tokUser  string
+				other    bool // token for another channel
+			}{
+				{"another channel", "42", "42", true},
+				{"another user", "42", "43", false},
+				{"a user's token on an anonymous connection", "", "42", false},
+				{"an anonymous token on a user's connection", "42", "", false},
+			}
+			for _, m := range mismatches {
+				t.Run(m.name, func(t *testing.T) {
+					c := dial(t, url, protocol.TypeJSON)
+					connectGood(t, c, m.connUser)
+					ch := nextChannel("private:room-")
+					tokCh := ch
+					if m.other {
+						tokCh = ch + "-other"
+					}
+					wantClose(t, c, subscribe(ch, signWith(t, testSecret, goodClaims(m.tokUser, tokCh))), 3500)
+				})
+			}
+		})
+	}
+	t.Run("no keys for subscription tokens", func(t *testing.T) {
+		cfg := tokenTestConfig()
+		cfg.SubscriptionToken = gyre.SubscriptionTokenConfig{Enabled: true}
+		_, url := newTestNode(t, cfg)
+		c := dial(t, url, protocol.TypeJSON)
+		connectGood(t, c, "42")
+		ch := nextChannel("private:room-")
+		tok := signWith(t, testSecret, goodClaims("42", ch))
+		wantError(t, c, &protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: ch, Token: tok}}, 103)
+		c.MustSubscribe("news")
+	})
+}
+
+func TestSubRefreshTokenFaults(t *testing.T) {
+	_, url := newTestNode(t, tokenTestConfig())
+	// setup connects, subscribes to a private channel with a good token
+	// and returns the channel.
+	setup := func(t *testing.T) (*testClient, string) {
+		c := dial(t, url, protocol.TypeJSON)
+		connectGood(t, c, "42")
+		return c, subscribeWithToken(t, c, "42")
+	}
+	subRefresh := func(ch, tok string) *protocol.Command {
+		return &protocol.Command{SubRefresh: &protocol.SubRefreshRequest{Channel: ch, Token: tok}}
+	}
+	// stillGood refreshes ch with a good token: the refusal before it
+	// left the connection and the subscription in place.
+	stillGood := func(t *testing.T, c *testClient, ch string) {
+		t.Helper()
+		r := c.Call(subRefresh(ch, signWith(t, testSecret, goodClaims("42", ch))))
+		if r.Error != nil || r.SubRefresh == nil || !r.SubRefresh.Expires {
+			t.Fatalf("sub_refresh with a good token: %+v", r)
+		}
+	}
+	for _, f := range invalidFaults {
+		t.Run(f.name, func(t *testing.T) {
+			c, ch := setup(t)
+			wantError(t, c, subRefresh(ch, f.make(t, goodClaims("42", ch))), 103)
+			stillGood(t, c, ch)
+		})
+	}
+	for _, f := range timeFaults {
+		t.Run(f.name, func(t *testing.T) {
+			c, ch := setup(t)
+			wantError(t, c, subRefresh(ch, f.make(t, goodClaims("42", ch))), 109)
+			stillGood(t, c, ch)
+		})
+	}
+	t.Run("empty token", func(t *testing.T) {
+		c, ch := setup(t)
+		wantError(t, c, subRefresh(ch, ""), 107)
+		stillGood(t, c, ch)
+	})
+	t.Run("another channel", func(t *testing.T) {
+		c, ch := setup(t)
+		other := subscribeWithToken(t, c, "42")
+		wantClose(t, c, subRefresh(ch, signWith(t, testSecret, goodClaims("42", other))), 3500)
+	})
+	t.Run("another user", func(t *testing.T) {
+		c, ch := setup(t)
+		wantClose(t, c, subRefresh(ch, signWith(t, testSecret, goodClaims("43", ch))), 3500)
+	})
+}
+
 func TestRefreshTokenFaults(t *testing.T) {
 	_, url := newTestNode(t, tokenTestConfig())
 	refresh := func(tok string) *protocol.Command {
@@ -267,4 +405,32 @@ func TestRefreshTokenFaults(t *testing.T) {
 		wantError(t, c, refresh(""), 107)
 		stillGood(t, c)
 	})
+}
+
+// TestConnectSubsTokens: the subs of a connect request only say where the
+// client stands in the server-side subscriptions; a token in them is never
+// verified and grants nothing, whether it is good or not. The connection
+// token alone decides the server-side subscriptions.
+func TestConnectSubsTokens(t *testing.T) {
+	_, url := newTestNode(t, tokenTestConfig())
+	c := dial(t, url, protocol.TypeJSON)
+	granted := nextChannel("chat:srv-")
+	private := nextChannel("private:room-")
+	r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{
+		Token: signWith(t, testSecret, with(goodClaims("42", ""), "channels", []string{granted})),
+		Subs: map[string]*protocol.SubscribeRequest{
+			granted: {Token: "not-a-jwt"},
+			private: {Token: signWith(t, testSecret, goodClaims("42", private))},
+		},
+	}})
+	if r.Error != nil || r.Connect == nil {
+		t.Fatalf("connect: %+v", r)
+	}
+	if _, ok := r.Connect.Subs[granted]; !ok {
+		t.Errorf("connect subs %v, want %s", r.Connect.Subs, granted)
+	}
+	if _, ok := r.Connect.Subs[private]; ok {
+		t.Errorf("connect subs %v: %s came from a token in the request", r.Connect.Subs, private)
+	}
+	subscribeWithToken(t, c, "42")
 }
