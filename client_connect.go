@@ -167,8 +167,9 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 }
 
 // tokenTimeError reports whether a token failed only on time: exp passed or
-// nbf still ahead. Such a token is answered with 109, which makes the
-// client fetch a fresh one, never with a refusal.
+// nbf still ahead. Such a token is never refused for good: the client is
+// made to fetch a fresh one (109, or 3005 where an error reply would make
+// the SDK give up).
 func tokenTimeError(err error) bool {
 	return errors.Is(err, token.ErrTokenExpired) || errors.Is(err, token.ErrTokenNotValidYet)
 }
@@ -261,8 +262,12 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 		}
 		ct, err := v.VerifyConnectToken(req.Token, false)
 		if err != nil {
+			// Not 109 as on connect: the SDKs end a connection for good
+			// on an error reply to refresh. After 3005 they reconnect,
+			// connect answers 109, and they fetch a fresh token.
 			if tokenTimeError(err) {
-				return nil, ErrorTokenExpired
+				n.log.Info("refresh token expired or not valid yet", "client", c.id, "error", err)
+				return nil, DisconnectExpired
 			}
 			n.log.Info("invalid refresh token", "client", c.id, "error", err)
 			return nil, DisconnectInvalidToken
