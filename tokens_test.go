@@ -122,6 +122,16 @@ var invalidFaults = []tokenFault{
 	}},
 }
 
+// subscriptionInvalidFaults add the claims only a subscription token has.
+var subscriptionInvalidFaults = slices.Concat(invalidFaults, []tokenFault{
+	{"no channel claim", func(t testing.TB, c map[string]any) string {
+		return signWith(t, testSecret, with(c, "channel", nil))
+	}},
+	{"bad b64data claim", func(t testing.TB, c map[string]any) string {
+		return signWith(t, testSecret, with(c, "b64data", "%%%"))
+	}},
+})
+
 // timeFaults are the tokens that are good but for the time: the client is
 // asked for another one (error 109).
 var timeFaults = []tokenFault{
@@ -219,13 +229,19 @@ func TestConnectTokenRefusedByConfig(t *testing.T) {
 		wantClose(t, c, &protocol.Command{Connect: &protocol.ConnectRequest{Token: tok}}, 3507)
 	})
 	t.Run("no keys configured", func(t *testing.T) {
-		_, url := newTestNodeWith(t, chatConfig(), func(n *gyre.Node) {
+		cfg := chatConfig()
+		cfg.AllowAnonymousConnectWithoutToken = true
+		_, url := newTestNodeWith(t, cfg, func(n *gyre.Node) {
 			if err := n.SetTokenConfig(token.Config{}, gyre.SubscriptionTokenConfig{}); err != nil {
 				t.Fatal(err)
 			}
 		})
 		c := dial(t, url, protocol.TypeJSON)
 		wantClose(t, c, &protocol.Command{Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}}, 3500)
+		// An anonymous connection that refreshes with a token.
+		c = dial(t, url, protocol.TypeJSON)
+		c.connect("")
+		wantClose(t, c, &protocol.Command{Refresh: &protocol.RefreshRequest{Token: connToken(t, "", 0, nil)}}, 3500)
 	})
 }
 
@@ -252,12 +268,14 @@ func TestSubscribeTokenFaults(t *testing.T) {
 			subscribe := func(ch, tok string) *protocol.Command {
 				return &protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: ch, Token: tok}}
 			}
-			refused := slices.Concat(invalidFaults, []tokenFault{
-				{"no channel claim", func(t testing.TB, c map[string]any) string {
-					return signWith(t, testSecret, with(c, "channel", nil))
-				}},
+			// Filters are read on subscribe only; sub_refresh keeps the
+			// subscription's.
+			refused := slices.Concat(subscriptionInvalidFaults, []tokenFault{
 				{"bad filter claim", func(t testing.TB, c map[string]any) string {
 					return signWith(t, testSecret, with(c, "filter", "region ==="))
+				}},
+				{"bad tf claim", func(t testing.TB, c map[string]any) string {
+					return signWith(t, testSecret, with(c, "tf", map[string]any{"op": "xor"}))
 				}},
 			})
 			for _, f := range refused {
@@ -313,6 +331,9 @@ func TestSubscribeTokenFaults(t *testing.T) {
 		tok := signWith(t, testSecret, goodClaims("42", ch))
 		wantError(t, c, &protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: ch, Token: tok}}, 103)
 		c.MustSubscribe("news")
+		tok = signWith(t, testSecret, goodClaims("42", "news"))
+		wantError(t, c, &protocol.Command{SubRefresh: &protocol.SubRefreshRequest{Channel: "news", Token: tok}}, 103)
+		c.MustSubscribe("chat:after")
 	})
 }
 
@@ -337,7 +358,7 @@ func TestSubRefreshTokenFaults(t *testing.T) {
 			t.Fatalf("sub_refresh with a good token: %+v", r)
 		}
 	}
-	for _, f := range invalidFaults {
+	for _, f := range subscriptionInvalidFaults {
 		t.Run(f.name, func(t *testing.T) {
 			c, ch := setup(t)
 			wantError(t, c, subRefresh(ch, f.make(t, goodClaims("42", ch))), 103)
@@ -435,4 +456,34 @@ func TestConnectSubsTokens(t *testing.T) {
 		t.Errorf("connect subs %v: %s came from a token in the request", r.Connect.Subs, private)
 	}
 	subscribeWithToken(t, c, "42")
+}
+
+// TestUniConnectTokenFaults: a unidirectional client reads no error
+// replies, so a refused connect is a disconnect push: the connect table
+// with 109 turned into 3005, which the client retries.
+func TestUniConnectTokenFaults(t *testing.T) {
+	cfg := tokenTestConfig()
+	cfg.DisallowAnonymousConnectionTokens = true
+	s := newTransportServer(t, cfg, transportOptions{})
+	type row struct {
+		name string
+		tok  string
+		code uint32
+	}
+	var rows []row
+	for _, f := range invalidFaults {
+		rows = append(rows, row{f.name, f.make(t, goodClaims("42", "")), 3500})
+	}
+	for _, f := range timeFaults {
+		rows = append(rows, row{f.name, f.make(t, goodClaims("42", "")), 3005})
+	}
+	rows = append(rows, row{"anonymous token disallowed", signWith(t, testSecret, goodClaims("", "")), 3507})
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			u := openUni(t, s.url, "uni_http_stream", `{"token":"`+r.tok+`"}`, true)
+			if p, _ := u.next(); p.Disconnect == nil || p.Disconnect.Code != r.code {
+				t.Errorf("push %v, want disconnect %d", p, r.code)
+			}
+		})
+	}
 }
