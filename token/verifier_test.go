@@ -195,6 +195,9 @@ func TestExpiry(t *testing.T) {
 		{"nbf ahead", jwt.MapClaims{"nbf": inHour()}, false, token.ErrTokenNotValidYet, nil},
 		{"nbf ahead, expiry skipped", jwt.MapClaims{"nbf": inHour()}, true, token.ErrTokenNotValidYet, nil},
 		{"nbf ahead and exp passed", jwt.MapClaims{"nbf": inHour(), "exp": hourAgo()}, false, token.ErrTokenExpired, nil},
+		// As in Centrifugo, claims past the registered ones are read
+		// after the time: a fresh token is asked for first.
+		{"exp passed, bad b64info", jwt.MapClaims{"exp": hourAgo(), "b64info": "%%%"}, false, token.ErrTokenExpired, nil},
 		{"nbf passed", jwt.MapClaims{"nbf": hourAgo()}, false, nil, func(jwt.MapClaims) int64 { return 0 }},
 		{"iat ahead is not checked", jwt.MapClaims{"iat": inHour()}, false, nil, func(jwt.MapClaims) int64 { return 0 }},
 	}
