@@ -16,11 +16,11 @@ var (
 	// a key, the wrong audience or issuer, a bad claim. The wrapping error
 	// says what was wrong.
 	ErrInvalidToken = errors.New("token: invalid token")
-	// ErrTokenExpired means the signature and claims are good but exp has
-	// passed.
+	// ErrTokenExpired means the signature, audience and issuer are good
+	// but exp has passed.
 	ErrTokenExpired = errors.New("token: token expired")
-	// ErrTokenNotValidYet means the signature and claims are good but nbf
-	// is still ahead. Like an expired token, it may be good a little later
+	// ErrTokenNotValidYet means the signature, audience and issuer are
+	// good but nbf is still ahead. Like an expired token, it may be good a little later
 	// or after a refresh, so it does not wrap ErrInvalidToken.
 	ErrTokenNotValidYet = errors.New("token: token not valid yet")
 )

@@ -121,9 +121,9 @@ func (v *Verifier) verify(token string, claims jwt.Claims, reg *jwt.RegisteredCl
 }
 
 // checkClaims validates audience, issuer and time. The time checks come
-// last so that ErrTokenExpired and ErrTokenNotValidYet mean "good but for
-// the time", which waiting or a refresh can fix; a token that is also wrong
-// in another way is invalid. A token both expired and not yet valid (nbf
+// last so that ErrTokenExpired and ErrTokenNotValidYet mean "signed for us,
+// but not for now", which waiting or a fresh token can fix; a forged token,
+// or one for another audience or issuer, is invalid whatever its time. A token both expired and not yet valid (nbf
 // after exp) is reported expired: only a new token helps it.
 func (v *Verifier) checkClaims(reg *jwt.RegisteredClaims, now time.Time, skipExpiry bool) error {
 	if err := v.checkAudience(reg.Audience); err != nil {
