@@ -178,8 +178,17 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	return res, subs, nil
 }
 
+// tokenTimeError reports whether a token failed only on time: exp passed or
+// nbf still ahead. Such a token is never refused for good: the client is
+// made to fetch a fresh one (109, or 3005 where an error reply would make
+// the SDK give up).
+func tokenTimeError(err error) bool {
+	return errors.Is(err, token.ErrTokenExpired) || errors.Is(err, token.ErrTokenNotValidYet)
+}
+
 // credentialsFromToken verifies a connect token. No token gives nil
-// credentials; a bad one disconnects with 3500, an expired one is 109.
+// credentials; a bad one disconnects with 3500, one that is expired or not
+// valid yet is 109.
 func (c *Client) credentialsFromToken(tok string) (*Credentials, error) {
 	if tok == "" {
 		return nil, nil
@@ -195,7 +204,7 @@ func (c *Client) credentialsFromToken(tok string) (*Credentials, error) {
 	}
 	ct, err := v.VerifyConnectToken(tok, false)
 	if err != nil {
-		if errors.Is(err, token.ErrTokenExpired) {
+		if tokenTimeError(err) {
 			return nil, ErrorTokenExpired
 		}
 		n.log.Info("invalid connect token", "client", c.id, "error", err)
@@ -265,8 +274,12 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 		}
 		ct, err := v.VerifyConnectToken(req.Token, false)
 		if err != nil {
-			if errors.Is(err, token.ErrTokenExpired) {
-				return nil, ErrorTokenExpired
+			// Not 109 as on connect: the SDKs end a connection for good
+			// on an error reply to refresh. After 3005 they reconnect,
+			// connect answers 109, and they fetch a fresh token.
+			if tokenTimeError(err) {
+				n.log.Info("refresh token expired or not valid yet", "client", c.id, "error", err)
+				return nil, DisconnectExpired
 			}
 			n.log.Info("invalid refresh token", "client", c.id, "error", err)
 			return nil, DisconnectInvalidToken

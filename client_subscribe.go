@@ -170,8 +170,10 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 			err = p.enforceFilter(tree)
 		}
 		if err != nil {
+			// A claim that does not parse makes a malformed token,
+			// answered as one that does not verify.
 			n.log.Info("invalid tags filter in a subscription token", "client", c.id, "channel", req.Channel, "error", err)
-			return p, DisconnectInvalidToken
+			return p, ErrorPermissionDenied
 		}
 	case n.cfg.Insecure:
 	case rules.isPrivate(req.Channel):
@@ -211,7 +213,13 @@ func (c *Client) checkSubscribeLimits(channel string) error {
 }
 
 // verifySubscribeToken checks a subscription token: its sub must be this
-// connection's user and its channel the channel asked for.
+// connection's user and its channel the channel asked for. The answers are
+// Centrifugo's, which the SDKs act on: a token that does not verify is
+// refused with 103 and the connection stays (the backend handed out a
+// broken token, and other subscriptions need not suffer); one that is good
+// but for the time asks for a fresh token with 109; a well-signed token for
+// another channel or user means the client misuses what it was given, and
+// the connection is closed with 3500.
 func (c *Client) verifySubscribeToken(tok, channel string) (token.SubscribeToken, error) {
 	n := c.node
 	v := n.subVerifier.Load()
@@ -221,15 +229,16 @@ func (c *Client) verifySubscribeToken(tok, channel string) (token.SubscribeToken
 	}
 	st, err := v.VerifySubscribeToken(tok, false)
 	if err != nil {
-		if errors.Is(err, token.ErrTokenExpired) {
+		if tokenTimeError(err) {
 			return st, ErrorTokenExpired
 		}
 		n.log.Info("invalid subscription token", "client", c.id, "channel", channel, "error", err)
-		return st, DisconnectInvalidToken
-	}
-	if st.Channel != channel || st.UserID != c.UserID() {
-		n.log.Info("subscription token for another channel or user", "client", c.id, "channel", channel, "token_channel", st.Channel)
 		return st, ErrorPermissionDenied
+	}
+	if user := c.UserID(); st.Channel != channel || st.UserID != user {
+		n.log.Info("subscription token for another channel or user", "client", c.id, "channel", channel,
+			"token_channel", st.Channel, "user", user, "token_user", st.UserID)
+		return st, DisconnectInvalidToken
 	}
 	return st, nil
 }
@@ -571,7 +580,7 @@ func (c *Client) subRefreshCmd(req *protocol.SubRefreshRequest) (*protocol.Reply
 	c.mu.Lock()
 	s := c.subs[req.Channel]
 	c.mu.Unlock()
-	if s == nil {
+	if s == nil || req.Token == "" {
 		return nil, ErrorBadRequest
 	}
 	st, err := c.verifySubscribeToken(req.Token, req.Channel)

@@ -72,13 +72,19 @@ func TestUniStreams(t *testing.T) {
 // client reads no error replies), then the end of the stream.
 func TestUniConnectRefused(t *testing.T) {
 	expired := connToken(t, "ivy", 0, map[string]any{"exp": time.Now().Add(-time.Minute).Unix()})
+	early := connToken(t, "ivy", 0, map[string]any{"nbf": time.Now().Add(time.Hour).Unix()})
+	forged := signWith(t, "another-secret", map[string]any{"sub": "ivy"})
 	tests := []struct {
 		name    string
 		connect string
 		code    uint32
 	}{
 		{"bad token", `{"token":"bad"}`, 3500},
+		{"bad signature", `{"token":"` + forged + `"}`, 3500},
+		// A uni client reads no error replies: 109 becomes 3005, after
+		// which it reconnects, with a fresh token if it has one.
 		{"expired token", `{"token":"` + expired + `"}`, 3005},
+		{"token not valid yet", `{"token":"` + early + `"}`, 3005},
 		{"no credentials", `{}`, 3501},
 	}
 	s := newTransportServer(t, gyre.Config{}, transportOptions{})

@@ -112,7 +112,8 @@ type subscribeClaims struct {
 
 // VerifyConnectToken verifies a connection token and returns its grants.
 // With skipExpiry an exp in the past is accepted; every other check still
-// applies. Errors wrap ErrInvalidToken or ErrTokenExpired.
+// applies. Errors wrap ErrInvalidToken, ErrTokenExpired or
+// ErrTokenNotValidYet.
 func (v *Verifier) VerifyConnectToken(token string, skipExpiry bool) (ConnectToken, error) {
 	var c connectClaims
 	if err := v.verify(token, &c, &c.RegisteredClaims, skipExpiry); err != nil {
@@ -148,7 +149,8 @@ func (v *Verifier) VerifyConnectToken(token string, skipExpiry bool) (ConnectTok
 
 // VerifySubscribeToken verifies a subscription token and returns its grants.
 // The channel claim is required. Comparing UserID and Channel with the
-// connection and the requested channel is the caller's job.
+// connection and the requested channel is the caller's job. Errors wrap
+// the same sentinels as VerifyConnectToken's.
 func (v *Verifier) VerifySubscribeToken(token string, skipExpiry bool) (SubscribeToken, error) {
 	var c subscribeClaims
 	if err := v.verify(token, &c, &c.RegisteredClaims, skipExpiry); err != nil {

@@ -91,6 +91,7 @@ func TestSubscribeToken(t *testing.T) {
 		{"no channel", jwt.MapClaims{"sub": "42"}, token.SubscribeToken{}, token.ErrInvalidToken},
 		{"bad b64data", jwt.MapClaims{"channel": "c", "b64data": "!"}, token.SubscribeToken{}, token.ErrInvalidToken},
 		{"expired", jwt.MapClaims{"channel": "c", "exp": hourAgo()}, token.SubscribeToken{}, token.ErrTokenExpired},
+		{"not valid yet", jwt.MapClaims{"channel": "c", "nbf": inHour()}, token.SubscribeToken{}, token.ErrTokenNotValidYet},
 	}
 	v := hmacVerifier(t)
 	for _, tt := range tests {

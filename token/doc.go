@@ -30,12 +30,19 @@
 // # Time
 //
 // A token whose exp lies in the past yields [ErrTokenExpired] unless the
-// caller asks to skip that check (as the refresh flow does); nbf in the future
-// makes the token invalid; iat is not checked. No clock leeway is applied:
-// exp == now is still valid, now > exp is expired, matching golang-jwt's
-// defaults. The expire_at claim, when present, only decides when the
-// connection or subscription expires (0: never); it does not affect
-// verification, and acting on it is the caller's business.
+// caller asks to skip that check (as the refresh flow does); one whose nbf
+// lies in the future yields [ErrTokenNotValidYet], whatever the caller asks;
+// iat is not checked. Neither wraps [ErrInvalidToken], and both are reported
+// only for a token whose signature, audience and issuer hold, so that a
+// caller can treat them as "ask again later, or with a fresh token" (the
+// engine answers both with error 109, as Centrifugo does) and everything
+// else as "refuse". The other claims are checked after the time, as in
+// Centrifugo: an expired token with a bad b64info yields ErrTokenExpired. No
+// clock leeway is applied: exp == now is still valid, now > exp is expired,
+// matching golang-jwt's defaults. The expire_at claim, when
+// present, only decides when the connection or subscription expires (0:
+// never); it does not affect verification, and acting on it is the caller's
+// business.
 //
 // # Concurrency
 //

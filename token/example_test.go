@@ -22,7 +22,7 @@ func Example() {
 	}
 	ct, err := v.VerifyConnectToken(tok, false)
 	switch {
-	case errors.Is(err, token.ErrTokenExpired):
+	case errors.Is(err, token.ErrTokenExpired), errors.Is(err, token.ErrTokenNotValidYet):
 		fmt.Println("ask the client to refresh")
 	case err != nil:
 		fmt.Println("refuse:", err)

@@ -72,6 +72,8 @@ func TestFastHMACMatchesGolangJWT(t *testing.T) {
 			return "ok"
 		case errors.Is(err, token.ErrTokenExpired):
 			return "expired"
+		case errors.Is(err, token.ErrTokenNotValidYet):
+			return "not valid yet"
 		case errors.Is(err, token.ErrInvalidToken):
 			return "invalid"
 		}

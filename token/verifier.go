@@ -120,13 +120,12 @@ func (v *Verifier) verify(token string, claims jwt.Claims, reg *jwt.RegisteredCl
 	return v.checkClaims(reg, time.Now(), skipExpiry)
 }
 
-// checkClaims validates time, audience and issuer. Expiry is checked last so
-// that ErrTokenExpired means "would be valid but for exp", which is what a
-// refresh can fix.
+// checkClaims validates audience, issuer and time. The time checks come
+// last so that ErrTokenExpired and ErrTokenNotValidYet mean "signed for us,
+// but not for now", which waiting or a fresh token can fix; a forged token,
+// or one for another audience or issuer, is invalid whatever its time. A token both expired and not yet valid (nbf
+// after exp) is reported expired: only a new token helps it.
 func (v *Verifier) checkClaims(reg *jwt.RegisteredClaims, now time.Time, skipExpiry bool) error {
-	if reg.NotBefore != nil && now.Before(reg.NotBefore.Time) {
-		return invalid("not valid before %d (nbf)", reg.NotBefore.Unix())
-	}
 	if err := v.checkAudience(reg.Audience); err != nil {
 		return err
 	}
@@ -135,6 +134,9 @@ func (v *Verifier) checkClaims(reg *jwt.RegisteredClaims, now time.Time, skipExp
 	}
 	if !skipExpiry && reg.ExpiresAt != nil && now.After(reg.ExpiresAt.Time) {
 		return fmt.Errorf("%w: exp %d is in the past", ErrTokenExpired, reg.ExpiresAt.Unix())
+	}
+	if reg.NotBefore != nil && now.Before(reg.NotBefore.Time) {
+		return fmt.Errorf("%w: nbf %d is in the future", ErrTokenNotValidYet, reg.NotBefore.Unix())
 	}
 	return nil
 }

@@ -192,7 +192,12 @@ func TestExpiry(t *testing.T) {
 		{"expire_at wins over exp", jwt.MapClaims{"exp": inHour(), "expire_at": 1 << 40}, false, nil,
 			func(jwt.MapClaims) int64 { return 1 << 40 }},
 		{"expire_at does not rescue exp", jwt.MapClaims{"exp": hourAgo(), "expire_at": 0}, false, token.ErrTokenExpired, nil},
-		{"nbf ahead", jwt.MapClaims{"nbf": inHour()}, false, token.ErrInvalidToken, nil},
+		{"nbf ahead", jwt.MapClaims{"nbf": inHour()}, false, token.ErrTokenNotValidYet, nil},
+		{"nbf ahead, expiry skipped", jwt.MapClaims{"nbf": inHour()}, true, token.ErrTokenNotValidYet, nil},
+		{"nbf ahead and exp passed", jwt.MapClaims{"nbf": inHour(), "exp": hourAgo()}, false, token.ErrTokenExpired, nil},
+		// As in Centrifugo, claims past the registered ones are read
+		// after the time: a fresh token is asked for first.
+		{"exp passed, bad b64info", jwt.MapClaims{"exp": hourAgo(), "b64info": "%%%"}, false, token.ErrTokenExpired, nil},
 		{"nbf passed", jwt.MapClaims{"nbf": hourAgo()}, false, nil, func(jwt.MapClaims) int64 { return 0 }},
 		{"iat ahead is not checked", jwt.MapClaims{"iat": inHour()}, false, nil, func(jwt.MapClaims) int64 { return 0 }},
 	}
@@ -217,6 +222,33 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
+// The time errors stand alone: a caller that maps ErrInvalidToken to "refuse
+// for good" must never see a token that only needs time (or a refresh) there.
+func TestTimeErrorsAreNotInvalid(t *testing.T) {
+	v := hmacVerifier(t)
+	tests := []struct {
+		name   string
+		claims jwt.MapClaims
+		want   error
+	}{
+		{"expired", jwt.MapClaims{"exp": hourAgo()}, token.ErrTokenExpired},
+		{"not valid yet", jwt.MapClaims{"nbf": inHour()}, token.ErrTokenNotValidYet},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.claims["sub"] = "42"
+			_, cerr := v.VerifyConnectToken(hs256(t, tt.claims), false)
+			tt.claims["channel"] = "news"
+			_, serr := v.VerifySubscribeToken(hs256(t, tt.claims), false)
+			for _, err := range []error{cerr, serr} {
+				if !errors.Is(err, tt.want) || errors.Is(err, token.ErrInvalidToken) {
+					t.Fatalf("err = %v, want %v and not ErrInvalidToken", err, tt.want)
+				}
+			}
+		})
+	}
+}
+
 // An expired token that is also wrong in another way is invalid, not
 // expired: refreshing would not help it.
 func TestExpiredButInvalid(t *testing.T) {
@@ -227,11 +259,13 @@ func TestExpiredButInvalid(t *testing.T) {
 	}{
 		{"wrong audience", hs256(t, jwt.MapClaims{"exp": hourAgo(), "aud": "other"})},
 		{"wrong key", sign(t, jwt.SigningMethodHS256, []byte("nope"), jwt.MapClaims{"exp": hourAgo(), "aud": "gyre"}, nil)},
+		{"not valid yet, wrong audience", hs256(t, jwt.MapClaims{"nbf": inHour(), "aud": "other"})},
+		{"not valid yet, wrong key", sign(t, jwt.SigningMethodHS256, []byte("nope"), jwt.MapClaims{"nbf": inHour(), "aud": "gyre"}, nil)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := v.VerifyConnectToken(tt.tok, false)
-			if !errors.Is(err, token.ErrInvalidToken) || errors.Is(err, token.ErrTokenExpired) {
+			if !errors.Is(err, token.ErrInvalidToken) || errors.Is(err, token.ErrTokenExpired) || errors.Is(err, token.ErrTokenNotValidYet) {
 				t.Fatalf("err = %v, want only ErrInvalidToken", err)
 			}
 		})

@@ -135,14 +135,16 @@ SubEvents = _recording_handler(
 )
 
 
-def new_client(server, codec, user="alice", token=None, url=None, events=ClientEvents):
+def new_client(server, codec, user="alice", token=None, url=None, events=ClientEvents, get_token=None):
     """A client of codec for user with a token signed by the server's key unless
     token is given, connecting to url (default: the server). Reconnect delays are
-    short so that tests do not wait. events is the recording handler class."""
+    short so that tests do not wait. events is the recording handler class;
+    get_token, when given, is the SDK's callback for fresh tokens."""
     rec = Recorder()
     client = Client(
         url or server.ws_url,
         events=events(rec),
+        get_token=get_token,
         token=token if token is not None else sign_token({"sub": user}),
         use_protobuf=codec.use_protobuf,
         timeout=WAIT,

@@ -30,5 +30,26 @@ for (const build of builds) {
       assert.equal(c.state, 'disconnected');
       assert.equal(c.rec.all('connected').length, 0, 'a client with a bad token got connected');
     });
+
+    it('reconnects with a fresh token when the refresh was handed an expired one', async (t) => {
+      const now = () => Math.floor(Date.now() / 1000);
+      // The first token fetched is already expired, the next ones are good.
+      let fetched = 0;
+      const getToken = async () => {
+        fetched += 1;
+        return fetched === 1 ? signToken({ sub: 'alice', exp: now() - 60 }) : signToken({ sub: 'alice' });
+      };
+      const c = newClient(build, server(), { token: signToken({ sub: 'alice', exp: now() + 2 }), getToken });
+      t.after(() => closeAll([c]));
+      await connected(c);
+      const since = c.rec.mark();
+      // Refreshing with the expired token closes the connection with 3005, which the
+      // SDK retries; connect then answers 109 and the SDK fetches a good token.
+      const reconnecting = await c.rec.waitFor('connecting', { since, timeoutMs: 8000 });
+      assert.equal(reconnecting.code, 3005, `connecting: ${JSON.stringify(reconnecting)}`);
+      await c.rec.waitFor('connected', { since, timeoutMs: 8000 });
+      assert.equal(c.state, 'connected');
+      assert.equal(c.rec.all('disconnected', since).length, 0, 'the client gave up');
+    });
   });
 }
