@@ -98,7 +98,7 @@ func (c *Client) subscribeCmd(id uint32, req *protocol.SubscribeRequest) bool {
 		return c.finishCommand(id, nil, err)
 	}
 	c.enqueueReply(&protocol.Reply{Id: id, Subscribe: res})
-	s.activate(res.Offset)
+	s.activate(s.offset.Load())
 	return c.state.Load() != stateClosed
 }
 
@@ -344,7 +344,6 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 			n.log.Error("publish join", "channel", p.channel, "error", err)
 		}
 	}
-	s.offset.Store(res.Offset)
 	if p.expireAt > 0 {
 		c.scheduleSubExpiry(s, p.expireAt)
 	}
@@ -368,6 +367,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 		}
 		res.Offset, res.Epoch = top.Offset, top.Epoch
 		s.epoch = top.Epoch
+		s.offset.Store(top.Offset)
 		return nil
 	}
 	res.WasRecovering = true
@@ -382,6 +382,9 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	}
 	res.Offset, res.Epoch = top.Offset, top.Epoch
 	s.epoch = top.Epoch
+	// The subscriber is at the top once the result is out: what was held
+	// meanwhile up to there is in the result or was missed on purpose.
+	s.offset.Store(top.Offset)
 	if !recovered {
 		if n.log.Enabled(context.Background(), slog.LevelDebug) {
 			n.log.Debug("recovery incomplete", "client", c.id, "channel", p.channel,
@@ -392,6 +395,13 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 		}
 	}
 	res.Recovered = recovered
+	if recovered {
+		// The client's own position: the SDK moves it through the
+		// publications as it hands them to the application, so one that
+		// stops halfway (unsubscribed from a handler) recovers the rest
+		// next time instead of resuming at the top.
+		res.Offset = p.since.Offset
+	}
 	if len(pubs) > 0 {
 		res.Publications = make([]*protocol.Publication, 0, len(pubs))
 	}

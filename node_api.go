@@ -239,7 +239,7 @@ func (n *Node) subscribeLocal(user, channel string, f ClientFilter) {
 			continue
 		}
 		c.enqueuePush(subscribePush(channel, res))
-		s.activate(res.Offset)
+		s.activate(s.offset.Load())
 	}
 }
 

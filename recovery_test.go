@@ -87,7 +87,7 @@ func TestRecoveryOutcomes(t *testing.T) {
 							t.Fatalf("recover with flag 2: %+v, want error 112", r)
 						}
 					} else {
-						checkRecovered(t, r, top, tt.want)
+						checkRecovered(t, r, tt.offset, tt.want)
 						c.Call(&protocol.Command{Unsubscribe: &protocol.UnsubscribeRequest{Channel: ch}})
 					}
 
@@ -99,7 +99,7 @@ func TestRecoveryOutcomes(t *testing.T) {
 					}
 					res := r.Subscribe
 					if tt.recovered {
-						checkRecovered(t, r, top, tt.want)
+						checkRecovered(t, r, tt.offset, tt.want)
 					} else if res.Recovered || !res.WasRecovering || len(res.Publications) != 0 || res.Offset != top.Offset {
 						t.Fatalf("recover result %+v, want recovered=false, no publications, offset %d", res, top.Offset)
 					}
@@ -110,8 +110,8 @@ func TestRecoveryOutcomes(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if live := c.WaitPubs(ch, 1); live[0].Offset != next.Offset || next.Offset != res.Offset+1 {
-						t.Fatalf("live publication at %d after a result at %d, published at %d", live[0].Offset, res.Offset, next.Offset)
+					if live := c.WaitPubs(ch, 1); live[0].Offset != next.Offset || next.Offset != top.Offset+1 {
+						t.Fatalf("live publication at %d after the top %d, published at %d", live[0].Offset, top.Offset, next.Offset)
 					}
 				})
 			}
@@ -120,8 +120,10 @@ func TestRecoveryOutcomes(t *testing.T) {
 }
 
 // checkRecovered fails unless r is a successful recovery of the
-// publications at offsets want, positioned at top.
-func checkRecovered(t *testing.T, r *protocol.Reply, top gyre.PublishResult, want []uint64) {
+// publications at offsets want for a client at offset since. The result's
+// offset is the client's: the SDK moves it through the publications as it
+// hands them to the application.
+func checkRecovered(t *testing.T, r *protocol.Reply, since uint64, want []uint64) {
 	t.Helper()
 	if r.Error != nil {
 		t.Fatalf("recover: %+v", r.Error)
@@ -131,8 +133,8 @@ func checkRecovered(t *testing.T, r *protocol.Reply, top gyre.PublishResult, wan
 	for _, p := range res.Publications {
 		got = append(got, p.Offset)
 	}
-	if !res.Recovered || !res.WasRecovering || !slices.Equal(got, want) || res.Offset != top.Offset {
-		t.Fatalf("recover result %+v with offsets %v, want recovered %v at offset %d", res, got, want, top.Offset)
+	if !res.Recovered || !res.WasRecovering || !slices.Equal(got, want) || res.Offset != since {
+		t.Fatalf("recover result %+v with offsets %v, want recovered %v at offset %d", res, got, want, since)
 	}
 	for i, p := range res.Publications {
 		if want := numbered(int(want[i]) - 1); string(p.Data) != string(want) {
