@@ -85,7 +85,7 @@ func (s *subShard) pubsubName(channel string) string { return s.prefix + channel
 
 // run keeps the connection until the broker closes.
 func (s *subShard) run() {
-	bo := backoffMin
+	var bo backoff
 	for {
 		wasUp, err := s.session()
 		select {
@@ -94,19 +94,34 @@ func (s *subShard) run() {
 		default:
 		}
 		s.b.log.Warn("redis: pub/sub connection lost, resubscribing", "redis", s.where, "error", err)
-		// Full jitter keeps many nodes from reconnecting in step.
-		wait := time.Duration(rand.Int64N(int64(bo))) + bo/2
+		if wasUp {
+			bo.reset()
+		}
 		select {
 		case <-s.b.stop:
 			return
-		case <-time.After(wait):
-		}
-		bo = min(2*bo, backoffMax)
-		if wasUp {
-			bo = backoffMin
+		case <-time.After(bo.wait()):
 		}
 	}
 }
+
+// backoff spaces the attempts to bring a pub/sub connection back.
+type backoff struct{ next time.Duration }
+
+// wait returns how long to wait before the next attempt. The bound
+// doubles with each attempt, from backoffMin up to backoffMax; jitter
+// keeps many nodes from reconnecting in step.
+func (b *backoff) wait() time.Duration {
+	d := b.next
+	if d == 0 {
+		d = backoffMin
+	}
+	b.next = min(2*d, backoffMax)
+	return time.Duration(rand.Int64N(int64(d))) + d/2
+}
+
+// reset starts the waits over, after a connection that was up.
+func (b *backoff) reset() { b.next = 0 }
 
 // session lives as long as one connection: it subscribes everything and
 // waits for the connection to break or the broker to close. wasUp tells
