@@ -41,9 +41,10 @@ type Config struct {
 
 // Handler serves the API of one node.
 type Handler struct {
-	node *gyre.Node
-	cfg  Config
-	log  *slog.Logger
+	node  *gyre.Node
+	cfg   Config
+	log   *slog.Logger
+	fails *failureLog
 }
 
 // NewHandler creates the API handler for n.
@@ -61,7 +62,7 @@ func NewHandler(n *gyre.Node, cfg Config) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{node: n, cfg: cfg, log: log}
+	return &Handler{node: n, cfg: cfg, log: log, fails: newFailureLog(log)}
 }
 
 // method runs one API method on a raw JSON request.
@@ -198,19 +199,35 @@ func httpStatus(code uint32) int {
 	}
 }
 
-// toAPIError maps engine errors to API errors; unknown errors are logged
-// and hidden behind 100.
-func (h *Handler) toAPIError(name string, err error) *apiError {
+// toAPIError maps the error of method to its API error: unknown errors
+// are hidden behind 100.
+func (h *Handler) toAPIError(method string, err error) *apiError {
+	return h.failed(method, "", err)
+}
+
+// failed is toAPIError for a failure about channel (none when ""). An
+// internal error (100) is logged at error level, naming the method, the
+// channel and the cause, which the reply does not tell; failures by the
+// thousand (the broker down) are summed up rather than logged one by one.
+func (h *Handler) failed(method, channel string, err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
 	}
 	var ge *gyre.Error
 	if errors.As(err, &ge) {
-		return &apiError{Code: ge.Code, Message: ge.Message}
+		ae = &apiError{Code: ge.Code, Message: ge.Message}
+	} else {
+		ae = errInternal
 	}
-	h.log.Error("api method failed", "method", name, "error", err)
-	return errInternal
+	if ae.Code == errInternal.Code {
+		attrs := []any{"method", method}
+		if channel != "" {
+			attrs = append(attrs, "channel", channel)
+		}
+		h.fails.add(method, slog.LevelError, "api method failed", append(attrs, "error", err)...)
+	}
+	return ae
 }
 
 func decode(raw json.RawMessage, v any) error {
@@ -355,7 +372,7 @@ func (r *publishRun) publish(h *Handler, b *gyre.Burst, replies []batchReply) {
 	b.PublishMany(r.channel, r.items)
 	for k, it := range r.items {
 		if it.Err != nil {
-			replies[r.at[k]].err = h.toAPIError("publish", it.Err)
+			replies[r.at[k]].err = h.failed("publish", r.channel, it.Err)
 			continue
 		}
 		replies[r.at[k]] = batchReply{method: "publish", result: toPublishResult(it.Result)}
