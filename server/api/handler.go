@@ -275,20 +275,58 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 	if len(req.Commands) > h.cfg.MaxBatchSize {
 		return nil, &apiError{107, "bad request: too many commands in batch"}
 	}
-	replies := make([]batchReply, len(req.Commands))
-	if req.Parallel {
+	at := func(i int) command {
+		cmd := req.Commands[i]
+		if len(cmd) != 1 {
+			return command{err: errBadRequest}
+		}
+		var c command
+		for c.name, c.body = range cmd {
+		}
+		c.m, c.err = batchMethod(c.name)
+		return c
+	}
+	return batchResult{Replies: h.runBatch(len(req.Commands), at, req.Parallel)}, nil
+}
+
+// command is one command of a batch as read from the request: its method
+// and request, or why it cannot run.
+type command struct {
+	name string // as the request names it; for the log when err is set
+	m    method
+	body json.RawMessage
+	err  *apiError
+}
+
+// batchMethod looks up the method of a command in a batch: any but batch
+// itself.
+func batchMethod(name string) (method, *apiError) {
+	m, ok := methods[name]
+	if !ok || name == "batch" {
+		return nil, errMethodNotFound
+	}
+	return m, nil
+}
+
+// runBatch runs n commands, at(i) giving the i-th (called once for each, in
+// order), and returns their replies in the same order. The v6 batch and
+// the legacy form's several commands both run here.
+func (h *Handler) runBatch(n int, at func(int) command, parallel bool) []batchReply {
+	replies := make([]batchReply, n)
+	if parallel {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 16)
 		call := func(_ string, m method, body json.RawMessage) (any, error) { return m(h, body) }
-		for i, cmd := range req.Commands {
+		for i := range n {
+			c := at(i)
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				replies[i] = h.batchCommand(cmd, call)
+				replies[i] = h.runCommand(c, call)
 			})
 		}
 		wg.Wait()
-		return batchResult{Replies: replies}, nil
+		return replies
 	}
 
 	// A sequential batch publishes through one burst: each connection is
@@ -307,9 +345,10 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 		b.Flush()
 		return m(h, body)
 	}
-	for i, cmd := range req.Commands {
-		if body, ok := cmd["publish"]; ok && len(cmd) == 1 {
-			ch, item, err := decodePublish(body)
+	for i := range n {
+		c := at(i)
+		if c.err == nil && c.name == "publish" {
+			ch, item, err := decodePublish(c.body)
 			if err != nil {
 				// It publishes nothing, so the run goes on past it.
 				replies[i].err = h.toAPIError("publish", err)
@@ -323,30 +362,22 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 			continue
 		}
 		pubs.publish(h, b, replies)
-		replies[i] = h.batchCommand(cmd, call)
+		replies[i] = h.runCommand(c, call)
 	}
 	pubs.publish(h, b, replies)
-	return batchResult{Replies: replies}, nil
+	return replies
 }
 
-// batchCommand runs one command of a batch through call.
-func (h *Handler) batchCommand(cmd map[string]json.RawMessage, call func(string, method, json.RawMessage) (any, error)) batchReply {
-	if len(cmd) != 1 {
-		return batchReply{err: errBadRequest}
+// runCommand runs one command of a batch through call.
+func (h *Handler) runCommand(c command, call func(string, method, json.RawMessage) (any, error)) batchReply {
+	if c.err != nil {
+		return batchReply{err: c.err}
 	}
-	var name string
-	var body json.RawMessage
-	for name, body = range cmd {
-	}
-	m, ok := methods[name]
-	if !ok || name == "batch" {
-		return batchReply{err: errMethodNotFound}
-	}
-	res, err := call(name, m, body)
+	res, err := call(c.name, c.m, c.body)
 	if err != nil {
-		return batchReply{err: h.toAPIError(name, err)}
+		return batchReply{err: h.toAPIError(c.name, err)}
 	}
-	return batchReply{method: name, result: res}
+	return batchReply{method: c.name, result: res}
 }
 
 // publishRun gathers consecutive publish commands of a batch to one
