@@ -13,3 +13,12 @@ func SetFailureLogWindow(h *Handler, d time.Duration) { h.fails.window = d }
 // FlushFailureLogs writes the failure summaries due, as the end of their
 // window would.
 func FlushFailureLogs(h *Handler) { h.fails.flushAll() }
+
+// MethodNames are the names of the API's methods.
+func MethodNames() []string {
+	names := make([]string, 0, len(methods))
+	for name := range methods {
+		names = append(names, name)
+	}
+	return names
+}

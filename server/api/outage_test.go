@@ -107,6 +107,7 @@ func newRedisEnv(t *testing.T) *redisEnv {
 	h := api.NewHandler(n, api.Config{Key: testKey, Logger: log})
 	mux := http.NewServeMux()
 	mux.Handle("/api/", h)
+	mux.Handle("/api", h)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
