@@ -48,3 +48,14 @@ func toError(err error) *Error {
 	}
 	return ErrorInternal
 }
+
+// causedError is e to errors.Is and errors.As, so that a client is sent e,
+// and says its cause in its text and to errors.Unwrap, so that whoever
+// logs the failure can tell why.
+type causedError struct {
+	e     *Error
+	cause error
+}
+
+func (c *causedError) Error() string   { return c.cause.Error() }
+func (c *causedError) Unwrap() []error { return []error{c.e, c.cause} }

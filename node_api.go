@@ -73,7 +73,9 @@ type PublishResult struct {
 
 // Publish sends data to every subscriber of channel (on every node) and
 // saves it to history when the channel's namespace keeps history. An
-// unknown namespace gives ErrorUnknownChannel.
+// unknown namespace gives ErrorUnknownChannel; a broker that cannot serve
+// gives an error that is ErrorInternal to errors.Is and errors.As and
+// says the broker's error in its text.
 func (n *Node) Publish(channel string, data []byte, opts ...PublishOption) (PublishResult, error) {
 	chOpts, err := n.rules.Load().lookup(channel)
 	if err != nil {
@@ -131,9 +133,12 @@ func (n *Node) brokerPublishOptions(chOpts *ChannelOptions, o PublishOptions) br
 	return bo
 }
 
+// publishError is the error of a failed publish: an unavailable broker is
+// ErrorInternal (temporary) to the client, the broker's error kept for the
+// caller's log.
 func publishError(channel string, err error) error {
 	if errors.Is(err, broker.ErrNotAvailable) {
-		return ErrorInternal
+		err = &causedError{e: ErrorInternal, cause: err}
 	}
 	return fmt.Errorf("gyre: publish to %q: %w", channel, err)
 }

@@ -127,7 +127,14 @@ func (s *Server) routes() {
 			Logger:             s.log,
 			OnCall:             s.metrics.APICall,
 		})
-		s.internalOr(c.HTTPAPI.External).Handle(prefix+"/", h)
+		mux := s.internalOr(c.HTTPAPI.External)
+		mux.Handle(prefix+"/", h)
+		// The legacy form (the method in the body) posts to the prefix
+		// itself; a redirect to prefix+"/" would lose clients that do
+		// not follow it.
+		if strings.Trim(prefix, "/") != "" {
+			mux.Handle(prefix, h)
+		}
 	}
 	if c.Health.Enabled {
 		s.internal.HandleFunc(c.Health.HandlerPrefix, s.health)

@@ -84,6 +84,37 @@ func post(t *testing.T, url, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// TestAPILegacyPath: the legacy form of the API is POST to the prefix
+// itself, answered there: API clients that do not follow redirects (httpx,
+// PHP's curl by default) would fail on a redirect to the prefix with a
+// slash.
+func TestAPILegacyPath(t *testing.T) {
+	t.Parallel()
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, prefix := range []string{"/api", "/v1"} {
+		t.Run(prefix, func(t *testing.T) {
+			t.Parallel()
+			c := testConfig()
+			c.HTTPAPI.HandlerPrefix = prefix
+			_, base := newServer(t, c)
+			req, err := http.NewRequest(http.MethodPost, base+prefix, strings.NewReader(`{"method":"info","params":{}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("X-API-Key", testKey)
+			resp, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(b), `{"result":{"nodes":`) {
+				t.Fatalf("status %d: %.200s", resp.StatusCode, b)
+			}
+		})
+	}
+}
+
 func TestRoutes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

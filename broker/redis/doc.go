@@ -97,8 +97,12 @@
 //
 // A goroutine per shard keeps its pub/sub connection: when it breaks (or
 // Redis drops a subscription, as it does when a cluster slot moves) it
-// reconnects with jittered backoff and subscribes every channel again.
-// Meanwhile Broker.Healthy returns an error, and Subscribe fails with
+// reconnects and subscribes every channel again: at once after a
+// connection that was up for a while, then with jittered waits that double
+// from 25 ms up to 250 ms, so that it is back within about a quarter of a
+// second of Redis. It logs the loss and the return (at warn and info
+// level), and a failing Redis every 10 s, each failed attempt at debug
+// level only. Meanwhile Broker.Healthy returns an error, and Subscribe fails with
 // broker.ErrNotAvailable. Publications sent while a subscription was down
 // are lost for this node, so each restored channel is reported to an
 // EventHandler that implements SubscriptionLostHandler, in order with its

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"log/slog"
 	"runtime"
 	"slices"
 	"testing"
@@ -130,6 +131,54 @@ func testRestart(t *testing.T, resp2 bool) {
 	expectData(t, ev, ch, "after")
 	if sp.Offset != 1 {
 		t.Errorf("first publish after a restart without persistence got offset %d, want 1 (new stream)", sp.Offset)
+	}
+}
+
+// TestStopAndStart: Redis shuts down and stays down for several reconnect
+// attempts, long enough for their waits to reach the cap, then starts
+// again. The broker resubscribes by itself, reports the channel lost (so
+// that the engine recovers through History) and delivers again; its log
+// says once that the connection was lost and once that it is back, the
+// failed attempts in between at debug level only.
+func TestStopAndStart(t *testing.T) {
+	srv := redistest.Start(t)
+	logs := &logRecorder{}
+	b, ev := runBroker(t, Config{Addresses: []string{srv.Addr}, IOTimeout: time.Second, Logger: slog.New(logs)})
+	const ch = "stopstart"
+	if err := b.Subscribe(ch); err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	mustPublish(t, b, ch, "before")
+	expectData(t, ev, ch, "before")
+
+	srv.Stop()
+	const failed = 6
+	eventually(t, "reconnect attempts to fail", func() bool {
+		return len(logs.find(slog.LevelDebug, "redis: pub/sub reconnect failed")) >= failed
+	})
+	if err := b.Healthy(); !errors.Is(err, broker.ErrNotAvailable) {
+		t.Errorf("Healthy while down: %v, want ErrNotAvailable", err)
+	}
+	srv.Restart()
+	waitLost(t, ev, ch)
+	eventually(t, "Publish after the restart", func() bool {
+		_, _, err := b.Publish(ch, []byte("after"), history)
+		return err == nil
+	})
+	expectData(t, ev, ch, "after")
+	if err := b.Healthy(); err != nil {
+		t.Errorf("Healthy after the restart: %v", err)
+	}
+
+	if n := len(logs.find(slog.LevelWarn, "redis: pub/sub connection lost, resubscribing")); n != 1 {
+		t.Errorf("%d warnings of the lost connection, want 1", n)
+	}
+	back := logs.find(slog.LevelInfo, "redis: pub/sub resubscribed")
+	if len(back) != 1 {
+		t.Fatalf("%d records of the resubscription, want 1", len(back))
+	}
+	if n := attr(back[0], "attempts").Int64(); n <= failed {
+		t.Errorf("resubscribed after %d attempts, want more than %d", n, failed)
 	}
 }
 

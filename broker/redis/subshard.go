@@ -23,8 +23,22 @@ const (
 	// subscribeBatch is how many SUBSCRIBE commands one round trip sends
 	// when resubscribing.
 	subscribeBatch = 512
-	backoffMin     = 50 * time.Millisecond
-	backoffMax     = 2 * time.Second
+)
+
+// The pacing of attempts to bring a pub/sub connection back. Every moment
+// the connection stays down after Redis is back is a moment of
+// publications this node misses, and more of its subscribers are told
+// they lost state; so the wait never exceeds backoffMax, and after a
+// connection that was up for backoffStable the first attempt follows at
+// once. While Redis stays down an attempt every 125-250 ms per connection
+// is a refused connect, which costs Redis nothing.
+const (
+	backoffMin    = 25 * time.Millisecond
+	backoffMax    = 250 * time.Millisecond
+	backoffStable = time.Second
+	// stillDownEvery spaces the warnings while a connection stays down;
+	// the attempts between them log at debug level.
+	stillDownEvery = 10 * time.Second
 )
 
 // subShard is one pub/sub connection and the channels it carries. A
@@ -50,6 +64,11 @@ type subShard struct {
 	// resub holds the pub/sub names subscribed again after a loss whose
 	// confirmation has not arrived; the confirmation is reported lost.
 	resub map[string]struct{}
+
+	// downSince and attempts (failed attempts since) belong to run's
+	// goroutine, which session runs on.
+	downSince time.Time
+	attempts  int
 
 	up        atomic.Bool
 	ready     chan struct{} // closed the first time the shard is up
@@ -85,33 +104,63 @@ func (s *subShard) pubsubName(channel string) string { return s.prefix + channel
 
 // run keeps the connection until the broker closes.
 func (s *subShard) run() {
-	bo := backoffMin
+	var bo backoff
+	s.downSince = time.Now()
+	warned := s.downSince
 	for {
-		wasUp, err := s.session()
+		upFor, err := s.session()
 		select {
 		case <-s.b.stop:
 			return
 		default:
 		}
-		s.b.log.Warn("redis: pub/sub connection lost, resubscribing", "redis", s.where, "error", err)
-		// Full jitter keeps many nodes from reconnecting in step.
-		wait := time.Duration(rand.Int64N(int64(bo))) + bo/2
+		now := time.Now()
+		switch {
+		case upFor > 0:
+			s.downSince, s.attempts, warned = now, 0, now
+			s.b.log.Warn("redis: pub/sub connection lost, resubscribing", "redis", s.where, "error", err)
+		case now.Sub(warned) >= stillDownEvery:
+			s.attempts++
+			warned = now
+			s.b.log.Warn("redis: pub/sub still down", "redis", s.where, "down_for", now.Sub(s.downSince).Round(time.Millisecond), "attempts", s.attempts, "error", err)
+		default:
+			s.attempts++
+			s.b.log.Debug("redis: pub/sub reconnect failed", "redis", s.where, "attempts", s.attempts, "error", err)
+		}
 		select {
 		case <-s.b.stop:
 			return
-		case <-time.After(wait):
-		}
-		bo = min(2*bo, backoffMax)
-		if wasUp {
-			bo = backoffMin
+		case <-time.After(bo.after(upFor)):
 		}
 	}
 }
 
+// backoff spaces the attempts to bring a pub/sub connection back.
+type backoff struct{ next time.Duration }
+
+// after returns how long to wait before the next attempt, given how long
+// the connection that just ended was up (0: the attempt failed). The
+// bound doubles with each attempt, from backoffMin up to backoffMax, and
+// starts over after a connection that was up for backoffStable; one that
+// dropped sooner (flapping) counts as a failed attempt. The wait is a
+// random time between half the bound and the bound, so that nodes that
+// lost Redis together do not come back in step.
+func (b *backoff) after(upFor time.Duration) time.Duration {
+	if upFor >= backoffStable {
+		b.next = 0
+	}
+	d := b.next
+	if d == 0 {
+		d = backoffMin
+	}
+	b.next = min(2*d, backoffMax)
+	return d/2 + rand.N(d/2+1)
+}
+
 // session lives as long as one connection: it subscribes everything and
-// waits for the connection to break or the broker to close. wasUp tells
-// whether every channel was subscribed before it ended.
-func (s *subShard) session() (wasUp bool, err error) {
+// waits for the connection to break or the broker to close. upFor is how
+// long every channel was subscribed, 0 if they never all were.
+func (s *subShard) session() (upFor time.Duration, err error) {
 	dc, release := s.client.Dedicate()
 	defer release()
 	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: s.onMessage, OnSubscription: s.onSubscription})
@@ -143,22 +192,29 @@ func (s *subShard) session() (wasUp bool, err error) {
 
 	for i := 0; i < len(names); i += subscribeBatch {
 		if err := s.subscribe(dc, names[i:min(i+subscribeBatch, len(names))]); err != nil {
-			return false, err
+			return 0, err
 		}
 	}
 	s.up.Store(true)
 	s.readyOnce.Do(func() { close(s.ready) })
+	upSince := time.Now()
+	if restored {
+		s.b.log.Info("redis: pub/sub resubscribed", "redis", s.where, "channels", len(names),
+			"down_for", upSince.Sub(s.downSince).Round(time.Millisecond), "attempts", s.attempts+1)
+	}
 	select {
-	case err, ok := <-lost:
+	case e, ok := <-lost:
+		err = e
 		if !ok || err == nil {
 			err = errors.New("redis: connection closed")
 		}
-		return true, err
 	case <-s.kick:
-		return true, errors.New("redis: the server dropped a subscription")
+		err = errors.New("redis: the server dropped a subscription")
 	case <-s.b.stop:
-		return true, nil
 	}
+	// A connection that was up counts as up for some time, however
+	// coarse the clock.
+	return max(time.Since(upSince), 1), err
 }
 
 // isRestore reports whether channels subscribed now were subscribed

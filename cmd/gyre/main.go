@@ -6,8 +6,8 @@
 //	gyre genconfig [-c config.json] [-f json|yaml|toml]    write a config with fresh secrets
 //	gyre checkconfig -c config.json                        validate a config
 //	gyre defaultconfig [-f json|yaml|toml]                 print the defaults
-//	gyre gentoken -u USER [-t 1h] [-c config.json]         a connection token
-//	gyre gensubtoken -u USER -s CHANNEL [-t 1h] [-c ...]   a subscription token
+//	gyre gentoken -u USER [-t 3600] [-c config.json]       a connection token (-t: seconds or 1h; default a week)
+//	gyre gensubtoken -u USER -s CHANNEL [-t 3600] [-c ...] a subscription token
 //	gyre checktoken [-c config.json] TOKEN                 verify a connection token
 //	gyre filter 'EXPR'                                     print a tags filter expression as a JSON tree
 //	gyre version
@@ -63,6 +63,8 @@ func usage(w io.Writer) error {
   gyre defaultconfig [-f json|yaml|toml]
   gyre gentoken -u USER [-t TTL] [-c config.json]
   gyre gensubtoken -u USER -s CHANNEL [-t TTL] [-c config.json]
+                                      TTL: seconds (60) or a Go duration (1h, 90s);
+                                      0 never expires; default 604800 (a week)
   gyre checktoken [-c config.json] TOKEN
   gyre filter 'EXPR'                  print the tags filter tree of an expression
   gyre version

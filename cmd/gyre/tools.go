@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/gyrehq/gyre/server"
@@ -106,7 +108,8 @@ func genToken(args []string, stdout io.Writer, sub bool) error {
 	path := fs.String("c", "config.json", "config with client.token.hmac_secret_key")
 	user := fs.String("u", "", "user id (sub claim)")
 	channel := fs.String("s", "", "channel (subscription tokens)")
-	ttl := fs.Duration("t", 7*24*time.Hour, "time to live; 0 for a token that never expires")
+	ttl := ttlFlag(defaultTokenTTL)
+	fs.Var(&ttl, "t", "time to live: seconds (60) or a Go duration (1h, 90s); 0 never expires")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -125,8 +128,8 @@ func genToken(args []string, stdout io.Writer, sub bool) error {
 		return fmt.Errorf("%s: no HMAC secret key in %s (client.token.hmac_secret_key)", name, *path)
 	}
 	claims := map[string]any{"sub": *user}
-	if *ttl > 0 {
-		claims["exp"] = time.Now().Add(*ttl).Unix()
+	if ttl > 0 {
+		claims["exp"] = time.Now().Add(time.Duration(ttl)).Unix()
 	}
 	if sub {
 		claims["channel"] = *channel
@@ -138,6 +141,38 @@ func genToken(args []string, stdout io.Writer, sub bool) error {
 	_, err = fmt.Fprintln(stdout, tok)
 	return err
 }
+
+// defaultTokenTTL is the life of a generated token without -t, a week, as
+// with Centrifugo's gentoken.
+const defaultTokenTTL = 7 * 24 * time.Hour
+
+// ttlFlag is the -t of gentoken and gensubtoken. A bare integer is seconds,
+// as Centrifugo's gentoken reads it (-t 60), so that scripts written for it
+// keep their meaning; anything else is a Go duration (-t 1h, -t 90s). Zero
+// or less means a token that never expires.
+type ttlFlag time.Duration
+
+func (f *ttlFlag) String() string { return time.Duration(*f).String() }
+
+func (f *ttlFlag) Set(s string) error {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n > maxTTLSeconds || n < -maxTTLSeconds {
+			return fmt.Errorf("%d seconds is out of range", n)
+		}
+		*f = ttlFlag(time.Duration(n) * time.Second)
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is neither seconds (60) nor a duration (1h, 90s)", s)
+	}
+	*f = ttlFlag(d)
+	return nil
+}
+
+// maxTTLSeconds is the longest -t in seconds that a time.Duration holds
+// (about 292 years).
+const maxTTLSeconds = math.MaxInt64 / int64(time.Second)
 
 func checkToken(args []string, stdout io.Writer) error {
 	fs := newFlagSet("checktoken")

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestVersion(t *testing.T) {
@@ -187,6 +189,83 @@ func TestTokens(t *testing.T) {
 			t.Fatalf("exit %d: %s%s", code, out, errOut)
 		}
 	})
+}
+
+// TestTokenTTL: -t is seconds when it is a bare number, as with
+// Centrifugo's gentoken, and a Go duration otherwise; 0 never expires and
+// no -t is a week.
+func TestTokenTTL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if code, _, errOut := runTool(t, dir, "genconfig", "-c", "config.json"); code != 0 {
+		t.Fatalf("genconfig: exit %d: %s", code, errOut)
+	}
+	tests := []struct {
+		name string
+		args []string
+		ttl  int64 // 0: no exp claim
+	}{
+		{"seconds", []string{"gentoken", "-t", "60"}, 60},
+		{"duration in seconds", []string{"gentoken", "-t", "90s"}, 90},
+		{"duration in hours", []string{"gentoken", "-t", "1h"}, 3600},
+		{"default", []string{"gentoken"}, 7 * 24 * 3600},
+		{"zero", []string{"gentoken", "-t", "0"}, 0},
+		{"zero duration", []string{"gentoken", "-t", "0s"}, 0},
+		{"negative", []string{"gentoken", "-t", "-1"}, 0},
+		{"subscription token in seconds", []string{"gensubtoken", "-s", "news", "-t", "60"}, 60},
+		{"subscription token duration", []string{"gensubtoken", "-s", "news", "-t", "2m"}, 120},
+		{"subscription token default", []string{"gensubtoken", "-s", "news"}, 7 * 24 * 3600},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			before := time.Now().Unix()
+			code, out, errOut := runTool(t, dir, append(tt.args, "-c", "config.json", "-u", "alice")...)
+			after := time.Now().Unix()
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			claims := jwtClaims(t, strings.TrimSpace(out))
+			exp, ok := claims["exp"].(float64)
+			if tt.ttl == 0 {
+				if ok {
+					t.Fatalf("exp %v, want none", exp)
+				}
+				return
+			}
+			// exp is now+ttl for some now while the command ran.
+			if !ok || int64(exp) < before+tt.ttl || int64(exp) > after+tt.ttl {
+				t.Fatalf("exp %v, want %d seconds after a time in [%d, %d]", claims["exp"], tt.ttl, before, after)
+			}
+		})
+	}
+	for _, bad := range []string{"soon", "1.5", "60x", "99999999999999999"} {
+		t.Run("bad "+bad, func(t *testing.T) {
+			t.Parallel()
+			code, _, errOut := runTool(t, dir, "gentoken", "-c", "config.json", "-u", "a", "-t", bad)
+			if code == 0 || !strings.Contains(errOut, "-t") {
+				t.Fatalf("exit %d: %s; want a failure naming -t", code, errOut)
+			}
+		})
+	}
+}
+
+// jwtClaims decodes the claims of a JWT without checking it.
+func jwtClaims(t *testing.T, tok string) map[string]any {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		t.Fatalf("%q is not a JWT", tok)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatalf("claims of %q: %v", tok, err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(b, &claims); err != nil {
+		t.Fatalf("claims of %q: %v", tok, err)
+	}
+	return claims
 }
 
 func TestUnknownFlag(t *testing.T) {

@@ -41,9 +41,10 @@ type Config struct {
 
 // Handler serves the API of one node.
 type Handler struct {
-	node *gyre.Node
-	cfg  Config
-	log  *slog.Logger
+	node  *gyre.Node
+	cfg   Config
+	log   *slog.Logger
+	fails *failureLog
 }
 
 // NewHandler creates the API handler for n.
@@ -61,7 +62,7 @@ func NewHandler(n *gyre.Node, cfg Config) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{node: n, cfg: cfg, log: log}
+	return &Handler{node: n, cfg: cfg, log: log, fails: newFailureLog(log)}
 }
 
 // method runs one API method on a raw JSON request.
@@ -95,38 +96,82 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.authorized(r) {
-		h.log.Info("api request with a wrong or missing key", "remote", r.RemoteAddr, "method", name)
+		h.log.Info("api request with a wrong or missing key", "remote", r.RemoteAddr, "method", clip(name))
 		http.Error(w, "api: unauthorized", http.StatusUnauthorized)
 		return
 	}
+	// No method in the path: the legacy form, whose body names them.
+	legacy := name == ""
 	m, ok := methods[name]
+	if !ok && !legacy {
+		h.refuse(w, r, http.StatusNotFound, "unknown method", "method", clip(name))
+		return
+	}
+	body, ok := h.readBody(w, r)
 	if !ok {
-		http.Error(w, "api: unknown method", http.StatusNotFound)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodySize))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, "api: request body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "api: read body: "+err.Error(), http.StatusBadRequest)
+	asked := r.Header.Get("X-Centrifugo-Error-Mode") == "transport"
+	if legacy {
+		// Only a request that asks for it gets the transport error mode:
+		// Centrifugo answers the legacy form in the default mode whatever
+		// http_api.error_mode says, and the clients that send it expect
+		// their errors in a 200.
+		h.serveLegacy(w, r, body, asked)
 		return
 	}
+	transportMode := h.cfg.TransportErrorMode || asked
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	}
-	// encoding/json would quietly turn bad UTF-8 into U+FFFD, making
-	// channel names and payloads the sender never wrote.
-	if !json.Valid(body) || !utf8.Valid(body) {
-		http.Error(w, "api: malformed JSON", http.StatusBadRequest)
+	if !json.Valid(body) {
+		h.refuse(w, r, http.StatusBadRequest, "malformed JSON", "method", name)
 		return
 	}
 	start := time.Now()
 	res, err := m(h, body)
-	transportMode := h.cfg.TransportErrorMode || r.Header.Get("X-Centrifugo-Error-Mode") == "transport"
 	h.write(w, name, res, err, transportMode, start)
+}
+
+// readBody reads the body of r up to the limit, refusing it (with a log
+// line) when it is over the limit or not UTF-8.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodySize))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.refuse(w, r, http.StatusRequestEntityTooLarge, "request body too large", "limit", mbe.Limit)
+			return nil, false
+		}
+		h.refuse(w, r, http.StatusBadRequest, "read body: "+err.Error())
+		return nil, false
+	}
+	// encoding/json would quietly turn bad UTF-8 into U+FFFD, making
+	// channel names and payloads the sender never wrote.
+	if !utf8.Valid(body) {
+		h.refuse(w, r, http.StatusBadRequest, "malformed JSON: not valid UTF-8")
+		return nil, false
+	}
+	return body, true
+}
+
+// refuse answers a request that cannot run at all with status and a
+// plain-text reason, and logs it at info level: it is the sender's fault,
+// and a sender that keeps sending it fills the log with its lines only as
+// far as failureLog lets it.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, reason string, attrs ...any) {
+	h.fails.add("refused", slog.LevelInfo, "api request refused",
+		append([]any{"status", status, "reason", reason, "remote", r.RemoteAddr}, attrs...)...)
+	http.Error(w, "api: "+reason, status)
+}
+
+// clip shortens a string of the request for a log line.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
 }
 
 func (h *Handler) authorized(r *http.Request) bool {
@@ -149,28 +194,16 @@ func (h *Handler) authorized(r *http.Request) bool {
 }
 
 func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, transportMode bool, start time.Time) {
-	w.Header().Set("Content-Type", "application/json")
 	var out reply
-	if h.cfg.OnCall != nil {
-		defer func() {
-			var code uint32
-			if out.Error != nil {
-				code = out.Error.Code
-			}
-			h.cfg.OnCall(name, code, time.Since(start))
-		}()
-	}
-	var body any
+	var body any = &out
+	status := http.StatusOK
 	switch {
 	case err != nil:
 		out.Error = h.toAPIError(name, err)
 		// A batch response is its replies alone, with no place for an
 		// error: a batch that cannot run is refused at the HTTP level.
 		if transportMode || name == "batch" {
-			w.WriteHeader(httpStatus(out.Error.Code))
-			body = out.Error
-		} else {
-			body = out
+			status, body = httpStatus(out.Error.Code), out.Error
 		}
 	case name == "batch":
 		// The v6 API answers a batch with {"replies":[...]}, not wrapped
@@ -178,11 +211,32 @@ func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, 
 		body = res
 	default:
 		out.Result = res
-		body = out
+	}
+	h.send(w, name, status, body)
+	h.called(name, out.Error, start)
+}
+
+// send writes body as the JSON response.
+func (h *Handler) send(w http.ResponseWriter, name string, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	if status != http.StatusOK {
+		w.WriteHeader(status)
 	}
 	if err := json.NewEncoder(w).Encode(body); err != nil {
 		h.log.Debug("api: write response", "method", name, "error", err)
 	}
+}
+
+// called tells Config.OnCall about a call that began at start.
+func (h *Handler) called(name string, e *apiError, start time.Time) {
+	if h.cfg.OnCall == nil {
+		return
+	}
+	var code uint32
+	if e != nil {
+		code = e.Code
+	}
+	h.cfg.OnCall(name, code, time.Since(start))
 }
 
 func httpStatus(code uint32) int {
@@ -198,19 +252,48 @@ func httpStatus(code uint32) int {
 	}
 }
 
-// toAPIError maps engine errors to API errors; unknown errors are logged
-// and hidden behind 100.
-func (h *Handler) toAPIError(name string, err error) *apiError {
+// toAPIError maps the error of method to its API error: unknown errors
+// are hidden behind 100.
+func (h *Handler) toAPIError(method string, err error) *apiError {
+	return h.failed(method, "", err)
+}
+
+// failed is toAPIError for a failure about channel (none when ""). An
+// internal error (100) is logged at error level, naming the method, the
+// channel and the cause, which the reply does not tell; failures by the
+// thousand (the broker down) are summed up rather than logged one by one.
+func (h *Handler) failed(method, channel string, err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
+		if ae.Code == errBadRequest.Code || ae.Code == errMethodNotFound.Code {
+			h.badCommand(method, ae)
+		}
 		return ae
 	}
 	var ge *gyre.Error
 	if errors.As(err, &ge) {
-		return &apiError{Code: ge.Code, Message: ge.Message}
+		ae = &apiError{Code: ge.Code, Message: ge.Message}
+	} else {
+		ae = errInternal
 	}
-	h.log.Error("api method failed", "method", name, "error", err)
-	return errInternal
+	if ae.Code == errInternal.Code {
+		attrs := []any{"method", method}
+		if channel != "" {
+			attrs = append(attrs, "channel", channel)
+		}
+		kind := method
+		if _, ok := methods[method]; !ok {
+			kind = "other" // the kinds must stay a fixed set
+		}
+		h.fails.add(kind, slog.LevelError, "api method failed", append(attrs, "error", err)...)
+	}
+	return ae
+}
+
+// badCommand logs a command the API could not run as asked (104, 107) at
+// info level: the sender's fault, which its reply tells it.
+func (h *Handler) badCommand(method string, ae *apiError) {
+	h.fails.add("bad command", slog.LevelInfo, "api bad command", "method", clip(method), "error", ae.Message)
 }
 
 func decode(raw json.RawMessage, v any) error {
@@ -258,20 +341,58 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 	if len(req.Commands) > h.cfg.MaxBatchSize {
 		return nil, &apiError{107, "bad request: too many commands in batch"}
 	}
-	replies := make([]batchReply, len(req.Commands))
-	if req.Parallel {
+	at := func(i int) command {
+		cmd := req.Commands[i]
+		if len(cmd) != 1 {
+			return command{err: errBadRequest}
+		}
+		var c command
+		for c.name, c.body = range cmd {
+		}
+		c.m, c.err = batchMethod(c.name)
+		return c
+	}
+	return batchResult{Replies: h.runBatch(len(req.Commands), at, req.Parallel)}, nil
+}
+
+// command is one command of a batch as read from the request: its method
+// and request, or why it cannot run.
+type command struct {
+	name string // as the request names it; for the log when err is set
+	m    method
+	body json.RawMessage
+	err  *apiError
+}
+
+// batchMethod looks up the method of a command in a batch: any but batch
+// itself.
+func batchMethod(name string) (method, *apiError) {
+	m, ok := methods[name]
+	if !ok || name == "batch" {
+		return nil, errMethodNotFound
+	}
+	return m, nil
+}
+
+// runBatch runs n commands, at(i) giving the i-th (called once for each, in
+// order), and returns their replies in the same order. The v6 batch and
+// the legacy form's several commands both run here.
+func (h *Handler) runBatch(n int, at func(int) command, parallel bool) []batchReply {
+	replies := make([]batchReply, n)
+	if parallel {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 16)
 		call := func(_ string, m method, body json.RawMessage) (any, error) { return m(h, body) }
-		for i, cmd := range req.Commands {
+		for i := range n {
+			c := at(i)
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				replies[i] = h.batchCommand(cmd, call)
+				replies[i] = h.runCommand(c, call)
 			})
 		}
 		wg.Wait()
-		return batchResult{Replies: replies}, nil
+		return replies
 	}
 
 	// A sequential batch publishes through one burst: each connection is
@@ -290,9 +411,10 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 		b.Flush()
 		return m(h, body)
 	}
-	for i, cmd := range req.Commands {
-		if body, ok := cmd["publish"]; ok && len(cmd) == 1 {
-			ch, item, err := decodePublish(body)
+	for i := range n {
+		c := at(i)
+		if c.err == nil && c.name == "publish" {
+			ch, item, err := decodePublish(c.body)
 			if err != nil {
 				// It publishes nothing, so the run goes on past it.
 				replies[i].err = h.toAPIError("publish", err)
@@ -306,30 +428,23 @@ func (h *Handler) batch(raw json.RawMessage) (any, error) {
 			continue
 		}
 		pubs.publish(h, b, replies)
-		replies[i] = h.batchCommand(cmd, call)
+		replies[i] = h.runCommand(c, call)
 	}
 	pubs.publish(h, b, replies)
-	return batchResult{Replies: replies}, nil
+	return replies
 }
 
-// batchCommand runs one command of a batch through call.
-func (h *Handler) batchCommand(cmd map[string]json.RawMessage, call func(string, method, json.RawMessage) (any, error)) batchReply {
-	if len(cmd) != 1 {
-		return batchReply{err: errBadRequest}
+// runCommand runs one command of a batch through call.
+func (h *Handler) runCommand(c command, call func(string, method, json.RawMessage) (any, error)) batchReply {
+	if c.err != nil {
+		h.badCommand(c.name, c.err)
+		return batchReply{err: c.err}
 	}
-	var name string
-	var body json.RawMessage
-	for name, body = range cmd {
-	}
-	m, ok := methods[name]
-	if !ok || name == "batch" {
-		return batchReply{err: errMethodNotFound}
-	}
-	res, err := call(name, m, body)
+	res, err := call(c.name, c.m, c.body)
 	if err != nil {
-		return batchReply{err: h.toAPIError(name, err)}
+		return batchReply{err: h.toAPIError(c.name, err)}
 	}
-	return batchReply{method: name, result: res}
+	return batchReply{method: c.name, result: res}
 }
 
 // publishRun gathers consecutive publish commands of a batch to one
@@ -355,7 +470,7 @@ func (r *publishRun) publish(h *Handler, b *gyre.Burst, replies []batchReply) {
 	b.PublishMany(r.channel, r.items)
 	for k, it := range r.items {
 		if it.Err != nil {
-			replies[r.at[k]].err = h.toAPIError("publish", it.Err)
+			replies[r.at[k]].err = h.failed("publish", r.channel, it.Err)
 			continue
 		}
 		replies[r.at[k]] = batchReply{method: "publish", result: toPublishResult(it.Result)}

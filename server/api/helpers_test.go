@@ -43,10 +43,11 @@ func testChannels() gyre.ChannelConfig {
 // env is a node with the API and the WebSocket endpoint behind one
 // httptest server.
 type env struct {
-	t     *testing.T
-	node  *gyre.Node
-	srv   *httptest.Server
-	wsURL string
+	t       *testing.T
+	node    *gyre.Node
+	handler *api.Handler
+	srv     *httptest.Server
+	wsURL   string
 }
 
 func newEnv(t *testing.T, cfg api.Config) *env {
@@ -65,7 +66,10 @@ func newEnv(t *testing.T, cfg api.Config) *env {
 		cfg.Key = testKey
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/api/", api.NewHandler(n, cfg))
+	h := api.NewHandler(n, cfg)
+	// As the server mounts it: the legacy form is POST /api.
+	mux.Handle("/api/", h)
+	mux.Handle("/api", h)
 	mux.Handle("/connection/websocket", gyre.NewWebsocketHandler(n, gyre.WebsocketConfig{}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
@@ -74,7 +78,7 @@ func newEnv(t *testing.T, cfg api.Config) *env {
 		_ = n.Shutdown(ctx)
 		srv.Close()
 	})
-	return &env{t: t, node: n, srv: srv, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/connection/websocket"}
+	return &env{t: t, node: n, handler: h, srv: srv, wsURL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/connection/websocket"}
 }
 
 // post sends body to /api/<method> with the test key and returns the

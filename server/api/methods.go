@@ -44,8 +44,8 @@ func (h *Handler) publish(raw json.RawMessage) (any, error) {
 	defer b.Flush()
 	items := [1]gyre.PublishItem{item}
 	b.PublishMany(ch, items[:])
-	if items[0].Err != nil {
-		return nil, items[0].Err
+	if err := items[0].Err; err != nil {
+		return nil, h.failed("publish", ch, err)
 	}
 	return toPublishResult(items[0].Result), nil
 }
@@ -81,7 +81,7 @@ func (h *Handler) broadcastWith(b *gyre.Burst, raw json.RawMessage) (any, error)
 		item[0] = gyre.PublishItem{Data: data, Options: opts}
 		b.PublishMany(ch, item[:])
 		if err := item[0].Err; err != nil {
-			out.Responses[i].Error = h.toAPIError("broadcast", err)
+			out.Responses[i].Error = h.failed("broadcast", ch, err)
 			continue
 		}
 		out.Responses[i].Result = toPublishResult(item[0].Result)

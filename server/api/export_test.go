@@ -1,0 +1,24 @@
+package api
+
+import "time"
+
+// FailureLogBurst is how many failures of a kind are logged one by one in
+// a window.
+const FailureLogBurst = failureLogBurst
+
+// SetFailureLogWindow sets the window of h's failure log; call it before
+// the first request.
+func SetFailureLogWindow(h *Handler, d time.Duration) { h.fails.window = d }
+
+// FlushFailureLogs writes the failure summaries due, as the end of their
+// window would.
+func FlushFailureLogs(h *Handler) { h.fails.flushAll() }
+
+// MethodNames are the names of the API's methods.
+func MethodNames() []string {
+	names := make([]string, 0, len(methods))
+	for name := range methods {
+		names = append(names, name)
+	}
+	return names
+}
