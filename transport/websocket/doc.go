@@ -11,6 +11,12 @@
 // cf_protocol=protobuf or cf_protocol=json decides, and JSON is the default.
 // Every frame [Conn.WriteFrame] sends uses the opcode of that format.
 //
+// The client's Sec-WebSocket-Protocol list is read leniently: elements are
+// trimmed of spaces and tabs, empty ones are skipped, and repeated header
+// lines count as one list in their order. The first element that is exactly
+// one of the two names wins; a header that offers neither, an empty one
+// included, negotiates no subprotocol and the answer names none.
+//
 // # Concurrency
 //
 // One goroutine reads ([Conn.ReadMessage], or the goroutines of
