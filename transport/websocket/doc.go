@@ -8,8 +8,9 @@
 // The connection's format is chosen at [Upgrade]: the subprotocol
 // "centrifuge-protobuf" selects protobuf (binary frames), "centrifuge-json"
 // selects JSON (text frames); without a subprotocol the query parameter
-// cf_protocol=protobuf or cf_protocol=json decides, and JSON is the default.
-// Every frame [Conn.WriteFrame] sends uses the opcode of that format.
+// cf_protocol=protobuf or format=protobuf selects protobuf, and JSON is the
+// default. Every frame [Conn.WriteFrame] sends uses the opcode of that
+// format.
 //
 // The client's Sec-WebSocket-Protocol list is read leniently: elements are
 // trimmed of spaces and tabs, empty ones are skipped, and repeated header

@@ -24,8 +24,8 @@ const (
 
 // Upgrade performs the WebSocket handshake on an HTTP/1.1 request and takes
 // over its connection. The format comes from the negotiated subprotocol, else
-// from the cf_protocol query parameter, else it is JSON (see the package
-// documentation). A Sec-WebSocket-Protocol header that offers none of
+// from the query parameters cf_protocol and format, else it is JSON (see the
+// package documentation). A Sec-WebSocket-Protocol header that offers none of
 // ours, an empty one included, negotiates no subprotocol and is no error.
 //
 // A refused origin is answered with 403 and ErrOriginNotAllowed; a request
@@ -139,6 +139,9 @@ func answerHeader(extra http.Header, subprotocol string) http.Header {
 	return h
 }
 
+// negotiateFormat picks the wire format: the subprotocol's when one was
+// negotiated (the client was told so in the answer), else protobuf when the
+// query asks for it, else JSON.
 func negotiateFormat(subprotocol, rawQuery string) protocol.Type {
 	switch subprotocol {
 	case SubprotocolProtobuf:
@@ -146,13 +149,46 @@ func negotiateFormat(subprotocol, rawQuery string) protocol.Type {
 	case SubprotocolJSON:
 		return protocol.TypeJSON
 	}
-	// Parsing the query costs allocations; most URLs do not carry the key.
-	if strings.Contains(rawQuery, "cf_protocol=") {
-		if q, _ := url.ParseQuery(rawQuery); q.Get("cf_protocol") == "protobuf" {
-			return protocol.TypeProtobuf
-		}
+	if queryAsksProtobuf(rawQuery) {
+		return protocol.TypeProtobuf
 	}
 	return protocol.TypeJSON
+}
+
+// queryAsksProtobuf reports whether cf_protocol=protobuf or format=protobuf
+// (the name in older Centrifugo documentation and clients) is in a URL's raw
+// query; as with url.Values.Get, the first value of each key counts. It reads
+// the query in place instead of parsing it into a map: every handshake comes
+// through here, and most queries hold nothing or only a token. Only a pair
+// with escapes is unescaped.
+func queryAsksProtobuf(rawQuery string) bool {
+	var seenCF, seenFormat bool
+	for rawQuery != "" && !(seenCF && seenFormat) {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		key, value, _ := strings.Cut(pair, "=")
+		if strings.ContainsAny(pair, "%+") {
+			var err error
+			if key, err = url.QueryUnescape(key); err != nil {
+				continue
+			}
+			if value, err = url.QueryUnescape(value); err != nil {
+				continue
+			}
+		}
+		switch {
+		case key == "cf_protocol" && !seenCF:
+			seenCF = true
+		case key == "format" && !seenFormat:
+			seenFormat = true
+		default:
+			continue
+		}
+		if value == "protobuf" {
+			return true
+		}
+	}
+	return false
 }
 
 // UpgradeHead performs the WebSocket handshake on a connection whose HTTP

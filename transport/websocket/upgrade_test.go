@@ -34,6 +34,14 @@ func TestUpgradeNegotiatesFormat(t *testing.T) {
 		{name: "query among others", query: "?a=1&cf_protocol=protobuf&b=2", want: protocol.TypeProtobuf, wantOpcode: ws.OpBinary},
 		{name: "query unknown value", query: "?cf_protocol=xml", want: protocol.TypeJSON, wantOpcode: ws.OpText},
 		{name: "subprotocol beats query", query: "?cf_protocol=protobuf", offer: []string{SubprotocolJSON}, want: protocol.TypeJSON, wantAccept: SubprotocolJSON, wantOpcode: ws.OpText},
+		{name: "format protobuf", query: "?format=protobuf", want: protocol.TypeProtobuf, wantOpcode: ws.OpBinary},
+		{name: "format json", query: "?format=json", want: protocol.TypeJSON, wantOpcode: ws.OpText},
+		{name: "format among others", query: "?token=a.b.c&format=protobuf&x", want: protocol.TypeProtobuf, wantOpcode: ws.OpBinary},
+		{name: "format escaped", query: "?form%61t=%70rotobuf", want: protocol.TypeProtobuf, wantOpcode: ws.OpBinary},
+		{name: "format first value counts", query: "?format=json&format=protobuf", want: protocol.TypeJSON, wantOpcode: ws.OpText},
+		{name: "either key asks protobuf", query: "?cf_protocol=json&format=protobuf", want: protocol.TypeProtobuf, wantOpcode: ws.OpBinary},
+		{name: "keys that only contain the names", query: "?cf_format=protobuf&xcf_protocol=protobuf", want: protocol.TypeJSON, wantOpcode: ws.OpText},
+		{name: "subprotocol beats format", query: "?format=protobuf", offer: []string{SubprotocolJSON}, want: protocol.TypeJSON, wantAccept: SubprotocolJSON, wantOpcode: ws.OpText},
 	}
 	for _, up := range upgraders {
 		for _, tt := range tests {
@@ -236,6 +244,7 @@ func TestUpgradeSubprotocolHeader(t *testing.T) {
 		wantAccept string
 	}{
 		{name: "empty", values: []string{""}, want: protocol.TypeJSON},
+		{name: "empty with format=protobuf", values: []string{""}, query: "?format=protobuf", want: protocol.TypeProtobuf},
 		{name: "empty with cf_protocol=protobuf", values: []string{""}, query: "?cf_protocol=protobuf", want: protocol.TypeProtobuf},
 		{name: "blank", values: []string{"   "}, want: protocol.TypeJSON},
 		{name: "tab", values: []string{"\t"}, want: protocol.TypeJSON},
@@ -333,6 +342,7 @@ func TestNegotiationAllocations(t *testing.T) {
 	}{
 		{name: "nothing", wantFormat: protocol.TypeJSON},
 		{name: "token in the query", rawQuery: "token=eyJhbGciOiJIUzI1NiJ9.e30.c2ln&name=js", wantFormat: protocol.TypeJSON},
+		{name: "format in the query", rawQuery: "token=x&format=protobuf", wantFormat: protocol.TypeProtobuf},
 		{name: "subprotocol", offer: []byte("centrifuge-json, centrifuge-protobuf"), wantFormat: protocol.TypeJSON, wantProto: SubprotocolJSON},
 		{name: "empty subprotocol", offer: []byte(""), wantFormat: protocol.TypeJSON},
 	}

@@ -70,7 +70,7 @@ async def test_empty_subprotocol_list_connects_with_json(server):
         await conn.close()
 
 
-@pytest.mark.parametrize("query", ["?cf_protocol=protobuf"])
+@pytest.mark.parametrize("query", ["?format=protobuf", "?cf_protocol=protobuf"])
 async def test_empty_subprotocol_list_with_protobuf_query(server, query):
     conn = await _open(server, query)
     try:
