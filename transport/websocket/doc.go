@@ -68,13 +68,14 @@
 // # Errors
 //
 // ReadMessage reports the peer's close frame as a [*CloseError] after echoing
-// it. A message over the read limit gives [ErrMessageTooLarge] before its
-// payload is read; a frame that breaks RFC 6455 gives an error matching
-// [ErrProtocol]; a text message that is not UTF-8 gives [ErrInvalidUTF8]. The
-// connection is unusable for reading after any error, and the caller picks
-// the close code (1009 or 3501 for a large message, 1002 for a protocol
-// error, 1007 for bad UTF-8). A dropped connection gives an error matching
-// [io.EOF] (between frames) or [io.ErrUnexpectedEOF] (inside one).
+// it. A message over the read limit gives an error matching
+// [ErrMessageTooLarge] before its payload is read; a frame that breaks RFC
+// 6455 gives an error matching [ErrProtocol]; a text message or close reason
+// that is not UTF-8 gives [ErrInvalidUTF8]. Each error says what was wrong.
+// The connection is unusable for reading after any error, and the caller
+// picks the close code: RFC 6455 has 1009 for a large message, 1002 for a
+// protocol error and 1007 for bad UTF-8. A dropped connection gives an error
+// matching [io.EOF] (between frames) or [io.ErrUnexpectedEOF] (inside one).
 //
 // Permessage-deflate is not negotiated.
 package websocket
