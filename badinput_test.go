@@ -2,8 +2,11 @@ package gyre_test
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,28 +95,17 @@ func TestBadInputCloses(t *testing.T) {
 			c.Send(&protocol.Command{Id: 9, Connect: &protocol.ConnectRequest{Token: connToken(t, "42", 0, nil)}})
 		}, 3501},
 		{"publish without id", protocol.TypeJSON, connectCmd, jsonFrame(`{"publish":{"channel":"news","data":{}}}`), 3501},
-		{"oversized frame", protocol.TypeJSON, connectCmd, rawFrame(bigPublish(2, 64<<10+1)), 3501},
-		{"oversized frame before connect", protocol.TypeJSON, nil, rawFrame(bigPublish(2, 1<<20)), 3501},
-		{"oversized frame protobuf", protocol.TypeProtobuf, connectCmd, rawFrame(bigProtoPublish(64 << 10)), 3501},
-		{"oversized fragmented message", protocol.TypeJSON, connectCmd, func(c *testClient) {
-			msg := bigPublish(2, 100<<10)
-			writeFragments(c, ws.OpText, msg[:40<<10], msg[40<<10:80<<10], msg[80<<10:])
-		}, 3501},
 		{"binary frame on a JSON connection", protocol.TypeJSON, connectCmd, func(c *testClient) {
 			_ = wsutil.WriteClientMessage(c.Conn(), ws.OpBinary, []byte(`{"id":2,"ping":{}}`))
 		}, 3506},
 		{"binary frame on a JSON connection before connect", protocol.TypeJSON, nil, func(c *testClient) {
 			_ = wsutil.WriteClientMessage(c.Conn(), ws.OpBinary, []byte{0x00})
 		}, 3506},
-		{"invalid UTF-8 in a text frame", protocol.TypeJSON, connectCmd, jsonFrame("{\"id\":2,\"publish\":{\"channel\":\"news\",\"data\":\"\xff\xfe\"}}"), 3501},
-		{"invalid UTF-8 split across fragments", protocol.TypeJSON, connectCmd, func(c *testClient) {
-			writeFragments(c, ws.OpText, []byte("{\"id\":2,\"ping\":{}}\xe2"), []byte("\x28\xa1"))
-		}, 3501},
-		{"unmasked frame", protocol.TypeJSON, connectCmd, func(c *testClient) {
-			_ = ws.WriteFrame(c.Conn(), ws.NewTextFrame([]byte(`{"id":2,"ping":{}}`)))
-		}, 3501},
 	}
-	n, url := newTestNode(t, chatConfig())
+	logs := &logRecorder{}
+	cfg := chatConfig()
+	cfg.Logger = slog.New(logs)
+	n, url := newTestNode(t, cfg)
 	bystander := dial(t, url, protocol.TypeProtobuf)
 	bystander.connect(connToken(t, "bystander", 0, nil))
 	if r := bystander.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
@@ -129,9 +121,166 @@ func TestBadInputCloses(t *testing.T) {
 			if ce := c.WaitClose(); ce.Code != tt.code {
 				t.Fatalf("close code %d (%s), want %d", ce.Code, ce.Reason, tt.code)
 			}
+			if r := logs.find(frameRejected, "remote", c.Conn().LocalAddr().String()); r != nil {
+				t.Errorf("bad input of the protocol logged as a bad frame: %v", r.attrs)
+			}
 			checkServing(t, n, url, bystander)
 		})
 	}
+}
+
+// frameRejected is the message of the log line for a frame the WebSocket
+// layer refused.
+const frameRejected = "websocket frame rejected"
+
+// TestBadFramesClose sends frames and messages that break RFC 6455: each
+// closes the connection with the RFC's status code (not the protocol's
+// 3501, which is for commands that do not decode) and is logged with its
+// cause and the client's address.
+func TestBadFramesClose(t *testing.T) {
+	connectCmd := func(c *testClient) {
+		c.connect(connToken(t, "42", 0, nil))
+	}
+	send := func(b []byte) func(c *testClient) {
+		return func(c *testClient) { _, _ = c.Conn().Write(b) }
+	}
+	fragments := func(op ws.OpCode, parts ...[]byte) func(c *testClient) {
+		return func(c *testClient) { writeFragments(c, op, parts...) }
+	}
+	const fin = 0x80
+	text, binary, cont := byte(ws.OpText), byte(ws.OpBinary), byte(ws.OpContinuation)
+	ping, closeOp := byte(ws.OpPing), byte(ws.OpClose)
+	tests := []struct {
+		name    string
+		proto   protocol.Type
+		setup   func(c *testClient)
+		send    func(c *testClient)
+		code    ws.StatusCode
+		wantLog []string // in the logged error
+	}{
+		{"oversized frame", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|text, bigPublish(2, 64<<10+1))), 1009, []string{"65537 bytes", "limit 65536"}},
+		{"oversized frame before connect", protocol.TypeJSON, nil, send(maskedFrame(fin|text, bigPublish(2, 1<<20))), 1009, []string{"1048576 bytes", "limit 65536"}},
+		{"oversized frame protobuf", protocol.TypeProtobuf, connectCmd, send(maskedFrame(fin|binary, bigProtoPublish(64<<10))), 1009, []string{"message too large", "limit 65536"}},
+		{"oversized fragmented message", protocol.TypeJSON, connectCmd, func(c *testClient) {
+			msg := bigPublish(2, 100<<10)
+			writeFragments(c, ws.OpText, msg[:40<<10], msg[40<<10:80<<10], msg[80<<10:])
+		}, 1009, []string{"limit 65536"}},
+		{"unmasked frame", protocol.TypeJSON, connectCmd, send([]byte{fin | text, 2, '{', '}'}), 1002, []string{"unmasked"}},
+		{"unmasked frame before connect", protocol.TypeJSON, nil, send([]byte{fin | text, 2, '{', '}'}), 1002, []string{"unmasked"}},
+		{"reserved bit", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|0x40|text, []byte("{}"))), 1002, []string{"reserved bits"}},
+		{"reserved opcode", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|0x3, []byte("{}"))), 1002, []string{"reserved opcode"}},
+		{"fragmented ping", protocol.TypeJSON, connectCmd, send(maskedFrame(ping, nil)), 1002, []string{"fragmented control frame"}},
+		{"ping over 125 bytes", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|ping, make([]byte, 126))), 1002, []string{"over 125 bytes"}},
+		{"continuation without a start", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|cont, []byte("{}"))), 1002, []string{"continuation"}},
+		{"new message inside a fragmented one", protocol.TypeJSON, connectCmd, func(c *testClient) {
+			_, _ = c.Conn().Write(append(maskedFrame(text, []byte("{")), maskedFrame(fin|text, []byte("}"))...))
+		}, 1002, []string{"inside a fragmented message"}},
+		{"length over 63 bits", protocol.TypeJSON, connectCmd, send([]byte{fin | binary, 0x80 | 127, 0x80, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4}), 1002, []string{"63 bits"}},
+		{"close code that may not be sent", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|closeOp, []byte{0x03, 0xed})), 1002, []string{"close code 1005"}},
+		{"one-byte close", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|closeOp, []byte{0x03})), 1002, []string{"one-byte close"}},
+		{"invalid UTF-8 in a text frame", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|text, []byte("{\"id\":2,\"publish\":{\"channel\":\"news\",\"data\":\"\xff\xfe\"}}"))), 1007, []string{"UTF-8"}},
+		{"invalid UTF-8 split across fragments", protocol.TypeJSON, connectCmd, fragments(ws.OpText, []byte("{\"id\":2,\"ping\":{}}\xe2"), []byte("\x28\xa1")), 1007, []string{"UTF-8"}},
+		{"invalid UTF-8 in a close reason", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|closeOp, []byte{0x03, 0xe8, 0xff})), 1007, []string{"UTF-8"}},
+	}
+	logs := &logRecorder{}
+	cfg := chatConfig()
+	cfg.Logger = slog.New(logs)
+	n, url := newTestNode(t, cfg)
+	bystander := dial(t, url, protocol.TypeProtobuf)
+	bystander.connect(connToken(t, "bystander", 0, nil))
+	if r := bystander.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, url, tt.proto)
+			var client string
+			if tt.setup != nil {
+				tt.setup(c)
+				client = c.Replies()[1].Connect.Client
+			}
+			tt.send(c)
+			if ce := c.WaitClose(); ce.Code != tt.code {
+				t.Fatalf("close code %d (%s), want %d", ce.Code, ce.Reason, tt.code)
+			}
+			// The line is logged before the close frame is written.
+			r := logs.find(frameRejected, "remote", c.Conn().LocalAddr().String())
+			if r == nil {
+				t.Fatalf("no %q line for this connection", frameRejected)
+			}
+			if r.level != slog.LevelInfo || r.attrs["code"] != strconv.Itoa(int(tt.code)) || r.attrs["client"] == "" ||
+				client != "" && r.attrs["client"] != client {
+				t.Errorf("logged %v %v, want INFO with code %d and client %q", r.level, r.attrs, tt.code, client)
+			}
+			for _, want := range tt.wantLog {
+				if !strings.Contains(r.attrs["error"], want) {
+					t.Errorf("logged error %q, want it to say %q", r.attrs["error"], want)
+				}
+			}
+			checkServing(t, n, url, bystander)
+		})
+	}
+}
+
+// maskedFrame builds a client frame by hand: b0 is its first header byte
+// (fin, reserved bits, opcode), the payload is masked.
+func maskedFrame(b0 byte, payload []byte) []byte {
+	h := ws.Header{
+		Fin:    b0&0x80 != 0,
+		Rsv:    (b0 >> 4) & 0x7,
+		OpCode: ws.OpCode(b0 & 0x0f),
+		Masked: true,
+		Mask:   ws.NewMask(),
+		Length: int64(len(payload)),
+	}
+	var b bytes.Buffer
+	_ = ws.WriteHeader(&b, h)
+	p := append([]byte(nil), payload...)
+	ws.Cipher(p, h.Mask, 0)
+	return append(b.Bytes(), p...)
+}
+
+// logRecorder is a slog handler that keeps the records at Info and above.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []logRecord
+}
+
+type logRecord struct {
+	level slog.Level
+	msg   string
+	attrs map[string]string
+}
+
+func (l *logRecorder) Enabled(_ context.Context, level slog.Level) bool {
+	return level >= slog.LevelInfo
+}
+
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	rec := logRecord{level: r.Level, msg: r.Message, attrs: map[string]string{}}
+	r.Attrs(func(a slog.Attr) bool {
+		rec.attrs[a.Key] = a.Value.String()
+		return true
+	})
+	l.mu.Lock()
+	l.records = append(l.records, rec)
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// find returns the first record with msg whose attribute key is value.
+func (l *logRecorder) find(msg, key, value string) *logRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.records {
+		if r := &l.records[i]; r.msg == msg && r.attrs[key] == value {
+			return r
+		}
+	}
+	return nil
 }
 
 func TestBadInputReplies(t *testing.T) {

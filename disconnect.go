@@ -49,6 +49,17 @@ var (
 	DisconnectTooManyErrors     = &Disconnect{Code: 3509, Reason: "too many errors"}
 )
 
+// Disconnects of the WebSocket transports for a client whose frames break
+// RFC 6455, with that RFC's status codes: the frame layer refuses them
+// before any command is decoded. Their codes are outside the protocol's
+// ranges, so Reconnect reports false; the SDKs decide by themselves
+// (docs/transports.md has what each one does).
+var (
+	DisconnectProtocolError  = &Disconnect{Code: 1002, Reason: "protocol error"}
+	DisconnectInvalidPayload = &Disconnect{Code: 1007, Reason: "invalid frame payload data"}
+	DisconnectMessageTooBig  = &Disconnect{Code: 1009, Reason: "message too big"}
+)
+
 // Unsubscribe codes sent in unsubscribe pushes. 2500 and above make the
 // client resubscribe.
 const (

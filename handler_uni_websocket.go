@@ -12,7 +12,7 @@ import (
 type UniWebsocketConfig struct {
 	// MessageSizeLimit is the largest message a client may send (its
 	// ConnectRequest); 0 means 64 KiB. Over it the connection is closed
-	// with 3501.
+	// with 1009.
 	MessageSizeLimit int64
 	// WriteTimeout bounds each write; 0 means 1s.
 	WriteTimeout time.Duration
@@ -65,7 +65,7 @@ func (h *UniWebsocketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	// pings and notices when it goes away.
 	for {
 		if _, _, err := conn.ReadMessage(); err != nil {
-			c.Close(readDisconnect(err))
+			c.Close(readDisconnect(c, conn, err))
 			return
 		}
 	}
@@ -82,7 +82,7 @@ func (h *UniWebsocketHandler) connect(c *Client, conn *websocket.Conn, r *http.R
 		payload, binary, err := conn.ReadMessage()
 		stale.Stop()
 		if err != nil {
-			c.Close(readDisconnect(err))
+			c.Close(readDisconnect(c, conn, err))
 			return false
 		}
 		if binary {

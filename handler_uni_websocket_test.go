@@ -186,7 +186,9 @@ func TestUniWebsocketJoined(t *testing.T) {
 }
 
 // TestUniWebsocketBadConnect: a first message that is not a ConnectRequest
-// closes with 3501 after a disconnect push; a binary one with 3506.
+// closes with 3501 after a disconnect push; a binary one with 3506. A
+// message or frame the WebSocket layer refuses closes with the RFC 6455
+// code and no push.
 func TestUniWebsocketBadConnect(t *testing.T) {
 	s := newTransportServer(t, gyre.Config{}, transportOptions{})
 	tests := []struct {
@@ -199,6 +201,11 @@ func TestUniWebsocketBadConnect(t *testing.T) {
 		{"array", func(c *uniWS) { c.send("[]") }, 3501, true},
 		{"binary", func(c *uniWS) { _ = wsutil.WriteClientBinary(c.conn, []byte{1, 2}) }, 3506, true},
 		{"bad token", func(c *uniWS) { c.send(`{"token":"x"}`) }, 3500, true},
+		{"over the size limit", func(c *uniWS) {
+			_, _ = c.conn.Write(maskedFrame(0x80|byte(ws.OpText), []byte(`{"token":"`+strings.Repeat("x", 64<<10)+`"}`)))
+		}, 1009, false},
+		{"unmasked", func(c *uniWS) { _, _ = c.conn.Write([]byte{0x81, 2, '{', '}'}) }, 1002, false},
+		{"not UTF-8", func(c *uniWS) { c.send("{\"token\":\"\xff\"}") }, 1007, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package gyre
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,8 +18,8 @@ import (
 
 // WebsocketConfig configures the WebSocket transport handler.
 type WebsocketConfig struct {
-	// MessageSizeLimit is the largest frame a client may send; 0 means
-	// 64 KiB. Over it the connection is closed with 3501.
+	// MessageSizeLimit is the largest message a client may send; 0 means
+	// 64 KiB. Over it the connection is closed with 1009.
 	MessageSizeLimit int64
 	// WriteTimeout bounds each write; 0 means 1s. A client that cannot
 	// take a frame in time is disconnected.
@@ -105,20 +106,33 @@ func (h *WebsocketHandler) serve(ctx context.Context, conn *websocket.Conn) {
 		}
 		return c.HandleFrame(payload)
 	}, func(err error) {
-		c.Close(readDisconnect(err))
+		c.Close(readDisconnect(c, conn, err))
 	})
 }
 
-// readDisconnect tells why reading stopped.
-func readDisconnect(err error) *Disconnect {
+// readDisconnect tells why reading stopped. A frame the WebSocket layer
+// refused gets the RFC 6455 status code for what was wrong, and a log line
+// that says it: the client's disconnect line alone shows only the code.
+// Anything else is the connection going away.
+func readDisconnect(c *Client, conn *websocket.Conn, err error) *Disconnect {
+	var d *Disconnect
 	switch {
-	case errors.Is(err, websocket.ErrMessageTooLarge),
-		errors.Is(err, websocket.ErrProtocol),
-		errors.Is(err, websocket.ErrInvalidUTF8):
-		return DisconnectBadRequest
+	case errors.Is(err, websocket.ErrMessageTooLarge):
+		d = DisconnectMessageTooBig
+	case errors.Is(err, websocket.ErrProtocol):
+		d = DisconnectProtocolError
+	case errors.Is(err, websocket.ErrInvalidUTF8):
+		d = DisconnectInvalidPayload
 	default:
 		return DisconnectConnectionClosed
 	}
+	// A misbehaving client is news for whoever runs the server, not a
+	// fault of the server: Info, as for commands that do not decode.
+	if log := c.node.log; log.Enabled(context.Background(), slog.LevelInfo) {
+		log.Info("websocket frame rejected", "transport", c.transport.Name(), "client", c.id, "user", c.UserID(),
+			"remote", conn.RemoteAddr().String(), "code", d.Code, "error", err)
+	}
+	return d
 }
 
 type wsTransport struct {

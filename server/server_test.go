@@ -467,7 +467,8 @@ func (c *rawClient) waitClose() int {
 // TestWebsocketHandshakes connects through the real listener in the ways a
 // handshake can arrive: whole (taken before net/http), split over two
 // packets (served by net/http), with the connect command right behind it,
-// and from a refused origin.
+// from a refused origin, and with the empty Sec-WebSocket-Protocol line
+// Python's websockets sends for an empty subprotocol list.
 func TestWebsocketHandshakes(t *testing.T) {
 	t.Parallel()
 	c := testConfig()
@@ -475,11 +476,13 @@ func TestWebsocketHandshakes(t *testing.T) {
 	c.HTTPServer.Port = 0
 	c.Client.AllowedOrigins = []string{"https://good.example"}
 	s := start(t, c)
-	head := func(origin string) string {
+	headWith := func(origin, extra string) string {
 		return "GET /connection/websocket HTTP/1.1\r\nHost: " + s.Addr().String() +
 			"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13" +
-			"\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: " + origin + "\r\n\r\n"
+			"\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nOrigin: " + origin + "\r\n" + extra + "\r\n"
 	}
+	head := func(origin string) string { return headWith(origin, "") }
+	emptyProtocol := headWith("https://good.example", "Sec-WebSocket-Protocol: \r\n")
 	connectFrame := func() string {
 		var b bytes.Buffer
 		msg := `{"id":1,"connect":{"token":"` + signToken(t, testSecret, "alice") + `"}}`
@@ -498,6 +501,8 @@ func TestWebsocketHandshakes(t *testing.T) {
 		{"split", []string{head("https://good.example")[:30], head("https://good.example")[30:]}, 101, false},
 		{"connect behind the head", []string{head("https://good.example") + connectFrame}, 101, true},
 		{"refused origin", []string{head("https://evil.example")}, 403, false},
+		{"empty subprotocol", []string{emptyProtocol}, 101, false},
+		{"empty subprotocol split", []string{emptyProtocol[:30], emptyProtocol[30:]}, 101, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -526,6 +531,9 @@ func TestWebsocketHandshakes(t *testing.T) {
 			}
 			if resp.StatusCode != 101 {
 				return
+			}
+			if p, ok := resp.Header["Sec-Websocket-Protocol"]; ok {
+				t.Fatalf("answer names subprotocol %q, none was offered", p)
 			}
 			cl := &rawClient{t: t, conn: bufferedConn{Conn: nc, r: br}}
 			if tt.connected {

@@ -8,8 +8,15 @@
 // The connection's format is chosen at [Upgrade]: the subprotocol
 // "centrifuge-protobuf" selects protobuf (binary frames), "centrifuge-json"
 // selects JSON (text frames); without a subprotocol the query parameter
-// cf_protocol=protobuf or cf_protocol=json decides, and JSON is the default.
-// Every frame [Conn.WriteFrame] sends uses the opcode of that format.
+// cf_protocol=protobuf or format=protobuf selects protobuf, and JSON is the
+// default. Every frame [Conn.WriteFrame] sends uses the opcode of that
+// format.
+//
+// The client's Sec-WebSocket-Protocol list is read leniently: elements are
+// trimmed of spaces and tabs, empty ones are skipped, and repeated header
+// lines count as one list in their order. The first element that is exactly
+// one of the two names wins; a header that offers neither, an empty one
+// included, negotiates no subprotocol and the answer names none.
 //
 // # Concurrency
 //
@@ -61,13 +68,14 @@
 // # Errors
 //
 // ReadMessage reports the peer's close frame as a [*CloseError] after echoing
-// it. A message over the read limit gives [ErrMessageTooLarge] before its
-// payload is read; a frame that breaks RFC 6455 gives an error matching
-// [ErrProtocol]; a text message that is not UTF-8 gives [ErrInvalidUTF8]. The
-// connection is unusable for reading after any error, and the caller picks
-// the close code (1009 or 3501 for a large message, 1002 for a protocol
-// error, 1007 for bad UTF-8). A dropped connection gives an error matching
-// [io.EOF] (between frames) or [io.ErrUnexpectedEOF] (inside one).
+// it. A message over the read limit gives an error matching
+// [ErrMessageTooLarge] before its payload is read; a frame that breaks RFC
+// 6455 gives an error matching [ErrProtocol]; a text message or close reason
+// that is not UTF-8 gives [ErrInvalidUTF8]. Each error says what was wrong.
+// The connection is unusable for reading after any error, and the caller
+// picks the close code: RFC 6455 has 1009 for a large message, 1002 for a
+// protocol error and 1007 for bad UTF-8. A dropped connection gives an error
+// matching [io.EOF] (between frames) or [io.ErrUnexpectedEOF] (inside one).
 //
 // Permessage-deflate is not negotiated.
 package websocket

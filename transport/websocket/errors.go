@@ -7,9 +7,10 @@ import (
 
 // Errors callers branch on.
 var (
-	// ErrMessageTooLarge is returned by ReadMessage when a message would
-	// exceed Options.ReadLimit. Nothing of the message is read past its
-	// header.
+	// ErrMessageTooLarge is matched (errors.Is) by the error ReadMessage
+	// returns when a message would exceed Options.ReadLimit; the error
+	// says the size and the limit. Nothing of the message is read past
+	// its header.
 	ErrMessageTooLarge = errors.New("websocket: message too large")
 
 	// ErrProtocol is matched (errors.Is) by every error about a frame that

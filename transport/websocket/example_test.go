@@ -23,7 +23,7 @@ func ExampleUpgrade() {
 				payload, binary, err := conn.ReadMessage()
 				switch {
 				case errors.Is(err, websocket.ErrMessageTooLarge):
-					_ = conn.Close(3501, "bad request")
+					_ = conn.Close(1009, "message too big")
 					return
 				case err != nil:
 					_ = conn.Close(3000, "connection closed")

@@ -14,7 +14,8 @@ const (
 // Options configure one upgrade. The zero value works.
 type Options struct {
 	// ReadLimit is the largest message, in bytes, ReadMessage accepts; a
-	// larger one gives ErrMessageTooLarge. Zero means DefaultReadLimit.
+	// larger one gives an error matching ErrMessageTooLarge. Zero means
+	// DefaultReadLimit.
 	ReadLimit int64
 
 	// CheckOrigin decides whether the request's origin may connect; false

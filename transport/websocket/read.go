@@ -83,8 +83,10 @@ func (c *Conn) readMessage(stopIdle bool) ([]byte, bool, error) {
 		case h.op != opContinuation:
 			binary = h.op == opBinary
 		}
-		if int64(len(c.msg))+h.length > c.readLimit {
-			return nil, false, ErrMessageTooLarge
+		if size := int64(len(c.msg)) + h.length; size > c.readLimit {
+			// A fragmented message may grow past this size: it is what is
+			// known when the limit is crossed.
+			return nil, false, fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, size, c.readLimit)
 		}
 		var p []byte
 		if h.fin && !fragmented && h.length <= readBufSize {
@@ -283,7 +285,7 @@ func (c *Conn) peerClose(p []byte) error {
 func (c *Conn) readError(err error) error {
 	var ce *CloseError
 	switch {
-	case errors.As(err, &ce), errors.Is(err, ErrProtocol), err == ErrMessageTooLarge, err == ErrInvalidUTF8:
+	case errors.As(err, &ce), errors.Is(err, ErrProtocol), errors.Is(err, ErrMessageTooLarge), err == ErrInvalidUTF8:
 		return err
 	case c.closeReq.Load() != nil:
 		return ErrClosed

@@ -237,17 +237,20 @@ func TestReadMessageTooLarge(t *testing.T) {
 		name    string
 		raw     [][]byte
 		wantErr error
+		wantMsg string // the error's text, which names the size and the limit
 		want    string
 	}{
 		{
 			name:    "header announces 10 MB",
 			raw:     [][]byte{{0x82, 0x80 | 127, 0, 0, 0, 0, 0, 0xa0, 0, 0, 1, 2, 3, 4}, make([]byte, 100)},
 			wantErr: ErrMessageTooLarge,
+			wantMsg: "websocket: message too large: 10485760 bytes, limit 1024",
 		},
 		{
 			name:    "one byte over",
 			raw:     [][]byte{maskedFrame(0x80|byte(ws.OpText), bytes.Repeat([]byte("a"), limit+1))[:200]},
 			wantErr: ErrMessageTooLarge,
+			wantMsg: "websocket: message too large: 1025 bytes, limit 1024",
 		},
 		{
 			name: "fragments add up",
@@ -257,6 +260,7 @@ func TestReadMessageTooLarge(t *testing.T) {
 				maskedFrame(0x80|byte(ws.OpContinuation), bytes.Repeat([]byte("a"), 400))[:20],
 			},
 			wantErr: ErrMessageTooLarge,
+			wantMsg: "websocket: message too large: 1200 bytes, limit 1024",
 		},
 		{
 			name: "exactly the limit",
@@ -274,6 +278,14 @@ func TestReadMessageTooLarge(t *testing.T) {
 			r := waitRead(t, readAsync(c))
 			if !errors.Is(r.err, tt.wantErr) || (tt.wantErr == nil) != (r.err == nil) {
 				t.Fatalf("ReadMessage error %v, want %v", r.err, tt.wantErr)
+			}
+			if r.err != nil {
+				if r.err.Error() != tt.wantMsg {
+					t.Errorf("error %q, want %q", r.err, tt.wantMsg)
+				}
+				if _, _, err := c.ReadMessage(); err != r.err {
+					t.Errorf("second ReadMessage: %v, want the same error", err)
+				}
 			}
 			if string(r.payload) != tt.want {
 				t.Errorf("payload of %d bytes, want %d", len(r.payload), len(tt.want))

@@ -24,7 +24,9 @@ const (
 
 // Upgrade performs the WebSocket handshake on an HTTP/1.1 request and takes
 // over its connection. The format comes from the negotiated subprotocol, else
-// from the cf_protocol query parameter, else it is JSON.
+// from the query parameters cf_protocol and format, else it is JSON (see the
+// package documentation). A Sec-WebSocket-Protocol header that offers none of
+// ours, an empty one included, negotiates no subprotocol and is no error.
 //
 // A refused origin is answered with 403 and ErrOriginNotAllowed; a request
 // that is not a valid handshake is answered with 400 (405 for a method other
@@ -35,12 +37,22 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, proto
 		http.Error(w, "websocket: origin not allowed", http.StatusForbidden)
 		return nil, protocol.TypeJSON, ErrOriginNotAllowed
 	}
-	u := ws.HTTPUpgrader{
-		Timeout:  opts.writeTimeout(),
-		Header:   opts.Header,
-		Protocol: acceptSubprotocol,
+	// The subprotocol is chosen here, not by gobwas/ws, whose parser
+	// refuses a header without a token (400), which is what Python's
+	// websockets sends for an empty list. Its answer then goes out as an
+	// extra header, which gobwas/ws also writes on a refusal: harmless on
+	// a 4xx.
+	var subprotocol string
+	for _, offer := range r.Header["Sec-Websocket-Protocol"] {
+		if subprotocol = selectSubprotocol(offer); subprotocol != "" {
+			break
+		}
 	}
-	nc, rw, hs, err := u.Upgrade(r, w)
+	u := ws.HTTPUpgrader{
+		Timeout: opts.writeTimeout(),
+		Header:  answerHeader(opts.Header, subprotocol),
+	}
+	nc, rw, _, err := u.Upgrade(r, w)
 	if err != nil {
 		if nc != nil {
 			_ = nc.Close()
@@ -51,7 +63,7 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, proto
 		}
 		return nil, protocol.TypeJSON, fmt.Errorf("websocket: upgrade: %w", err)
 	}
-	format := negotiateFormat(hs.Protocol, r.URL.RawQuery)
+	format := negotiateFormat(subprotocol, r.URL.RawQuery)
 	c := newConn(nc, format, opts)
 	// A client may pipeline its first frames right behind the handshake; they
 	// sit in the HTTP server's reader, which is dropped after this.
@@ -62,10 +74,74 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, proto
 	return c, format, nil
 }
 
-func acceptSubprotocol(p string) bool {
-	return p == SubprotocolProtobuf || p == SubprotocolJSON
+// selectSubprotocol returns the first of our subprotocols in offer, the
+// value of one Sec-WebSocket-Protocol line, or "" if it has none. The list
+// is read as RFC 9110 (section 5.6.1) asks of a recipient: elements are
+// separated by commas with optional spaces or tabs around them, and empty
+// elements are ignored, so an empty or blank value offers nothing instead
+// of being an error. An element that is not exactly one of ours (a typo, a
+// parameter after it) does not select it: a client must never be answered
+// with a subprotocol it did not offer.
+func selectSubprotocol[T string | []byte](offer T) string {
+	for len(offer) > 0 {
+		end := 0
+		for end < len(offer) && offer[end] != ',' {
+			end++
+		}
+		elem := trimOWS(offer[:end])
+		switch string(elem) {
+		case SubprotocolProtobuf:
+			return SubprotocolProtobuf
+		case SubprotocolJSON:
+			return SubprotocolJSON
+		}
+		if end == len(offer) {
+			break
+		}
+		offer = offer[end+1:]
+	}
+	return ""
 }
 
+// trimOWS cuts the spaces and tabs around a list element.
+func trimOWS[T string | []byte](s T) T {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// Headers of a 101 answer that names a subprotocol, shared by every
+// upgrade without Options.Header; gobwas/ws only reads them. The key is
+// spelled as in RFC 6455, since http.Header.Write writes keys as stored.
+var (
+	answerJSON     = http.Header{"Sec-WebSocket-Protocol": {SubprotocolJSON}}
+	answerProtobuf = http.Header{"Sec-WebSocket-Protocol": {SubprotocolProtobuf}}
+)
+
+// answerHeader is the extra header of the handshake answer: extra with
+// the chosen subprotocol, if any. A non-nil extra is copied, not changed.
+func answerHeader(extra http.Header, subprotocol string) http.Header {
+	if subprotocol == "" {
+		return extra
+	}
+	if extra == nil {
+		if subprotocol == SubprotocolProtobuf {
+			return answerProtobuf
+		}
+		return answerJSON
+	}
+	h := extra.Clone()
+	h["Sec-WebSocket-Protocol"] = []string{subprotocol}
+	return h
+}
+
+// negotiateFormat picks the wire format: the subprotocol's when one was
+// negotiated (the client was told so in the answer), else protobuf when the
+// query asks for it, else JSON.
 func negotiateFormat(subprotocol, rawQuery string) protocol.Type {
 	switch subprotocol {
 	case SubprotocolProtobuf:
@@ -73,13 +149,46 @@ func negotiateFormat(subprotocol, rawQuery string) protocol.Type {
 	case SubprotocolJSON:
 		return protocol.TypeJSON
 	}
-	// Parsing the query costs allocations; most URLs do not carry the key.
-	if strings.Contains(rawQuery, "cf_protocol=") {
-		if q, _ := url.ParseQuery(rawQuery); q.Get("cf_protocol") == "protobuf" {
-			return protocol.TypeProtobuf
-		}
+	if queryAsksProtobuf(rawQuery) {
+		return protocol.TypeProtobuf
 	}
 	return protocol.TypeJSON
+}
+
+// queryAsksProtobuf reports whether cf_protocol=protobuf or format=protobuf
+// (the name in older Centrifugo documentation and clients) is in a URL's raw
+// query; as with url.Values.Get, the first value of each key counts. It reads
+// the query in place instead of parsing it into a map: every handshake comes
+// through here, and most queries hold nothing or only a token. Only a pair
+// with escapes is unescaped.
+func queryAsksProtobuf(rawQuery string) bool {
+	var seenCF, seenFormat bool
+	for rawQuery != "" && !(seenCF && seenFormat) {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		key, value, _ := strings.Cut(pair, "=")
+		if strings.ContainsAny(pair, "%+") {
+			var err error
+			if key, err = url.QueryUnescape(key); err != nil {
+				continue
+			}
+			if value, err = url.QueryUnescape(value); err != nil {
+				continue
+			}
+		}
+		switch {
+		case key == "cf_protocol" && !seenCF:
+			seenCF = true
+		case key == "format" && !seenFormat:
+			seenFormat = true
+		default:
+			continue
+		}
+		if value == "protobuf" {
+			return true
+		}
+	}
+	return false
 }
 
 // UpgradeHead performs the WebSocket handshake on a connection whose HTTP
@@ -95,10 +204,11 @@ func negotiateFormat(subprotocol, rawQuery string) protocol.Type {
 func UpgradeHead(nc net.Conn, head []byte, opts Options) (*Conn, protocol.Type, error) {
 	var req headRequest
 	u := ws.Upgrader{
-		Protocol:  func(p []byte) bool { return acceptSubprotocol(string(p)) },
-		OnRequest: req.onRequest,
-		OnHost:    req.onHost,
-		OnHeader:  req.onHeader,
+		// Called for each Sec-WebSocket-Protocol line until one selects.
+		ProtocolCustom: func(offer []byte) (string, bool) { return selectSubprotocol(offer), true },
+		OnRequest:      req.onRequest,
+		OnHost:         req.onHost,
+		OnHeader:       req.onHeader,
 	}
 	if opts.Header != nil {
 		u.Header = ws.HandshakeHeaderHTTP(opts.Header)
