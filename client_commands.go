@@ -142,7 +142,9 @@ func (c *Client) historyCmd(req *protocol.HistoryRequest) (*protocol.Reply, erro
 func (c *Client) rpcCmd(req *protocol.RPCRequest) (*protocol.Reply, error) {
 	h := c.node.handlers.rpc
 	if h == nil {
-		return nil, ErrorMethodNotFound
+		// RPC is a feature this server does not offer (108), not a method
+		// the client got wrong; centrifuge-js's own tests expect 108 too.
+		return nil, ErrorNotAvailable
 	}
 	rep, err := h(c.ctx, c, RPCEvent{Method: req.Method, Data: req.Data})
 	if err != nil {

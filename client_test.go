@@ -328,3 +328,19 @@ func TestRPCAndSend(t *testing.T) {
 		t.Fatalf("rpc app error: %+v", r)
 	}
 }
+
+// TestRPCWithoutHandler: without an RPC handler, rpc is a feature the
+// server does not offer: 108 not available (centrifuge-js's own tests
+// expect it), and the connection stays.
+func TestRPCWithoutHandler(t *testing.T) {
+	protocols(t, func(t *testing.T, proto protocol.Type) {
+		_, url := newTestNode(t, chatConfig())
+		c := dial(t, url, proto)
+		c.connect(connToken(t, "42", 0, nil))
+		r := c.Call(&protocol.Command{Rpc: &protocol.RPCRequest{Method: "echo"}})
+		if r.Error == nil || r.Error.Code != 108 {
+			t.Fatalf("rpc without a handler: %+v, want error 108", r)
+		}
+		c.MustSubscribe("chat:after")
+	})
+}

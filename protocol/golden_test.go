@@ -126,6 +126,17 @@ func TestGoldenServerReplies(t *testing.T) {
 			want:  `{"id":3,"error":{"code":103,"message":"permission denied"}}`,
 		},
 		{
+			// centrifuge-js reads a missing count as undefined, not 0.
+			name:  "presence stats of an empty channel",
+			reply: &Reply{Id: 6, PresenceStats: &PresenceStatsResult{}},
+			want:  `{"id":6,"presence_stats":{"num_clients":0,"num_users":0}}`,
+		},
+		{
+			name:  "history of an empty stream",
+			reply: &Reply{Id: 7, History: &HistoryResult{}},
+			want:  `{"id":7,"history":{"publications":[],"epoch":"","offset":0}}`,
+		},
+		{
 			name:  "ping",
 			reply: &Reply{},
 			want:  `{}`,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -197,12 +198,49 @@ func checkJSON(t *testing.T, data []byte, m protoreflect.Message) {
 	}
 }
 
+// alwaysPresent lists the fields the JSON encoder writes also when they hold
+// their zero value (see appendStringFieldAlways), with that value as JSON.
+var alwaysPresent = map[protoreflect.FullName]string{
+	"centrifugal.centrifuge.protocol.ClientInfo.user":                 `""`,
+	"centrifugal.centrifuge.protocol.ClientInfo.client":               `""`,
+	"centrifugal.centrifuge.protocol.PresenceStatsResult.num_clients": `0`,
+	"centrifugal.centrifuge.protocol.PresenceStatsResult.num_users":   `0`,
+	"centrifugal.centrifuge.protocol.HistoryResult.publications":      `[]`,
+	"centrifugal.centrifuge.protocol.HistoryResult.epoch":             `""`,
+	"centrifugal.centrifuge.protocol.HistoryResult.offset":            `0`,
+}
+
+// emptyJSON is how the encoder writes an empty message: {} but for the
+// fields it always writes, in field order.
+func emptyJSON(md protoreflect.MessageDescriptor) string {
+	var members []string
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if v, ok := alwaysPresent[fd.FullName()]; ok {
+			members = append(members, `"`+string(fd.Name())+`":`+v)
+		}
+	}
+	return "{" + strings.Join(members, ",") + "}"
+}
+
 func matchMessage(v any, m protoreflect.Message) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return fmt.Errorf("%s: got %T, want object", m.Descriptor().Name(), v)
 	}
 	seen := 0
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		if fd := fields.Get(i); !m.Has(fd) {
+			if _, ok := alwaysPresent[fd.FullName()]; ok {
+				if _, in := obj[string(fd.Name())]; !in {
+					return fmt.Errorf("%s: zero value missing from JSON", fd.FullName())
+				}
+				seen++
+			}
+		}
+	}
 	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, val protoreflect.Value) bool {
 		seen++

@@ -20,8 +20,9 @@ func appendPushJSON(b []byte, m *Push) []byte {
 
 func appendClientInfoJSON(b []byte, m *ClientInfo) []byte {
 	start := len(b)
-	b = appendStringField(b, `,"user":`, m.User)
-	b = appendStringField(b, `,"client":`, m.Client)
+	// user is empty for anonymous clients, and still there.
+	b = appendStringFieldAlways(b, `,"user":`, m.User)
+	b = appendStringFieldAlways(b, `,"client":`, m.Client)
 	b = appendRawField(b, `,"conn_info":`, m.ConnInfo)
 	b = appendRawField(b, `,"chan_info":`, m.ChanInfo)
 	return closeObject(b, start)

@@ -91,16 +91,16 @@ func appendPresenceResultJSON(b []byte, m *PresenceResult) []byte {
 
 func appendPresenceStatsResultJSON(b []byte, m *PresenceStatsResult) []byte {
 	start := len(b)
-	b = appendUintField(b, `,"num_clients":`, uint64(m.NumClients))
-	b = appendUintField(b, `,"num_users":`, uint64(m.NumUsers))
+	b = appendUintFieldAlways(b, `,"num_clients":`, uint64(m.NumClients))
+	b = appendUintFieldAlways(b, `,"num_users":`, uint64(m.NumUsers))
 	return closeObject(b, start)
 }
 
 func appendHistoryResultJSON(b []byte, m *HistoryResult) []byte {
 	start := len(b)
-	b = appendMessagesField(b, `,"publications":`, m.Publications, appendPublicationJSON)
-	b = appendStringField(b, `,"epoch":`, m.Epoch)
-	b = appendUintField(b, `,"offset":`, m.Offset)
+	b = appendMessagesFieldAlways(b, `,"publications":`, m.Publications, appendPublicationJSON)
+	b = appendStringFieldAlways(b, `,"epoch":`, m.Epoch)
+	b = appendUintFieldAlways(b, `,"offset":`, m.Offset)
 	return closeObject(b, start)
 }
 

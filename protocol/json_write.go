@@ -18,6 +18,27 @@ func closeObject(b []byte, start int) []byte {
 	return append(b, '}')
 }
 
+// The Always variants write a field also when it holds its zero value: the
+// SDKs read some fields without a default (centrifuge-js takes a missing
+// num_clients as undefined, not 0), so those are always on the wire, as
+// Centrifugo sends them.
+
+func appendStringFieldAlways(b []byte, key, v string) []byte {
+	return appendString(append(b, key...), v)
+}
+
+func appendUintFieldAlways(b []byte, key string, v uint64) []byte {
+	return strconv.AppendUint(append(b, key...), v, 10)
+}
+
+// appendMessagesFieldAlways writes an empty list as [].
+func appendMessagesFieldAlways[T any](b []byte, key string, ms []*T, enc func([]byte, *T) []byte) []byte {
+	if len(ms) == 0 {
+		return append(append(b, key...), '[', ']')
+	}
+	return appendMessagesField(b, key, ms, enc)
+}
+
 func appendStringField(b []byte, key, v string) []byte {
 	if v == "" {
 		return b

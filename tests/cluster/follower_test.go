@@ -296,17 +296,19 @@ func (f *follower) subscribeResult(res *protocol.SubscribeResult, recovering boo
 		f.eventLocked("subscribed at %d %s", res.Offset, res.Epoch)
 		return
 	}
-	f.eventLocked("recovered %d publications (recovered=%v) from %d to %d", len(res.Publications), res.Recovered, f.offset, res.Offset)
+	f.eventLocked("recovered %d publications (recovered=%v) from %d, result at %d", len(res.Publications), res.Recovered, f.offset, res.Offset)
 	if !res.Recovered || res.Epoch != f.epoch {
 		f.problemLocked("recovery from %d/%s: recovered=%v, epoch %s", f.offset, f.epoch, res.Recovered, res.Epoch)
 		f.epoch, f.offset = res.Epoch, res.Offset
 		return
 	}
+	// A recovered result keeps the client's offset; the publications
+	// take it on from there.
+	if res.Offset != f.offset {
+		f.problemLocked("recovered from offset %d, the result says %d", f.offset, res.Offset)
+	}
 	for _, pub := range res.Publications {
 		f.applyLocked(pub, true)
-	}
-	if f.offset != res.Offset {
-		f.problemLocked("after recovery at offset %d, the stream top is %d", f.offset, res.Offset)
 	}
 }
 
