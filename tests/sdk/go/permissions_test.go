@@ -3,11 +3,16 @@ package sdk
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/centrifugal/centrifuge-go"
 	"github.com/golang-jwt/jwt/v5"
 )
 
+// TestRefusedSubscriptions: a refused subscription ends unsubscribed with
+// the refusal's code and costs the connection nothing. A subscription
+// token that does not verify (malformed, signed with another key) is 103,
+// as permission denied.
 func TestRefusedSubscriptions(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -18,16 +23,14 @@ func TestRefusedSubscriptions(t *testing.T) {
 		{name: "private namespace without token", ch: channel("private:"), code: 103},
 		{name: "unknown namespace", ch: "nope:" + channel(""), code: 102},
 		{
-			name: "token for another channel", ch: channel("private:tok-"), code: 103,
+			name: "token signed with another key", ch: channel("private:tok-"), code: 103,
 			token: func(t *testing.T, ch string) string {
-				return token(t, jwt.MapClaims{"sub": "alice", "channel": ch + "-other"}, "")
+				return token(t, jwt.MapClaims{"sub": "alice", "channel": ch}, "not-the-server-secret-0123456789abcdef")
 			},
 		},
 		{
-			name: "token for another user", ch: channel("private:tok-"), code: 103,
-			token: func(t *testing.T, ch string) string {
-				return token(t, jwt.MapClaims{"sub": "mallory", "channel": ch}, "")
-			},
+			name: "malformed token", ch: channel("private:tok-"), code: 103,
+			token: func(*testing.T, string) string { return "not-a-jwt" },
 		},
 	}
 	for _, tc := range cases {
@@ -52,6 +55,45 @@ func TestRefusedSubscriptions(t *testing.T) {
 				}
 				if st := c.State(); st != centrifuge.StateConnected {
 					t.Fatalf("client state %s: a refused subscription must not cost the connection", st)
+				}
+			})
+		})
+	}
+}
+
+// TestTokenOfAnotherChannelOrUserDisconnects3500: a well-signed
+// subscription token made for another channel or another user is an
+// invalid token, as for the connection: disconnect 3500, no reconnect.
+func TestTokenOfAnotherChannelOrUserDisconnects3500(t *testing.T) {
+	cases := []struct {
+		name   string
+		claims func(ch string) jwt.MapClaims
+	}{
+		{"another channel", func(ch string) jwt.MapClaims { return jwt.MapClaims{"sub": "alice", "channel": ch + "-other"} }},
+		{"another user", func(ch string) jwt.MapClaims { return jwt.MapClaims{"sub": "mallory", "channel": ch} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			eachCodec(t, func(t *testing.T, cd codec) {
+				c := newClient(t, cd, clientOptions{user: "alice"})
+				c.connect(t)
+				ch := channel("private:tok-")
+				s := newSub(t, c, ch, centrifuge.SubscriptionConfig{Token: token(t, tc.claims(ch), "")})
+				if err := s.Subscribe(); err != nil {
+					t.Fatalf("subscribe: %v", err)
+				}
+				ev := c.disconnected.wait(t, 0, nil)
+				if ev.Code != 3500 {
+					t.Fatalf("disconnected with %+v, want code 3500 (invalid token)", ev)
+				}
+				// A client that would retry goes back to connecting after
+				// its reconnect delay (50 to 500 ms here); give it several.
+				time.Sleep(time.Second)
+				if st := c.State(); st != centrifuge.StateDisconnected {
+					t.Fatalf("state %s after disconnect 3500, want %s", st, centrifuge.StateDisconnected)
+				}
+				if got := s.subscribed.since(0); len(got) != 0 {
+					t.Fatalf("subscribed with a token of %s: %s", tc.name, show(got))
 				}
 			})
 		})
