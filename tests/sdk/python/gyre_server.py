@@ -92,8 +92,8 @@ class ApiError(Exception):
 class GyreServer:
     """One gyre process with its own config and log in a temp dir."""
 
-    def __init__(self, config=None, ready_timeout=15.0):
-        self.port = free_port()
+    def __init__(self, config=None, ready_timeout=15.0, port=None):
+        self.port = port or free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="gyre-sdk-"))
         cfg = (config or base_config)(self.port)
         cfg_path = self.dir / "config.json"
