@@ -68,3 +68,45 @@ func TestPositioning(t *testing.T) {
 		})
 	})
 }
+
+// TestStreamRestartReachesPlainSubscribers: when a stream starts again in a
+// new epoch (its meta expired in a quiet spell), offsets start again at 1;
+// a subscriber without a position keeps receiving, whatever offsets it got
+// before.
+func TestStreamRestartReachesPlainSubscribers(t *testing.T) {
+	cfg := gyre.Config{Channels: gyre.ChannelConfig{Namespaces: []gyre.Namespace{{
+		Name: "fleeting", ChannelOptions: gyre.ChannelOptions{
+			HistorySize: 10, HistoryTTL: time.Minute, HistoryMetaTTL: 100 * time.Millisecond, AllowSubscribeForClient: true,
+		},
+	}}}}
+	brokers(t, func(t *testing.T, b testBroker) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			n, url := newTestNode(t, b.config(t, cfg))
+			c := dial(t, url, proto)
+			c.connect(connToken(t, "42", 0, nil))
+			if res := c.MustSubscribe("fleeting:a"); res.Positioned {
+				t.Fatalf("subscribe result %+v, want no position", res)
+			}
+			var first gyre.PublishResult
+			for i := range 3 {
+				var err error
+				if first, err = n.Publish("fleeting:a", numbered(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.WaitPubs("fleeting:a", 3)
+			// Quiet for longer than the meta lives: the stream is gone.
+			time.Sleep(400 * time.Millisecond)
+			again, err := n.Publish("fleeting:a", numbered(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Epoch == first.Epoch || again.Offset >= first.Offset {
+				t.Fatalf("publication after the stream expired at %d in %q, want a new epoch (before: %d in %q)", again.Offset, again.Epoch, first.Offset, first.Epoch)
+			}
+			if got := c.WaitPubs("fleeting:a", 4); got[3].Offset != again.Offset {
+				t.Fatalf("fourth publication at %d, want %d", got[3].Offset, again.Offset)
+			}
+		})
+	})
+}

@@ -92,15 +92,21 @@ func (s *subscription) deliver(msg []byte, offset uint64, b *Burst) {
 	s.client.enqueueIn(msg, b)
 }
 
-// covers reports whether the subscriber has a publication at offset
-// already, or was told it has it: its subscribe result's position or a
-// publication it was given is at or past it. A broker that delivers
+// covers reports whether a positioned subscriber has a publication at
+// offset already, or was told it has it: its subscribe result's position
+// or a publication it was given is at or past it. A broker that delivers
 // through a subscription of its own (Redis pub/sub) may hand over a
 // publication after the subscriber read a stream top that counts it; sent
 // again, it would repeat an offset and, with delta compression, break the
 // chain the next delta builds on.
+//
+// Only a positioned subscriber holds a position in one epoch. Offsets
+// start again at 1 in a new epoch (the stream expired, Redis lost it): a
+// positioned subscriber is then unsubscribed with 2500 by the position
+// check or the broker's subscription-lost handling, to recover or reload;
+// any other subscriber just goes on receiving.
 func (s *subscription) covers(offset uint64) bool {
-	return offset > 0 && offset <= s.offset.Load()
+	return s.positioned && offset > 0 && offset <= s.offset.Load()
 }
 
 // takesAll reports whether the subscriber is given every publication of
