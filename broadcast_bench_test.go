@@ -140,13 +140,22 @@ type broadcastFixture struct {
 	sent int64
 }
 
-func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, keepLast bool) *broadcastFixture {
+// fixtureOptions vary the broadcast fixture: keepLast keeps each
+// transport's last frame, for the test of the fixture; compact subscribes
+// with channel compaction (subscribe flag 1, in a namespace that allows
+// it), so that pushes carry the channel's number instead of its name.
+type fixtureOptions struct {
+	keepLast, compact bool
+}
+
+func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixtureOptions) *broadcastFixture {
 	tb.Helper()
 	node, err := gyre.NewNode(gyre.Config{
 		Insecure: true,
 		// No pings during a run: they would be counted as deliveries.
 		PingInterval: time.Hour,
 		PongTimeout:  time.Minute,
+		Channels:     gyre.ChannelConfig{WithoutNamespace: gyre.ChannelOptions{AllowChannelCompaction: opts.compact}},
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -162,9 +171,13 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, keepLast 
 		}
 	})
 	f := &broadcastFixture{node: node, sink: newDeliverySink(), transports: make([]*memTransport, subs)}
-	frame := connectSubscribeFrame(tb, proto)
+	var flag int64
+	if opts.compact {
+		flag = 1
+	}
+	frame := connectSubscribeFrame(tb, proto, flag)
 	for i := range f.transports {
-		t := &memTransport{proto: proto, sink: f.sink, keepLast: keepLast}
+		t := &memTransport{proto: proto, sink: f.sink, keepLast: opts.keepLast}
 		f.transports[i] = t
 		c := node.NewClient(context.Background(), t)
 		if !c.HandleFrame(frame) {
@@ -179,12 +192,12 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, keepLast 
 
 // connectSubscribeFrame is what a client sends first: connect and subscribe
 // batched in one frame.
-func connectSubscribeFrame(tb testing.TB, proto protocol.Type) []byte {
+func connectSubscribeFrame(tb testing.TB, proto protocol.Type, flag int64) []byte {
 	tb.Helper()
 	var msgs [][]byte
 	for _, cmd := range []*protocol.Command{
 		{Id: 1, Connect: &protocol.ConnectRequest{Name: "bench"}},
-		{Id: 2, Subscribe: &protocol.SubscribeRequest{Channel: benchChannel}},
+		{Id: 2, Subscribe: &protocol.SubscribeRequest{Channel: benchChannel, Flag: flag}},
 	} {
 		m, err := protocol.AppendCommand(nil, proto, cmd)
 		if err != nil {
@@ -212,11 +225,25 @@ var benchProtocols = []struct {
 	{"protobuf", protocol.TypeProtobuf},
 }
 
+// BenchmarkBroadcast publishes to 1 to 10,000 subscribers; "compact"
+// subscribers use channel compaction, whose pushes are encoded once per
+// fan-out too.
 func BenchmarkBroadcast(b *testing.B) {
+	type variant struct {
+		name string
+		subs int
+		opts fixtureOptions
+	}
+	var variants []variant
+	for _, subs := range []int{1, 100, 1000, 10000} {
+		variants = append(variants, variant{fmt.Sprintf("subs=%d", subs), subs, fixtureOptions{}})
+	}
+	variants = append(variants, variant{"compact/subs=1000", 1000, fixtureOptions{compact: true}})
 	for _, p := range benchProtocols {
-		for _, subs := range []int{1, 100, 1000, 10000} {
-			b.Run(fmt.Sprintf("%s/subs=%d", p.name, subs), func(b *testing.B) {
-				f := newBroadcastFixture(b, p.proto, subs, false)
+		for _, v := range variants {
+			subs := v.subs
+			b.Run(p.name+"/"+v.name, func(b *testing.B) {
+				f := newBroadcastFixture(b, p.proto, subs, v.opts)
 				// Warm the writers, pools and the broker's stream so that
 				// the first iterations do not carry setup costs.
 				f.publish(b)
@@ -248,7 +275,7 @@ func BenchmarkBurst(b *testing.B) {
 	for _, p := range benchProtocols {
 		for _, mode := range []string{"publish", "run"} {
 			b.Run(p.name+"/"+mode, func(b *testing.B) {
-				f := newBroadcastFixture(b, p.proto, subs, false)
+				f := newBroadcastFixture(b, p.proto, subs, fixtureOptions{})
 				burst := f.node.NewBurst()
 				items := make([]gyre.PublishItem, per)
 				publish := func() {
@@ -292,8 +319,8 @@ func BenchmarkBurst(b *testing.B) {
 func BenchmarkSubscribeCrowded(b *testing.B) {
 	for _, subs := range []int{0, 1000, 10000} {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
-			f := newBroadcastFixture(b, protocol.TypeProtobuf, subs, false)
-			frame := connectSubscribeFrame(b, protocol.TypeProtobuf)
+			f := newBroadcastFixture(b, protocol.TypeProtobuf, subs, fixtureOptions{})
+			frame := connectSubscribeFrame(b, protocol.TypeProtobuf, 0)
 			// The joining clients report to a sink of their own, whose
 			// count of closed transports is cleared after each close.
 			churn := newDeliverySink()
@@ -322,33 +349,43 @@ func BenchmarkSubscribeCrowded(b *testing.B) {
 // well-formed publication push.
 func TestBroadcastFixture(t *testing.T) {
 	for _, p := range benchProtocols {
-		t.Run(p.name, func(t *testing.T) {
-			const subs, pubs = 50, 3
-			f := newBroadcastFixture(t, p.proto, subs, true)
-			for range pubs {
-				f.publish(t)
-			}
-			for i, tr := range f.transports {
-				if got := tr.msgs.Load(); got != 2+pubs {
-					t.Fatalf("transport %d: %d messages, want %d", i, got, 2+pubs)
-				}
-				if d := tr.closedBy.Load(); d != nil {
-					t.Fatalf("transport %d closed: %d %s", i, d.Code, d.Reason)
-				}
-				last := *tr.last.Load()
-				replies, err := protocol.DecodeReplies(p.proto, last, nil)
-				if err != nil {
-					t.Fatalf("transport %d: decode last frame: %v", i, err)
-				}
-				r := replies[len(replies)-1]
-				if r.Push == nil || r.Push.Pub == nil || r.Push.Channel != benchChannel {
-					t.Fatalf("transport %d: last message is not a publication in %q: %+v", i, benchChannel, r)
-				}
-				if !bytes.Equal(r.Push.Pub.Data, benchPayload) {
-					t.Fatalf("transport %d: data %q, want %q", i, r.Push.Pub.Data, benchPayload)
-				}
-			}
-		})
+		for _, compact := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/compact=%v", p.name, compact), func(t *testing.T) {
+				testBroadcastFixture(t, p.proto, compact)
+			})
+		}
+	}
+}
+
+func testBroadcastFixture(t *testing.T, proto protocol.Type, compact bool) {
+	const subs, pubs = 50, 3
+	f := newBroadcastFixture(t, proto, subs, fixtureOptions{keepLast: true, compact: compact})
+	for range pubs {
+		f.publish(t)
+	}
+	for i, tr := range f.transports {
+		if got := tr.msgs.Load(); got != 2+pubs {
+			t.Fatalf("transport %d: %d messages, want %d", i, got, 2+pubs)
+		}
+		if d := tr.closedBy.Load(); d != nil {
+			t.Fatalf("transport %d closed: %d %s", i, d.Code, d.Reason)
+		}
+		last := *tr.last.Load()
+		replies, err := protocol.DecodeReplies(proto, last, nil)
+		if err != nil {
+			t.Fatalf("transport %d: decode last frame: %v", i, err)
+		}
+		r := replies[len(replies)-1]
+		named := r.Push.GetChannel() == benchChannel && r.Push.GetId() == 0
+		if compact {
+			named = r.Push.GetChannel() == "" && r.Push.GetId() > 0
+		}
+		if r.Push == nil || r.Push.Pub == nil || !named {
+			t.Fatalf("transport %d: last message is not a publication in %q (compact %v): %+v", i, benchChannel, compact, r)
+		}
+		if !bytes.Equal(r.Push.Pub.Data, benchPayload) {
+			t.Fatalf("transport %d: data %q, want %q", i, r.Push.Pub.Data, benchPayload)
+		}
 	}
 }
 
