@@ -2,11 +2,9 @@ package gyre_test
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/gobwas/ws/wsutil"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -102,7 +101,7 @@ func TestBadInputCloses(t *testing.T) {
 			_ = wsutil.WriteClientMessage(c.Conn(), ws.OpBinary, []byte{0x00})
 		}, 3506},
 	}
-	logs := &logRecorder{}
+	logs := &logtest.Recorder{}
 	cfg := chatConfig()
 	cfg.Logger = slog.New(logs)
 	n, url := newTestNode(t, cfg)
@@ -121,8 +120,8 @@ func TestBadInputCloses(t *testing.T) {
 			if ce := c.WaitClose(); ce.Code != tt.code {
 				t.Fatalf("close code %d (%s), want %d", ce.Code, ce.Reason, tt.code)
 			}
-			if r := logs.find(frameRejected, "remote", c.Conn().LocalAddr().String()); r != nil {
-				t.Errorf("bad input of the protocol logged as a bad frame: %v", r.attrs)
+			if rs := logs.Find(slog.LevelInfo, frameRejected, map[string]string{"remote": c.Conn().LocalAddr().String()}); len(rs) > 0 {
+				t.Errorf("bad input of the protocol logged as a bad frame: %v", rs[0].Attrs)
 			}
 			checkServing(t, n, url, bystander)
 		})
@@ -182,7 +181,7 @@ func TestBadFramesClose(t *testing.T) {
 		{"invalid UTF-8 split across fragments", protocol.TypeJSON, connectCmd, fragments(ws.OpText, []byte("{\"id\":2,\"ping\":{}}\xe2"), []byte("\x28\xa1")), 1007, []string{"UTF-8"}},
 		{"invalid UTF-8 in a close reason", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|closeOp, []byte{0x03, 0xe8, 0xff})), 1007, []string{"UTF-8"}},
 	}
-	logs := &logRecorder{}
+	logs := &logtest.Recorder{}
 	cfg := chatConfig()
 	cfg.Logger = slog.New(logs)
 	n, url := newTestNode(t, cfg)
@@ -203,18 +202,18 @@ func TestBadFramesClose(t *testing.T) {
 			if ce := c.WaitClose(); ce.Code != tt.code {
 				t.Fatalf("close code %d (%s), want %d", ce.Code, ce.Reason, tt.code)
 			}
-			// The line is logged before the close frame is written.
-			r := logs.find(frameRejected, "remote", c.Conn().LocalAddr().String())
-			if r == nil {
-				t.Fatalf("no %q line for this connection", frameRejected)
+			// The line is logged, at Info, before the close frame is written.
+			rs := logs.Find(slog.LevelInfo, frameRejected, map[string]string{"remote": c.Conn().LocalAddr().String()})
+			if len(rs) == 0 {
+				t.Fatalf("no %q line at Info for this connection", frameRejected)
 			}
-			if r.level != slog.LevelInfo || r.attrs["code"] != strconv.Itoa(int(tt.code)) || r.attrs["client"] == "" ||
-				client != "" && r.attrs["client"] != client {
-				t.Errorf("logged %v %v, want INFO with code %d and client %q", r.level, r.attrs, tt.code, client)
+			r := rs[0]
+			if r.Attr("code") != strconv.Itoa(int(tt.code)) || r.Attr("client") == "" || client != "" && r.Attr("client") != client {
+				t.Errorf("logged %v, want code %d and client %q", r.Attrs, tt.code, client)
 			}
 			for _, want := range tt.wantLog {
-				if !strings.Contains(r.attrs["error"], want) {
-					t.Errorf("logged error %q, want it to say %q", r.attrs["error"], want)
+				if !strings.Contains(r.Attr("error"), want) {
+					t.Errorf("logged error %q, want it to say %q", r.Attr("error"), want)
 				}
 			}
 			checkServing(t, n, url, bystander)
@@ -238,49 +237,6 @@ func maskedFrame(b0 byte, payload []byte) []byte {
 	p := append([]byte(nil), payload...)
 	ws.Cipher(p, h.Mask, 0)
 	return append(b.Bytes(), p...)
-}
-
-// logRecorder is a slog handler that keeps the records at Info and above.
-type logRecorder struct {
-	mu      sync.Mutex
-	records []logRecord
-}
-
-type logRecord struct {
-	level slog.Level
-	msg   string
-	attrs map[string]string
-}
-
-func (l *logRecorder) Enabled(_ context.Context, level slog.Level) bool {
-	return level >= slog.LevelInfo
-}
-
-func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	rec := logRecord{level: r.Level, msg: r.Message, attrs: map[string]string{}}
-	r.Attrs(func(a slog.Attr) bool {
-		rec.attrs[a.Key] = a.Value.String()
-		return true
-	})
-	l.mu.Lock()
-	l.records = append(l.records, rec)
-	l.mu.Unlock()
-	return nil
-}
-
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
-
-// find returns the first record with msg whose attribute key is value.
-func (l *logRecorder) find(msg, key, value string) *logRecord {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i := range l.records {
-		if r := &l.records[i]; r.msg == msg && r.attrs[key] == value {
-			return r
-		}
-	}
-	return nil
 }
 
 func TestBadInputReplies(t *testing.T) {

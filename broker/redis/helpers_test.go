@@ -1,10 +1,8 @@
 package redis
 
 import (
-	"context"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -111,48 +109,4 @@ func eventually(t testing.TB, what string, check func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// logRecorder is a slog.Handler that keeps every record, at every level.
-type logRecorder struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	l.records = append(l.records, r.Clone())
-	l.mu.Unlock()
-	return nil
-}
-
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
-
-// find returns the records at level with message msg.
-func (l *logRecorder) find(level slog.Level, msg string) []slog.Record {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []slog.Record
-	for _, r := range l.records {
-		if r.Level == level && r.Message == msg {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// attr returns the value of r's attribute key.
-func attr(r slog.Record, key string) slog.Value {
-	var v slog.Value
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == key {
-			v = a.Value
-			return false
-		}
-		return true
-	})
-	return v
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/logtest"
 )
 
 var history = broker.PublishOptions{HistorySize: 100, HistoryTTL: time.Minute}
@@ -142,7 +143,7 @@ func testRestart(t *testing.T, resp2 bool) {
 // failed attempts in between at debug level only.
 func TestStopAndStart(t *testing.T) {
 	srv := redistest.Start(t)
-	logs := &logRecorder{}
+	logs := &logtest.Recorder{MinLevel: slog.LevelDebug}
 	b, ev := runBroker(t, Config{Addresses: []string{srv.Addr}, IOTimeout: time.Second, Logger: slog.New(logs)})
 	const ch = "stopstart"
 	if err := b.Subscribe(ch); err != nil {
@@ -154,7 +155,7 @@ func TestStopAndStart(t *testing.T) {
 	srv.Stop()
 	const failed = 6
 	eventually(t, "reconnect attempts to fail", func() bool {
-		return len(logs.find(slog.LevelDebug, "redis: pub/sub reconnect failed")) >= failed
+		return len(logs.Find(slog.LevelDebug, "redis: pub/sub reconnect failed", nil)) >= failed
 	})
 	if err := b.Healthy(); !errors.Is(err, broker.ErrNotAvailable) {
 		t.Errorf("Healthy while down: %v, want ErrNotAvailable", err)
@@ -170,14 +171,14 @@ func TestStopAndStart(t *testing.T) {
 		t.Errorf("Healthy after the restart: %v", err)
 	}
 
-	if n := len(logs.find(slog.LevelWarn, "redis: pub/sub connection lost, resubscribing")); n != 1 {
+	if n := len(logs.Find(slog.LevelWarn, "redis: pub/sub connection lost, resubscribing", nil)); n != 1 {
 		t.Errorf("%d warnings of the lost connection, want 1", n)
 	}
-	back := logs.find(slog.LevelInfo, "redis: pub/sub resubscribed")
+	back := logs.Find(slog.LevelInfo, "redis: pub/sub resubscribed", nil)
 	if len(back) != 1 {
 		t.Fatalf("%d records of the resubscription, want 1", len(back))
 	}
-	if n := attr(back[0], "attempts").Int64(); n <= failed {
+	if n := back[0].Attrs["attempts"].Int64(); n <= failed {
 		t.Errorf("resubscribed after %d attempts, want more than %d", n, failed)
 	}
 }

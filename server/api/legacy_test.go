@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/server/api"
 )
 
@@ -271,7 +272,7 @@ func TestLegacyForms(t *testing.T) {
 // whole, before any command runs, and logged.
 func TestLegacyBadInput(t *testing.T) {
 	t.Parallel()
-	logs := &logRecorder{}
+	logs := &logtest.Recorder{}
 	e := newEnv(t, api.Config{MaxBodySize: 4096, MaxBatchSize: 3, Logger: slog.New(logs)})
 	// Every refusal gets its own line: a window of 0 starts over at each.
 	api.SetFailureLogWindow(e.handler, 0)
@@ -299,8 +300,8 @@ func TestLegacyBadInput(t *testing.T) {
 				t.Fatalf("status %d: %s; want %d and %q", status, b, tt.status, tt.reason)
 			}
 			found := false
-			for _, r := range logs.find(slog.LevelInfo, map[string]string{"status": itoa(tt.status)}) {
-				if strings.Contains(attrOf(r, "reason"), tt.reason) && attrOf(r, "remote") != "" {
+			for _, r := range logs.Find(slog.LevelInfo, "", map[string]string{"status": itoa(tt.status)}) {
+				if strings.Contains(r.Attr("reason"), tt.reason) && r.Attr("remote") != "" {
 					found = true
 				}
 			}
@@ -326,7 +327,7 @@ func TestLegacyBadInput(t *testing.T) {
 	})
 	t.Run("bad commands are logged", func(t *testing.T) {
 		e.legacy(`{"method":"nope","params":{}}`)
-		if len(logs.find(slog.LevelInfo, map[string]string{"method": "nope"})) == 0 {
+		if len(logs.Find(slog.LevelInfo, "", map[string]string{"method": "nope"})) == 0 {
 			t.Fatal("no info record naming the unknown method")
 		}
 	})

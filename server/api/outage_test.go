@@ -8,84 +8,30 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/broker/redis"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/token"
 )
-
-// logRecorder is a slog.Handler that keeps every record.
-type logRecorder struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	l.records = append(l.records, r.Clone())
-	l.mu.Unlock()
-	return nil
-}
-
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
-
-// find returns the records at level whose attributes include want.
-func (l *logRecorder) find(level slog.Level, want map[string]string) []slog.Record {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []slog.Record
-	for _, r := range l.records {
-		if r.Level != level {
-			continue
-		}
-		found := 0
-		r.Attrs(func(a slog.Attr) bool {
-			if v, ok := want[a.Key]; ok && a.Value.String() == v {
-				found++
-			}
-			return true
-		})
-		if found == len(want) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// attrOf returns the value of r's attribute key, "" without one.
-func attrOf(r slog.Record, key string) string {
-	var v string
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == key {
-			v = a.Value.String()
-			return false
-		}
-		return true
-	})
-	return v
-}
 
 // redisEnv is a node on the Redis engine with the API in front of it,
 // whose logs are recorded.
 type redisEnv struct {
 	*env
 	redis *redistest.Server
-	logs  *logRecorder
+	logs  *logtest.Recorder
 	api   *api.Handler
 }
 
 func newRedisEnv(t *testing.T) *redisEnv {
 	t.Helper()
 	srv := redistest.Start(t)
-	logs := &logRecorder{}
+	logs := &logtest.Recorder{}
 	log := slog.New(logs)
 	e, err := redis.New(redis.Config{Addresses: []string{srv.Addr}, Prefix: "apitest", IOTimeout: time.Second, Logger: log})
 	if err != nil {
@@ -130,11 +76,11 @@ func TestRedisDownLogged(t *testing.T) {
 
 	checkLogged := func(t *testing.T, method, channel string) {
 		t.Helper()
-		recs := e.logs.find(slog.LevelError, map[string]string{"method": method, "channel": channel})
+		recs := e.logs.Find(slog.LevelError, "", map[string]string{"method": method, "channel": channel})
 		if len(recs) != 1 {
 			t.Fatalf("%d error records for %s to %s, want 1", len(recs), method, channel)
 		}
-		if cause := attrOf(recs[0], "error"); !strings.Contains(cause, "redis") {
+		if cause := recs[0].Attr("error"); !strings.Contains(cause, "redis") {
 			t.Fatalf("%s to %s logged with error %q, which does not name the cause", method, channel, cause)
 		}
 	}
@@ -168,7 +114,7 @@ func TestRedisDownLogged(t *testing.T) {
 		if !strings.Contains(string(res.Replies[0]), `"code":100`) {
 			t.Fatalf("reply %s, want error 100", res.Replies[0])
 		}
-		if n := len(e.logs.find(slog.LevelError, map[string]string{"method": "publish", "channel": "hist:c1"})); n != 2 {
+		if n := len(e.logs.Find(slog.LevelError, "", map[string]string{"method": "publish", "channel": "hist:c1"})); n != 2 {
 			t.Fatalf("%d error records for the batch's publishes, want 2", n)
 		}
 		checkLogged(t, "broadcast", "hist:c2")
@@ -193,16 +139,16 @@ func TestRedisDownNoFlood(t *testing.T) {
 	if got := strings.Count(string(b), `"code":100`); got != n {
 		t.Fatalf("%d replies with error 100, want %d", got, n)
 	}
-	lines := e.logs.find(slog.LevelError, map[string]string{"method": "publish"})
+	lines := e.logs.Find(slog.LevelError, "", map[string]string{"method": "publish"})
 	if len(lines) != api.FailureLogBurst {
 		t.Fatalf("%d error lines for %d failures in one window, want %d", len(lines), n, api.FailureLogBurst)
 	}
 	api.FlushFailureLogs(e.api)
-	sums := e.logs.find(slog.LevelError, map[string]string{"method": "publish", "not_logged": fmt.Sprint(n - api.FailureLogBurst)})
+	sums := e.logs.Find(slog.LevelError, "", map[string]string{"method": "publish", "not_logged": fmt.Sprint(n - api.FailureLogBurst)})
 	if len(sums) != 1 {
 		t.Fatalf("%d summary lines counting %d failures, want 1", len(sums), n-api.FailureLogBurst)
 	}
-	if attrOf(sums[0], "channel") == "" || !strings.Contains(attrOf(sums[0], "error"), "redis") {
+	if sums[0].Attr("channel") == "" || !strings.Contains(sums[0].Attr("error"), "redis") {
 		t.Fatalf("summary %v does not name the last failure's channel and cause", sums[0])
 	}
 }
