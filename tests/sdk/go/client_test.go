@@ -219,6 +219,22 @@ func (c *client) connect(t *testing.T) centrifuge.ConnectedEvent {
 	return c.connected.wait(t, mark, nil)
 }
 
+// disconnectedForGood waits until c is disconnected with code and checks
+// that it stays disconnected: a client that would retry goes back to
+// connecting after its reconnect delay (50 to 500 ms here), so it is given
+// several.
+func (c *client) disconnectedForGood(t *testing.T, code uint32) {
+	t.Helper()
+	ev := c.disconnected.wait(t, 0, nil)
+	if ev.Code != code {
+		t.Fatalf("disconnected with %+v, want code %d", ev, code)
+	}
+	time.Sleep(time.Second)
+	if st := c.State(); st != centrifuge.StateDisconnected {
+		t.Fatalf("state %s after disconnect %d, want %s", st, code, centrifuge.StateDisconnected)
+	}
+}
+
 // sub is an SDK subscription with its events recorded.
 type sub struct {
 	*centrifuge.Subscription

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"testing"
-	"time"
 
 	"github.com/centrifugal/centrifuge-go"
 	"github.com/golang-jwt/jwt/v5"
@@ -31,16 +30,7 @@ func TestTokenOfAnotherKeyDisconnects3500WithoutReconnect(t *testing.T) {
 		if err := c.Connect(); err != nil {
 			t.Fatalf("connect: %v", err)
 		}
-		ev := c.disconnected.wait(t, 0, nil)
-		if ev.Code != 3500 {
-			t.Fatalf("disconnected with %+v, want code 3500 (invalid token)", ev)
-		}
-		// A client that would retry goes back to connecting after its
-		// reconnect delay (50 to 500 ms here); give it several.
-		time.Sleep(time.Second)
-		if st := c.State(); st != centrifuge.StateDisconnected {
-			t.Fatalf("state %s after disconnect 3500, want %s", st, centrifuge.StateDisconnected)
-		}
+		c.disconnectedForGood(t, 3500)
 		if n := len(c.connecting.since(0)); n != 1 {
 			t.Fatalf("%d connecting events, want only the first: the client must not reconnect after 3500: %s", n, show(c.connecting.since(0)))
 		}
