@@ -80,8 +80,8 @@ type encodedPush struct {
 	delta    []byte
 	// msgs by [protocol type][shape][variant]
 	msgs [2][numShapes][numVariants][]byte
-	// channelID is the number of the channel in shapeCompact messages,
-	// the same for every subscriber of the fan-out.
+	// channelID is the number of the channel in shapeCompact messages
+	// (subList.id).
 	channelID int64
 	// sizeHint pre-sizes buffers so that the JSON encoder does not grow
 	// them field by field.
@@ -91,7 +91,7 @@ type encodedPush struct {
 	err        error
 }
 
-func (e *encodedPush) get(t protocol.Type, shape uint8, channelID int64, variant int) []byte {
+func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {
 	if variant == variantDelta {
 		if e.delta == nil {
 			e.delta = fossil.AppendCreate(nil, e.prev, e.data)
@@ -103,19 +103,7 @@ func (e *encodedPush) get(t protocol.Type, shape uint8, channelID int64, variant
 	if t == protocol.TypeProtobuf && variant == variantFull {
 		variant = variantPlain // protobuf carries the full payload as is
 	}
-	cache := true
-	if shape == shapeCompact {
-		switch e.channelID {
-		case 0:
-			e.channelID = channelID
-		case channelID:
-		default:
-			// Subscribers of one list share the channel's number; a
-			// subscriber with another one is given a message of its own.
-			cache = false
-		}
-	}
-	if m := e.msgs[t][shape][variant]; cache && m != nil {
+	if m := e.msgs[t][shape][variant]; m != nil {
 		return m
 	}
 	push := e.push
@@ -137,14 +125,12 @@ func (e *encodedPush) get(t protocol.Type, shape uint8, channelID int64, variant
 		m, e.err = protocol.AppendPush(m, t, push)
 	case shapeCompact:
 		// A fan-out carries a publication, a join or a leave.
-		compact := &protocol.Push{Id: channelID, Pub: push.Pub, Join: push.Join, Leave: push.Leave}
+		compact := &protocol.Push{Id: e.channelID, Pub: push.Pub, Join: push.Join, Leave: push.Leave}
 		m, e.err = protocol.AppendReply(m, t, &protocol.Reply{Push: compact})
 	default:
 		m, e.err = protocol.AppendReply(m, t, &protocol.Reply{Push: push})
 	}
-	if cache {
-		e.msgs[t][shape][variant] = m
-	}
+	e.msgs[t][shape][variant] = m
 	return m
 }
 
@@ -189,6 +175,7 @@ func (n *Node) broadcastPublication(channel string, enc encodedPush, b *Burst) {
 	if subs.len() == 0 {
 		return
 	}
+	enc.channelID = subs.id
 	start := time.Now()
 	sent := 0
 	defer func() {
@@ -216,7 +203,7 @@ func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *
 		s.skip(pub.Offset)
 		return false
 	}
-	msg := enc.get(s.client.proto, s.shape, s.channelID, s.payloadVariant(enc.canDelta))
+	msg := enc.get(s.client.proto, s.shape, s.payloadVariant(enc.canDelta))
 	if msg == nil {
 		n.undeliverable(s.client, channel, enc.err)
 		return true
@@ -241,7 +228,9 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burs
 	start := time.Now()
 	encs := b.encs[:0]
 	for _, rp := range run {
-		encs = append(encs, publicationPush(channel, rp.Pub, rp.Delta, rp.Prev))
+		enc := publicationPush(channel, rp.Pub, rp.Delta, rp.Prev)
+		enc.channelID = subs.id
+		encs = append(encs, enc)
 	}
 	// whole holds the run as sent to subscribers that take all of it, by
 	// [protocol type][shape], made for the first one of each.
@@ -252,7 +241,7 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burs
 			if s.takesAll() {
 				wr := whole[s.client.proto][s.shape]
 				if wr == nil {
-					wr = newWholeRun(run, encs, s.client.proto, s.shape, s.channelID)
+					wr = newWholeRun(run, encs, s.client.proto, s.shape)
 					whole[s.client.proto][s.shape] = wr
 				}
 				if len(wr.msgs) > 0 {
@@ -295,10 +284,10 @@ type wholeRun struct {
 	err error
 }
 
-func newWholeRun(run []broker.RunPublication, encs []encodedPush, t protocol.Type, shape uint8, channelID int64) *wholeRun {
+func newWholeRun(run []broker.RunPublication, encs []encodedPush, t protocol.Type, shape uint8) *wholeRun {
 	wr := &wholeRun{msgs: make([]string, 0, len(run))}
 	for i := range encs {
-		msg := encs[i].get(t, shape, channelID, variantPlain)
+		msg := encs[i].get(t, shape, variantPlain)
 		if msg == nil {
 			wr.err = encs[i].err
 			break
@@ -317,7 +306,7 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 	if subs.len() == 0 {
 		return
 	}
-	enc := encodedPush{push: push, sizeHint: 128 + 2*len(channel)}
+	enc := encodedPush{push: push, sizeHint: 128 + 2*len(channel), channelID: subs.id}
 	kind := "join"
 	if push.Leave != nil {
 		kind = "leave"
@@ -330,7 +319,7 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 				continue
 			}
 			sent++
-			msg := enc.get(s.client.proto, s.shape, s.channelID, variantPlain)
+			msg := enc.get(s.client.proto, s.shape, variantPlain)
 			if msg == nil {
 				n.undeliverable(s.client, channel, enc.err)
 				continue

@@ -26,8 +26,10 @@ type hub struct {
 	// stream position before the broker subscription is confirmed.
 	subLocks [hubShards]sync.Mutex
 	// lastChannelID numbers channels as they get their first subscriber
-	// here. A number is never given twice, so within one connection it
-	// names one channel, whatever came and went before.
+	// here (subList.id). A number is never given twice, so within one
+	// connection it names one channel, whatever came and went before; and
+	// every subscriber of a fan-out shares it, so a compacted push is
+	// encoded once for all of them.
 	lastChannelID atomic.Int64
 }
 
@@ -45,10 +47,6 @@ type channelShard struct {
 // channelSubs is one channel's subscribers on this node.
 type channelSubs struct {
 	list atomic.Pointer[subList]
-	// id stands for the channel in the pushes of subscribers with channel
-	// compaction. All subscribers in one list share it, so a push with it
-	// is encoded once for all of them.
-	id int64
 }
 
 // subChunk is how many subscribers one chunk of a subList holds. A
@@ -64,6 +62,9 @@ const subChunk = 256
 type subList struct {
 	chunks [][]*subscription
 	n      int
+	// id is the channel's number (channelSubs.id) in the pushes of
+	// subscribers with channel compaction.
+	id int64
 }
 
 var emptySubs = &subList{}
@@ -101,7 +102,7 @@ func (l *subList) with(s *subscription) (*subList, int) {
 		chunks = slices.Clone(l.chunks)
 		chunks[last] = append(slices.Clip(l.chunks[last]), s)
 	}
-	return &subList{chunks: chunks, n: pos + 1}, pos
+	return &subList{chunks: chunks, n: pos + 1, id: l.id}, pos
 }
 
 // without returns a copy of l without the subscriber at position i: the
@@ -117,13 +118,13 @@ func (l *subList) without(i int) (*subList, *subscription) {
 		chunks = slices.Clone(chunks)
 	}
 	if i == end {
-		return &subList{chunks: chunks, n: end}, nil
+		return &subList{chunks: chunks, n: end, id: l.id}, nil
 	}
 	moved := l.at(end)
 	c := i / subChunk
 	chunks[c] = slices.Clone(chunks[c])
 	chunks[c][i%subChunk] = moved
-	return &subList{chunks: chunks, n: end}, moved
+	return &subList{chunks: chunks, n: end, id: l.id}, moved
 }
 
 // userShard maps users to their connections. A slice, not a set: most
@@ -157,15 +158,15 @@ func (h *hub) addSubscription(s *subscription) (first bool) {
 	defer sh.mu.Unlock()
 	cs, ok := sh.subs[s.channel]
 	if !ok {
-		cs = &channelSubs{id: h.lastChannelID.Add(1)}
-		cs.list.Store(emptySubs)
+		cs = &channelSubs{}
+		cs.list.Store(&subList{id: h.lastChannelID.Add(1)})
 		sh.subs[s.channel] = cs
 	}
 	old := cs.list.Load()
 	next, pos := old.with(s)
 	s.hubPos = int32(pos)
 	if s.shape == shapeCompact {
-		s.channelID = cs.id
+		s.channelID = old.id
 	}
 	cs.list.Store(next)
 	return old.n == 0

@@ -107,3 +107,34 @@ func TestHubRemoveStranger(t *testing.T) {
 		t.Fatalf("list %v after removing a stranger", got)
 	}
 }
+
+// TestHubChannelIDs: a channel's number is the same for every subscriber
+// while it has any here, survives others coming and going, and is never
+// given again, also to the same channel once it emptied.
+func TestHubChannelIDs(t *testing.T) {
+	h := newHub()
+	compact := func(channel string) *subscription { return &subscription{channel: channel, shape: shapeCompact} }
+	a, b, other := compact("c"), compact("c"), compact("d")
+	h.addSubscription(a)
+	h.addSubscription(&subscription{channel: "c"}) // without compaction: no number of its own
+	h.addSubscription(b)
+	h.addSubscription(other)
+	if a.channelID == 0 || b.channelID != a.channelID || h.subscribers("c").id != a.channelID {
+		t.Fatalf("numbers of c: %d, %d, list %d; want one number", a.channelID, b.channelID, h.subscribers("c").id)
+	}
+	if other.channelID == 0 || other.channelID == a.channelID {
+		t.Fatalf("d numbered %d, c %d: want two numbers", other.channelID, a.channelID)
+	}
+	h.removeSubscription(a)
+	if h.subscribers("c").id != b.channelID {
+		t.Fatal("the channel's number changed while it kept subscribers")
+	}
+	for _, s := range listed(h.subscribers("c")) {
+		h.removeSubscription(s)
+	}
+	again := compact("c")
+	h.addSubscription(again)
+	if again.channelID == b.channelID || again.channelID == other.channelID {
+		t.Fatalf("c subscribed anew got %d, a number given before", again.channelID)
+	}
+}
