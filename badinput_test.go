@@ -13,6 +13,7 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/internal/logtest"
+	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -101,15 +102,7 @@ func TestBadInputCloses(t *testing.T) {
 			_ = wsutil.WriteClientMessage(c.Conn(), ws.OpBinary, []byte{0x00})
 		}, 3506},
 	}
-	logs := &logtest.Recorder{}
-	cfg := chatConfig()
-	cfg.Logger = slog.New(logs)
-	n, url := newTestNode(t, cfg)
-	bystander := dial(t, url, protocol.TypeProtobuf)
-	bystander.connect(connToken(t, "bystander", 0, nil))
-	if r := bystander.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
-		t.Fatal(r.Error)
-	}
+	n, url, logs, bystander := newBadInputNode(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := dial(t, url, tt.proto)
@@ -157,39 +150,31 @@ func TestBadFramesClose(t *testing.T) {
 		code    ws.StatusCode
 		wantLog []string // in the logged error
 	}{
-		{"oversized frame", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|text, bigPublish(2, 64<<10+1))), 1009, []string{"65537 bytes", "limit 65536"}},
-		{"oversized frame before connect", protocol.TypeJSON, nil, send(maskedFrame(fin|text, bigPublish(2, 1<<20))), 1009, []string{"1048576 bytes", "limit 65536"}},
-		{"oversized frame protobuf", protocol.TypeProtobuf, connectCmd, send(maskedFrame(fin|binary, bigProtoPublish(64<<10))), 1009, []string{"message too large", "limit 65536"}},
+		{"oversized frame", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(fin|text, bigPublish(2, 64<<10+1))), 1009, []string{"65537 bytes", "limit 65536"}},
+		{"oversized frame before connect", protocol.TypeJSON, nil, send(wstest.MaskedFrame(fin|text, bigPublish(2, 1<<20))), 1009, []string{"1048576 bytes", "limit 65536"}},
+		{"oversized frame protobuf", protocol.TypeProtobuf, connectCmd, send(wstest.MaskedFrame(fin|binary, bigProtoPublish(64<<10))), 1009, []string{"message too large", "limit 65536"}},
 		{"oversized fragmented message", protocol.TypeJSON, connectCmd, func(c *testClient) {
 			msg := bigPublish(2, 100<<10)
 			writeFragments(c, ws.OpText, msg[:40<<10], msg[40<<10:80<<10], msg[80<<10:])
 		}, 1009, []string{"limit 65536"}},
 		{"unmasked frame", protocol.TypeJSON, connectCmd, send([]byte{fin | text, 2, '{', '}'}), 1002, []string{"unmasked"}},
 		{"unmasked frame before connect", protocol.TypeJSON, nil, send([]byte{fin | text, 2, '{', '}'}), 1002, []string{"unmasked"}},
-		{"reserved bit", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|0x40|text, []byte("{}"))), 1002, []string{"reserved bits"}},
-		{"reserved opcode", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|0x3, []byte("{}"))), 1002, []string{"reserved opcode"}},
-		{"fragmented ping", protocol.TypeJSON, connectCmd, send(maskedFrame(ping, nil)), 1002, []string{"fragmented control frame"}},
-		{"ping over 125 bytes", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|ping, make([]byte, 126))), 1002, []string{"over 125 bytes"}},
-		{"continuation without a start", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|cont, []byte("{}"))), 1002, []string{"continuation"}},
+		{"reserved bit", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(fin|0x40|text, []byte("{}"))), 1002, []string{"reserved bits"}},
+		{"reserved opcode", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(fin|0x3, []byte("{}"))), 1002, []string{"reserved opcode"}},
+		{"fragmented ping", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(ping, nil)), 1002, []string{"fragmented control frame"}},
+		{"ping over 125 bytes", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(fin|ping, make([]byte, 126))), 1002, []string{"over 125 bytes"}},
+		{"continuation without a start", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(fin|cont, []byte("{}"))), 1002, []string{"continuation"}},
 		{"new message inside a fragmented one", protocol.TypeJSON, connectCmd, func(c *testClient) {
-			_, _ = c.Conn().Write(append(maskedFrame(text, []byte("{")), maskedFrame(fin|text, []byte("}"))...))
+			_, _ = c.Conn().Write(append(wstest.MaskedFrame(text, []byte("{")), wstest.MaskedFrame(fin|text, []byte("}"))...))
 		}, 1002, []string{"inside a fragmented message"}},
 		{"length over 63 bits", protocol.TypeJSON, connectCmd, send([]byte{fin | binary, 0x80 | 127, 0x80, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4}), 1002, []string{"63 bits"}},
-		{"close code that may not be sent", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|closeOp, []byte{0x03, 0xed})), 1002, []string{"close code 1005"}},
-		{"one-byte close", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|closeOp, []byte{0x03})), 1002, []string{"one-byte close"}},
-		{"invalid UTF-8 in a text frame", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|text, []byte("{\"id\":2,\"publish\":{\"channel\":\"news\",\"data\":\"\xff\xfe\"}}"))), 1007, []string{"UTF-8"}},
+		{"close code that may not be sent", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(fin|closeOp, []byte{0x03, 0xed})), 1002, []string{"close code 1005"}},
+		{"one-byte close", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(fin|closeOp, []byte{0x03})), 1002, []string{"one-byte close"}},
+		{"invalid UTF-8 in a text frame", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(fin|text, []byte("{\"id\":2,\"publish\":{\"channel\":\"news\",\"data\":\"\xff\xfe\"}}"))), 1007, []string{"UTF-8"}},
 		{"invalid UTF-8 split across fragments", protocol.TypeJSON, connectCmd, fragments(ws.OpText, []byte("{\"id\":2,\"ping\":{}}\xe2"), []byte("\x28\xa1")), 1007, []string{"UTF-8"}},
-		{"invalid UTF-8 in a close reason", protocol.TypeJSON, connectCmd, send(maskedFrame(fin|closeOp, []byte{0x03, 0xe8, 0xff})), 1007, []string{"UTF-8"}},
+		{"invalid UTF-8 in a close reason", protocol.TypeJSON, connectCmd, send(wstest.MaskedFrame(fin|closeOp, []byte{0x03, 0xe8, 0xff})), 1007, []string{"UTF-8"}},
 	}
-	logs := &logtest.Recorder{}
-	cfg := chatConfig()
-	cfg.Logger = slog.New(logs)
-	n, url := newTestNode(t, cfg)
-	bystander := dial(t, url, protocol.TypeProtobuf)
-	bystander.connect(connToken(t, "bystander", 0, nil))
-	if r := bystander.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
-		t.Fatal(r.Error)
-	}
+	n, url, logs, bystander := newBadInputNode(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := dial(t, url, tt.proto)
@@ -219,24 +204,6 @@ func TestBadFramesClose(t *testing.T) {
 			checkServing(t, n, url, bystander)
 		})
 	}
-}
-
-// maskedFrame builds a client frame by hand: b0 is its first header byte
-// (fin, reserved bits, opcode), the payload is masked.
-func maskedFrame(b0 byte, payload []byte) []byte {
-	h := ws.Header{
-		Fin:    b0&0x80 != 0,
-		Rsv:    (b0 >> 4) & 0x7,
-		OpCode: ws.OpCode(b0 & 0x0f),
-		Masked: true,
-		Mask:   ws.NewMask(),
-		Length: int64(len(payload)),
-	}
-	var b bytes.Buffer
-	_ = ws.WriteHeader(&b, h)
-	p := append([]byte(nil), payload...)
-	ws.Cipher(p, h.Mask, 0)
-	return append(b.Bytes(), p...)
 }
 
 func TestBadInputReplies(t *testing.T) {
@@ -326,6 +293,22 @@ func TestBatchOfCommands(t *testing.T) {
 
 // checkServing checks that the node still delivers to a client connected
 // before and serves a new one.
+// newBadInputNode starts a node whose log is recorded, with a bystander
+// subscribed to "news" for checkServing.
+func newBadInputNode(t *testing.T) (*gyre.Node, string, *logtest.Recorder, *testClient) {
+	t.Helper()
+	logs := &logtest.Recorder{}
+	cfg := chatConfig()
+	cfg.Logger = slog.New(logs)
+	n, url := newTestNode(t, cfg)
+	bystander := dial(t, url, protocol.TypeProtobuf)
+	bystander.connect(connToken(t, "bystander", 0, nil))
+	if r := bystander.Subscribe(&protocol.SubscribeRequest{Channel: "news"}); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	return n, url, logs, bystander
+}
+
 func checkServing(t *testing.T, n *gyre.Node, url string, bystander *testClient) {
 	t.Helper()
 	before := len(bystander.Pubs("news"))

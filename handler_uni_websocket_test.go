@@ -13,6 +13,7 @@ import (
 	"github.com/gobwas/ws/wsutil"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -202,7 +203,7 @@ func TestUniWebsocketBadConnect(t *testing.T) {
 		{"binary", func(c *uniWS) { _ = wsutil.WriteClientBinary(c.conn, []byte{1, 2}) }, 3506, true},
 		{"bad token", func(c *uniWS) { c.send(`{"token":"x"}`) }, 3500, true},
 		{"over the size limit", func(c *uniWS) {
-			_, _ = c.conn.Write(maskedFrame(0x80|byte(ws.OpText), []byte(`{"token":"`+strings.Repeat("x", 64<<10)+`"}`)))
+			_, _ = c.conn.Write(wstest.MaskedFrame(0x80|byte(ws.OpText), []byte(`{"token":"`+strings.Repeat("x", 64<<10)+`"}`)))
 		}, 1009, false},
 		{"unmasked", func(c *uniWS) { _, _ = c.conn.Write([]byte{0x81, 2, '{', '}'}) }, 1002, false},
 		{"not UTF-8", func(c *uniWS) { c.send("{\"token\":\"\xff\"}") }, 1007, false},

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/gobwas/ws"
+
+	"github.com/gyrehq/gyre/internal/wstest"
 )
 
 // benchConn returns the server side of a connection whose client discards
@@ -105,7 +107,7 @@ func BenchmarkReadMessage(b *testing.B) {
 			const burst = 1000
 			var frames bytes.Buffer
 			for range burst {
-				frames.Write(maskedFrame(0x80|byte(ws.OpText), bytes.Repeat([]byte("r"), size)))
+				frames.Write(wstest.MaskedFrame(0x80|byte(ws.OpText), bytes.Repeat([]byte("r"), size)))
 			}
 			stop := make(chan struct{})
 			go func() {

@@ -225,24 +225,6 @@ func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "connection reset")
 }
 
-// maskedFrame builds the bytes of a masked client frame, with fin, opcode
-// and reserved bits given as the first header byte.
-func maskedFrame(b0 byte, payload []byte) []byte {
-	h := ws.Header{
-		Fin:    b0&0x80 != 0,
-		Rsv:    (b0 >> 4) & 0x7,
-		OpCode: ws.OpCode(b0 & 0x0f),
-		Masked: true,
-		Mask:   ws.NewMask(),
-		Length: int64(len(payload)),
-	}
-	var sb strings.Builder
-	_ = ws.WriteHeader(&sb, h)
-	p := append([]byte(nil), payload...)
-	ws.Cipher(p, h.Mask, 0)
-	return append([]byte(sb.String()), p...)
-}
-
 // readResult runs ReadMessage in the background so a test can fail
 // instead of hanging when the server blocks.
 type readResult struct {

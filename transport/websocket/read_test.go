@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/gobwas/ws"
+
+	"github.com/gyrehq/gyre/internal/wstest"
 )
 
 // frame is one client frame: fin, opcode and payload.
@@ -92,7 +94,7 @@ func TestReadMessageSequence(t *testing.T) {
 		p := strings.Repeat(string(rune('a'+i%26)), (i*97)%9000)
 		want = append(want, p)
 		fin := byte(0x80)
-		burst.Write(maskedFrame(fin|byte(ws.OpText), []byte(p)))
+		burst.Write(wstest.MaskedFrame(fin|byte(ws.OpText), []byte(p)))
 	}
 	go func() { _, _ = cl.conn.Write(burst.Bytes()) }()
 	for i, w := range want {
@@ -180,25 +182,25 @@ func TestReadMessageRejectsBadFrames(t *testing.T) {
 		wantErr error
 	}{
 		{name: "unmasked", raw: [][]byte{unmasked}, wantErr: ErrProtocol},
-		{name: "reserved bit", raw: [][]byte{maskedFrame(0x80|0x40|byte(ws.OpText), []byte("x"))}, wantErr: ErrProtocol},
-		{name: "reserved data opcode", raw: [][]byte{maskedFrame(0x80|0x3, []byte("x"))}, wantErr: ErrProtocol},
-		{name: "reserved control opcode", raw: [][]byte{maskedFrame(0x80|0xb, nil)}, wantErr: ErrProtocol},
-		{name: "fragmented ping", raw: [][]byte{maskedFrame(byte(ws.OpPing), nil)}, wantErr: ErrProtocol},
-		{name: "long ping", raw: [][]byte{maskedFrame(0x80|byte(ws.OpPing), make([]byte, 126))}, wantErr: ErrProtocol},
-		{name: "lone continuation", raw: [][]byte{maskedFrame(0x80|byte(ws.OpContinuation), []byte("x"))}, wantErr: ErrProtocol},
+		{name: "reserved bit", raw: [][]byte{wstest.MaskedFrame(0x80|0x40|byte(ws.OpText), []byte("x"))}, wantErr: ErrProtocol},
+		{name: "reserved data opcode", raw: [][]byte{wstest.MaskedFrame(0x80|0x3, []byte("x"))}, wantErr: ErrProtocol},
+		{name: "reserved control opcode", raw: [][]byte{wstest.MaskedFrame(0x80|0xb, nil)}, wantErr: ErrProtocol},
+		{name: "fragmented ping", raw: [][]byte{wstest.MaskedFrame(byte(ws.OpPing), nil)}, wantErr: ErrProtocol},
+		{name: "long ping", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpPing), make([]byte, 126))}, wantErr: ErrProtocol},
+		{name: "lone continuation", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpContinuation), []byte("x"))}, wantErr: ErrProtocol},
 		{
 			name:    "text inside fragments",
-			raw:     [][]byte{maskedFrame(byte(ws.OpText), []byte("a")), maskedFrame(0x80|byte(ws.OpText), []byte("b"))},
+			raw:     [][]byte{wstest.MaskedFrame(byte(ws.OpText), []byte("a")), wstest.MaskedFrame(0x80|byte(ws.OpText), []byte("b"))},
 			wantErr: ErrProtocol,
 		},
-		{name: "one-byte close", raw: [][]byte{maskedFrame(0x80|byte(ws.OpClose), []byte{3})}, wantErr: ErrProtocol},
-		{name: "close code 1005", raw: [][]byte{maskedFrame(0x80|byte(ws.OpClose), []byte{0x03, 0xed})}, wantErr: ErrProtocol},
-		{name: "close code 5000", raw: [][]byte{maskedFrame(0x80|byte(ws.OpClose), []byte{0x13, 0x88})}, wantErr: ErrProtocol},
-		{name: "close reason not UTF-8", raw: [][]byte{maskedFrame(0x80|byte(ws.OpClose), []byte{0x03, 0xe8, 0xff})}, wantErr: ErrInvalidUTF8},
-		{name: "text not UTF-8", raw: [][]byte{maskedFrame(0x80|byte(ws.OpText), []byte("\xff\xfe"))}, wantErr: ErrInvalidUTF8},
+		{name: "one-byte close", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpClose), []byte{3})}, wantErr: ErrProtocol},
+		{name: "close code 1005", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpClose), []byte{0x03, 0xed})}, wantErr: ErrProtocol},
+		{name: "close code 5000", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpClose), []byte{0x13, 0x88})}, wantErr: ErrProtocol},
+		{name: "close reason not UTF-8", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpClose), []byte{0x03, 0xe8, 0xff})}, wantErr: ErrInvalidUTF8},
+		{name: "text not UTF-8", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpText), []byte("\xff\xfe"))}, wantErr: ErrInvalidUTF8},
 		{
 			name:    "fragmented text not UTF-8",
-			raw:     [][]byte{maskedFrame(byte(ws.OpText), []byte("ok")), maskedFrame(0x80|byte(ws.OpContinuation), []byte("\xc3"))},
+			raw:     [][]byte{wstest.MaskedFrame(byte(ws.OpText), []byte("ok")), wstest.MaskedFrame(0x80|byte(ws.OpContinuation), []byte("\xc3"))},
 			wantErr: ErrInvalidUTF8,
 		},
 		{
@@ -248,23 +250,23 @@ func TestReadMessageTooLarge(t *testing.T) {
 		},
 		{
 			name:    "one byte over",
-			raw:     [][]byte{maskedFrame(0x80|byte(ws.OpText), bytes.Repeat([]byte("a"), limit+1))[:200]},
+			raw:     [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpText), bytes.Repeat([]byte("a"), limit+1))[:200]},
 			wantErr: ErrMessageTooLarge,
 			wantMsg: "websocket: message too large: 1025 bytes, limit 1024",
 		},
 		{
 			name: "fragments add up",
 			raw: [][]byte{
-				maskedFrame(byte(ws.OpText), bytes.Repeat([]byte("a"), 400)),
-				maskedFrame(byte(ws.OpContinuation), bytes.Repeat([]byte("a"), 400)),
-				maskedFrame(0x80|byte(ws.OpContinuation), bytes.Repeat([]byte("a"), 400))[:20],
+				wstest.MaskedFrame(byte(ws.OpText), bytes.Repeat([]byte("a"), 400)),
+				wstest.MaskedFrame(byte(ws.OpContinuation), bytes.Repeat([]byte("a"), 400)),
+				wstest.MaskedFrame(0x80|byte(ws.OpContinuation), bytes.Repeat([]byte("a"), 400))[:20],
 			},
 			wantErr: ErrMessageTooLarge,
 			wantMsg: "websocket: message too large: 1200 bytes, limit 1024",
 		},
 		{
 			name: "exactly the limit",
-			raw:  [][]byte{maskedFrame(0x80|byte(ws.OpText), bytes.Repeat([]byte("a"), limit))},
+			raw:  [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpText), bytes.Repeat([]byte("a"), limit))},
 			want: strings.Repeat("a", limit),
 		},
 	}
@@ -303,10 +305,10 @@ func TestReadMessageDroppedConnection(t *testing.T) {
 		{name: "between frames", raw: nil, wantErr: io.EOF},
 		{name: "inside the header", raw: [][]byte{{0x81}}, wantErr: io.ErrUnexpectedEOF},
 		{name: "inside the mask", raw: [][]byte{{0x81, 0x85, 1, 2}}, wantErr: io.ErrUnexpectedEOF},
-		{name: "inside a small payload", raw: [][]byte{maskedFrame(0x80|byte(ws.OpText), []byte("hello"))[:8]}, wantErr: io.ErrUnexpectedEOF},
-		{name: "inside a large payload", raw: [][]byte{maskedFrame(0x80|byte(ws.OpText), make([]byte, 20000))[:9000]}, wantErr: io.ErrUnexpectedEOF},
-		{name: "inside a control payload", raw: [][]byte{maskedFrame(0x80|byte(ws.OpPing), []byte("abc"))[:7]}, wantErr: io.ErrUnexpectedEOF},
-		{name: "between fragments", raw: [][]byte{maskedFrame(byte(ws.OpText), []byte("part"))}, wantErr: io.ErrUnexpectedEOF},
+		{name: "inside a small payload", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpText), []byte("hello"))[:8]}, wantErr: io.ErrUnexpectedEOF},
+		{name: "inside a large payload", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpText), make([]byte, 20000))[:9000]}, wantErr: io.ErrUnexpectedEOF},
+		{name: "inside a control payload", raw: [][]byte{wstest.MaskedFrame(0x80|byte(ws.OpPing), []byte("abc"))[:7]}, wantErr: io.ErrUnexpectedEOF},
+		{name: "between fragments", raw: [][]byte{wstest.MaskedFrame(byte(ws.OpText), []byte("part"))}, wantErr: io.ErrUnexpectedEOF},
 	}
 	s := newTestServer(t, Options{})
 	for _, tt := range tests {
@@ -369,7 +371,7 @@ func TestReadMessageAllocatesAsDataArrives(t *testing.T) {
 	const announced = 32 << 20
 	s := newTestServer(t, Options{ReadLimit: 64 << 20})
 	cl, c := s.connect(t, "/")
-	frame := maskedFrame(0x80|byte(ws.OpBinary), make([]byte, announced))
+	frame := wstest.MaskedFrame(0x80|byte(ws.OpBinary), make([]byte, announced))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	cl.sendRaw(frame[:200<<10])

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
+
+	"github.com/gyrehq/gyre/internal/wstest"
 )
 
 // sink collects what ServeReads delivers and notices when two messages of
@@ -96,8 +98,8 @@ func chunks(cl *client, parts ...[]byte) {
 
 func TestServeReadsWire(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 10000)
-	one, two, three := maskedFrame(0x81, []byte("one")), maskedFrame(0x81, []byte("two")), maskedFrame(0x82, []byte("three"))
-	bigFrame := maskedFrame(0x81, big)
+	one, two, three := wstest.MaskedFrame(0x81, []byte("one")), wstest.MaskedFrame(0x81, []byte("two")), wstest.MaskedFrame(0x82, []byte("three"))
+	bigFrame := wstest.MaskedFrame(0x81, big)
 	tests := []struct {
 		name  string
 		parts [][]byte
@@ -108,9 +110,9 @@ func TestServeReadsWire(t *testing.T) {
 		{"header then payload", [][]byte{one[:2], one[2:6], one[6:]}, []string{"one"}},
 		{"frame and a half", [][]byte{concat(one, two[:3]), two[3:]}, []string{"one", "two"}},
 		{"large frame in parts", [][]byte{bigFrame[:100], bigFrame[100:5000], bigFrame[5000:]}, []string{string(big)}},
-		{"fragments", [][]byte{maskedFrame(0x01, []byte("fr")), maskedFrame(0x80, []byte("ag"))}, []string{"frag"}},
-		{"ping between", [][]byte{concat(one, maskedFrame(0x89, []byte("p"))), two}, []string{"one", "two"}},
-		{"ping alone, then data", [][]byte{maskedFrame(0x89, nil), three}, []string{"three"}},
+		{"fragments", [][]byte{wstest.MaskedFrame(0x01, []byte("fr")), wstest.MaskedFrame(0x80, []byte("ag"))}, []string{"frag"}},
+		{"ping between", [][]byte{concat(one, wstest.MaskedFrame(0x89, []byte("p"))), two}, []string{"one", "two"}},
+		{"ping alone, then data", [][]byte{wstest.MaskedFrame(0x89, nil), three}, []string{"three"}},
 	}
 	pollModes(t, func(t *testing.T, p *Poller) {
 		s := newTestServer(t, Options{})
@@ -209,7 +211,7 @@ func TestServeReadsStop(t *testing.T) {
 		sk := newSink()
 		sk.stopAt = "stop"
 		c.ServeReads(p, sk.onMessage, sk.onError)
-		cl.sendRaw(concat(maskedFrame(0x81, []byte("a")), maskedFrame(0x81, []byte("stop")), maskedFrame(0x81, []byte("b"))))
+		cl.sendRaw(concat(wstest.MaskedFrame(0x81, []byte("a")), wstest.MaskedFrame(0x81, []byte("stop")), wstest.MaskedFrame(0x81, []byte("b"))))
 		for _, want := range []string{"a", "stop"} {
 			if got := sk.next(t); string(got.payload) != want {
 				t.Fatalf("got %q, want %q", got.payload, want)
@@ -242,7 +244,7 @@ func TestServeReadsManyConnections(t *testing.T) {
 			wg.Go(func() {
 				var wire []byte
 				for j := range msgs {
-					wire = append(wire, maskedFrame(0x81, []byte(strconv.Itoa(j)))...)
+					wire = append(wire, wstest.MaskedFrame(0x81, []byte(strconv.Itoa(j)))...)
 					if j%7 == i%7 {
 						cl.sendRaw(wire)
 						wire = wire[:0]
@@ -293,7 +295,7 @@ func TestPollerIdleGoroutines(t *testing.T) {
 		cl, c := s.connect(t, "/")
 		sk := newSink()
 		c.ServeReads(p, sk.onMessage, sk.onError)
-		cl.sendRaw(concat(maskedFrame(0x81, []byte("hi")), maskedFrame(0x89, nil)))
+		cl.sendRaw(concat(wstest.MaskedFrame(0x81, []byte("hi")), wstest.MaskedFrame(0x89, nil)))
 		sk.next(t)
 		if f := cl.recv(); f.Header.OpCode != ws.OpPong {
 			t.Fatalf("got opcode %v, want pong", f.Header.OpCode)
@@ -395,7 +397,7 @@ func TestServeReadsTLS(t *testing.T) {
 func TestServeReadsBufferedAtStart(t *testing.T) {
 	pollModes(t, func(t *testing.T, p *Poller) {
 		s := newTestServer(t, Options{})
-		nc := dialPipelined(t, s, maskedFrame(0x81, []byte("one")))
+		nc := dialPipelined(t, s, wstest.MaskedFrame(0x81, []byte("one")))
 		u := s.accept(t)
 		if u.err != nil {
 			t.Fatalf("Upgrade: %v", u.err)
@@ -408,7 +410,7 @@ func TestServeReadsBufferedAtStart(t *testing.T) {
 		if got := sk.next(t); string(got.payload) != "one" {
 			t.Fatalf("got %q, want one", got.payload)
 		}
-		if _, err := nc.Write(maskedFrame(0x81, []byte("two"))); err != nil {
+		if _, err := nc.Write(wstest.MaskedFrame(0x81, []byte("two"))); err != nil {
 			t.Fatal(err)
 		}
 		if got := sk.next(t); string(got.payload) != "two" {

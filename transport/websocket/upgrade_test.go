@@ -12,6 +12,7 @@ import (
 
 	"github.com/gobwas/ws"
 
+	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -157,7 +158,7 @@ func TestUpgradeKeepsPipelinedFrames(t *testing.T) {
 				s := up.newServer(t, Options{})
 				var frames [][]byte
 				for _, p := range tt.payloads {
-					frames = append(frames, maskedFrame(0x80|byte(ws.OpText), []byte(p)))
+					frames = append(frames, wstest.MaskedFrame(0x80|byte(ws.OpText), []byte(p)))
 				}
 				dialPipelined(t, s, frames...)
 				u := s.accept(t)
