@@ -85,7 +85,13 @@ func newEnv(t *testing.T, cfg api.Config) *env {
 // status and the response body.
 func (e *env) post(method, body string, header ...string) (int, []byte) {
 	e.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/api/"+method, strings.NewReader(body))
+	return e.postPath("/api/"+method, body, header...)
+}
+
+// postPath is post to any path of the server.
+func (e *env) postPath(path, body string, header ...string) (int, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}

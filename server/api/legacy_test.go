@@ -19,15 +19,7 @@ import (
 // with the test key.
 func (e *env) postLegacy(body string, header ...string) (int, []byte) {
 	e.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/api", strings.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	req.Header.Set("X-API-Key", testKey)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	return do(e.t, req)
+	return e.postPath("/api", body, header...)
 }
 
 // legacyReply is one reply of the legacy form.
