@@ -82,6 +82,13 @@ type PublishOptions struct {
 	// UseDelta asks subscribers that negotiated delta compression to receive
 	// this publication as a delta against the previous one.
 	UseDelta bool
+	// PatternScope, when set, names the pattern scope of the channel (its
+	// namespace, when the namespace allows wildcard subscriptions): besides
+	// the channel's own subscribers, the publication goes to every node
+	// that subscribed the scope with PatternBroker.SubscribePatternScope,
+	// through PatternHandler.HandlePatternPublication. Empty: the channel
+	// has no pattern subscribers anywhere and the broker does nothing more.
+	PatternScope string
 }
 
 // HistoryFilter selects publications from a stream.
@@ -194,6 +201,38 @@ type RunPublication struct {
 // in offset order, before PublishRunTo returns.
 type RunHandler interface {
 	HandleRun(channel string, run []RunPublication) error
+}
+
+// PatternBroker is implemented by brokers that deliver publications to
+// pattern (wildcard) subscriptions. Publications published with
+// PublishOptions.PatternScope reach the handler of every node that
+// subscribed that scope, through PatternHandler.HandlePatternPublication,
+// once per publication and, per channel, in offset order: a separate path
+// from HandlePublication, which serves the channel's own subscribers, so
+// that a node holding both an exact and a pattern subscriber of a channel
+// gets each publication once on each path.
+//
+// A broker may deliver a scope's publications to a node that did not
+// subscribe it (the memory broker, with one node, always delivers); the
+// engine ignores scopes it holds no patterns in.
+type PatternBroker interface {
+	// SubscribePatternScope makes this node receive the publications of
+	// scope. It is called when the node's first pattern subscription in
+	// the scope arrives, and returns once delivery is confirmed.
+	SubscribePatternScope(scope string) error
+	// UnsubscribePatternScope stops that delivery; called when the node's
+	// last pattern subscription in the scope leaves.
+	UnsubscribePatternScope(scope string) error
+}
+
+// PatternHandler receives publications for pattern subscriptions. The
+// engine implements it, on the EventHandler given to Run and on the
+// handlers it passes to DirectPublisher.
+type PatternHandler interface {
+	// HandlePatternPublication delivers a publication of channel, which
+	// was published with PublishOptions.PatternScope scope. It is called
+	// in offset order per channel, never concurrently for one channel.
+	HandlePatternPublication(scope, channel string, pub *Publication) error
 }
 
 // PresenceStats counts a channel's present connections and distinct users.
