@@ -113,7 +113,7 @@ func (b *Burst) tally(k int) {
 func (b *Burst) publishRun(channel string, chOpts *ChannelOptions, items []PublishItem) {
 	run := b.run[:0]
 	for i := range items {
-		run = append(run, broker.RunItem{Data: items[i].Data, Opts: b.n.brokerPublishOptions(chOpts, items[i].Options)})
+		run = append(run, broker.RunItem{Data: items[i].Data, Opts: b.n.brokerPublishOptions(channel, chOpts, items[i].Options)})
 	}
 	err := b.n.direct.PublishRunTo(&b.handler, channel, run)
 	for i := range items {

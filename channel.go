@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gyrehq/gyre/match"
 )
 
 // ChannelOptions are the options of a namespace (or of channels without
@@ -45,6 +47,13 @@ type ChannelOptions struct {
 	// flag 1) receive its pushes with a number, the subscribe result's id,
 	// in place of the channel name.
 	AllowChannelCompaction bool
+	// AllowWildcardSubscriptions makes the names of the namespace (the
+	// part after "ns:") dot-separated tokens, and lets a subscriber name a
+	// pattern: "*" stands for one token, ">" as the last token for one or
+	// more. A pattern subscription receives the publications of every
+	// matching channel; names with "*" or ">" can then not be published
+	// to. Off, "*" and ">" are ordinary characters of a name.
+	AllowWildcardSubscriptions bool
 
 	AllowSubscribeForClient    bool
 	AllowSubscribeForAnonymous bool
@@ -105,6 +114,9 @@ var namespaceNameRe = regexp.MustCompile(`^[-a-zA-Z0-9_.]{2,}$`)
 type channelRules struct {
 	cfg        ChannelConfig
 	namespaces map[string]*ChannelOptions
+	// privateScope is the pattern scope of private channels without a
+	// namespace (see patternScope).
+	privateScope string
 }
 
 func newChannelRules(cfg ChannelConfig) (*channelRules, error) {
@@ -124,6 +136,7 @@ func newChannelRules(cfg ChannelConfig) (*channelRules, error) {
 		cfg.MaxLength = 255
 	}
 	r := &channelRules{cfg: cfg, namespaces: make(map[string]*ChannelOptions, len(cfg.Namespaces))}
+	r.privateScope = cfg.PrivatePrefix + cfg.NamespaceBoundary
 	if err := prepareOptions(&r.cfg.WithoutNamespace, "without_namespace"); err != nil {
 		return nil, err
 	}
@@ -172,24 +185,74 @@ func prepareOptions(o *ChannelOptions, where string) error {
 }
 
 // lookup returns the options of a channel and whether its name is valid.
-// An unknown namespace or a malformed name gives ErrorUnknownChannel.
+// An unknown namespace or a malformed name gives ErrorUnknownChannel; a
+// pattern, which names no channel (only a subscription may), gives
+// ErrorBadRequest.
 func (r *channelRules) lookup(channel string) (*ChannelOptions, error) {
-	if channel == "" || len(channel) > r.cfg.MaxLength {
-		return nil, ErrorUnknownChannel
+	opts, pattern, err := r.lookupSubscribe(channel)
+	if err == nil && pattern {
+		return nil, ErrorBadRequest
 	}
+	return opts, err
+}
+
+// lookupSubscribe is lookup for a subscription, which may name a pattern
+// where the namespace allows wildcard subscriptions. A name with a
+// wildcard character that is not a well-formed pattern gives
+// ErrorBadRequest. A pattern is not held to the namespace's channel
+// regex: it only ever receives publications of channels that are.
+func (r *channelRules) lookupSubscribe(channel string) (opts *ChannelOptions, pattern bool, err error) {
+	if channel == "" || len(channel) > r.cfg.MaxLength {
+		return nil, false, ErrorUnknownChannel
+	}
+	opts, name, err := r.split(channel)
+	if err != nil {
+		return nil, false, err
+	}
+	if opts.AllowWildcardSubscriptions && match.IsPattern(name) {
+		if match.ValidPattern(name) != nil {
+			return nil, false, ErrorBadRequest
+		}
+		return opts, true, nil
+	}
+	if opts.channelRegex != nil && !opts.channelRegex.MatchString(name) {
+		return nil, false, ErrorUnknownChannel
+	}
+	return opts, false, nil
+}
+
+// split returns the options of a channel's namespace and the name within
+// it.
+func (r *channelRules) split(channel string) (*ChannelOptions, string, error) {
 	name := strings.TrimPrefix(channel, r.cfg.PrivatePrefix)
-	opts := &r.cfg.WithoutNamespace
 	if ns, rest, ok := strings.Cut(name, r.cfg.NamespaceBoundary); ok {
 		o, found := r.namespaces[ns]
 		if !found {
-			return nil, ErrorUnknownChannel
+			return nil, "", ErrorUnknownChannel
 		}
-		opts, name = o, rest
+		return o, rest, nil
 	}
-	if opts.channelRegex != nil && !opts.channelRegex.MatchString(name) {
-		return nil, ErrorUnknownChannel
+	return &r.cfg.WithoutNamespace, name, nil
+}
+
+// patternScope splits a channel or pattern of a namespace that allows
+// wildcard subscriptions into its scope, the part up to and including
+// the namespace boundary ("news:", "$news:"), and the dot-separated name
+// after it that patterns are matched against. A channel without a
+// namespace has the boundary alone (or the private prefix and the
+// boundary) as its scope: no namespace is named that way, since names
+// have two characters at least, and the scope is never empty.
+func (r *channelRules) patternScope(channel string) (scope, name string) {
+	rest := strings.TrimPrefix(channel, r.cfg.PrivatePrefix)
+	private := len(channel) - len(rest)
+	if i := strings.Index(rest, r.cfg.NamespaceBoundary); i >= 0 {
+		end := private + i + len(r.cfg.NamespaceBoundary)
+		return channel[:end], channel[end:]
 	}
-	return opts, nil
+	if private > 0 {
+		return r.privateScope, rest
+	}
+	return r.cfg.NamespaceBoundary, rest
 }
 
 // isPrivate reports whether a channel needs a subscription token.

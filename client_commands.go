@@ -29,6 +29,9 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 	n := c.node
 	opts, err := n.rules.Load().lookup(req.Channel)
 	if err != nil {
+		if errors.Is(err, ErrorBadRequest) {
+			n.log.Info("publish refused: the channel name is a pattern", "client", c.id, "channel", req.Channel)
+		}
 		return nil, err
 	}
 	data := req.Data

@@ -53,6 +53,18 @@ type subscribeParams struct {
 	// compact: the subscriber's pushes carry the channel's number instead
 	// of its name.
 	compact bool
+	// scope is set when channel is a pattern: its pattern scope.
+	scope string
+}
+
+// patternOnly makes the subscription a pattern subscription: it follows
+// the publications of many channels, so whatever needs one stream is off
+// (recovery, positioning, delta, compaction) and, since it is not in any
+// one channel, so are presence and join/leave.
+func (p *subscribeParams) patternOnly(rules *channelRules) {
+	p.scope, _ = rules.patternScope(p.channel)
+	p.recoverable, p.positioned, p.delta, p.compact = false, false, false, false
+	p.presence, p.joinLeave, p.pushJL = false, false, false
 }
 
 // enforceFilter ANDs a filter the server decided (token claim or handler)
@@ -107,14 +119,23 @@ func (c *Client) subscribeCmd(id uint32, req *protocol.SubscribeRequest) bool {
 func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribeParams, error) {
 	n := c.node
 	rules := n.rules.Load()
-	opts, err := rules.lookup(req.Channel)
+	opts, pattern, err := rules.lookupSubscribe(req.Channel)
 	if err != nil {
+		if errors.Is(err, ErrorBadRequest) {
+			n.log.Info("malformed channel pattern", "client", c.id, "channel", req.Channel)
+		}
 		return subscribeParams{}, err
 	}
 	if err := c.checkSubscribeLimits(req.Channel); err != nil {
 		return subscribeParams{}, err
 	}
 	if req.Delta != "" && !slices.Contains(opts.AllowedDeltaTypes, req.Delta) {
+		return subscribeParams{}, ErrorBadRequest
+	}
+	if req.Delta != "" && pattern {
+		// A delta applies to the publication before it in one stream; a
+		// pattern subscriber follows many.
+		n.log.Info("delta compression refused on a pattern subscription", "client", c.id, "channel", req.Channel)
 		return subscribeParams{}, ErrorBadRequest
 	}
 	if req.Type != 0 {
@@ -189,6 +210,9 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 			return p, ErrorPermissionDenied
 		}
 	}
+	if pattern {
+		p.patternOnly(rules)
+	}
 	if p.recoverable || p.positioned {
 		p.positioned = true
 	}
@@ -246,7 +270,8 @@ func (c *Client) verifySubscribeToken(tok, channel string) (token.SubscribeToken
 // subscribeServerSide subscribes the client to a channel the server chose
 // (token channels, connecting handler, personal channel).
 func (c *Client) subscribeServerSide(channel string, req *protocol.SubscribeRequest) (*subscription, *protocol.SubscribeResult, error) {
-	opts, err := c.node.rules.Load().lookup(channel)
+	rules := c.node.rules.Load()
+	opts, pattern, err := rules.lookupSubscribe(channel)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -263,6 +288,9 @@ func (c *Client) subscribeServerSide(channel string, req *protocol.SubscribeRequ
 		pushJL:      opts.JoinLeave,
 	}
 	p.positioned = p.recoverable || (opts.HistoryEnabled() && opts.ForcePositioning)
+	if pattern {
+		p.patternOnly(rules)
+	}
 	if req != nil && req.Recover && p.recoverable {
 		p.recover = true
 		p.since = broker.StreamPosition{Offset: req.Offset, Epoch: req.Epoch}
@@ -308,17 +336,30 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	c.subs[p.channel] = s
 	c.mu.Unlock()
 
-	lock := n.hub.subLock(p.channel)
-	lock.Lock()
-	if n.hub.addSubscription(s) {
-		if err := n.broker.Subscribe(p.channel); err != nil {
-			c.dropSubscriptionLocked(s)
-			lock.Unlock()
-			n.log.Error("broker subscribe", "channel", p.channel, "error", err)
+	if p.scope != "" {
+		s.scope = p.scope
+		if err := n.attachPattern(s); err != nil {
+			c.mu.Lock()
+			if c.subs != nil && c.subs[s.channel] == s {
+				delete(c.subs, s.channel)
+			}
+			c.mu.Unlock()
+			n.log.Error("broker pattern scope subscribe", "pattern", p.channel, "scope", p.scope, "error", err)
 			return nil, nil, ErrorInternal
 		}
+	} else {
+		lock := n.hub.subLock(p.channel)
+		lock.Lock()
+		if n.hub.addSubscription(s) {
+			if err := n.broker.Subscribe(p.channel); err != nil {
+				c.dropSubscriptionLocked(s)
+				lock.Unlock()
+				n.log.Error("broker subscribe", "channel", p.channel, "error", err)
+				return nil, nil, ErrorInternal
+			}
+		}
+		lock.Unlock()
 	}
-	lock.Unlock()
 	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta, Id: s.channelID}
 	if p.expireAt > 0 {
 		ttl := p.expireAt - time.Now().Unix()
@@ -487,6 +528,16 @@ func (c *Client) deltaPayloads(p subscribeParams, pubs []*protocol.Publication) 
 
 // dropSubscription undoes a subscription that failed to start.
 func (c *Client) dropSubscription(s *subscription) {
+	if s.scope != "" {
+		s.close()
+		c.mu.Lock()
+		if c.subs != nil && c.subs[s.channel] == s {
+			delete(c.subs, s.channel)
+		}
+		c.mu.Unlock()
+		c.node.detachPattern(s)
+		return
+	}
 	lock := c.node.hub.subLock(s.channel)
 	lock.Lock()
 	defer lock.Unlock()
@@ -543,14 +594,18 @@ func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 		s.expTimer.Stop()
 	}
 	c.mu.Unlock()
-	lock := n.hub.subLock(s.channel)
-	lock.Lock()
-	if n.hub.removeSubscription(s) {
-		if err := n.broker.Unsubscribe(s.channel); err != nil {
-			n.log.Error("broker unsubscribe", "channel", s.channel, "error", err)
+	if s.scope != "" {
+		n.detachPattern(s)
+	} else {
+		lock := n.hub.subLock(s.channel)
+		lock.Lock()
+		if n.hub.removeSubscription(s) {
+			if err := n.broker.Unsubscribe(s.channel); err != nil {
+				n.log.Error("broker unsubscribe", "channel", s.channel, "error", err)
+			}
 		}
+		lock.Unlock()
 	}
-	lock.Unlock()
 	if s.presence {
 		if err := n.presence.RemovePresence(s.channel, c.id, c.UserID()); err != nil {
 			n.log.Error("remove presence", "channel", s.channel, "error", err)

@@ -31,6 +31,8 @@ type hub struct {
 	// every subscriber of a fan-out shares it, so a compacted push is
 	// encoded once for all of them.
 	lastChannelID atomic.Int64
+	// patterns holds the pattern subscriptions, apart from the channels.
+	patterns patternHub
 }
 
 // subLock returns the lock that serializes broker subscription changes of
@@ -303,5 +305,6 @@ func (h *hub) stats() (numUsers, numChannels, numSubs int) {
 		numChannels++
 		numSubs += n
 	})
+	h.patterns.each(func(_ string, n int) { numSubs += n })
 	return numUsers, numChannels, numSubs
 }

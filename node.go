@@ -30,6 +30,9 @@ type Node struct {
 	// direct is broker when it delivers within Publish (bursts use it),
 	// else nil; found once rather than asserted on every publish.
 	direct    broker.DirectPublisher
+	// patterns is broker as a PatternBroker, nil when it carries no
+	// publications to pattern subscriptions.
+	patterns  broker.PatternBroker
 	presence  broker.PresenceManager
 	hub       *hub
 	startedAt time.Time
@@ -104,6 +107,10 @@ func NewNode(cfg Config) (*Node, error) {
 		n.broker = b
 	}
 	n.direct, _ = n.broker.(broker.DirectPublisher)
+	n.patterns, _ = n.broker.(broker.PatternBroker)
+	if err := n.checkPatternSupport(n.rules.Load()); err != nil {
+		return nil, err
+	}
 	n.presence = cfg.PresenceManager
 	if n.presence == nil {
 		pm, err := memory.NewPresenceManager(memory.PresenceConfig{})
@@ -122,6 +129,11 @@ func (n *Node) SetChannelConfig(cfg ChannelConfig) error {
 	r, err := newChannelRules(cfg)
 	if err != nil {
 		return err
+	}
+	if n.broker != nil {
+		if err := n.checkPatternSupport(r); err != nil {
+			return err
+		}
 	}
 	n.rules.Store(r)
 	return nil

@@ -100,7 +100,7 @@ func applyPublishOptions(opts []PublishOption) PublishOptions {
 // publish publishes through the broker; with b set and a broker that
 // delivers within Publish, the local fan-out is part of burst b.
 func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o PublishOptions, b *Burst) (PublishResult, error) {
-	bo := n.brokerPublishOptions(chOpts, o)
+	bo := n.brokerPublishOptions(channel, chOpts, o)
 	var sp broker.StreamPosition
 	var suppressed bool
 	var err error
@@ -117,7 +117,7 @@ func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o Pu
 
 // brokerPublishOptions is what the broker is told for a publication with
 // options o in a channel with options chOpts.
-func (n *Node) brokerPublishOptions(chOpts *ChannelOptions, o PublishOptions) broker.PublishOptions {
+func (n *Node) brokerPublishOptions(channel string, chOpts *ChannelOptions, o PublishOptions) broker.PublishOptions {
 	bo := broker.PublishOptions{
 		ClientInfo:          o.ClientInfo,
 		Tags:                o.Tags,
@@ -129,6 +129,9 @@ func (n *Node) brokerPublishOptions(chOpts *ChannelOptions, o PublishOptions) br
 		bo.HistorySize = chOpts.HistorySize
 		bo.HistoryTTL = chOpts.HistoryTTL
 		bo.HistoryMetaTTL = chOpts.HistoryMetaTTL
+	}
+	if chOpts.AllowWildcardSubscriptions {
+		bo.PatternScope, _ = n.rules.Load().patternScope(channel)
 	}
 	return bo
 }
@@ -223,8 +226,10 @@ func (f ClientFilter) match(c *Client) bool {
 
 // Subscribe subscribes every connection of user (on every node) to
 // channel, server-side, and tells each client with a subscribe push.
+// channel may be a pattern where its namespace allows wildcard
+// subscriptions.
 func (n *Node) Subscribe(user, channel string, f ClientFilter) error {
-	if _, err := n.rules.Load().lookup(channel); err != nil {
+	if _, _, err := n.rules.Load().lookupSubscribe(channel); err != nil {
 		return err
 	}
 	return n.sendControl(&controlpb.Command{Subscribe: &controlpb.Subscribe{User: user, Channel: channel, Client: f.ClientID, Session: f.Session}})

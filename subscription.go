@@ -35,6 +35,10 @@ type subscription struct {
 	// the position checker touches it.
 	checkedTop uint64
 
+	// scope is set on a pattern subscription: the pattern scope of its
+	// namespace (see channelRules.patternScope); channel is the pattern.
+	scope string
+
 	pushJoinLeave bool
 	positioned    bool
 	recoverable   bool

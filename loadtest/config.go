@@ -56,6 +56,11 @@ type Config struct {
 	Channels int
 	// Channel prefixes every channel name. Zero: "bench".
 	Channel string
+	// Pattern makes fanout's subscribers subscribe to a pattern,
+	// <Channel>-fanout.*, and its publishers publish into
+	// <Channel>-fanout.p, which it matches: Channel must then be in a
+	// namespace with wildcard subscriptions ("wild:bench").
+	Pattern bool
 
 	// Duration is how long idle holds and fanout and channels publish,
 	// and the upper bound of connect. Zero: 10s (connect: 60s).
@@ -145,6 +150,9 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 	}
 	if c.Publishers > 1<<10 {
 		return c, errors.New("loadtest: publishers: at most 1024")
+	}
+	if c.Pattern && scenario != ScenarioFanout {
+		return c, errors.New("loadtest: pattern: only fanout subscribes to a pattern")
 	}
 	if c.Channel == "" {
 		c.Channel = "bench"

@@ -61,6 +61,7 @@ func (r *run) spec() workerSpec {
 		Subs:        c.Subs,
 		Channels:    c.Channels,
 		Channel:     c.Channel,
+		Pattern:     c.Pattern,
 		Concurrency: c.Concurrency,
 		Sources:     c.sources,
 		OpenWithin:  c.Duration + 10*time.Minute,

@@ -91,6 +91,9 @@ func (r *run) publish(ctx context.Context, broadcast bool) (*Result, error) {
 func (r *run) publishers(api *apiClient, broadcast bool) ([]*publisher, *histogram) {
 	lat := &histogram{}
 	method, channels := methodPublish, []string{fanoutChannel(r.cfg.Channel)}
+	if r.cfg.Pattern {
+		channels[0] = patternChannel(r.cfg.Channel)
+	}
 	if r.cfg.Batch > 1 {
 		method = methodBatch
 	}

@@ -23,6 +23,7 @@ type workerSpec struct {
 	Subs        int           `json:"subs"`
 	Channels    int           `json:"channels"`
 	Channel     string        `json:"channel"`
+	Pattern     bool          `json:"pattern,omitempty"`
 	Publishers  int           `json:"publishers"`
 	Concurrency int           `json:"concurrency"`
 	// Sources are the local addresses connection i dials from, in turn
@@ -41,6 +42,9 @@ type workerSpec struct {
 func (s *workerSpec) channelsFor(i int) []string {
 	switch s.Scenario {
 	case ScenarioFanout:
+		if s.Pattern {
+			return []string{fanoutPattern(s.Channel)}
+		}
 		return []string{fanoutChannel(s.Channel)}
 	case ScenarioChannels:
 		return []string{ownChannel(s.Channel, i)}
@@ -53,6 +57,12 @@ func (s *workerSpec) channelsFor(i int) []string {
 }
 
 func fanoutChannel(prefix string) string { return prefix + "-fanout" }
+
+// fanoutPattern is what fanout subscribers subscribe to with
+// Config.Pattern; publishers then publish into patternChannel.
+func fanoutPattern(prefix string) string { return fanoutChannel(prefix) + ".*" }
+
+func patternChannel(prefix string) string { return fanoutChannel(prefix) + ".p" }
 
 func ownChannel(prefix string, i int) string { return prefix + "-ch-" + strconv.Itoa(i) }
 

@@ -92,6 +92,7 @@ func channelOptions(o config.ChannelOptions, metaTTL time.Duration) gyre.Channel
 		DeltaPublish:               o.DeltaPublish,
 		AllowTagsFilter:            o.AllowTagsFilter,
 		AllowChannelCompaction:     o.AllowChannelCompaction,
+		AllowWildcardSubscriptions: o.AllowWildcardSubscriptions,
 		AllowSubscribeForClient:    o.AllowSubscribeForClient,
 		AllowSubscribeForAnonymous: o.AllowSubscribeForAnonymous,
 		AllowPublishForSubscriber:  o.AllowPublishForSubscriber,

@@ -133,6 +133,7 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 	fs.IntVar(&cfg.Subs, "subs", 0, "subscriptions per connection in idle and connect (default 1 in idle)")
 	fs.IntVar(&cfg.Channels, "channels", 0, "distinct channels idle subscriptions spread over (default 100)")
 	fs.StringVar(&cfg.Channel, "channel", "", "channel name `prefix` (default bench)")
+	fs.BoolVar(&cfg.Pattern, "pattern", false, "fanout: subscribe to the pattern <prefix>-fanout.* and publish into <prefix>-fanout.p (prefix in a namespace with allow_wildcard_subscriptions)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "hold or publish for this long; connect gives up after it (default 10s, connect 1m)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "publications (channels: broadcasts; connect: connections) per second; 0: as fast as possible")
 	fs.IntVar(&cfg.Batch, "batch", 0, "fanout: `B` publishes per API batch request")

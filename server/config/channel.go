@@ -41,6 +41,7 @@ type ChannelOptions struct {
 	DeltaPublish               bool          `key:"delta_publish" help:"Publish every publication as a delta candidate without the API asking."`
 	AllowTagsFilter            bool          `key:"allow_tags_filter" help:"Let subscribers pass a tags filter so only matching publications reach them."`
 	AllowChannelCompaction     bool          `key:"allow_channel_compaction" help:"Let subscribers that offer it (subscribe flag 1) receive pushes with a number, given in the subscribe result, in place of the channel name."`
+	AllowWildcardSubscriptions bool          `key:"allow_wildcard_subscriptions" help:"Let clients subscribe to patterns: names are dot-separated tokens, * stands for one token, > as the last token for one or more (see docs/wildcards.md)."`
 	AllowSubscribeForClient    bool          `key:"allow_subscribe_for_client" help:"Let authenticated clients subscribe without a subscription token."`
 	AllowSubscribeForAnonymous bool          `key:"allow_subscribe_for_anonymous" help:"Let anonymous clients subscribe without a subscription token."`
 	AllowPublishForSubscriber  bool          `key:"allow_publish_for_subscriber" help:"Let subscribers of a channel publish into it."`

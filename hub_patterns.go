@@ -1,0 +1,147 @@
+package gyre
+
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gyrehq/gyre/match"
+)
+
+// patternHub knows the local pattern subscriptions: per pattern scope (a
+// namespace that allows wildcard subscriptions) an index from pattern to
+// its subscribers. A publication of such a namespace looks up its scope
+// and matches its name against the index; publications of other
+// namespaces never come here.
+type patternHub struct {
+	// mu serializes changes, and with them the broker's scope
+	// subscriptions: a last pattern leaving a scope and a first one
+	// arriving cannot reach the broker in the opposite order.
+	mu sync.Mutex
+	// scopes is a copy-on-write map, replaced when a scope gets its first
+	// pattern or loses its last, so that readers take no lock.
+	scopes atomic.Pointer[map[string]*patternScope]
+}
+
+// patternScope is the pattern subscriptions of one scope.
+type patternScope struct {
+	index *match.Index[*patternSubs]
+	// byName holds the index's patterns too, for the writers, which look
+	// up and list them; guarded by patternHub.mu.
+	byName map[string]*patternSubs
+}
+
+// patternSubs is one pattern's subscribers, like channelSubs is one
+// channel's.
+type patternSubs struct {
+	// pattern is the whole name the clients subscribed with ("news:*.eu"),
+	// which their pushes carry as the channel.
+	pattern string
+	list    atomic.Pointer[subList]
+}
+
+// scope returns the scope's patterns, nil when there are none here.
+func (h *patternHub) scope(scope string) *patternScope {
+	m := h.scopes.Load()
+	if m == nil {
+		return nil
+	}
+	return (*m)[scope]
+}
+
+// add adds s, a subscription to a pattern of scope whose part after the
+// scope is name. subscribeScope is called, under the hub's lock, when the
+// scope gets its first pattern here; its error leaves nothing added.
+func (h *patternHub) add(s *subscription, scope, name string, subscribeScope func(scope string) error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ps := h.scope(scope)
+	if ps == nil {
+		if err := subscribeScope(scope); err != nil {
+			return err
+		}
+		ps = &patternScope{index: match.NewIndex[*patternSubs](), byName: make(map[string]*patternSubs)}
+		h.replaceScope(scope, ps)
+	}
+	g := ps.byName[name]
+	if g == nil {
+		g = &patternSubs{pattern: s.channel}
+		g.list.Store(emptySubs)
+		if err := ps.index.Set(name, g); err != nil {
+			// The name was checked when the subscription was authorized.
+			return err
+		}
+		ps.byName[name] = g
+	}
+	next, pos := g.list.Load().with(s)
+	s.hubPos = int32(pos)
+	g.list.Store(next)
+	return nil
+}
+
+// remove removes s. unsubscribeScope is called, under the hub's lock,
+// when the scope loses its last pattern here.
+func (h *patternHub) remove(s *subscription, scope, name string, unsubscribeScope func(scope string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ps := h.scope(scope)
+	if ps == nil {
+		return
+	}
+	g := ps.byName[name]
+	if g == nil {
+		return
+	}
+	old := g.list.Load()
+	i := int(s.hubPos)
+	if i < 0 || i >= old.n || old.at(i) != s {
+		return
+	}
+	if old.n > 1 {
+		next, moved := old.without(i)
+		if moved != nil {
+			moved.hubPos = int32(i)
+		}
+		g.list.Store(next)
+		return
+	}
+	g.list.Store(emptySubs)
+	ps.index.Delete(name)
+	delete(ps.byName, name)
+	if len(ps.byName) == 0 {
+		h.replaceScope(scope, nil)
+		unsubscribeScope(scope)
+	}
+}
+
+// replaceScope publishes a new scopes map with scope set to ps, or
+// without scope when ps is nil. h.mu must be held.
+func (h *patternHub) replaceScope(scope string, ps *patternScope) {
+	var m map[string]*patternScope
+	if old := h.scopes.Load(); old != nil {
+		m = maps.Clone(*old)
+	} else {
+		m = make(map[string]*patternScope, 1)
+	}
+	if ps == nil {
+		delete(m, scope)
+	} else {
+		m[scope] = ps
+	}
+	h.scopes.Store(&m)
+}
+
+// each calls fn for every pattern held here with its subscriber count.
+func (h *patternHub) each(fn func(pattern string, numSubs int)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.scopes.Load()
+	if m == nil {
+		return
+	}
+	for _, ps := range *m {
+		for _, g := range ps.byName {
+			fn(g.pattern, g.list.Load().len())
+		}
+	}
+}
