@@ -29,7 +29,7 @@ type Node struct {
 	broker broker.Broker
 	// direct is broker when it delivers within Publish (bursts use it),
 	// else nil; found once rather than asserted on every publish.
-	direct    broker.DirectPublisher
+	direct broker.DirectPublisher
 	// patterns is broker as a PatternBroker, nil when it carries no
 	// publications to pattern subscriptions.
 	patterns  broker.PatternBroker
