@@ -143,9 +143,11 @@ type broadcastFixture struct {
 // fixtureOptions vary the broadcast fixture: keepLast keeps each
 // transport's last frame, for the test of the fixture; compact subscribes
 // with channel compaction (subscribe flag 1, in a namespace that allows
-// it), so that pushes carry the channel's number instead of its name.
+// it), so that pushes carry the channel's number instead of its name;
+// wildcards allows wildcard subscriptions, and pattern subscribes to
+// the pattern "*", which the channel matches, instead of the channel.
 type fixtureOptions struct {
-	keepLast, compact bool
+	keepLast, compact, wildcards, pattern bool
 }
 
 func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixtureOptions) *broadcastFixture {
@@ -155,7 +157,9 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixt
 		// No pings during a run: they would be counted as deliveries.
 		PingInterval: time.Hour,
 		PongTimeout:  time.Minute,
-		Channels:     gyre.ChannelConfig{WithoutNamespace: gyre.ChannelOptions{AllowChannelCompaction: opts.compact}},
+		Channels: gyre.ChannelConfig{WithoutNamespace: gyre.ChannelOptions{
+			AllowChannelCompaction: opts.compact, AllowWildcardSubscriptions: opts.wildcards || opts.pattern,
+		}},
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -175,7 +179,11 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixt
 	if opts.compact {
 		flag = 1
 	}
-	frame := connectSubscribeFrame(tb, proto, flag)
+	channel := benchChannel
+	if opts.pattern {
+		channel = "*"
+	}
+	frame := connectSubscribeFrame(tb, proto, channel, flag)
 	for i := range f.transports {
 		t := &memTransport{proto: proto, sink: f.sink, keepLast: opts.keepLast}
 		f.transports[i] = t
@@ -192,12 +200,12 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixt
 
 // connectSubscribeFrame is what a client sends first: connect and subscribe
 // batched in one frame.
-func connectSubscribeFrame(tb testing.TB, proto protocol.Type, flag int64) []byte {
+func connectSubscribeFrame(tb testing.TB, proto protocol.Type, channel string, flag int64) []byte {
 	tb.Helper()
 	var msgs [][]byte
 	for _, cmd := range []*protocol.Command{
 		{Id: 1, Connect: &protocol.ConnectRequest{Name: "bench"}},
-		{Id: 2, Subscribe: &protocol.SubscribeRequest{Channel: benchChannel, Flag: flag}},
+		{Id: 2, Subscribe: &protocol.SubscribeRequest{Channel: channel, Flag: flag}},
 	} {
 		m, err := protocol.AppendCommand(nil, proto, cmd)
 		if err != nil {
@@ -227,7 +235,9 @@ var benchProtocols = []struct {
 
 // BenchmarkBroadcast publishes to 1 to 10,000 subscribers; "compact"
 // subscribers use channel compaction, whose pushes are encoded once per
-// fan-out too.
+// fan-out too; "wildns" subscribers are of a channel in a namespace with
+// wildcard subscriptions (and no patterns), "pattern" ones of a pattern
+// the channel matches.
 func BenchmarkBroadcast(b *testing.B) {
 	type variant struct {
 		name string
@@ -238,7 +248,11 @@ func BenchmarkBroadcast(b *testing.B) {
 	for _, subs := range []int{1, 100, 1000, 10000} {
 		variants = append(variants, variant{fmt.Sprintf("subs=%d", subs), subs, fixtureOptions{}})
 	}
-	variants = append(variants, variant{"compact/subs=1000", 1000, fixtureOptions{compact: true}})
+	variants = append(variants,
+		variant{"compact/subs=1000", 1000, fixtureOptions{compact: true}},
+		variant{"wildns/subs=1000", 1000, fixtureOptions{wildcards: true}},
+		variant{"pattern/subs=1000", 1000, fixtureOptions{pattern: true}},
+	)
 	for _, p := range benchProtocols {
 		for _, v := range variants {
 			subs := v.subs
@@ -320,7 +334,7 @@ func BenchmarkSubscribeCrowded(b *testing.B) {
 	for _, subs := range []int{0, 1000, 10000} {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
 			f := newBroadcastFixture(b, protocol.TypeProtobuf, subs, fixtureOptions{})
-			frame := connectSubscribeFrame(b, protocol.TypeProtobuf, 0)
+			frame := connectSubscribeFrame(b, protocol.TypeProtobuf, benchChannel, 0)
 			// The joining clients report to a sink of their own, whose
 			// count of closed transports is cleared after each close.
 			churn := newDeliverySink()

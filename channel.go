@@ -255,6 +255,16 @@ func (r *channelRules) patternScope(channel string) (scope, name string) {
 	return r.cfg.NamespaceBoundary, rest
 }
 
+// patternName is the name of channel within its pattern scope, as
+// patternScope returns it: the scope is the channel's start, but for a
+// channel without a namespace, whose scope adds the boundary to it.
+func (r *channelRules) patternName(scope, channel string) string {
+	if strings.HasPrefix(channel, scope) {
+		return channel[len(scope):]
+	}
+	return channel[min(len(channel), len(scope)-len(r.cfg.NamespaceBoundary)):]
+}
+
 // isPrivate reports whether a channel needs a subscription token.
 func (r *channelRules) isPrivate(channel string) bool {
 	return strings.HasPrefix(channel, r.cfg.PrivatePrefix)

@@ -53,8 +53,9 @@ type subscribeParams struct {
 	// compact: the subscriber's pushes carry the channel's number instead
 	// of its name.
 	compact bool
-	// scope is set when channel is a pattern: its pattern scope.
-	scope string
+	// scope is set when channel is a pattern: its pattern scope, and name
+	// the pattern within it.
+	scope, name string
 }
 
 // patternOnly makes the subscription a pattern subscription: it follows
@@ -62,7 +63,7 @@ type subscribeParams struct {
 // (recovery, positioning, delta, compaction) and, since it is not in any
 // one channel, so are presence and join/leave.
 func (p *subscribeParams) patternOnly(rules *channelRules) {
-	p.scope, _ = rules.patternScope(p.channel)
+	p.scope, p.name = rules.patternScope(p.channel)
 	p.recoverable, p.positioned, p.delta, p.compact = false, false, false, false
 	p.presence, p.joinLeave, p.pushJL = false, false, false
 }
@@ -337,7 +338,7 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	c.mu.Unlock()
 
 	if p.scope != "" {
-		s.scope = p.scope
+		s.scope, s.nameLen = p.scope, int32(len(p.name))
 		if err := n.attachPattern(s); err != nil {
 			c.mu.Lock()
 			if c.subs != nil && c.subs[s.channel] == s {

@@ -30,13 +30,13 @@ func (n *Node) checkPatternSupport(r *channelRules) error {
 // attachPattern adds a pattern subscription to the hub, subscribing the
 // broker to its scope when it is the scope's first pattern here.
 func (n *Node) attachPattern(s *subscription) error {
-	return n.hub.patterns.add(s, s.scope, s.channel[len(s.scope):], n.patterns.SubscribePatternScope)
+	return n.hub.patterns.add(s, s.scope, s.channel[len(s.channel)-int(s.nameLen):], n.patterns.SubscribePatternScope)
 }
 
 // detachPattern removes a pattern subscription from the hub, and the
 // broker's scope subscription with the scope's last pattern.
 func (n *Node) detachPattern(s *subscription) {
-	n.hub.patterns.remove(s, s.scope, s.channel[len(s.scope):], func(scope string) {
+	n.hub.patterns.remove(s, s.scope, s.channel[len(s.channel)-int(s.nameLen):], func(scope string) {
 		if err := n.patterns.UnsubscribePatternScope(scope); err != nil {
 			n.log.Error("broker pattern scope unsubscribe", "scope", scope, "error", err)
 		}
@@ -65,13 +65,14 @@ func (h *burstHandler) HandlePatternPublication(scope, channel string, pub *brok
 // read as a position in all of them.
 func (n *Node) broadcastPattern(scope, channel string, pub *broker.Publication, b *Burst) {
 	ps := n.hub.patterns.scope(scope)
-	if ps == nil || len(channel) < len(scope) {
+	if ps == nil {
 		return
 	}
+	name := n.rules.Load().patternName(scope, channel)
 	var pp *protocol.Publication
 	start := time.Now()
 	sent, subs := 0, 0
-	ps.index.Match(channel[len(scope):], func(g *patternSubs) bool {
+	ps.index.Match(name, func(g *patternSubs) bool {
 		list := g.list.Load()
 		if list.len() == 0 {
 			return true

@@ -36,8 +36,10 @@ type subscription struct {
 	checkedTop uint64
 
 	// scope is set on a pattern subscription: the pattern scope of its
-	// namespace (see channelRules.patternScope); channel is the pattern.
-	scope string
+	// namespace (see channelRules.patternScope); channel is the pattern,
+	// and its last nameLen bytes the pattern within the scope.
+	scope   string
+	nameLen int32
 
 	pushJoinLeave bool
 	positioned    bool

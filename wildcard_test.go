@@ -408,3 +408,32 @@ func nodeStats(n *gyre.Node) (users, channels, subs int) {
 	i := n.LocalInfo()
 	return i.NumUsers, i.NumChannels, i.NumSubs
 }
+
+// TestWildcardWithoutNamespace: channels without a namespace may allow
+// patterns too; private channels and public ones stay apart.
+func TestWildcardWithoutNamespace(t *testing.T) {
+	brokers(t, func(t *testing.T, b testBroker) {
+		cfg := wildcardConfig()
+		cfg.Channels.WithoutNamespace = gyre.ChannelOptions{AllowSubscribeForClient: true, AllowWildcardSubscriptions: true}
+		n, url := newTestNode(t, b.config(t, cfg))
+		c := dial(t, url, protocol.TypeJSON)
+		c.connect(connToken(t, "alice", 0, nil))
+		c.MustSubscribe("a.*")
+		c.MustSubscribe(">")
+		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "$a.*", Token: subToken(t, "alice", "$a.*")}); r.Error != nil {
+			t.Fatalf("private pattern: %+v", r.Error)
+		}
+		for i, ch := range []string{"$a.b", "a.b", "geo:a.b", "b"} {
+			mustPublish(t, n, ch, numbered(i))
+		}
+		if pubs := waitPatternPubs(c, ">", 2); len(pubs) != 2 || pubs[0].Channel != "a.b" || pubs[1].Channel != "b" {
+			t.Fatalf("> got %+v, want a.b and b", pubs)
+		}
+		if pubs := waitPatternPubs(c, "a.*", 1); len(pubs) != 1 || pubs[0].Channel != "a.b" {
+			t.Fatalf("a.* got %+v, want a.b", pubs)
+		}
+		if pubs := waitPatternPubs(c, "$a.*", 1); len(pubs) != 1 || pubs[0].Channel != "$a.b" {
+			t.Fatalf("$a.* got %+v, want $a.b", pubs)
+		}
+	})
+}
