@@ -6,11 +6,36 @@ import (
 	"github.com/gyrehq/gyre/broker"
 )
 
+// Option tells RunBrokerTests about a property of the broker that the
+// contract leaves open.
+type Option func(*options)
+
+type options struct {
+	scopesAlwaysDelivered bool
+}
+
+// ScopesAlwaysDelivered declares that the broker delivers the
+// publications of every pattern scope whether this node subscribed it or
+// not, as broker.PatternBroker allows (a broker of one node). Without it,
+// the suite checks that a scope never subscribed, or unsubscribed, is not
+// delivered.
+func ScopesAlwaysDelivered() Option {
+	return func(o *options) { o.scopesAlwaysDelivered = true }
+}
+
 // RunBrokerTests runs the contract suite against brokers made by
 // newBroker, one per subtest. newBroker returns a broker that has not been
 // Run; the suite runs it with its own handler and closes it when the
 // subtest ends. Select parts with -run, e.g. -run 'TestBroker/History'.
-func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker) {
+//
+// The Pattern tests run when the broker implements broker.PatternBroker,
+// the PublishRun tests when it implements broker.DirectPublisher; they
+// are skipped otherwise.
+func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, e *brokerEnv)
@@ -36,10 +61,21 @@ func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker) {
 		{"Delta", testDelta},
 		{"JoinLeave", testJoinLeave},
 		{"Control", testControl},
+		{"PatternFields", testPatternFields},
+		{"PatternWithoutExactSubscription", testPatternWithoutExactSubscription},
+		{"PatternOnlyWithScope", testPatternOnlyWithScope},
+		{"PatternOrderConcurrentPublishers", testPatternOrderConcurrentPublishers},
+		{"PatternUnsubscribe", testPatternUnsubscribe},
+		{"PatternScopesIsolated", testPatternScopesIsolated},
+		{"PatternSuppressed", testPatternSuppressed},
+		{"PatternPublishTo", testPatternPublishTo},
+		{"PatternPublishRunTo", testPatternPublishRunTo},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, newBrokerEnv(t, newBroker))
+			e := newBrokerEnv(t, newBroker)
+			e.opts = o
+			tt.fn(t, e)
 		})
 	}
 }

@@ -21,4 +21,13 @@
 // than measuring time, so a broker whose TTLs have coarse granularity
 // passes too. Channel names are unique per subtest, so brokers sharing a
 // backend across subtests do not see each other's state.
+//
+// The Pattern tests check pattern delivery (broker.PatternBroker) when the
+// broker implements it: the suite's handler is also a
+// broker.PatternHandler. They expect a scope that this node never
+// subscribed, or unsubscribed, not to be delivered; a broker that
+// delivers every scope regardless (one node) says so with the
+// ScopesAlwaysDelivered option:
+//
+//	brokertest.RunBrokerTests(t, newBroker, brokertest.ScopesAlwaysDelivered())
 package brokertest

@@ -40,9 +40,10 @@ func eventually(t testing.TB, what string, check func() bool) {
 // brokerEnv is a running broker with a recorder, closed when the subtest
 // ends.
 type brokerEnv struct {
-	t   *testing.T
-	b   broker.Broker
-	rec *recorder
+	t    *testing.T
+	b    broker.Broker
+	rec  *recorder
+	opts options
 }
 
 func newBrokerEnv(t *testing.T, newBroker func(t *testing.T) broker.Broker) *brokerEnv {

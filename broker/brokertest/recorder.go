@@ -24,30 +24,52 @@ type delivery struct {
 	prev  *broker.Publication
 }
 
-// recorder is the EventHandler the suites run brokers with. It records
-// everything and notices when one channel's publications are handled
-// concurrently.
+// patternDelivery is one HandlePatternPublication call, copied like a
+// delivery.
+type patternDelivery struct {
+	scope string
+	pub   broker.Publication
+}
+
+// recorder is the EventHandler the suites run brokers with, and the
+// PatternHandler and RunHandler. It records everything and notices when
+// one channel's publications are handled concurrently, on the exact path
+// or on the pattern path.
 type recorder struct {
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every event
 	pubs     map[string][]delivery
+	runs     map[string][][]delivery
+	patterns map[string][]patternDelivery // by channel
 	joins    map[string][]broker.ClientInfo
 	leaves   map[string][]broker.ClientInfo
 	controls [][]byte
-	inFlight map[string]int
-	overlaps map[string]int
+	// inFlight and overlaps count per channel, patInFlight and
+	// patOverlaps per channel on the pattern path.
+	inFlight    map[string]int
+	overlaps    map[string]int
+	patInFlight map[string]int
+	patOverlaps map[string]int
 }
 
-var _ broker.EventHandler = (*recorder)(nil)
+var (
+	_ broker.EventHandler   = (*recorder)(nil)
+	_ broker.PatternHandler = (*recorder)(nil)
+	_ broker.RunHandler     = (*recorder)(nil)
+)
 
 func newRecorder() *recorder {
 	return &recorder{
-		changed:  make(chan struct{}),
-		pubs:     make(map[string][]delivery),
-		joins:    make(map[string][]broker.ClientInfo),
-		leaves:   make(map[string][]broker.ClientInfo),
-		inFlight: make(map[string]int),
-		overlaps: make(map[string]int),
+		changed:     make(chan struct{}),
+		pubs:        make(map[string][]delivery),
+		runs:        make(map[string][][]delivery),
+		patterns:    make(map[string][]patternDelivery),
+		joins:       make(map[string][]broker.ClientInfo),
+		leaves:      make(map[string][]broker.ClientInfo),
+		inFlight:    make(map[string]int),
+		overlaps:    make(map[string]int),
+		patInFlight: make(map[string]int),
+		patOverlaps: make(map[string]int),
 	}
 }
 
@@ -74,6 +96,41 @@ func (r *recorder) HandlePublication(channel string, pub *broker.Publication, sp
 	defer r.mu.Unlock()
 	r.inFlight[channel]--
 	r.pubs[channel] = append(r.pubs[channel], d)
+	r.notify()
+	return nil
+}
+
+func (r *recorder) HandlePatternPublication(scope, channel string, pub *broker.Publication) error {
+	r.mu.Lock()
+	r.patInFlight[channel]++
+	if r.patInFlight[channel] > 1 {
+		r.patOverlaps[channel]++
+	}
+	r.mu.Unlock()
+	runtime.Gosched()
+	d := patternDelivery{scope: scope, pub: copyPub(*pub)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.patInFlight[channel]--
+	r.patterns[channel] = append(r.patterns[channel], d)
+	r.notify()
+	return nil
+}
+
+// HandleRun records a run of PublishRunTo as one entry of runs.
+func (r *recorder) HandleRun(channel string, run []broker.RunPublication) error {
+	ds := make([]delivery, 0, len(run))
+	for _, rp := range run {
+		d := delivery{pub: copyPub(*rp.Pub), delta: rp.Delta}
+		if rp.Prev != nil {
+			p := copyPub(*rp.Prev)
+			d.prev = &p
+		}
+		ds = append(ds, d)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs[channel] = append(r.runs[channel], ds)
 	r.notify()
 	return nil
 }
@@ -131,6 +188,29 @@ func (r *recorder) waitPubs(t testing.TB, channel string, n int) []delivery {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]delivery(nil), r.pubs[channel][:n]...)
+}
+
+// waitPatterns waits until channel has at least n pattern deliveries and
+// returns the first n.
+func (r *recorder) waitPatterns(t testing.TB, channel string, n int) []patternDelivery {
+	t.Helper()
+	r.waitUntil(t, "pattern publications of "+channel, func() bool { return len(r.patterns[channel]) >= n })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]patternDelivery(nil), r.patterns[channel][:n]...)
+}
+
+// patternsOf returns the pattern deliveries of channel so far.
+func (r *recorder) patternsOf(channel string) []patternDelivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]patternDelivery(nil), r.patterns[channel]...)
+}
+
+func (r *recorder) patternOverlapCount(channel string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.patOverlaps[channel]
 }
 
 func (r *recorder) pubCount(channel string) int {

@@ -35,6 +35,7 @@ type handlerRef struct{ h broker.EventHandler }
 var (
 	_ broker.Broker          = (*Broker)(nil)
 	_ broker.DirectPublisher = (*Broker)(nil)
+	_ broker.PatternBroker   = (*Broker)(nil)
 )
 
 // NewBroker returns a Broker and starts its background sweep, which Close
@@ -83,6 +84,14 @@ func (b *Broker) Subscribe(channel string) error { return b.checkOpen() }
 
 // Unsubscribe does nothing, like Subscribe.
 func (b *Broker) Unsubscribe(channel string) error { return b.checkOpen() }
+
+// SubscribePatternScope does nothing: one node receives the publications
+// of every scope, as broker.PatternBroker allows.
+func (b *Broker) SubscribePatternScope(scope string) error { return b.checkOpen() }
+
+// UnsubscribePatternScope does nothing, like SubscribePatternScope:
+// publications of the scope keep reaching the handler.
+func (b *Broker) UnsubscribePatternScope(scope string) error { return b.checkOpen() }
 
 // PublishJoin hands a join event to the handler.
 func (b *Broker) PublishJoin(channel string, info *broker.ClientInfo) error {

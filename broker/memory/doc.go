@@ -61,6 +61,21 @@
 // the handler directly. Subscribe and Unsubscribe do nothing: one node
 // receives everything.
 //
+// # Pattern delivery
+//
+// A publication published with PublishOptions.PatternScope goes, right
+// after HandlePublication and under the same channel lock, to the
+// handler's HandlePatternPublication when the handler implements
+// broker.PatternHandler (the Run handler for Publish, h for PublishTo and
+// PublishRunTo, where each publication of the run that has a scope
+// follows HandleRun in order). So per channel the pattern path keeps the
+// same order as the exact one, whatever the number of publishers. It gets
+// the same read-only publication. SubscribePatternScope and
+// UnsubscribePatternScope do nothing: with one node every scope is
+// delivered, subscribed or not, and the engine ignores scopes it holds no
+// patterns in. A suppressed publish (a repeated idempotency key) is
+// delivered on neither path.
+//
 // Locks are taken in one order: a shard's, then a channel's. Publish and
 // History release the shard lock before taking the channel's; only the
 // sweep holds both, and it only tries the channel lock, skipping a busy

@@ -18,7 +18,8 @@ func newBroker(t testing.TB) broker.Broker {
 }
 
 func TestBroker(t *testing.T) {
-	brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker { return newBroker(t) })
+	// One node: every pattern scope is delivered, subscribed or not.
+	brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker { return newBroker(t) }, brokertest.ScopesAlwaysDelivered())
 }
 
 // TestBrokerSweeping runs the suite with a sweep so frequent that it races
@@ -30,7 +31,7 @@ func TestBrokerSweeping(t *testing.T) {
 			t.Fatalf("NewBroker: %v", err)
 		}
 		return b
-	})
+	}, brokertest.ScopesAlwaysDelivered())
 }
 
 func TestPresence(t *testing.T) {

@@ -9,9 +9,11 @@ import (
 )
 
 // Publish stores the publication when history is on and hands it to the
-// handler before returning, under the channel's lock. An error from the
-// handler is logged, not returned: the publication is already part of the
-// stream, and a caller retrying it would publish it twice.
+// handler before returning, under the channel's lock; with
+// opts.PatternScope, then to the handler's HandlePatternPublication too
+// when it implements broker.PatternHandler. An error from the handler is
+// logged, not returned: the publication is already part of the stream,
+// and a caller retrying it would publish it twice.
 func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error) {
 	var h broker.PublicationHandler
 	if eh := b.eventHandler(); eh != nil {
@@ -21,7 +23,8 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 }
 
 // PublishTo is Publish handing the publication to h instead of the handler
-// given to Run (nothing is handed over when h is nil).
+// given to Run (nothing is handed over when h is nil); the pattern
+// delivery goes to h too.
 func (b *Broker) PublishTo(h broker.PublicationHandler, channel string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error) {
 	if err := b.checkOpen(); err != nil {
 		return broker.StreamPosition{}, false, err
@@ -36,13 +39,29 @@ func (b *Broker) PublishTo(h broker.PublicationHandler, channel string, data []b
 		if err := h.HandlePublication(channel, rp.Pub, sp, rp.Delta, rp.Prev); err != nil {
 			b.log.Error("memory: handle publication", "channel", channel, "offset", sp.Offset, "error", err)
 		}
+		if opts.PatternScope != "" {
+			if ph, ok := h.(broker.PatternHandler); ok {
+				b.handlePattern(ph, opts.PatternScope, channel, rp.Pub)
+			}
+		}
 	}
 	return sp, suppressed, nil
 }
 
+// handlePattern hands a publication to the pattern handler, under the
+// channel's lock like HandlePublication. With one node every scope is
+// delivered, subscribed or not.
+func (b *Broker) handlePattern(ph broker.PatternHandler, scope, channel string, pub *broker.Publication) {
+	if err := ph.HandlePatternPublication(scope, channel, pub); err != nil {
+		b.log.Error("memory: handle pattern publication", "scope", scope, "channel", channel, "offset", pub.Offset, "error", err)
+	}
+}
+
 // PublishRunTo publishes the run in order under one hold of the channel's
 // lock and hands it to h in one call, before any other publication of the
-// channel can come between.
+// channel can come between. When h implements broker.PatternHandler, the
+// run's publications that have a pattern scope then go to its
+// HandlePatternPublication one by one, in order, still under the lock.
 func (b *Broker) PublishRunTo(h broker.RunHandler, channel string, run []broker.RunItem) error {
 	if err := b.checkOpen(); err != nil {
 		return err
@@ -65,8 +84,27 @@ func (b *Broker) PublishRunTo(h broker.RunHandler, channel string, run []broker.
 		if err := h.HandleRun(channel, pubs); err != nil {
 			b.log.Error("memory: handle run", "channel", channel, "publications", len(pubs), "error", err)
 		}
+		if ph, ok := h.(broker.PatternHandler); ok {
+			b.handleRunPatterns(ph, channel, run, pubs)
+		}
 	}
 	return nil
+}
+
+// handleRunPatterns hands the run's publications that have a pattern
+// scope to the pattern handler, in order; pubs are the run's publications
+// that were not suppressed.
+func (b *Broker) handleRunPatterns(ph broker.PatternHandler, channel string, run []broker.RunItem, pubs []broker.RunPublication) {
+	j := 0
+	for i := range run {
+		if run[i].Suppressed {
+			continue
+		}
+		if scope := run[i].Opts.PatternScope; scope != "" {
+			b.handlePattern(ph, scope, channel, pubs[j].Pub)
+		}
+		j++
+	}
 }
 
 // append adds one publication to the locked stream st: history, the delta

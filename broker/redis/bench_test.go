@@ -2,8 +2,10 @@ package redis
 
 import (
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/brokertest"
@@ -96,13 +98,115 @@ func BenchmarkPresence(b *testing.B) {
 	})
 }
 
-// countingEvents drops everything; benchmarks measure the broker alone.
-type countingEvents struct{ n atomic.Int64 }
+// BenchmarkPublishPatternScope measures what a pattern scope adds to a
+// publish with history: the script's second PUBLISH and, when a node holds
+// the scope (ScopeHeld: this one, as a node with pattern subscribers in
+// the namespace does), the scope's delivery. ScopeUnheld publishes with a
+// scope nobody subscribed. Sequential waits for each publish; Concurrent
+// publishes from 64 goroutines over 16 channels. Every delivery back to
+// this node is awaited before the timer stops, so that its cost counts;
+// redis-µs/op is Redis's CPU time (INFO cpu) per publish.
+func BenchmarkPublishPatternScope(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, mode := range []string{"Sequential", "Concurrent"} {
+		for _, tt := range []struct {
+			name  string
+			scope string
+			held  bool
+		}{
+			{"NoScope", "", false},
+			{"ScopeUnheld", "bench:", false},
+			{"ScopeHeld", "bench:", true},
+		} {
+			b.Run(mode+"/"+tt.name, func(b *testing.B) {
+				br := newEngine(b, Config{Addresses: []string{srv.Addr}}).Broker()
+				ev := newCountingEvents()
+				if err := br.Run(ev); err != nil {
+					b.Fatal(err)
+				}
+				const channels = 16
+				for i := range channels {
+					if err := br.Subscribe("bench:" + strconv.Itoa(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if tt.held {
+					if err := br.SubscribePatternScope(tt.scope); err != nil {
+						b.Fatal(err)
+					}
+				}
+				opts := history
+				opts.PatternScope = tt.scope
+				payload := []byte(`{"type":"message","user":"42","text":"hello, world","ts":1700000000}`)
+				cpu := redisCPU(b, srv)
+				b.ReportAllocs()
+				b.ResetTimer()
+				if mode == "Sequential" {
+					for i := range b.N {
+						if _, _, err := br.Publish("bench:"+strconv.Itoa(i%channels), payload, opts); err != nil {
+							b.Fatal(err)
+						}
+					}
+				} else {
+					var seq atomic.Int64
+					b.SetParallelism(32)
+					b.RunParallel(func(pb *testing.PB) {
+						ch := "bench:" + strconv.FormatInt(seq.Add(1)%channels, 10)
+						for pb.Next() {
+							if _, _, err := br.Publish(ch, payload, opts); err != nil {
+								b.Errorf("Publish: %v", err)
+								return
+							}
+						}
+					})
+				}
+				var patterns int64
+				if tt.held {
+					patterns = int64(b.N)
+				}
+				for ev.n.Load() < int64(b.N) || ev.patterns.Load() < patterns {
+					time.Sleep(time.Millisecond)
+				}
+				b.StopTimer()
+				b.ReportMetric((redisCPU(b, srv)-cpu)*1e6/float64(b.N), "redis-µs/op")
+			})
+		}
+	}
+}
+
+// redisCPU returns the CPU time Redis has used, in seconds.
+func redisCPU(b *testing.B, srv *redistest.Server) float64 {
+	b.Helper()
+	out, err := srv.Cli("info", "cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for line := range strings.Lines(out) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %q", line)
+			}
+			total += f
+		}
+	}
+	return total
+}
+
+// countingEvents counts and drops everything; benchmarks measure the
+// broker alone.
+type countingEvents struct{ n, patterns atomic.Int64 }
 
 func newCountingEvents() *countingEvents { return &countingEvents{} }
 
 func (c *countingEvents) HandlePublication(string, *broker.Publication, broker.StreamPosition, bool, *broker.Publication) error {
 	c.n.Add(1)
+	return nil
+}
+func (c *countingEvents) HandlePatternPublication(string, string, *broker.Publication) error {
+	c.patterns.Add(1)
 	return nil
 }
 func (c *countingEvents) HandleJoin(string, *broker.ClientInfo) error  { return nil }

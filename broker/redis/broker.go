@@ -24,10 +24,23 @@ type Broker struct {
 	// shards[client][shard] are the pub/sub connections.
 	shards [][]*subShard
 
-	// handler is set by Run before any goroutine that reads it starts.
-	handler broker.EventHandler
-	running atomic.Bool
-	closed  atomic.Bool
+	// handler is set by Run before any goroutine that reads it starts;
+	// patternHandler too, nil when handler does not implement it.
+	handler        broker.EventHandler
+	patternHandler broker.PatternHandler
+	running        atomic.Bool
+	closed         atomic.Bool
+
+	// scopePrefix is the pub/sub name of a pattern scope minus the scope.
+	scopePrefix string
+	// patterns holds one connection per Redis client carrying the
+	// pattern scopes, made by the first SubscribePatternScope. startMu
+	// orders making them with Close; patMu serializes scope subscriptions
+	// and guards scopeRefs (see patterns.go).
+	patterns  atomic.Pointer[[]*subShard]
+	startMu   sync.Mutex
+	patMu     sync.Mutex
+	scopeRefs map[string]int
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -37,10 +50,18 @@ type Broker struct {
 var (
 	_ broker.Broker        = (*Broker)(nil)
 	_ broker.HealthChecker = (*Broker)(nil)
+	_ broker.PatternBroker = (*Broker)(nil)
 )
 
 func newBroker(e *Engine) *Broker {
-	b := &Broker{e: e, cfg: e.cfg, log: e.log, stop: make(chan struct{})}
+	b := &Broker{
+		e:           e,
+		cfg:         e.cfg,
+		log:         e.log,
+		stop:        make(chan struct{}),
+		scopePrefix: e.cfg.Prefix + "." + scopeInfix,
+		scopeRefs:   make(map[string]int),
+	}
 	for ci, c := range e.clients {
 		row := make([]*subShard, len(e.bases))
 		for si, base := range e.bases {
@@ -53,16 +74,23 @@ func newBroker(e *Engine) *Broker {
 	return b
 }
 
-// where names a shard in logs and errors.
+// where names a shard in logs and errors; shard -1 is the client's
+// pattern connection.
 func (b *Broker) where(client, shard int) string {
 	var addr string
 	switch b.e.mode {
 	case modeCluster:
+		if shard < 0 {
+			return "cluster patterns"
+		}
 		return fmt.Sprintf("cluster shard %d", shard)
 	case modeSentinel:
 		addr = "sentinel master " + b.cfg.SentinelMasterName
 	default:
 		addr = b.cfg.Addresses[client]
+	}
+	if shard < 0 {
+		return addr + " patterns"
 	}
 	if len(b.e.bases) > 1 {
 		return fmt.Sprintf("%s shard %d", addr, shard)
@@ -85,6 +113,7 @@ func (b *Broker) Run(h broker.EventHandler) error {
 		return errors.New("redis: Run called twice")
 	}
 	b.handler = h
+	b.patternHandler, _ = h.(broker.PatternHandler)
 	for _, row := range b.shards {
 		for _, s := range row {
 			b.wg.Add(2)
@@ -219,6 +248,13 @@ func (b *Broker) Healthy() error {
 			}
 		}
 	}
+	if p := b.patterns.Load(); p != nil {
+		for _, s := range *p {
+			if err := s.healthy(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -226,7 +262,9 @@ func (b *Broker) Healthy() error {
 // Later calls return nil; other methods then return ErrClosed.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		b.startMu.Lock()
 		b.closed.Store(true)
+		b.startMu.Unlock()
 		close(b.stop)
 		b.wg.Wait()
 		b.e.release()

@@ -70,6 +70,9 @@ func (s *subShard) deliver(ev event) error {
 	if err := msg.UnmarshalVT(unsafe.Slice(unsafe.StringData(ev.payload), len(ev.payload))); err != nil {
 		return fmt.Errorf("redis: decode message: %w", err)
 	}
+	if s.patterns {
+		return s.deliverPattern(ev.name, &msg)
+	}
 	h := s.b.handler
 	if msg.Type == wirepb.Message_CONTROL {
 		return h.HandleControl(msg.Data)

@@ -34,6 +34,11 @@
 //	<base>p.c.<channel>           hash: client ID -> user ID
 //	<base>p.u.<channel>           hash: user ID -> number of present clients
 //
+// A pattern scope's pub/sub channel carries publications of many channels,
+// so it has no hash tag (see Pattern delivery):
+//
+//	<prefix>.w.<scope>            pub/sub: publications of the scope, with their channel
+//
 // # Publishing
 //
 // Publish runs one Lua script (lua/publish.lua) in the channel's Redis.
@@ -73,6 +78,44 @@
 // one at a time in offset order. Subscribe returns once Redis confirmed
 // the subscription: everything published after it returns is delivered.
 // A node receives its own publications through pub/sub too.
+//
+// # Pattern delivery
+//
+// Broker implements broker.PatternBroker. A publish with
+// PublishOptions.PatternScope makes the publish script send a second
+// message, after the channel's own, to the scope's classic pub/sub
+// channel <prefix>.w.<scope>: the publication with its offset and epoch
+// and the channel's name (no delta flag or previous publication), which
+// the script appends as one more protobuf field. Being sent by the same
+// script, it follows the channel's offset order. Without a scope the
+// script compares one empty string and sends nothing more.
+//
+// SubscribePatternScope subscribes the scope's channel (SUBSCRIBE, never
+// PSUBSCRIBE: a scope is taken byte for byte) on one more pub/sub
+// connection per Redis client, made on the first call, and returns once
+// every Redis confirmed; it counts calls per scope, so that the last
+// UnsubscribePatternScope unsubscribes. With several Config.Addresses
+// every Redis carries the scope, because a channel's script runs on the
+// channel's Redis; a channel always publishes on the same one, and so
+// reaches this node over one connection, in order. Messages go to the
+// EventHandler's HandlePatternPublication (it must implement
+// broker.PatternHandler) from the connection's own goroutine.
+//
+// In a cluster the second message is a classic PUBLISH although the
+// channel's own is an SPUBLISH: a classic PUBLISH names no key, so the
+// script, whose keys are in the channel's slot, may send it, and the
+// cluster bus carries it to every node. One connection to any node
+// (rueidis picks one for a command without a slot) therefore receives the
+// scope's publications from every master; the bus link from one master to
+// that node keeps them in order. The price is that such a publish is
+// broadcast to every node of the cluster, so only namespaces that allow
+// wildcard subscriptions pay it.
+//
+// A pattern connection reconnects and subscribes its scopes again like the
+// others, but there is nothing to recover: what was published meanwhile is
+// lost for this node's pattern subscribers, which is logged at warn level
+// and not reported to a SubscriptionLostHandler. Broker.Healthy reports
+// the pattern connections too once they exist.
 //
 // # Sharding
 //

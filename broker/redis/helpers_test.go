@@ -55,10 +55,18 @@ func setups() []setup {
 	}
 }
 
-// events records publications and losses for tests outside the suites.
+// events records publications, pattern publications and losses for tests
+// outside the suites.
 type events struct {
-	pubs chan delivered
-	lost chan []string
+	pubs     chan delivered
+	patterns chan patternDelivered
+	lost     chan []string
+}
+
+type patternDelivered struct {
+	scope   string
+	channel string
+	pub     *broker.Publication
 }
 
 type delivered struct {
@@ -69,7 +77,12 @@ type delivered struct {
 }
 
 func newEvents() *events {
-	return &events{pubs: make(chan delivered, 10000), lost: make(chan []string, 100)}
+	return &events{pubs: make(chan delivered, 10000), patterns: make(chan patternDelivered, 10000), lost: make(chan []string, 100)}
+}
+
+func (e *events) HandlePatternPublication(scope, ch string, pub *broker.Publication) error {
+	e.patterns <- patternDelivered{scope, ch, pub}
+	return nil
 }
 
 func (e *events) HandlePublication(ch string, pub *broker.Publication, sp broker.StreamPosition, _ bool, prev *broker.Publication) error {
@@ -84,7 +97,22 @@ func (e *events) HandleSubscriptionLost(chs []string) error {
 	return nil
 }
 
-var _ SubscriptionLostHandler = (*events)(nil)
+var (
+	_ SubscriptionLostHandler = (*events)(nil)
+	_ broker.PatternHandler   = (*events)(nil)
+)
+
+// nextPattern waits for the next pattern publication.
+func (e *events) nextPattern(t testing.TB) patternDelivered {
+	t.Helper()
+	select {
+	case d := <-e.patterns:
+		return d
+	case <-time.After(20 * time.Second):
+		t.Fatal("gave up waiting for a pattern publication")
+		return patternDelivered{}
+	}
+}
 
 // next waits for the next delivered publication.
 func (e *events) next(t testing.TB) delivered {

@@ -15,6 +15,12 @@ import "strconv"
 //	<base>p.z.<channel>           sorted set: client ID scored by expiry time
 //	<base>p.c.<channel>           hash: client ID -> user ID
 //	<base>p.u.<channel>           hash: user ID -> number of present clients
+//
+// A pattern scope (broker.PublishOptions.PatternScope) belongs to no
+// single channel, so its name has no hash tag; in a cluster it is a
+// classic pub/sub channel, which every node of the cluster receives:
+//
+//	<prefix>.w.<scope>            pub/sub channel of the scope's publications
 const (
 	pubsubInfix   = "c."
 	controlSuffix = "control"
@@ -25,6 +31,7 @@ const (
 	expiryInfix   = "p.z."
 	clientInfix   = "p.c."
 	userInfix     = "p.u."
+	scopeInfix    = "w."
 )
 
 func streamKey(base, channel string) string { return base + streamInfix + channel }

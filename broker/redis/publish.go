@@ -16,7 +16,8 @@ import (
 // Publish runs the publish script (lua/publish.lua) in the channel's
 // Redis: idempotency check, offset, history append, delta base and pub/sub
 // message happen atomically. Delivery to this node's handler comes back
-// through pub/sub like everyone else's.
+// through pub/sub like everyone else's. With opts.PatternScope the script
+// also sends the publication to the scope's pub/sub channel (patterns.go).
 func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error) {
 	if err := b.checkOpen(); err != nil {
 		return broker.StreamPosition{}, false, err
@@ -51,6 +52,10 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 	if opts.UseDelta {
 		delta = "1"
 	}
+	var scopeName, scopeChannel string
+	if opts.PatternScope != "" {
+		scopeName, scopeChannel = b.scopeName(opts.PatternScope), channel
+	}
 	args := []string{
 		base + pubsubInfix + channel,
 		rueidis.BinaryString(pub),
@@ -61,6 +66,8 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 		delta,
 		strconv.FormatInt(idemTTL, 10),
 		b.e.publishCommand(),
+		scopeName,
+		scopeChannel,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
 	defer cancel()

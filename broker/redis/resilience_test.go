@@ -251,7 +251,8 @@ func TestReconnectsDoNotLeak(t *testing.T) {
 
 // TestSentinelFailover: when the master dies, the Sentinel promotes the
 // replica and the broker follows it: it resubscribes, reports the loss and
-// publishes again.
+// publishes again; the pattern scope it holds is subscribed again on the
+// new master too.
 func TestSentinelFailover(t *testing.T) {
 	s := redistest.StartSentinel(t)
 	b, ev := runBroker(t, Config{
@@ -265,6 +266,11 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	mustPublish(t, b, ch, "before")
 	expectData(t, ev, ch, "before")
+	const scope, scoped = "failover:", "failover:a"
+	if err := b.SubscribePatternScope(scope); err != nil {
+		t.Fatalf("SubscribePatternScope: %v", err)
+	}
+	waitPattern(t, b, ev, scope, scoped, "before")
 
 	s.Master.Kill()
 	s.WaitMaster(t, s.Replica.Addr)
@@ -275,6 +281,7 @@ func TestSentinelFailover(t *testing.T) {
 	})
 	for d := ev.next(t); string(d.pub.Data) != "after"; d = ev.next(t) {
 	}
+	waitPattern(t, b, ev, scope, scoped, "after")
 	eventually(t, "Healthy after the failover", func() bool { return b.Healthy() == nil })
 }
 

@@ -57,6 +57,10 @@ type subShard struct {
 	// carries them, else empty.
 	control string
 	sharded bool // SSUBSCRIBE (cluster) rather than SUBSCRIBE
+	// patterns marks a connection that carries pattern scopes
+	// (patterns.go) instead of channels: channels holds scopes, prefix is
+	// the scopes' name prefix, and a loss is logged, not reported.
+	patterns bool
 
 	mu       sync.Mutex
 	channels map[string]struct{} // channels this node wants, by name
@@ -98,6 +102,16 @@ func newSubShard(b *Broker, client rueidis.Client, where, base string, sharded b
 		kick:     make(chan struct{}, 1),
 		queue:    make(chan event, queueSize),
 	}
+}
+
+// newPatternShard returns the connection that carries the pattern scopes
+// this node subscribed, on one Redis client: classic SUBSCRIBE in every
+// mode, since the scopes' messages are classic PUBLISHes.
+func newPatternShard(b *Broker, client rueidis.Client, where string) *subShard {
+	s := newSubShard(b, client, where, "", false)
+	s.prefix = b.scopePrefix
+	s.patterns = true
+	return s
 }
 
 func (s *subShard) pubsubName(channel string) string { return s.prefix + channel }
@@ -171,13 +185,15 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 		names = append(names, s.control)
 	}
 	restored := s.isRestore()
-	if restored {
+	// Pattern scopes are not recoverable: their loss is only logged.
+	report := restored && !s.patterns
+	if report {
 		s.resub = make(map[string]struct{}, len(s.channels))
 	}
 	for ch := range s.channels {
 		name := s.pubsubName(ch)
 		names = append(names, name)
-		if restored {
+		if report {
 			s.resub[name] = struct{}{}
 		}
 	}
@@ -201,6 +217,10 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 	if restored {
 		s.b.log.Info("redis: pub/sub resubscribed", "redis", s.where, "channels", len(names),
 			"down_for", upSince.Sub(s.downSince).Round(time.Millisecond), "attempts", s.attempts+1)
+		if s.patterns && len(names) > 0 {
+			s.b.log.Warn("redis: pattern scopes resubscribed; their publications while pub/sub was down are lost",
+				"redis", s.where, "scopes", len(names))
+		}
 	}
 	select {
 	case e, ok := <-lost:

@@ -1,7 +1,10 @@
 -- Publishes one publication: checks the idempotency key, assigns the next
 -- offset and appends to the stream when history is on, keeps the previous
 -- publication for delta compression, and sends the pub/sub message. All in
--- one script, so offsets and pub/sub order agree for every publisher.
+-- one script, so offsets and pub/sub order agree for every publisher. When
+-- the channel has a pattern scope, the same script also sends the
+-- publication to the scope's pub/sub channel, so that order on that path is
+-- the same too.
 --
 -- KEYS[1] stream, KEYS[2] meta hash, KEYS[3] idempotency result
 -- ARGV[1] pub/sub channel
@@ -13,6 +16,8 @@
 -- ARGV[7] "1" for delta compression
 -- ARGV[8] idempotency result TTL, milliseconds, 0 for no key
 -- ARGV[9] publish command: PUBLISH or SPUBLISH
+-- ARGV[10] pub/sub channel of the pattern scope, "" for none
+-- ARGV[11] the channel's name, sent with the publication to the scope
 -- Returns {offset, epoch, suppressed (0 or 1)}.
 local stream, meta, idem = KEYS[1], KEYS[2], KEYS[3]
 local channel, pub = ARGV[1], ARGV[2]
@@ -60,10 +65,17 @@ if size > 0 then
   redis.call('PEXPIRE', stream, ttl)
 end
 
--- Message fields: 2 publication, 3 offset, 4 epoch, 5 delta, 6 prev.
+-- Message fields: 2 publication, 3 offset, 4 epoch, 5 delta, 6 prev,
+-- 9 channel.
 local msg = '\18' .. varint(#pub) .. pub
 if offset > 0 then
   msg = msg .. '\24' .. varint(offset) .. '\34' .. varint(#epoch) .. epoch
+end
+-- Pattern subscribers get neither the delta flag nor prev: they receive
+-- publications of many channels and keep no delta base per channel.
+local scope, scopeMsg = ARGV[10], nil
+if scope ~= '' then
+  scopeMsg = msg .. '\74' .. varint(#ARGV[11]) .. ARGV[11]
 end
 if delta then
   msg = msg .. '\40\1'
@@ -87,6 +99,12 @@ if size > 0 or delta then
 end
 
 redis.call(ARGV[9], channel, msg)
+if scopeMsg then
+  -- Classic PUBLISH in a cluster too: it has no slot, so the script may
+  -- send it from the channel's slot, and the cluster bus carries it to
+  -- every node, where the scope's subscribers are.
+  redis.call('PUBLISH', scope, scopeMsg)
+end
 
 if idemTTL > 0 then
   redis.call('SET', idem, offset .. ':' .. epoch, 'PX', idemTTL)
