@@ -133,7 +133,7 @@ func BenchmarkMemory(b *testing.B) {
 			for b.Loop() {
 				before := liveHeap()
 				x := newLoadedIndex(b, patterns)
-				perPattern = float64(liveHeap()-before) / float64(n)
+				perPattern = float64(int64(liveHeap())-int64(before)) / float64(n)
 				runtime.KeepAlive(x)
 			}
 			b.ReportMetric(perPattern, "B/pattern")
