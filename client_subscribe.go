@@ -340,11 +340,7 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	if p.scope != "" {
 		s.scope, s.nameLen = p.scope, int32(len(p.name))
 		if err := n.attachPattern(s); err != nil {
-			c.mu.Lock()
-			if c.subs != nil && c.subs[s.channel] == s {
-				delete(c.subs, s.channel)
-			}
-			c.mu.Unlock()
+			c.forget(s)
 			n.log.Error("broker pattern scope subscribe", "pattern", p.channel, "scope", p.scope, "error", err)
 			return nil, nil, ErrorInternal
 		}
@@ -531,11 +527,7 @@ func (c *Client) deltaPayloads(p subscribeParams, pubs []*protocol.Publication) 
 func (c *Client) dropSubscription(s *subscription) {
 	if s.scope != "" {
 		s.close()
-		c.mu.Lock()
-		if c.subs != nil && c.subs[s.channel] == s {
-			delete(c.subs, s.channel)
-		}
-		c.mu.Unlock()
+		c.forget(s)
 		c.node.detachPattern(s)
 		return
 	}
@@ -549,14 +541,19 @@ func (c *Client) dropSubscription(s *subscription) {
 // held.
 func (c *Client) dropSubscriptionLocked(s *subscription) {
 	s.close()
+	c.forget(s)
+	if c.node.hub.removeSubscription(s) {
+		_ = c.node.broker.Unsubscribe(s.channel)
+	}
+}
+
+// forget removes s from the client's subscriptions, if it is still there.
+func (c *Client) forget(s *subscription) {
 	c.mu.Lock()
 	if c.subs != nil && c.subs[s.channel] == s {
 		delete(c.subs, s.channel)
 	}
 	c.mu.Unlock()
-	if c.node.hub.removeSubscription(s) {
-		_ = c.node.broker.Unsubscribe(s.channel)
-	}
 }
 
 func (c *Client) unsubscribeCmd(req *protocol.UnsubscribeRequest) (*protocol.Reply, error) {

@@ -3,11 +3,9 @@ package brokertest
 import (
 	"bytes"
 	"cmp"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -117,25 +115,7 @@ func testOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
 	for i := range chs {
 		chs[i] = e.channel()
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, channels*publishers)
-	for _, ch := range chs {
-		for p := range publishers {
-			wg.Go(func() {
-				for i := range each {
-					if _, _, err := e.b.Publish(ch, fmt.Appendf(nil, "%d-%d", p, i), withHistory); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("Publish: %v", err)
-	}
+	publishConcurrently(t, e, chs, publishers, each, withHistory)
 	for _, ch := range chs {
 		ds := e.rec.waitPubs(t, ch, publishers*each)
 		next := make(map[string]string) // publisher -> sequence number expected next

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -131,5 +132,31 @@ func span(from, to uint64) []uint64 {
 		if o == to {
 			return out
 		}
+	}
+}
+
+// publishConcurrently publishes each publications "<publisher>-<i>" into
+// every channel of chs from publishers goroutines per channel at once,
+// and fails the test on any error.
+func publishConcurrently(t *testing.T, e *brokerEnv, chs []string, publishers, each int, opts broker.PublishOptions) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(chs)*publishers)
+	for _, ch := range chs {
+		for p := range publishers {
+			wg.Go(func() {
+				for i := range each {
+					if _, _, err := e.b.Publish(ch, fmt.Appendf(nil, "%d-%d", p, i), opts); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Publish: %v", err)
 	}
 }
