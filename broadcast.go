@@ -232,16 +232,33 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burs
 		enc.channelID = subs.id
 		encs = append(encs, enc)
 	}
+	sent := n.fanOutRun(subs, channel, encs, b)
+	n.obs.MessagesSent("publication", sent)
+	// The histogram is of one publication's broadcast: each of the run's
+	// is counted at the run's average.
+	per := time.Since(start) / time.Duration(len(run))
+	for range run {
+		n.obs.Broadcast(subs.len(), per)
+	}
+	clear(encs)
+	b.encs = encs[:0]
+}
+
+// fanOutRun hands a run of publications, encs, to the subscribers subs
+// and returns how many publications it handed over. A subscriber that
+// takes all of them as published (nearly every one) is given the whole
+// run in one queue operation, from messages encoded once per wire
+// format; the others go publication by publication.
+func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *Burst) (sent int) {
 	// whole holds the run as sent to subscribers that take all of it, by
 	// [protocol type][shape], made for the first one of each.
 	var whole [2][numShapes]*wholeRun
-	sent := 0
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
 			if s.takesAll() {
 				wr := whole[s.client.proto][s.shape]
 				if wr == nil {
-					wr = newWholeRun(run, encs, s.client.proto, s.shape)
+					wr = newWholeRun(encs, s.client.proto, s.shape)
 					whole[s.client.proto][s.shape] = wr
 				}
 				if len(wr.msgs) > 0 {
@@ -260,15 +277,7 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burs
 			}
 		}
 	}
-	n.obs.MessagesSent("publication", sent)
-	// The histogram is of one publication's broadcast: each of the run's
-	// is counted at the run's average.
-	per := time.Since(start) / time.Duration(len(run))
-	for range run {
-		n.obs.Broadcast(subs.len(), per)
-	}
-	clear(encs)
-	b.encs = encs[:0]
+	return sent
 }
 
 // wholeRun is a run of publications encoded for subscribers of one wire
@@ -284,8 +293,8 @@ type wholeRun struct {
 	err error
 }
 
-func newWholeRun(run []broker.RunPublication, encs []encodedPush, t protocol.Type, shape uint8) *wholeRun {
-	wr := &wholeRun{msgs: make([]string, 0, len(run))}
+func newWholeRun(encs []encodedPush, t protocol.Type, shape uint8) *wholeRun {
+	wr := &wholeRun{msgs: make([]string, 0, len(encs))}
 	for i := range encs {
 		msg := encs[i].get(t, shape, variantPlain)
 		if msg == nil {
@@ -294,7 +303,7 @@ func newWholeRun(run []broker.RunPublication, encs []encodedPush, t protocol.Typ
 		}
 		wr.msgs = append(wr.msgs, unsafe.String(unsafe.SliceData(msg), len(msg)))
 		wr.size += len(msg)
-		if off := run[i].Pub.Offset; off > 0 {
+		if off := encs[i].push.Pub.Offset; off > 0 {
 			wr.last = off
 		}
 	}

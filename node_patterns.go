@@ -57,36 +57,33 @@ func (h *burstHandler) HandlePatternPublication(scope, channel string, pub *brok
 	return nil
 }
 
+// HandlePatternRun is HandlePatternPublication for the run of a burst.
+func (h *burstHandler) HandlePatternRun(scope, channel string, run []broker.RunPublication) error {
+	h.b.n.broadcastPatternRun(scope, channel, run, h.b)
+	return nil
+}
+
 // broadcastPattern hands a publication of channel to the subscribers of
 // every pattern of scope that matches it, each pattern's push encoded
 // once per wire variant. The push names the pattern, as the subscription
-// does, and the publication names the channel. It carries no offset: a
-// pattern subscription follows many streams, and an offset of one would
-// read as a position in all of them.
+// does, and the publication names the channel.
 func (n *Node) broadcastPattern(scope, channel string, pub *broker.Publication, b *Burst) {
 	ps := n.hub.patterns.scope(scope)
 	if ps == nil {
 		return
 	}
-	name := n.rules.Load().patternName(scope, channel)
 	var pp *protocol.Publication
 	start := time.Now()
 	sent, subs := 0, 0
-	ps.index.Match(name, func(g *patternSubs) bool {
+	ps.index.Match(n.rules.Load().patternName(scope, channel), func(g *patternSubs) bool {
 		list := g.list.Load()
 		if list.len() == 0 {
 			return true
 		}
 		if pp == nil {
-			pp = toProtoPub(pub)
-			pp.Offset = 0
-			pp.Channel = channel
+			pp = patternPub(channel, pub)
 		}
-		enc := encodedPush{
-			push:     &protocol.Push{Channel: g.pattern, Pub: pp},
-			data:     pub.Data,
-			sizeHint: pushSizeHint(g.pattern, pub) + len(channel),
-		}
+		enc := patternPush(g.pattern, channel, pp, pub)
 		for _, chunk := range list.chunks {
 			for _, s := range chunk {
 				if n.deliverOne(s, g.pattern, &enc, b) {
@@ -100,5 +97,67 @@ func (n *Node) broadcastPattern(scope, channel string, pub *broker.Publication, 
 	if subs > 0 {
 		n.obs.MessagesSent("publication", sent)
 		n.obs.Broadcast(subs, time.Since(start))
+	}
+}
+
+// broadcastPatternRun is broadcastPattern for a run of publications of
+// one channel: like broadcastRun, a subscriber that takes all of them is
+// given the whole run in one queue operation.
+func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublication, b *Burst) {
+	ps := n.hub.patterns.scope(scope)
+	if ps == nil {
+		return
+	}
+	var pps []*protocol.Publication
+	start := time.Now()
+	sent, subs := 0, 0
+	ps.index.Match(n.rules.Load().patternName(scope, channel), func(g *patternSubs) bool {
+		list := g.list.Load()
+		if list.len() == 0 {
+			return true
+		}
+		if pps == nil {
+			pps = make([]*protocol.Publication, len(run))
+			for i, rp := range run {
+				pps[i] = patternPub(channel, rp.Pub)
+			}
+		}
+		encs := b.encs[:0]
+		for i, rp := range run {
+			encs = append(encs, patternPush(g.pattern, channel, pps[i], rp.Pub))
+		}
+		sent += n.fanOutRun(list, g.pattern, encs, b)
+		clear(encs)
+		b.encs = encs[:0]
+		subs += list.len()
+		return true
+	})
+	if subs > 0 {
+		n.obs.MessagesSent("publication", sent)
+		per := time.Since(start) / time.Duration(len(run))
+		for range run {
+			n.obs.Broadcast(subs, per)
+		}
+	}
+}
+
+// patternPub is the publication of channel as pattern subscribers get
+// it: naming the channel, and without an offset, since a pattern
+// subscription follows many streams and an offset of one would read as a
+// position in all of them.
+func patternPub(channel string, pub *broker.Publication) *protocol.Publication {
+	pp := toProtoPub(pub)
+	pp.Offset = 0
+	pp.Channel = channel
+	return pp
+}
+
+// patternPush is the push of pp, a publication of channel, to the
+// subscribers of pattern, to be encoded lazily.
+func patternPush(pattern, channel string, pp *protocol.Publication, pub *broker.Publication) encodedPush {
+	return encodedPush{
+		push:     &protocol.Push{Channel: pattern, Pub: pp},
+		data:     pub.Data,
+		sizeHint: pushSizeHint(pattern, pub) + len(channel),
 	}
 }

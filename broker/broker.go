@@ -235,6 +235,15 @@ type PatternHandler interface {
 	HandlePatternPublication(scope, channel string, pub *Publication) error
 }
 
+// PatternRunHandler may be implemented by a PatternHandler that takes a
+// run at once: a DirectPublisher's PublishRunTo then hands the pattern
+// publications of the run to HandlePatternRun, in one call per run of
+// publications with the same scope, instead of one HandlePatternPublication
+// each, so that a subscriber can be given its share of the run at once.
+type PatternRunHandler interface {
+	HandlePatternRun(scope, channel string, run []RunPublication) error
+}
+
 // PresenceStats counts a channel's present connections and distinct users.
 type PresenceStats struct {
 	NumClients int

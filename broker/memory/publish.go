@@ -94,16 +94,38 @@ func (b *Broker) PublishRunTo(h broker.RunHandler, channel string, run []broker.
 // handleRunPatterns hands the run's publications that have a pattern
 // scope to the pattern handler, in order; pubs are the run's publications
 // that were not suppressed.
+// A handler that takes runs (broker.PatternRunHandler) is given each
+// stretch of publications with one scope in one call.
 func (b *Broker) handleRunPatterns(ph broker.PatternHandler, channel string, run []broker.RunItem, pubs []broker.RunPublication) {
-	j := 0
+	rh, runs := ph.(broker.PatternRunHandler)
+	j, from := 0, 0 // pubs[from:j] share a scope, not handed over yet
+	flush := func(scope string) {
+		if j > from && scope != "" {
+			if err := rh.HandlePatternRun(scope, channel, pubs[from:j]); err != nil {
+				b.log.Error("memory: handle pattern run", "scope", scope, "channel", channel, "publications", j-from, "error", err)
+			}
+		}
+		from = j
+	}
+	scope := ""
 	for i := range run {
 		if run[i].Suppressed {
 			continue
 		}
-		if scope := run[i].Opts.PatternScope; scope != "" {
-			b.handlePattern(ph, scope, channel, pubs[j].Pub)
+		s := run[i].Opts.PatternScope
+		switch {
+		case !runs:
+			if s != "" {
+				b.handlePattern(ph, s, channel, pubs[j].Pub)
+			}
+		case s != scope:
+			flush(scope)
+			scope = s
 		}
 		j++
+	}
+	if runs {
+		flush(scope)
 	}
 }
 
