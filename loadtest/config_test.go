@@ -50,6 +50,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"bad protocol", ScenarioIdle, func(c *Config) { c.Protocol = 7 }, nil, "unknown type"},
 		{"negative", ScenarioIdle, func(c *Config) { c.Conns = -1 }, nil, "negative"},
 		{"batch outside fanout", ScenarioChannels, func(c *Config) { c.Batch = 5 }, nil, "batch"},
+		{"pattern outside fanout", ScenarioIdle, func(c *Config) { c.Pattern = true }, nil, "pattern"},
 		{"procs without a command", ScenarioIdle, func(c *Config) { c.Procs = 2 }, nil, "worker command"},
 		{"too many publishers", ScenarioFanout, func(c *Config) { c.Publishers = 5000 }, nil, "publishers"},
 		{"bad source addresses", ScenarioConnect, func(c *Config) { c.SourceAddrs = "10.0.0.1-x" }, nil, "source addresses"},
@@ -79,6 +80,7 @@ func TestChannelsFor(t *testing.T) {
 		want string
 	}{
 		{workerSpec{Scenario: ScenarioFanout, Channel: "b"}, 5, "b-fanout"},
+		{workerSpec{Scenario: ScenarioFanout, Channel: "w:b", Pattern: true}, 5, "w:b-fanout.*"},
 		{workerSpec{Scenario: ScenarioChannels, Channel: "b"}, 5, "b-ch-5"},
 		{workerSpec{Scenario: ScenarioIdle, Channel: "b", Subs: 3, Channels: 4}, 1, "b-idle-3,b-idle-0,b-idle-1"},
 		{workerSpec{Scenario: ScenarioConnect, Channel: "b"}, 1, ""},
