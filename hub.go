@@ -220,8 +220,12 @@ func (h *hub) numSubscribers(channel string) int {
 	return h.subscribers(channel).len()
 }
 
-// channels calls fn for every channel with subscribers on this node.
+// eachChannel calls fn for every channel with subscribers on this node,
+// and for every pattern with subscribers: the node's statistics and the
+// channels API count a pattern subscribed to as a channel, with its
+// subscribers.
 func (h *hub) eachChannel(fn func(channel string, numSubs int)) {
+	h.patterns.each(fn)
 	for i := range h.channels {
 		sh := &h.channels[i]
 		sh.mu.RLock()
@@ -305,6 +309,5 @@ func (h *hub) stats() (numUsers, numChannels, numSubs int) {
 		numChannels++
 		numSubs += n
 	})
-	h.patterns.each(func(_ string, n int) { numSubs += n })
 	return numUsers, numChannels, numSubs
 }

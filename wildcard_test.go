@@ -260,6 +260,16 @@ func TestWildcardRules(t *testing.T) {
 			t.Fatalf("plain:* got %+v, want only what was published into it by that name", pubs)
 		}
 
+		// The channels API and the node's counts list a pattern with its
+		// subscribers, as a channel.
+		chs, err := n.Channels("geo:*")
+		if err != nil || chs["geo:*"].NumClients != 1 {
+			t.Fatalf("Channels: %v %v, want geo:* with one subscriber", chs, err)
+		}
+		if _, channels, subs := nodeStats(n); channels != 2 || subs != 2 {
+			t.Fatalf("node counts %d channels and %d subscriptions, want 2 and 2 (geo:* and plain:*)", channels, subs)
+		}
+
 		// A pattern counts against the channel limit (3: geo:*, plain:*
 		// and one more).
 		c.MustSubscribe("geo:a.>")
