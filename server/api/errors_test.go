@@ -21,6 +21,8 @@ var errorCases = []struct {
 	{"unknown channel", "publish", `{"channel":"nope:x","data":{}}`, 102, http.StatusNotFound},
 	{"bad request", "publish", `{"data":{}}`, 107, http.StatusBadRequest},
 	{"wrong type", "history", `{"channel":true}`, 107, http.StatusBadRequest},
+	{"publish into a pattern", "publish", `{"channel":"wild:a.*","data":{}}`, 107, http.StatusBadRequest},
+	{"history of a pattern", "history", `{"channel":"wild:>","limit":1}`, 107, http.StatusBadRequest},
 	{"not available", "history", `{"channel":"plain:x","limit":1}`, 108, http.StatusBadRequest},
 	{"unrecoverable position", "history", `{"channel":"hist:x","limit":1,"since":{"offset":7,"epoch":"gone"}}`, 112, http.StatusRequestedRangeNotSatisfiable},
 }

@@ -24,7 +24,8 @@ const (
 )
 
 // testChannels: "hist:" keeps history, "pres:" keeps presence, "plain:"
-// has neither; channels without namespace have both.
+// has neither; channels without namespace have both; "wild:" allows
+// wildcard subscriptions.
 func testChannels() gyre.ChannelConfig {
 	full := gyre.ChannelOptions{
 		Presence: true, HistorySize: 100, HistoryTTL: time.Minute,
@@ -36,6 +37,7 @@ func testChannels() gyre.ChannelConfig {
 			{Name: "hist", ChannelOptions: gyre.ChannelOptions{HistorySize: 10, HistoryTTL: time.Minute, AllowSubscribeForClient: true}},
 			{Name: "pres", ChannelOptions: gyre.ChannelOptions{Presence: true, AllowSubscribeForClient: true}},
 			{Name: "plain", ChannelOptions: gyre.ChannelOptions{AllowSubscribeForClient: true}},
+			{Name: "wild", ChannelOptions: gyre.ChannelOptions{AllowSubscribeForClient: true, AllowWildcardSubscriptions: true, HistorySize: 10, HistoryTTL: time.Minute}},
 		},
 	}
 }
