@@ -129,6 +129,31 @@ func (l *subList) without(i int) (*subList, *subscription) {
 	return &subList{chunks: chunks, n: end, id: l.id}, moved
 }
 
+// withSub returns a copy of l with s added, and records s's position.
+func (l *subList) withSub(s *subscription) *subList {
+	next, pos := l.with(s)
+	s.hubPos = int32(pos)
+	return next
+}
+
+// withoutSub returns a copy of l without s, emptySubs when s was its
+// last subscriber, and records the new position of the subscriber that
+// took s's place. ok is false when s is not in l.
+func (l *subList) withoutSub(s *subscription) (next *subList, ok bool) {
+	i := int(s.hubPos)
+	if i < 0 || i >= l.n || l.at(i) != s {
+		return l, false
+	}
+	if l.n == 1 {
+		return emptySubs, true
+	}
+	next, moved := l.without(i)
+	if moved != nil {
+		moved.hubPos = int32(i)
+	}
+	return next, true
+}
+
 // userShard maps users to their connections. A slice, not a set: most
 // users have one or a few connections, and a map per user would cost
 // hundreds of bytes per connection. Removal is linear in the user's
@@ -165,12 +190,10 @@ func (h *hub) addSubscription(s *subscription) (first bool) {
 		sh.subs[s.channel] = cs
 	}
 	old := cs.list.Load()
-	next, pos := old.with(s)
-	s.hubPos = int32(pos)
 	if s.shape == shapeCompact {
 		s.channelID = old.id
 	}
-	cs.list.Store(next)
+	cs.list.Store(old.withSub(s))
 	return old.n == 0
 }
 
@@ -184,22 +207,16 @@ func (h *hub) removeSubscription(s *subscription) (last bool) {
 	if !ok {
 		return false
 	}
-	old := cs.list.Load()
-	i := int(s.hubPos)
-	if i < 0 || i >= old.n || old.at(i) != s {
+	next, ok := cs.list.Load().withoutSub(s)
+	if !ok {
 		return false
 	}
-	if old.n == 1 {
-		delete(sh.subs, s.channel)
-		cs.list.Store(emptySubs)
-		return true
-	}
-	next, moved := old.without(i)
-	if moved != nil {
-		moved.hubPos = int32(i)
-	}
 	cs.list.Store(next)
-	return false
+	if next.n > 0 {
+		return false
+	}
+	delete(sh.subs, s.channel)
+	return true
 }
 
 // subscribers returns the channel's current subscribers, a snapshot that

@@ -73,9 +73,7 @@ func (h *patternHub) add(s *subscription, scope, name string, subscribeScope fun
 		}
 		ps.byName[name] = g
 	}
-	next, pos := g.list.Load().with(s)
-	s.hubPos = int32(pos)
-	g.list.Store(next)
+	g.list.Store(g.list.Load().withSub(s))
 	return nil
 }
 
@@ -92,20 +90,14 @@ func (h *patternHub) remove(s *subscription, scope, name string, unsubscribeScop
 	if g == nil {
 		return
 	}
-	old := g.list.Load()
-	i := int(s.hubPos)
-	if i < 0 || i >= old.n || old.at(i) != s {
+	next, ok := g.list.Load().withoutSub(s)
+	if !ok {
 		return
 	}
-	if old.n > 1 {
-		next, moved := old.without(i)
-		if moved != nil {
-			moved.hubPos = int32(i)
-		}
-		g.list.Store(next)
+	g.list.Store(next)
+	if next.n > 0 {
 		return
 	}
-	g.list.Store(emptySubs)
 	ps.index.Delete(name)
 	delete(ps.byName, name)
 	if len(ps.byName) == 0 {
