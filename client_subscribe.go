@@ -337,25 +337,11 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	c.subs[p.channel] = s
 	c.mu.Unlock()
 
-	if p.scope != "" {
-		s.scope, s.nameLen = p.scope, int32(len(p.name))
-		if err := n.attachPattern(s); err != nil {
-			c.forget(s)
-			n.log.Error("broker pattern scope subscribe", "pattern", p.channel, "scope", p.scope, "error", err)
-			return nil, nil, ErrorInternal
-		}
-	} else {
-		lock := n.hub.subLock(p.channel)
-		lock.Lock()
-		if n.hub.addSubscription(s) {
-			if err := n.broker.Subscribe(p.channel); err != nil {
-				c.dropSubscriptionLocked(s)
-				lock.Unlock()
-				n.log.Error("broker subscribe", "channel", p.channel, "error", err)
-				return nil, nil, ErrorInternal
-			}
-		}
-		lock.Unlock()
+	s.scope, s.nameLen = p.scope, int32(len(p.name))
+	if err := n.attach(s); err != nil {
+		s.close()
+		c.forget(s)
+		return nil, nil, ErrorInternal
 	}
 	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta, Id: s.channelID}
 	if p.expireAt > 0 {
@@ -525,25 +511,59 @@ func (c *Client) deltaPayloads(p subscribeParams, pubs []*protocol.Publication) 
 
 // dropSubscription undoes a subscription that failed to start.
 func (c *Client) dropSubscription(s *subscription) {
-	if s.scope != "" {
-		s.close()
-		c.forget(s)
-		c.node.detachPattern(s)
-		return
-	}
-	lock := c.node.hub.subLock(s.channel)
-	lock.Lock()
-	defer lock.Unlock()
-	c.dropSubscriptionLocked(s)
-}
-
-// dropSubscriptionLocked is dropSubscription with the channel's subLock
-// held.
-func (c *Client) dropSubscriptionLocked(s *subscription) {
 	s.close()
 	c.forget(s)
-	if c.node.hub.removeSubscription(s) {
-		_ = c.node.broker.Unsubscribe(s.channel)
+	c.node.detach(s)
+}
+
+// attach adds s to the hub and, when it is the first subscriber of its
+// channel (or of its pattern scope) here, subscribes the broker; s is in
+// neither when it fails. The channel's subLock serializes the broker
+// subscription with the hub change, so that a last unsubscribe and a
+// first subscribe cannot reach the broker in the opposite order (the
+// pattern hub has its own lock for that).
+func (n *Node) attach(s *subscription) error {
+	if s.scope != "" {
+		if err := n.attachPattern(s); err != nil {
+			n.log.Error("broker pattern scope subscribe", "pattern", s.channel, "scope", s.scope, "error", err)
+			return err
+		}
+		return nil
+	}
+	lock := n.hub.subLock(s.channel)
+	lock.Lock()
+	defer lock.Unlock()
+	if !n.hub.addSubscription(s) {
+		return nil
+	}
+	if err := n.broker.Subscribe(s.channel); err != nil {
+		n.log.Error("broker subscribe", "channel", s.channel, "error", err)
+		n.detachLocked(s)
+		return err
+	}
+	return nil
+}
+
+// detach removes s from the hub and, when it was the last subscriber of
+// its channel (or of its pattern scope) here, unsubscribes the broker.
+func (n *Node) detach(s *subscription) {
+	if s.scope != "" {
+		n.detachPattern(s)
+		return
+	}
+	lock := n.hub.subLock(s.channel)
+	lock.Lock()
+	defer lock.Unlock()
+	n.detachLocked(s)
+}
+
+// detachLocked is detach of a channel's subscriber with the channel's
+// subLock held.
+func (n *Node) detachLocked(s *subscription) {
+	if n.hub.removeSubscription(s) {
+		if err := n.broker.Unsubscribe(s.channel); err != nil {
+			n.log.Error("broker unsubscribe", "channel", s.channel, "error", err)
+		}
 	}
 }
 
@@ -592,18 +612,7 @@ func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 		s.expTimer.Stop()
 	}
 	c.mu.Unlock()
-	if s.scope != "" {
-		n.detachPattern(s)
-	} else {
-		lock := n.hub.subLock(s.channel)
-		lock.Lock()
-		if n.hub.removeSubscription(s) {
-			if err := n.broker.Unsubscribe(s.channel); err != nil {
-				n.log.Error("broker unsubscribe", "channel", s.channel, "error", err)
-			}
-		}
-		lock.Unlock()
-	}
+	n.detach(s)
 	if s.presence {
 		if err := n.presence.RemovePresence(s.channel, c.id, c.UserID()); err != nil {
 			n.log.Error("remove presence", "channel", s.channel, "error", err)
