@@ -233,15 +233,21 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burs
 		encs = append(encs, enc)
 	}
 	sent := n.fanOutRun(subs, channel, encs, b)
-	n.obs.MessagesSent("publication", sent)
-	// The histogram is of one publication's broadcast: each of the run's
-	// is counted at the run's average.
-	per := time.Since(start) / time.Duration(len(run))
-	for range run {
-		n.obs.Broadcast(subs.len(), per)
-	}
+	n.observeRun(len(run), subs.len(), sent, start)
 	clear(encs)
 	b.encs = encs[:0]
+}
+
+// observeRun reports the broadcast of a run of runLen publications to
+// subs subscribers, sent deliveries in all, begun at start. The histogram
+// is of one publication's broadcast: each of the run's is counted at the
+// run's average.
+func (n *Node) observeRun(runLen, subs, sent int, start time.Time) {
+	n.obs.MessagesSent("publication", sent)
+	per := time.Since(start) / time.Duration(runLen)
+	for range runLen {
+		n.obs.Broadcast(subs, per)
+	}
 }
 
 // fanOutRun hands a run of publications, encs, to the subscribers subs

@@ -68,18 +68,9 @@ func (h *burstHandler) HandlePatternRun(scope, channel string, run []broker.RunP
 // once per wire variant. The push names the pattern, as the subscription
 // does, and the publication names the channel.
 func (n *Node) broadcastPattern(scope, channel string, pub *broker.Publication, b *Burst) {
-	ps := n.hub.patterns.scope(scope)
-	if ps == nil {
-		return
-	}
 	var pp *protocol.Publication
 	start := time.Now()
-	sent, subs := 0, 0
-	ps.index.Match(n.rules.Load().patternName(scope, channel), func(g *patternSubs) bool {
-		list := g.list.Load()
-		if list.len() == 0 {
-			return true
-		}
+	sent, subs := n.eachMatch(scope, channel, func(g *patternSubs, list *subList) (sent int) {
 		if pp == nil {
 			pp = patternPub(channel, pub)
 		}
@@ -91,8 +82,7 @@ func (n *Node) broadcastPattern(scope, channel string, pub *broker.Publication, 
 				}
 			}
 		}
-		subs += list.len()
-		return true
+		return sent
 	})
 	if subs > 0 {
 		n.obs.MessagesSent("publication", sent)
@@ -104,18 +94,9 @@ func (n *Node) broadcastPattern(scope, channel string, pub *broker.Publication, 
 // one channel: like broadcastRun, a subscriber that takes all of them is
 // given the whole run in one queue operation.
 func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublication, b *Burst) {
-	ps := n.hub.patterns.scope(scope)
-	if ps == nil {
-		return
-	}
 	var pps []*protocol.Publication
 	start := time.Now()
-	sent, subs := 0, 0
-	ps.index.Match(n.rules.Load().patternName(scope, channel), func(g *patternSubs) bool {
-		list := g.list.Load()
-		if list.len() == 0 {
-			return true
-		}
+	sent, subs := n.eachMatch(scope, channel, func(g *patternSubs, list *subList) (sent int) {
 		if pps == nil {
 			pps = make([]*protocol.Publication, len(run))
 			for i, rp := range run {
@@ -126,19 +107,32 @@ func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublic
 		for i, rp := range run {
 			encs = append(encs, patternPush(g.pattern, channel, pps[i], rp.Pub))
 		}
-		sent += n.fanOutRun(list, g.pattern, encs, b)
+		sent = n.fanOutRun(list, g.pattern, encs, b)
 		clear(encs)
 		b.encs = encs[:0]
-		subs += list.len()
-		return true
+		return sent
 	})
 	if subs > 0 {
-		n.obs.MessagesSent("publication", sent)
-		per := time.Since(start) / time.Duration(len(run))
-		for range run {
-			n.obs.Broadcast(subs, per)
-		}
+		n.observeRun(len(run), subs, sent, start)
 	}
+}
+
+// eachMatch calls deliver with the subscribers of every pattern of scope
+// held here that matches channel, and sums what it delivered (sent) and
+// the subscribers it was given (subs).
+func (n *Node) eachMatch(scope, channel string, deliver func(g *patternSubs, list *subList) (sent int)) (sent, subs int) {
+	ps := n.hub.patterns.scope(scope)
+	if ps == nil {
+		return 0, 0
+	}
+	ps.index.Match(n.rules.Load().patternName(scope, channel), func(g *patternSubs) bool {
+		if list := g.list.Load(); list.len() > 0 {
+			sent += deliver(g, list)
+			subs += list.len()
+		}
+		return true
+	})
+	return sent, subs
 }
 
 // patternPub is the publication of channel as pattern subscribers get
