@@ -2,10 +2,8 @@ package brokertest
 
 import (
 	"bytes"
-	"cmp"
 	"reflect"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -118,18 +116,13 @@ func testOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
 	publishConcurrently(t, e, chs, publishers, each, withHistory)
 	for _, ch := range chs {
 		ds := e.rec.waitPubs(t, ch, publishers*each)
-		next := make(map[string]string) // publisher -> sequence number expected next
+		order := publisherOrder{}
 		for i, d := range ds {
 			if d.pub.Offset != uint64(i+1) || d.sp.Offset != uint64(i+1) {
 				t.Fatalf("%s: delivery %d has offset %d, position %+v", ch, i, d.pub.Offset, d.sp)
 			}
 			// Each publisher's own publications keep their order too.
-			p, seq, _ := strings.Cut(string(d.pub.Data), "-")
-			if want := cmp.Or(next[p], "0"); seq != want {
-				t.Fatalf("%s: publisher %s's publication %s arrived when %s was due", ch, p, seq, want)
-			}
-			n, _ := strconv.Atoi(seq)
-			next[p] = strconv.Itoa(n + 1)
+			order.check(t, ch, d.pub.Data)
 		}
 		if n := e.rec.overlapCount(ch); n != 0 {
 			t.Errorf("%s: %d publications handled while another of the channel was in the handler", ch, n)

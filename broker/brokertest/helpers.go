@@ -3,6 +3,7 @@ package brokertest
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,4 +160,18 @@ func publishConcurrently(t *testing.T, e *brokerEnv, chs []string, publishers, e
 	for err := range errs {
 		t.Fatalf("Publish: %v", err)
 	}
+}
+
+// publisherOrder follows, per publisher, the sequence number expected
+// next of publications made by publishConcurrently ("<publisher>-<i>").
+type publisherOrder map[string]int
+
+// check fails the test unless data is its publisher's next publication.
+func (o publisherOrder) check(t *testing.T, ch string, data []byte) {
+	t.Helper()
+	p, seq, _ := strings.Cut(string(data), "-")
+	if want := strconv.Itoa(o[p]); seq != want {
+		t.Fatalf("%s: publisher %s's publication %s arrived when %s was due", ch, p, seq, want)
+	}
+	o[p]++
 }

@@ -2,11 +2,8 @@ package brokertest
 
 import (
 	"bytes"
-	"cmp"
 	"maps"
 	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -189,17 +186,12 @@ func testPatternOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
 	for _, ch := range chs {
 		ps := e.rec.waitPatterns(t, ch, publishers*each)
 		checkScopes(t, ps, scope)
-		next := make(map[string]string) // publisher -> sequence number expected next
+		order := publisherOrder{}
 		for i, d := range ps {
 			if d.pub.Offset != uint64(i+1) {
 				t.Fatalf("%s: pattern delivery %d has offset %d", ch, i, d.pub.Offset)
 			}
-			p, seq, _ := strings.Cut(string(d.pub.Data), "-")
-			if want := cmp.Or(next[p], "0"); seq != want {
-				t.Fatalf("%s: publisher %s's publication %s arrived when %s was due", ch, p, seq, want)
-			}
-			n, _ := strconv.Atoi(seq)
-			next[p] = strconv.Itoa(n + 1)
+			order.check(t, ch, d.pub.Data)
 		}
 		if n := e.rec.patternOverlapCount(ch); n != 0 {
 			t.Errorf("%s: %d pattern publications handled while another of the channel was in the handler", ch, n)
