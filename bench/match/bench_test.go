@@ -18,14 +18,7 @@ func BenchmarkMatch(b *testing.B) {
 		patterns := matchload.Patterns(n, 1)
 		topics := matchload.Topics(4096, patterns, 2)
 		for _, mk := range sides {
-			b.Run(mk.name+"/"+sizeName(n), func(b *testing.B) {
-				s := loaded(mk, patterns, n)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; b.Loop(); i++ {
-					s.match(topics[i%len(topics)])
-				}
-			})
+			b.Run(mk.name+"/"+sizeName(n), func(b *testing.B) { benchMatch(b, mk, patterns, topics, n) })
 		}
 	}
 }
@@ -37,14 +30,18 @@ func BenchmarkMatchHot(b *testing.B) {
 	patterns := matchload.Patterns(n, 1)
 	topics := matchload.Topics(256, patterns, 2)
 	for _, mk := range sides {
-		b.Run(mk.name+"/"+sizeName(n), func(b *testing.B) {
-			s := loaded(mk, patterns, n)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				s.match(topics[i%len(topics)])
-			}
-		})
+		b.Run(mk.name+"/"+sizeName(n), func(b *testing.B) { benchMatch(b, mk, patterns, topics, n) })
+	}
+}
+
+// benchMatch measures Match on mk's side loaded with the first n
+// patterns, over topics in turn.
+func benchMatch(b *testing.B, mk sideMaker, patterns, topics []string, n int) {
+	s := loaded(mk, patterns, n)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		s.match(topics[i%len(topics)])
 	}
 }
 
