@@ -9,9 +9,19 @@
 //
 // # Ordering
 //
-// For each channel a Broker must call EventHandler.HandlePublication in the
-// order of the offsets it assigned, never concurrently for the same channel,
-// including for publishes issued back to back from one goroutine.
+// For each channel a Broker must hand publications to
+// EventHandler.HandleRuns in the order of the offsets it assigned, never
+// concurrently for the same channel, including for publishes issued back to
+// back from one goroutine or in one PublishMany.
+//
+// # Runs
+//
+// A broker hands over publications in runs (consecutive publications of one
+// channel) and groups in one HandleRuns call what it has at hand together:
+// the messages of one pub/sub read, the items of one PublishMany. The engine
+// wakes each connection once per call, so that what a connection gets from
+// the call leaves in one write; a subscriber is given its share of a run in
+// one step.
 package broker
 
 import (
@@ -86,7 +96,7 @@ type PublishOptions struct {
 	// namespace, when the namespace allows wildcard subscriptions): besides
 	// the channel's own subscribers, the publication goes to every node
 	// that subscribed the scope with PatternBroker.SubscribePatternScope,
-	// through PatternHandler.HandlePatternPublication. Empty: the channel
+	// in runs with Run.Scope set. Empty: the channel
 	// has no pattern subscribers anywhere and the broker does nothing more.
 	PatternScope string
 }
@@ -111,19 +121,41 @@ type HistoryOptions struct {
 	MetaTTL time.Duration
 }
 
-// PublicationHandler receives publications.
-type PublicationHandler interface {
-	// HandlePublication is called for every publication in a channel this
-	// node subscribed to, in offset order per channel. prev is the
-	// publication before pub in the stream when the broker knows it and
-	// delta was requested (for delta compression), else nil.
-	HandlePublication(channel string, pub *Publication, sp StreamPosition, delta bool, prev *Publication) error
+// RunPublication is one publication of a Run: the publication, its place
+// in the stream, and, when delta was requested, the publication before it
+// when the broker knows it (for fossil delta compression), else nil.
+type RunPublication struct {
+	Pub      *Publication
+	Position StreamPosition
+	Delta    bool
+	Prev     *Publication
+}
+
+// Run is consecutive publications of one channel, in offset order.
+type Run struct {
+	Channel string
+	// Scope is empty for a run meant for the channel's own subscribers.
+	// Set, the run is for this node's pattern subscriptions: publications
+	// published with PublishOptions.PatternScope Scope (see PatternBroker).
+	Scope string
+	Pubs  []RunPublication
+}
+
+// RunHandler receives publications.
+type RunHandler interface {
+	// HandleRuns is called with every publication of a channel this node
+	// subscribed to (and of a pattern scope it subscribed to), per channel
+	// in offset order and never concurrently for one channel; runs of
+	// different channels may be handled concurrently. The runs, their
+	// publications and the slices holding them belong to the broker once
+	// HandleRuns returns.
+	HandleRuns(runs []Run) error
 }
 
 // EventHandler receives what a broker delivers to this node. The engine
 // implements it.
 type EventHandler interface {
-	PublicationHandler
+	RunHandler
 	// HandleJoin and HandleLeave deliver join/leave events of a channel.
 	HandleJoin(channel string, info *ClientInfo) error
 	HandleLeave(channel string, info *ClientInfo) error
@@ -143,8 +175,16 @@ type Broker interface {
 	Unsubscribe(channel string) error
 	// Publish stores (when history is on) and delivers a publication. It
 	// returns the stream position given to it; suppressed is true when an
-	// idempotency key matched an earlier publish and nothing was sent.
+	// idempotency key matched an earlier publish and nothing was sent. It
+	// is PublishMany with one item.
 	Publish(channel string, data []byte, opts PublishOptions) (sp StreamPosition, suppressed bool, err error)
+	// PublishMany publishes items in order, as many Publish calls would,
+	// and sets each item's Position and Suppressed, or Err. A broker with a
+	// server in between sends them together (pipelined), without waiting
+	// for one before the next: per channel the items keep their order, and
+	// history and idempotency work as in Publish. Items of different
+	// channels may land in any order relative to each other.
+	PublishMany(items []PublishItem)
 	// PublishJoin and PublishLeave deliver join/leave events.
 	PublishJoin(channel string, info *ClientInfo) error
 	PublishLeave(channel string, info *ClientInfo) error
@@ -161,54 +201,39 @@ type Broker interface {
 	Close() error
 }
 
-// DirectPublisher is implemented by brokers that hand a publication to the
-// handler before Publish returns (one node, nothing in between).
-// PublishTo is Publish with h receiving the publication instead of the
-// handler given to Run, with the same ordering guarantees. The engine uses
-// it to tell its own publications apart: those of one API batch wake each
-// connection once, so that the whole batch leaves in one write.
-//
-// PublishRunTo publishes a run of publications to one channel under one
-// hold of the channel's order, as if each were published in turn, and
-// hands them to h in one call: a subscriber can then be given its share of
-// the whole run at once. It sets each item's Position and Suppressed;
-// suppressed ones (an idempotency key seen before) are not handed over. An
-// error means that nothing was published.
+// DirectPublisher is implemented by brokers that hand publications to the
+// handler before publishing returns (one node, nothing in between).
+// PublishManyTo is PublishMany with h receiving the publications instead
+// of the handler given to Run (nothing is handed over when h is nil), with
+// the same ordering guarantees. Each stretch of consecutive items of one
+// channel is published under one hold of the channel's order and handed
+// to h in one HandleRuns call, with its pattern runs, before anything
+// published after it. The engine uses it to tell its own publications
+// apart: those of one batch wake each connection once, so that the whole
+// batch leaves in one write.
 type DirectPublisher interface {
-	PublishTo(h PublicationHandler, channel string, data []byte, opts PublishOptions) (sp StreamPosition, suppressed bool, err error)
-	PublishRunTo(h RunHandler, channel string, run []RunItem) error
+	PublishManyTo(h RunHandler, items []PublishItem)
 }
 
-// RunItem is one publication of a PublishRunTo call: what to publish, and
-// where it landed.
-type RunItem struct {
-	Data []byte
-	Opts PublishOptions
+// PublishItem is one publication of PublishMany: what to publish, and,
+// once PublishMany returns, where it landed or why it did not.
+type PublishItem struct {
+	Channel string
+	Data    []byte
+	Opts    PublishOptions
 
-	Position   StreamPosition
+	Position StreamPosition
+	// Suppressed: an idempotency key matched an earlier publish and
+	// nothing was sent; Position is the earlier publish's.
 	Suppressed bool
-}
-
-// RunPublication is one publication handed to a RunHandler, with what
-// HandlePublication would have been given for it.
-type RunPublication struct {
-	Pub   *Publication
-	Delta bool
-	Prev  *Publication
-}
-
-// RunHandler receives the publications of a PublishRunTo call together,
-// in offset order, before PublishRunTo returns.
-type RunHandler interface {
-	HandleRun(channel string, run []RunPublication) error
+	Err        error
 }
 
 // PatternBroker is implemented by brokers that deliver publications to
 // pattern (wildcard) subscriptions. Publications published with
-// PublishOptions.PatternScope reach the handler of every node that
-// subscribed that scope, through PatternHandler.HandlePatternPublication,
-// once per publication and, per channel, in offset order: a separate path
-// from HandlePublication, which serves the channel's own subscribers, so
+// PublishOptions.PatternScope reach every node that subscribed that scope,
+// in runs whose Scope is set, once per publication and, per channel, in
+// offset order: a separate path from the channel's own subscribers, so
 // that a node holding both an exact and a pattern subscriber of a channel
 // gets each publication once on each path.
 //
@@ -223,25 +248,6 @@ type PatternBroker interface {
 	// UnsubscribePatternScope stops that delivery; called when the node's
 	// last pattern subscription in the scope leaves.
 	UnsubscribePatternScope(scope string) error
-}
-
-// PatternHandler receives publications for pattern subscriptions. The
-// engine implements it, on the EventHandler given to Run and on the
-// handlers it passes to DirectPublisher.
-type PatternHandler interface {
-	// HandlePatternPublication delivers a publication of channel, which
-	// was published with PublishOptions.PatternScope scope. It is called
-	// in offset order per channel, never concurrently for one channel.
-	HandlePatternPublication(scope, channel string, pub *Publication) error
-}
-
-// PatternRunHandler may be implemented by a PatternHandler that takes a
-// run at once: a DirectPublisher's PublishRunTo then hands the pattern
-// publications of the run to HandlePatternRun, in one call per run of
-// publications with the same scope, instead of one HandlePatternPublication
-// each, so that a subscriber can be given its share of the run at once.
-type PatternRunHandler interface {
-	HandlePatternRun(scope, channel string, run []RunPublication) error
 }
 
 // PresenceStats counts a channel's present connections and distinct users.

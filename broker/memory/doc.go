@@ -50,27 +50,27 @@
 //
 // # Delivery
 //
-// Publish calls the EventHandler's HandlePublication before it returns,
-// holding the channel's lock, so publications of one channel reach the
-// handler one at a time in offset order whatever the number of publishing
+// Publish and PublishMany hand each stretch of consecutive publications of
+// one channel to the EventHandler's HandleRuns before they return, holding
+// the channel's lock, so publications of one channel reach the handler one
+// run at a time in offset order whatever the number of publishing
 // goroutines. Channels live in a sharded map, and each has its own lock, so
 // publishes to different channels do not wait for each other. The
-// publication and prev handed to the handler are the broker's stored values
-// and must be treated as read-only; the handler must not publish to the
-// same channel before returning. Join, leave and control messages go to
-// the handler directly. Subscribe and Unsubscribe do nothing: one node
-// receives everything.
+// publications handed to the handler are the broker's stored values and
+// must be treated as read-only; the handler must not publish to the same
+// channel before returning. PublishManyTo does the same with another
+// handler (the engine's, for its own batches). Join, leave and control
+// messages go to the handler directly. Subscribe and Unsubscribe do
+// nothing: one node receives everything.
 //
 // # Pattern delivery
 //
-// A publication published with PublishOptions.PatternScope goes, right
-// after HandlePublication and under the same channel lock, to the
-// handler's HandlePatternPublication when the handler implements
-// broker.PatternHandler (the Run handler for Publish, h for PublishTo and
-// PublishRunTo, where each publication of the run that has a scope
-// follows HandleRun in order). So per channel the pattern path keeps the
+// Publications published with PublishOptions.PatternScope also go, in the
+// same HandleRuns call and under the same channel lock, in runs with
+// Run.Scope set, one per stretch of publications with the same scope,
+// after the channel's own run. So per channel the pattern path keeps the
 // same order as the exact one, whatever the number of publishers. It gets
-// the same read-only publication. SubscribePatternScope and
+// the same read-only publications. SubscribePatternScope and
 // UnsubscribePatternScope do nothing: with one node every scope is
 // delivered, subscribed or not, and the engine ignores scopes it holds no
 // patterns in. A suppressed publish (a repeated idempotency key) is

@@ -3,130 +3,116 @@ package memory
 import (
 	"bytes"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
 )
 
-// Publish stores the publication when history is on and hands it to the
-// handler before returning, under the channel's lock; with
-// opts.PatternScope, then to the handler's HandlePatternPublication too
-// when it implements broker.PatternHandler. An error from the handler is
-// logged, not returned: the publication is already part of the stream,
-// and a caller retrying it would publish it twice.
+// Publish is PublishMany with one item.
 func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error) {
-	var h broker.PublicationHandler
+	item := [1]broker.PublishItem{{Channel: channel, Data: data, Opts: opts}}
+	b.PublishMany(item[:])
+	return item[0].Position, item[0].Suppressed, item[0].Err
+}
+
+// PublishMany publishes items and hands them to the handler given to Run
+// before returning, as PublishManyTo does.
+func (b *Broker) PublishMany(items []broker.PublishItem) {
+	var h broker.RunHandler
 	if eh := b.eventHandler(); eh != nil {
 		h = eh
 	}
-	return b.PublishTo(h, channel, data, opts)
+	b.PublishManyTo(h, items)
 }
 
-// PublishTo is Publish handing the publication to h instead of the handler
-// given to Run (nothing is handed over when h is nil); the pattern
-// delivery goes to h too.
-func (b *Broker) PublishTo(h broker.PublicationHandler, channel string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error) {
+// PublishManyTo publishes each stretch of consecutive items of one
+// channel under one hold of the channel's lock and hands it to h (nothing
+// is handed over when h is nil) in one HandleRuns call, still under the
+// lock: the channel's run, then, for the items that have a pattern scope,
+// one run per stretch of items with the same scope. An error from the
+// handler is logged, not returned: the publications are already part of
+// the stream, and a caller retrying them would publish them twice.
+func (b *Broker) PublishManyTo(h broker.RunHandler, items []broker.PublishItem) {
 	if err := b.checkOpen(); err != nil {
-		return broker.StreamPosition{}, false, err
+		for i := range items {
+			items[i].Err = err
+		}
+		return
 	}
+	sc := scratchPool.Get().(*scratch)
+	for len(items) > 0 {
+		k := 1
+		for k < len(items) && items[k].Channel == items[0].Channel {
+			k++
+		}
+		b.publishStretch(h, items[:k], sc)
+		items = items[k:]
+	}
+	scratchPool.Put(sc)
+}
+
+// scratch holds what PublishManyTo hands to a handler, kept between calls.
+type scratch struct {
+	pubs []broker.RunPublication
+	runs []broker.Run
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// publishStretch publishes items, all of one channel, and hands them over.
+func (b *Broker) publishStretch(h broker.RunHandler, items []broker.PublishItem, sc *scratch) {
+	channel := items[0].Channel
 	now := time.Now()
 	st := b.streams.lock(channel, true)
 	defer st.mu.Unlock()
 	st.expire(now.UnixNano())
 
-	rp, sp, suppressed := b.append(st, data, opts, now)
-	if h != nil && !suppressed {
-		if err := h.HandlePublication(channel, rp.Pub, sp, rp.Delta, rp.Prev); err != nil {
-			b.log.Error("memory: handle publication", "channel", channel, "offset", sp.Offset, "error", err)
-		}
-		if opts.PatternScope != "" {
-			if ph, ok := h.(broker.PatternHandler); ok {
-				b.handlePattern(ph, opts.PatternScope, channel, rp.Pub)
-			}
-		}
-	}
-	return sp, suppressed, nil
-}
-
-// handlePattern hands a publication to the pattern handler, under the
-// channel's lock like HandlePublication. With one node every scope is
-// delivered, subscribed or not.
-func (b *Broker) handlePattern(ph broker.PatternHandler, scope, channel string, pub *broker.Publication) {
-	if err := ph.HandlePatternPublication(scope, channel, pub); err != nil {
-		b.log.Error("memory: handle pattern publication", "scope", scope, "channel", channel, "offset", pub.Offset, "error", err)
-	}
-}
-
-// PublishRunTo publishes the run in order under one hold of the channel's
-// lock and hands it to h in one call, before any other publication of the
-// channel can come between. When h implements broker.PatternHandler, the
-// run's publications that have a pattern scope then go to its
-// HandlePatternPublication one by one, in order, still under the lock.
-func (b *Broker) PublishRunTo(h broker.RunHandler, channel string, run []broker.RunItem) error {
-	if err := b.checkOpen(); err != nil {
-		return err
-	}
-	now := time.Now()
-	st := b.streams.lock(channel, true)
-	defer st.mu.Unlock()
-	st.expire(now.UnixNano())
-
-	pubs := make([]broker.RunPublication, 0, len(run))
-	for i := range run {
-		it := &run[i]
+	pubs := sc.pubs[:0]
+	for i := range items {
+		it := &items[i]
 		var rp broker.RunPublication
 		rp, it.Position, it.Suppressed = b.append(st, it.Data, it.Opts, now)
+		it.Err = nil
 		if !it.Suppressed {
 			pubs = append(pubs, rp)
 		}
 	}
 	if len(pubs) > 0 && h != nil {
-		if err := h.HandleRun(channel, pubs); err != nil {
-			b.log.Error("memory: handle run", "channel", channel, "publications", len(pubs), "error", err)
+		runs := append(sc.runs[:0], broker.Run{Channel: channel, Pubs: pubs})
+		runs = appendPatternRuns(runs, channel, items, pubs)
+		if err := h.HandleRuns(runs); err != nil {
+			b.log.Error("memory: handle runs", "channel", channel, "publications", len(pubs), "error", err)
 		}
-		if ph, ok := h.(broker.PatternHandler); ok {
-			b.handleRunPatterns(ph, channel, run, pubs)
-		}
+		clear(runs)
+		sc.runs = runs[:0]
 	}
-	return nil
+	clear(pubs) // the scratch must not keep the publications alive
+	sc.pubs = pubs[:0]
 }
 
-// handleRunPatterns hands the run's publications that have a pattern
-// scope to the pattern handler, in order; pubs are the run's publications
-// that were not suppressed.
-// A handler that takes runs (broker.PatternRunHandler) is given each
-// stretch of publications with one scope in one call.
-func (b *Broker) handleRunPatterns(ph broker.PatternHandler, channel string, run []broker.RunItem, pubs []broker.RunPublication) {
-	rh, runs := ph.(broker.PatternRunHandler)
-	j, from := 0, 0 // pubs[from:j] share a scope, not handed over yet
-	flush := func(scope string) {
-		if j > from && scope != "" {
-			if err := rh.HandlePatternRun(scope, channel, pubs[from:j]); err != nil {
-				b.log.Error("memory: handle pattern run", "scope", scope, "channel", channel, "publications", j-from, "error", err)
-			}
-		}
-		from = j
-	}
-	scope := ""
-	for i := range run {
-		if run[i].Suppressed {
+// appendPatternRuns appends to runs the pattern runs of a stretch: its
+// publications that have a pattern scope, one run per stretch of items
+// with the same scope. pubs are the items that were not suppressed. With
+// one node every scope is delivered, subscribed or not.
+func appendPatternRuns(runs []broker.Run, channel string, items []broker.PublishItem, pubs []broker.RunPublication) []broker.Run {
+	j, from, scope := 0, 0, "" // pubs[from:j] share scope, not in runs yet
+	for i := range items {
+		if items[i].Suppressed {
 			continue
 		}
-		s := run[i].Opts.PatternScope
-		switch {
-		case !runs:
-			if s != "" {
-				b.handlePattern(ph, s, channel, pubs[j].Pub)
+		if s := items[i].Opts.PatternScope; s != scope {
+			if j > from && scope != "" {
+				runs = append(runs, broker.Run{Channel: channel, Scope: scope, Pubs: pubs[from:j]})
 			}
-		case s != scope:
-			flush(scope)
-			scope = s
+			from, scope = j, s
 		}
 		j++
 	}
-	if runs {
-		flush(scope)
+	if j > from && scope != "" {
+		runs = append(runs, broker.Run{Channel: channel, Scope: scope, Pubs: pubs[from:j]})
 	}
+	return runs
 }
 
 // append adds one publication to the locked stream st: history, the delta
@@ -166,7 +152,7 @@ func (b *Broker) append(st *stream, data []byte, opts broker.PublishOptions, now
 	if !opts.UseDelta {
 		prev = nil
 	}
-	return broker.RunPublication{Pub: pub, Delta: opts.UseDelta, Prev: prev}, sp, false
+	return broker.RunPublication{Pub: pub, Position: sp, Delta: opts.UseDelta, Prev: prev}, sp, false
 }
 
 // newPublication copies everything the caller passed, so that the caller

@@ -24,12 +24,10 @@ type Broker struct {
 	// shards[client][shard] are the pub/sub connections.
 	shards [][]*subShard
 
-	// handler is set by Run before any goroutine that reads it starts;
-	// patternHandler too, nil when handler does not implement it.
-	handler        broker.EventHandler
-	patternHandler broker.PatternHandler
-	running        atomic.Bool
-	closed         atomic.Bool
+	// handler is set by Run before any goroutine that reads it starts.
+	handler broker.EventHandler
+	running atomic.Bool
+	closed  atomic.Bool
 
 	// scopePrefix is the pub/sub name of a pattern scope minus the scope.
 	scopePrefix string
@@ -113,7 +111,6 @@ func (b *Broker) Run(h broker.EventHandler) error {
 		return errors.New("redis: Run called twice")
 	}
 	b.handler = h
-	b.patternHandler, _ = h.(broker.PatternHandler)
 	for _, row := range b.shards {
 		for _, s := range row {
 			b.wg.Add(2)

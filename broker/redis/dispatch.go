@@ -9,38 +9,165 @@ import (
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 )
 
-// work hands the shard's events to the EventHandler one at a time, in the
-// order the connection received them.
+// dispatchMax bounds how many pub/sub messages work takes from the queue
+// at a time, and so how many publications one HandleRuns call carries.
+const dispatchMax = 256
+
+// work hands the shard's events to the EventHandler in the order the
+// connection received them. What the reader queued while the handler was
+// busy is taken at once: its publications go to the handler in one
+// HandleRuns call, so that a busy channel's publications reach each
+// subscriber as one run and each connection is woken once for all of them.
 func (s *subShard) work() {
-	var lost []string
+	d := dispatcher{s: s}
+	events := make([]event, 0, dispatchMax)
 	for {
-		var ev event
 		select {
-		case ev = <-s.queue:
+		case ev := <-s.queue:
+			events = append(events, ev)
 		case <-s.b.stop:
 			return
 		}
-		// Consecutive loss reports (a whole resubscription) go to the
-		// handler in one call.
-		for ev.lost {
-			if ch, ok := strings.CutPrefix(ev.name, s.prefix); ok {
-				lost = append(lost, ch)
-			}
+	more:
+		for len(events) < dispatchMax {
 			select {
-			case ev = <-s.queue:
-				continue
+			case ev := <-s.queue:
+				events = append(events, ev)
 			default:
-				ev = event{}
+				break more
 			}
 		}
-		if len(lost) > 0 {
-			s.reportLost(lost)
-			lost = lost[:0]
+		d.dispatch(events)
+		clear(events)
+		events = events[:0]
+	}
+}
+
+// dispatcher turns a shard's events into handler calls; its buffers are
+// kept between calls.
+type dispatcher struct {
+	s    *subShard
+	pubs []broker.RunPublication
+	// runs are gathered with nil Pubs, sizes[i] publications each, and
+	// pointed into pubs when handed over: pubs may move as it grows.
+	runs  []broker.Run
+	sizes []int
+	lost  []string
+}
+
+// dispatch hands events to the handler in order. Consecutive publications
+// of one channel become one run, and the runs go to HandleRuns together
+// until an event of another kind, which is handled after them: a join, a
+// leave, a control message, or loss reports (consecutive ones, a whole
+// resubscription, in one call).
+func (d *dispatcher) dispatch(events []event) {
+	for _, ev := range events {
+		if ev.lost {
+			d.flushRuns()
+			if ch, ok := strings.CutPrefix(ev.name, d.s.prefix); ok {
+				d.lost = append(d.lost, ch)
+			}
+			continue
 		}
-		if ev.name != "" {
-			s.dispatch(ev)
+		d.flushLost()
+		if err := d.add(ev); err != nil {
+			// It cannot come from a Gyre node of this version, and
+			// stopping delivery would hurt every other channel.
+			d.s.b.log.Error("redis: deliver pub/sub message", "redis", d.s.where, "channel", ev.name, "error", err)
 		}
 	}
+	d.flushRuns()
+	d.flushLost()
+}
+
+// add decodes one message: a publication joins the runs, anything else is
+// handled after the runs before it.
+func (d *dispatcher) add(ev event) error {
+	s := d.s
+	msg := new(wirepb.Message)
+	// UnmarshalVT copies every byte field, so the payload string can be
+	// read in place.
+	if err := msg.UnmarshalVT(unsafe.Slice(unsafe.StringData(ev.payload), len(ev.payload))); err != nil {
+		return fmt.Errorf("redis: decode message: %w", err)
+	}
+	if s.patterns {
+		scope, channel, rp, err := s.patternPublication(ev.name, msg)
+		if err != nil {
+			return err
+		}
+		d.addPublication(scope, channel, rp)
+		return nil
+	}
+	h := s.b.handler
+	if msg.Type == wirepb.Message_CONTROL {
+		d.flushRuns()
+		return h.HandleControl(msg.Data)
+	}
+	channel, ok := strings.CutPrefix(ev.name, s.prefix)
+	if !ok {
+		return fmt.Errorf("redis: message on unknown pub/sub channel")
+	}
+	switch msg.Type {
+	case wirepb.Message_PUBLICATION:
+		rp, err := decodeRunPublication(msg)
+		if err != nil {
+			return err
+		}
+		d.addPublication("", channel, rp)
+		return nil
+	case wirepb.Message_JOIN, wirepb.Message_LEAVE:
+		info, err := decodeInfo(msg.Info)
+		if err != nil {
+			return fmt.Errorf("redis: decode client info: %w", err)
+		}
+		d.flushRuns()
+		if msg.Type == wirepb.Message_JOIN {
+			return h.HandleJoin(channel, info)
+		}
+		return h.HandleLeave(channel, info)
+	}
+	return fmt.Errorf("redis: unknown message type %d", msg.Type)
+}
+
+// addPublication appends rp to the last run when it is of the same channel
+// and scope, else starts a run.
+func (d *dispatcher) addPublication(scope, channel string, rp broker.RunPublication) {
+	if k := len(d.runs) - 1; k < 0 || d.runs[k].Channel != channel || d.runs[k].Scope != scope {
+		d.runs = append(d.runs, broker.Run{Channel: channel, Scope: scope})
+		d.sizes = append(d.sizes, 0)
+	}
+	d.pubs = append(d.pubs, rp)
+	d.sizes[len(d.sizes)-1]++
+}
+
+// flushRuns hands the runs gathered so far to the handler.
+func (d *dispatcher) flushRuns() {
+	if len(d.runs) == 0 {
+		return
+	}
+	from := 0
+	for i, n := range d.sizes {
+		d.runs[i].Pubs = d.pubs[from : from+n]
+		from += n
+	}
+	if err := d.s.b.handler.HandleRuns(d.runs); err != nil {
+		d.s.b.log.Error("redis: handle publications", "redis", d.s.where, "publications", len(d.pubs), "error", err)
+	}
+	clear(d.runs)
+	d.runs, d.sizes = d.runs[:0], d.sizes[:0]
+	clear(d.pubs) // the buffer must not keep the publications alive
+	d.pubs = d.pubs[:0]
+}
+
+// flushLost reports the channels whose subscription was restored after
+// an interruption.
+func (d *dispatcher) flushLost() {
+	if len(d.lost) == 0 {
+		return
+	}
+	d.s.reportLost(d.lost)
+	clear(d.lost)
+	d.lost = d.lost[:0]
 }
 
 func (s *subShard) reportLost(channels []string) {
@@ -54,61 +181,18 @@ func (s *subShard) reportLost(channels []string) {
 	}
 }
 
-// dispatch decodes one message and calls the handler. A message that does
-// not decode is logged and dropped: it cannot come from a Gyre node of
-// this version, and stopping delivery would hurt every other channel.
-func (s *subShard) dispatch(ev event) {
-	if err := s.deliver(ev); err != nil {
-		s.b.log.Error("redis: deliver pub/sub message", "redis", s.where, "channel", ev.name, "error", err)
-	}
-}
-
-func (s *subShard) deliver(ev event) error {
-	var msg wirepb.Message
-	// UnmarshalVT copies every byte field, so the payload string can be
-	// read in place.
-	if err := msg.UnmarshalVT(unsafe.Slice(unsafe.StringData(ev.payload), len(ev.payload))); err != nil {
-		return fmt.Errorf("redis: decode message: %w", err)
-	}
-	if s.patterns {
-		return s.deliverPattern(ev.name, &msg)
-	}
-	h := s.b.handler
-	if msg.Type == wirepb.Message_CONTROL {
-		return h.HandleControl(msg.Data)
-	}
-	channel, ok := strings.CutPrefix(ev.name, s.prefix)
-	if !ok {
-		return fmt.Errorf("redis: message on unknown pub/sub channel")
-	}
-	switch msg.Type {
-	case wirepb.Message_PUBLICATION:
-		return s.deliverPublication(h, channel, &msg)
-	case wirepb.Message_JOIN, wirepb.Message_LEAVE:
-		info, err := decodeInfo(msg.Info)
-		if err != nil {
-			return fmt.Errorf("redis: decode client info: %w", err)
-		}
-		if msg.Type == wirepb.Message_JOIN {
-			return h.HandleJoin(channel, info)
-		}
-		return h.HandleLeave(channel, info)
-	}
-	return fmt.Errorf("redis: unknown message type %d", msg.Type)
-}
-
-func (s *subShard) deliverPublication(h broker.EventHandler, channel string, msg *wirepb.Message) error {
+// decodeRunPublication decodes the publication of a message.
+func decodeRunPublication(msg *wirepb.Message) (broker.RunPublication, error) {
 	pub, err := decodePublication(msg.Publication)
 	if err != nil {
-		return fmt.Errorf("redis: decode publication: %w", err)
+		return broker.RunPublication{}, fmt.Errorf("redis: decode publication: %w", err)
 	}
 	pub.Offset = msg.Offset
-	var prev *broker.Publication
+	rp := broker.RunPublication{Pub: pub, Position: broker.StreamPosition{Offset: msg.Offset, Epoch: msg.Epoch}, Delta: msg.Delta}
 	if msg.Delta && len(msg.Prev) > 0 {
-		if prev, err = decodePublication(msg.Prev); err != nil {
-			return fmt.Errorf("redis: decode previous publication: %w", err)
+		if rp.Prev, err = decodePublication(msg.Prev); err != nil {
+			return broker.RunPublication{}, fmt.Errorf("redis: decode previous publication: %w", err)
 		}
 	}
-	sp := broker.StreamPosition{Offset: msg.Offset, Epoch: msg.Epoch}
-	return h.HandlePublication(channel, pub, sp, msg.Delta, prev)
+	return rp, nil
 }

@@ -28,7 +28,7 @@ func (b *Broker) scopeName(scope string) string { return b.scopePrefix + scope }
 // returns once each confirmed. A node that calls it again for the same
 // scope must call UnsubscribePatternScope as many times. While a Redis is
 // unreachable it fails with an error wrapping broker.ErrNotAvailable.
-// The EventHandler given to Run must implement broker.PatternHandler.
+// Their publications reach the EventHandler in runs with Run.Scope set.
 //
 // Pattern scopes are not recoverable: publications sent while a pattern
 // connection was down are lost, which the broker logs at warn level once
@@ -39,9 +39,6 @@ func (b *Broker) SubscribePatternScope(scope string) error {
 	}
 	if scope == "" {
 		return errors.New("redis: empty pattern scope")
-	}
-	if b.patternHandler == nil {
-		return errors.New("redis: the EventHandler given to Run does not implement broker.PatternHandler")
 	}
 	b.patMu.Lock()
 	defer b.patMu.Unlock()
@@ -144,20 +141,21 @@ func (b *Broker) waitPatternShards(shards []*subShard) error {
 	return nil
 }
 
-// deliverPattern hands one publication received on a scope's pub/sub
-// channel to the PatternHandler.
-func (s *subShard) deliverPattern(name string, msg *wirepb.Message) error {
+// patternPublication decodes a publication received on a scope's pub/sub
+// channel and returns the scope and the channel it was published to.
+func (s *subShard) patternPublication(name string, msg *wirepb.Message) (scope, channel string, rp broker.RunPublication, err error) {
 	scope, ok := strings.CutPrefix(name, s.prefix)
 	if !ok {
-		return errors.New("redis: message on unknown pub/sub channel")
+		return "", "", rp, errors.New("redis: message on unknown pub/sub channel")
 	}
 	if msg.Type != wirepb.Message_PUBLICATION || msg.Channel == "" {
-		return fmt.Errorf("redis: message of type %d for channel %q on a pattern scope", msg.Type, msg.Channel)
+		return "", "", rp, fmt.Errorf("redis: message of type %d for channel %q on a pattern scope", msg.Type, msg.Channel)
 	}
 	pub, err := decodePublication(msg.Publication)
 	if err != nil {
-		return fmt.Errorf("redis: decode publication: %w", err)
+		return "", "", rp, fmt.Errorf("redis: decode publication: %w", err)
 	}
 	pub.Offset = msg.Offset
-	return s.b.patternHandler.HandlePatternPublication(scope, msg.Channel, pub)
+	rp = broker.RunPublication{Pub: pub, Position: broker.StreamPosition{Offset: msg.Offset, Epoch: msg.Epoch}}
+	return scope, msg.Channel, rp, nil
 }

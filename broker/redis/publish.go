@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
@@ -13,29 +14,89 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Publish runs the publish script (lua/publish.lua) in the channel's
-// Redis: idempotency check, offset, history append, delta base and pub/sub
-// message happen atomically. Delivery to this node's handler comes back
-// through pub/sub like everyone else's. With opts.PatternScope the script
-// also sends the publication to the scope's pub/sub channel (patterns.go).
+// Publish is PublishMany with one item.
 func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error) {
+	item := [1]broker.PublishItem{{Channel: channel, Data: data, Opts: opts}}
+	b.PublishMany(item[:])
+	return item[0].Position, item[0].Suppressed, item[0].Err
+}
+
+// PublishMany runs the publish script (lua/publish.lua) once per item in
+// the item's Redis: idempotency check, offset, history append, delta base
+// and pub/sub message happen atomically for each. The items of one Redis
+// go out pipelined, in one round trip, and Redis runs them in the order
+// sent, so per channel they keep their order; several Redis servers (a
+// sharded setup, a cluster's masters) are sent to at the same time.
+// Delivery to this node's handler comes back through pub/sub like everyone
+// else's. With PatternScope the script also sends the publication to the
+// scope's pub/sub channel (patterns.go).
+func (b *Broker) PublishMany(items []broker.PublishItem) {
 	if err := b.checkOpen(); err != nil {
-		return broker.StreamPosition{}, false, err
+		for i := range items {
+			items[i].Err = err
+		}
+		return
 	}
+	calls := make([]publishCall, len(items))
+	var perClient []int // calls per client, counted when there are several
+	if len(b.e.clients) > 1 {
+		perClient = make([]int, len(b.e.clients))
+	}
+	for i := range items {
+		c := &calls[i]
+		c.item = &items[i]
+		if err := b.prepare(c); err != nil {
+			c.item.Err = err
+			c.client = -1
+			continue
+		}
+		if perClient != nil {
+			perClient[c.client]++
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
+	defer cancel()
+	if perClient == nil {
+		b.runCalls(ctx, 0, calls)
+		return
+	}
+	// Each client's calls, in order, on a goroutine of their own.
+	var wg sync.WaitGroup
+	for ci, n := range perClient {
+		if n > 0 {
+			wg.Go(func() { b.runCalls(ctx, ci, calls) })
+		}
+	}
+	wg.Wait()
+}
+
+// publishCall is one publish script call of PublishMany.
+type publishCall struct {
+	item   *broker.PublishItem
+	client int // index in Engine.clients; -1 when the item failed already
+	keys   []string
+	args   []string
+}
+
+// prepare encodes the item's publication and fills in the script's keys
+// and arguments.
+func (b *Broker) prepare(c *publishCall) error {
+	it := c.item
+	opts := it.Opts
 	// Encoding copies data, tags and info, so the caller may reuse them.
 	pub, err := (&protocol.Publication{
-		Data: data,
+		Data: it.Data,
 		Info: toProtoInfo(opts.ClientInfo),
 		Tags: opts.Tags,
 		Time: time.Now().UnixMilli(),
 	}).MarshalVT()
 	if err != nil {
-		return broker.StreamPosition{}, false, fmt.Errorf("redis: encode publication: %w", err)
+		return fmt.Errorf("redis: encode publication: %w", err)
 	}
-	ci, si := b.e.locate(channel)
+	ci, si := b.e.locate(it.Channel)
 	base := b.e.bases[si]
-	meta := metaKey(base, channel)
-	keys := []string{streamKey(base, channel), meta, meta}
+	meta := metaKey(base, it.Channel)
+	keys := []string{streamKey(base, it.Channel), meta, meta}
 
 	var size, ttl int64
 	var epoch string
@@ -45,7 +106,7 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 	}
 	var idemTTL int64
 	if opts.IdempotencyKey != "" {
-		keys[2] = idemKey(base, channel, opts.IdempotencyKey)
+		keys[2] = idemKey(base, it.Channel, opts.IdempotencyKey)
 		idemTTL = millis(orDefault(opts.IdempotentResultTTL, b.cfg.IdempotentResultTTL))
 	}
 	delta := "0"
@@ -54,10 +115,11 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 	}
 	var scopeName, scopeChannel string
 	if opts.PatternScope != "" {
-		scopeName, scopeChannel = b.scopeName(opts.PatternScope), channel
+		scopeName, scopeChannel = b.scopeName(opts.PatternScope), it.Channel
 	}
-	args := []string{
-		base + pubsubInfix + channel,
+	c.client, c.keys = ci, keys
+	c.args = []string{
+		base + pubsubInfix + it.Channel,
 		rueidis.BinaryString(pub),
 		strconv.FormatInt(size, 10),
 		strconv.FormatInt(ttl, 10),
@@ -69,13 +131,66 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 		scopeName,
 		scopeChannel,
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
-	defer cancel()
-	res, err := execScript(ctx, publishScript, b.e.clients[ci], keys, args, opts.IdempotencyKey != "").ToArray()
-	if err != nil {
-		return broker.StreamPosition{}, false, wrapErr("publish", err)
+	return nil
+}
+
+// runCalls sends the calls meant for client ci (others are skipped) in one
+// pipeline and sets their items' results.
+//
+// A call can fail without running in two ways that are worth a second
+// try, made once, in order, for the calls concerned: the Redis does not
+// know the script yet (NOSCRIPT, after a restart: the retry sends the
+// script itself), or the connection broke before the call went out (a
+// connection that broke while idle fails the first commands sent on it) and
+// the call has an idempotency key, which makes running it twice harmless.
+// Other calls that failed on the connection are not retried: they may have
+// run.
+func (b *Broker) runCalls(ctx context.Context, ci int, calls []publishCall) {
+	client := b.e.clients[ci]
+	cmds := make(rueidis.Commands, 0, len(calls))
+	sent := make([]*publishCall, 0, len(calls))
+	for i := range calls {
+		if c := &calls[i]; c.client == ci {
+			cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, false))
+			sent = append(sent, c)
+		}
 	}
-	return parsePublishResult(res)
+	var again []*publishCall
+	var noScript []bool
+	for i, res := range client.DoMulti(ctx, cmds...) {
+		c := sent[i]
+		err := res.Error()
+		if err != nil && ctx.Err() == nil {
+			re, isReply := rueidis.IsRedisErr(err)
+			missing := isReply && re.IsNoScript()
+			if missing || !isReply && c.item.Opts.IdempotencyKey != "" {
+				again = append(again, c)
+				noScript = append(noScript, missing)
+				continue
+			}
+		}
+		setResult(c.item, res)
+	}
+	if len(again) == 0 {
+		return
+	}
+	cmds = cmds[:0]
+	for i, c := range again {
+		cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, noScript[i]))
+	}
+	for i, res := range client.DoMulti(ctx, cmds...) {
+		setResult(again[i].item, res)
+	}
+}
+
+// setResult sets an item's result from the publish script's reply.
+func setResult(it *broker.PublishItem, res rueidis.RedisResult) {
+	arr, err := res.ToArray()
+	if err != nil {
+		it.Err = wrapErr("publish", err)
+		return
+	}
+	it.Position, it.Suppressed, it.Err = parsePublishResult(arr)
 }
 
 func parsePublishResult(res []rueidis.RedisMessage) (broker.StreamPosition, bool, error) {

@@ -1,7 +1,9 @@
 package redis
 
 import (
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 
 	"github.com/redis/rueidis"
 )
@@ -24,9 +26,34 @@ var (
 // The scripts run by EVALSHA, falling back to EVAL (which loads them) when
 // a Redis does not know them yet, after a restart for instance.
 var (
-	publishScript        = rueidis.NewLuaScript(publishLua)
 	historyScript        = rueidis.NewLuaScript(historyLua)
 	presenceAddScript    = rueidis.NewLuaScript(presenceCommonLua + presenceAddLua)
 	presenceRemoveScript = rueidis.NewLuaScript(presenceCommonLua + presenceRemoveLua)
 	presenceGetScript    = rueidis.NewLuaScript(presenceCommonLua + presenceGetLua)
 )
+
+// publishScript is run pipelined (PublishMany), with commands built here:
+// rueidis's own pipelined form loads the script into every server before
+// each pipeline, a round trip more.
+var publishScript = newPipelinedScript(publishLua)
+
+// pipelinedScript is a script sent by EVALSHA in pipelines, or by EVAL
+// when a Redis does not know it.
+type pipelinedScript struct {
+	body string
+	sha  string
+}
+
+func newPipelinedScript(body string) *pipelinedScript {
+	sum := sha1.Sum([]byte(body))
+	return &pipelinedScript{body: body, sha: hex.EncodeToString(sum[:])}
+}
+
+// cmd is one call of the script; withBody sends the script itself (EVAL),
+// which also makes Redis cache it for the EVALSHAs after.
+func (s *pipelinedScript) cmd(c rueidis.Client, keys, args []string, withBody bool) rueidis.Completed {
+	if withBody {
+		return c.B().Eval().Script(s.body).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
