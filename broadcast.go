@@ -20,15 +20,13 @@ var (
 	_ broker.SubscriptionLostHandler = (*brokerEvents)(nil)
 )
 
-func (e *brokerEvents) HandlePublication(channel string, pub *broker.Publication, sp broker.StreamPosition, delta bool, prev *broker.Publication) error {
-	e.n.handlePublication(channel, pub, delta, prev, nil)
+// HandleRuns fans out what the broker handed over together, waking each
+// connection once for all of it.
+func (e *brokerEvents) HandleRuns(runs []broker.Run) error {
+	b := e.n.getBurst()
+	e.n.broadcastRuns(runs, b)
+	e.n.putBurst(b)
 	return nil
-}
-
-// handlePublication fans a publication from the broker out to the local
-// subscribers; b, when set, is the burst that published it.
-func (n *Node) handlePublication(channel string, pub *broker.Publication, delta bool, prev *broker.Publication, b *Burst) {
-	n.broadcastPublication(channel, publicationPush(channel, pub, delta, prev), b)
 }
 
 func (e *brokerEvents) HandleJoin(channel string, info *broker.ClientInfo) error {
@@ -163,64 +161,33 @@ func publicationPush(channel string, pub *broker.Publication, delta bool, prev *
 	return e
 }
 
-// broadcastPublication hands one publication, enc, to every local
-// subscriber, encoding it at most once per wire variant and not at all
-// when the channel has no subscribers here. With b set, the subscribers'
-// writers are woken when the burst ends.
-//
-// For subscribers with delta compression, a publication that may go as a
-// delta does when the subscriber got its predecessor, else in full.
-func (n *Node) broadcastPublication(channel string, enc encodedPush, b *Burst) {
-	subs := n.hub.subscribers(channel)
-	if subs.len() == 0 {
-		return
-	}
-	enc.channelID = subs.id
-	start := time.Now()
-	sent := 0
-	defer func() {
-		n.obs.MessagesSent("publication", sent)
-		n.obs.Broadcast(subs.len(), time.Since(start))
-	}()
-	for _, chunk := range subs.chunks {
-		for _, s := range chunk {
-			if n.deliverOne(s, channel, &enc, b) {
-				sent++
-			}
+// broadcastRuns hands the runs a broker delivered together to the local
+// subscribers, queuing through burst b: the channels' own subscribers for
+// a run without a scope, the matching pattern subscribers for a run with
+// one.
+func (n *Node) broadcastRuns(runs []broker.Run, b *burst) {
+	for i := range runs {
+		r := &runs[i]
+		if r.Scope == "" {
+			n.broadcastRun(r.Channel, r.Pubs, b)
+		} else {
+			n.broadcastPatternRun(r.Scope, r.Channel, r.Pubs, b)
 		}
 	}
 }
 
-// deliverOne hands one publication to one subscriber, through its tag
-// filter and in the payload variant it takes. It reports whether the
-// publication passed the filter.
-func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *Burst) bool {
-	pub := enc.push.Pub
-	if s.covers(pub.Offset) {
-		return false
-	}
-	if !s.filter.Match(pub.Tags) {
-		s.skip(pub.Offset)
-		return false
-	}
-	msg := enc.get(s.client.proto, s.shape, s.payloadVariant(enc.canDelta))
-	if msg == nil {
-		n.undeliverable(s.client, channel, enc.err)
-		return true
-	}
-	s.deliver(msg, pub.Offset, b)
-	return true
-}
-
-// broadcastRun hands a run of publications of one channel to every local
-// subscriber, as broadcastPublication would one by one. A subscriber that
-// takes all of them as published (nearly every one) is given the whole run
-// in one queue operation, from messages encoded once per wire format; the
-// others (tag filters, delta compression, still subscribing) go
-// publication by publication. Like broadcastPublication it runs under the
-// broker's channel lock, so the run is queued before anything published
-// after it.
-func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *Burst) {
+// broadcastRun hands a run of publications of one channel, one or more,
+// to every local subscriber, encoding each publication at most once per
+// wire variant and not at all when the channel has no subscribers here. A
+// subscriber that takes all of them as published (nearly every one) is
+// given the whole run in one queue operation; the others (tag filters,
+// delta compression, still subscribing) go publication by publication.
+// It runs on the broker's goroutine for the channel, so the run is queued
+// before anything published after it.
+//
+// For subscribers with delta compression, a publication that may go as a
+// delta does when the subscriber got its predecessor, else in full.
+func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burst) {
 	subs := n.hub.subscribers(channel)
 	if subs.len() == 0 {
 		return
@@ -252,23 +219,29 @@ func (n *Node) observeRun(runLen, subs, sent int, start time.Time) {
 
 // fanOutRun hands a run of publications, encs, to the subscribers subs
 // and returns how many publications it handed over. A subscriber that
-// takes all of them as published (nearly every one) is given the whole
-// run in one queue operation, from messages encoded once per wire
-// format; the others go publication by publication.
-func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *Burst) (sent int) {
-	// whole holds the run as sent to subscribers that take all of it, by
-	// [protocol type][shape], made for the first one of each.
-	var whole [2][numShapes]*wholeRun
+// takes all of them as published is given the whole run in one queue
+// operation, from messages encoded once per wire format; the others go
+// publication by publication.
+func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *burst) (sent int) {
+	// The first offset of the run: a positioned subscriber that has it
+	// already (a broker delivering through pub/sub may hand over what a
+	// subscriber read from the stream top) goes publication by
+	// publication, which drops what it covers.
+	var first uint64
+	for i := range encs {
+		if off := encs[i].push.Pub.Offset; off > 0 {
+			first = off
+			break
+		}
+	}
+	whole := &b.whole
+	defer whole.reset()
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
-			if s.takesAll() {
-				wr := whole[s.client.proto][s.shape]
-				if wr == nil {
-					wr = newWholeRun(encs, s.client.proto, s.shape)
-					whole[s.client.proto][s.shape] = wr
-				}
+			if s.takesAll() && !s.covers(first) {
+				wr := whole.get(encs, s.client.proto, s.shape)
 				if len(wr.msgs) > 0 {
-					s.deliverRun(wr.msgs, wr.size, wr.last, b)
+					s.deliverRun(wr.msgs, wr.size, wr.last, &b.wake)
 					sent += len(wr.msgs)
 				}
 				if wr.err != nil {
@@ -277,13 +250,65 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *B
 				continue
 			}
 			for i := range encs {
-				if n.deliverOne(s, channel, &encs[i], b) {
+				if n.deliverOne(s, channel, &encs[i], &b.wake) {
 					sent++
 				}
 			}
 		}
 	}
 	return sent
+}
+
+// deliverOne hands one publication to one subscriber, through its tag
+// filter and in the payload variant it takes. It reports whether the
+// publication passed the filter.
+func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, l *wakeList) bool {
+	pub := enc.push.Pub
+	if s.covers(pub.Offset) {
+		return false
+	}
+	if !s.filter.Match(pub.Tags) {
+		s.skip(pub.Offset)
+		return false
+	}
+	msg := enc.get(s.client.proto, s.shape, s.payloadVariant(enc.canDelta))
+	if msg == nil {
+		n.undeliverable(s.client, channel, enc.err)
+		return true
+	}
+	s.deliver(msg, pub.Offset, l)
+	return true
+}
+
+// wholeRuns holds a run as sent to the subscribers that take all of it,
+// by [protocol type][shape], made for the first one of each; its buffers
+// are kept between runs.
+type wholeRuns struct {
+	runs [2][numShapes]wholeRun
+	made [2][numShapes]bool
+}
+
+// get returns the run encs encoded for protocol t and shape, encoding it
+// on the first call.
+func (w *wholeRuns) get(encs []encodedPush, t protocol.Type, shape uint8) *wholeRun {
+	wr := &w.runs[t][shape]
+	if !w.made[t][shape] {
+		w.made[t][shape] = true
+		wr.encode(encs, t, shape)
+	}
+	return wr
+}
+
+// reset forgets the runs made, keeping their buffers.
+func (w *wholeRuns) reset() {
+	for t := range w.runs {
+		for shape := range w.runs[t] {
+			if w.made[t][shape] {
+				w.runs[t][shape].reset()
+				w.made[t][shape] = false
+			}
+		}
+	}
 }
 
 // wholeRun is a run of publications encoded for subscribers of one wire
@@ -299,8 +324,7 @@ type wholeRun struct {
 	err error
 }
 
-func newWholeRun(encs []encodedPush, t protocol.Type, shape uint8) *wholeRun {
-	wr := &wholeRun{msgs: make([]string, 0, len(encs))}
+func (wr *wholeRun) encode(encs []encodedPush, t protocol.Type, shape uint8) {
 	for i := range encs {
 		msg := encs[i].get(t, shape, variantPlain)
 		if msg == nil {
@@ -313,7 +337,11 @@ func newWholeRun(encs []encodedPush, t protocol.Type, shape uint8) *wholeRun {
 			wr.last = off
 		}
 	}
-	return wr
+}
+
+func (wr *wholeRun) reset() {
+	clear(wr.msgs) // the messages must not stay alive with the burst
+	*wr = wholeRun{msgs: wr.msgs[:0]}
 }
 
 func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {

@@ -49,9 +49,10 @@ func TestRunPositionSkipsUnstored(t *testing.T) {
 		}
 	}
 	items := []PublishItem{{Data: []byte(`1`)}, {Data: []byte(`2`)}, {Data: []byte(`3`), Options: PublishOptions{SkipHistory: true}}}
-	b := n.NewBurst()
-	b.PublishMany("hist:run", items)
-	b.Flush()
+	for i := range items {
+		items[i].Channel = "hist:run"
+	}
+	n.PublishMany(items)
 	if got := s.offset.Load(); got != 2 {
 		t.Fatalf("subscriber at offset %d after the run, want 2 (its last stored publication)", got)
 	}

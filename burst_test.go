@@ -44,9 +44,7 @@ func TestPublishManySubscriberKinds(t *testing.T) {
 			}
 			items[i] = gyre.PublishItem{Data: bigDoc(i), Options: gyre.PublishOptions{Tags: map[string]string{"event": event}, UseDelta: true}}
 		}
-		b := n.NewBurst()
-		b.PublishMany(channel, items)
-		b.Flush()
+		publishMany(n, channel, items)
 		for i, it := range items {
 			if it.Err != nil || it.Result.Offset != uint64(i+1) {
 				t.Fatalf("item %d: result %+v, error %v, want offset %d", i, it.Result, it.Err, i+1)
@@ -100,9 +98,7 @@ func TestPublishManyBinaryToJSON(t *testing.T) {
 		}
 	}
 	items := []gyre.PublishItem{{Data: []byte(`{"a":1}`)}, {Data: []byte{0xff, 0x00}}, {Data: []byte(`{"a":3}`)}}
-	b := n.NewBurst()
-	b.PublishMany(channel, items)
-	b.Flush()
+	publishMany(n, channel, items)
 	if err := errors.Join(items[0].Err, items[1].Err, items[2].Err); err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +120,8 @@ func TestPublishManyBinaryToJSON(t *testing.T) {
 // one's position.
 func TestPublishManyErrors(t *testing.T) {
 	n, _ := newTestNode(t, chatConfig())
-	b := n.NewBurst()
-	defer b.Flush()
 	items := []gyre.PublishItem{{Data: []byte(`1`)}, {Data: []byte(`2`)}}
-	b.PublishMany("nowhere:x", items)
+	publishMany(n, "nowhere:x", items)
 	for i, it := range items {
 		if !errors.Is(it.Err, gyre.ErrorUnknownChannel) {
 			t.Fatalf("item %d: error %v, want ErrorUnknownChannel", i, it.Err)
@@ -135,7 +129,7 @@ func TestPublishManyErrors(t *testing.T) {
 	}
 	key := gyre.PublishOptions{IdempotencyKey: "k"}
 	items = []gyre.PublishItem{{Data: []byte(`1`), Options: key}, {Data: []byte(`2`)}, {Data: []byte(`3`), Options: key}}
-	b.PublishMany("chat:idem", items)
+	publishMany(n, "chat:idem", items)
 	want := []struct {
 		offset     uint64
 		suppressed bool

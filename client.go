@@ -326,16 +326,17 @@ func (c *Client) badRequest(why string) {
 // as slow.
 func (c *Client) enqueue(msg []byte) { c.enqueueIn(msg, nil) }
 
-// enqueueIn queues msg; with b set, the writer is woken when b ends.
-func (c *Client) enqueueIn(msg []byte, b *Burst) {
-	if !c.w.enqueue(msg, b) {
+// enqueueIn queues msg; with l set, the writer is woken when l's owner
+// wakes its writers.
+func (c *Client) enqueueIn(msg []byte, l *wakeList) {
+	if !c.w.enqueue(msg, l) {
 		c.queueFull()
 	}
 }
 
 // enqueueRunIn queues a run of messages, size bytes in all, in one step.
-func (c *Client) enqueueRunIn(msgs []string, size int, b *Burst) {
-	if !c.w.enqueueRun(msgs, size, b) {
+func (c *Client) enqueueRunIn(msgs []string, size int, l *wakeList) {
+	if !c.w.enqueueRun(msgs, size, l) {
 		c.queueFull()
 	}
 }

@@ -52,8 +52,9 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 		chanInfo = s.chanInfo
 	}
 	c.mu.Unlock()
-	_, err = n.publish(req.Channel, data, opts, PublishOptions{ClientInfo: c.clientInfo(chanInfo)}, nil)
-	if err != nil {
+	item := [1]PublishItem{{Channel: req.Channel, Data: data, Options: PublishOptions{ClientInfo: c.clientInfo(chanInfo)}}}
+	n.PublishMany(item[:])
+	if err := item[0].Err; err != nil {
 		return nil, err
 	}
 	return &protocol.Reply{Publish: &protocol.PublishResult{}}, nil

@@ -74,10 +74,8 @@ func TestChannelCompaction(t *testing.T) {
 			if _, err := n.Publish("compact:a", numbered(1)); err != nil {
 				t.Fatal(err)
 			}
-			burst := n.NewBurst()
 			items := []gyre.PublishItem{{Data: numbered(2)}, {Data: numbered(3)}}
-			burst.PublishMany("compact:a", items)
-			burst.Flush()
+			publishMany(n, "compact:a", items)
 			if items[1].Err != nil {
 				t.Fatal(items[1].Err)
 			}

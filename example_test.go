@@ -79,50 +79,30 @@ func ExampleNode_Publish() {
 	// offset 2
 }
 
-func ExampleNode_NewBurst() {
+func ExampleNode_PublishMany() {
 	node := runExampleNode(gyre.Config{Channels: chatChannels})
 	defer node.Shutdown(context.Background())
 
-	// A run of publications: each subscriber's connection is woken once,
-	// at Flush, and gets them all in one write.
-	b := node.NewBurst()
-	for i := range 3 {
-		res, err := b.Publish("chat:index", []byte(fmt.Sprintf(`{"n":%d}`, i)))
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println("offset", res.Offset)
-	}
-	b.Flush()
-	// Output:
-	// offset 1
-	// offset 2
-	// offset 3
-}
-
-func ExampleBurst_PublishMany() {
-	node := runExampleNode(gyre.Config{Channels: chatChannels})
-	defer node.Shutdown(context.Background())
-
-	// Publications of one channel published together: each subscriber is
-	// handed all of them in one step, and nothing published elsewhere
-	// comes between them.
+	// A batch: the broker gets the publications together (pipelined on
+	// Redis), each subscriber's connection is woken once and gets them in
+	// one write, and nothing published elsewhere comes between the
+	// publications of one channel.
 	items := []gyre.PublishItem{
-		{Data: []byte(`{"n":1}`)},
-		{Data: []byte(`{"n":2}`), Options: gyre.PublishOptions{Tags: map[string]string{"kind": "update"}}},
+		{Channel: "chat:index", Data: []byte(`{"n":1}`)},
+		{Channel: "chat:index", Data: []byte(`{"n":2}`), Options: gyre.PublishOptions{Tags: map[string]string{"kind": "update"}}},
+		{Channel: "chat:other", Data: []byte(`{"n":1}`)},
 	}
-	b := node.NewBurst()
-	b.PublishMany("chat:index", items)
-	b.Flush()
+	node.PublishMany(items)
 	for _, it := range items {
 		if it.Err != nil {
 			log.Fatal(it.Err)
 		}
-		fmt.Println("offset", it.Result.Offset)
+		fmt.Println(it.Channel, "offset", it.Result.Offset)
 	}
 	// Output:
-	// offset 1
-	// offset 2
+	// chat:index offset 1
+	// chat:index offset 2
+	// chat:other offset 1
 }
 
 func ExampleNode_History() {

@@ -88,3 +88,11 @@ func (c *testClient) connect(tok string) *protocol.ConnectResult {
 	}
 	return r.Connect
 }
+
+// publishMany publishes items into channel in one Node.PublishMany.
+func publishMany(n *gyre.Node, channel string, items []gyre.PublishItem) {
+	for i := range items {
+		items[i].Channel = channel
+	}
+	n.PublishMany(items)
+}

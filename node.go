@@ -27,9 +27,11 @@ type Node struct {
 	log    *slog.Logger
 	obs    Observer
 	broker broker.Broker
-	// direct is broker when it delivers within Publish (bursts use it),
-	// else nil; found once rather than asserted on every publish.
+	// direct is broker when it delivers within PublishMany (bursts use
+	// it), else nil; found once rather than asserted on every publish.
 	direct broker.DirectPublisher
+	// bursts holds the *burst values publishing and fan-outs use.
+	bursts sync.Pool
 	// patterns is broker as a PatternBroker, nil when it carries no
 	// publications to pattern subscriptions.
 	patterns  broker.PatternBroker

@@ -75,13 +75,11 @@ type PublishResult struct {
 // saves it to history when the channel's namespace keeps history. An
 // unknown namespace gives ErrorUnknownChannel; a broker that cannot serve
 // gives an error that is ErrorInternal to errors.Is and errors.As and
-// says the broker's error in its text.
+// says the broker's error in its text. It is PublishMany with one item.
 func (n *Node) Publish(channel string, data []byte, opts ...PublishOption) (PublishResult, error) {
-	chOpts, err := n.rules.Load().lookup(channel)
-	if err != nil {
-		return PublishResult{}, err
-	}
-	return n.publish(channel, data, chOpts, applyPublishOptions(opts), nil)
+	item := [1]PublishItem{{Channel: channel, Data: data, Options: applyPublishOptions(opts)}}
+	n.PublishMany(item[:])
+	return item[0].Result, item[0].Err
 }
 
 // applyPublishOptions moves the options to the heap only when there are
@@ -97,27 +95,9 @@ func applyPublishOptions(opts []PublishOption) PublishOptions {
 	return *o
 }
 
-// publish publishes through the broker; with b set and a broker that
-// delivers within Publish, the local fan-out is part of burst b.
-func (n *Node) publish(channel string, data []byte, chOpts *ChannelOptions, o PublishOptions, b *Burst) (PublishResult, error) {
-	bo := n.brokerPublishOptions(channel, chOpts, o)
-	var sp broker.StreamPosition
-	var suppressed bool
-	var err error
-	if b != nil && n.direct != nil {
-		sp, suppressed, err = n.direct.PublishTo(&b.handler, channel, data, bo)
-	} else {
-		sp, suppressed, err = n.broker.Publish(channel, data, bo)
-	}
-	if err != nil {
-		return PublishResult{}, publishError(channel, err)
-	}
-	return PublishResult{StreamPosition: sp, Suppressed: suppressed}, nil
-}
-
 // brokerPublishOptions is what the broker is told for a publication with
 // options o in a channel with options chOpts.
-func (n *Node) brokerPublishOptions(channel string, chOpts *ChannelOptions, o PublishOptions) broker.PublishOptions {
+func (n *Node) brokerPublishOptions(rules *channelRules, channel string, chOpts *ChannelOptions, o PublishOptions) broker.PublishOptions {
 	bo := broker.PublishOptions{
 		ClientInfo:          o.ClientInfo,
 		Tags:                o.Tags,
@@ -131,7 +111,7 @@ func (n *Node) brokerPublishOptions(channel string, chOpts *ChannelOptions, o Pu
 		bo.HistoryMetaTTL = chOpts.HistoryMetaTTL
 	}
 	if chOpts.AllowWildcardSubscriptions {
-		bo.PatternScope, _ = n.rules.Load().patternScope(channel)
+		bo.PatternScope, _ = rules.patternScope(channel)
 	}
 	return bo
 }

@@ -43,57 +43,13 @@ func (n *Node) detachPattern(s *subscription) {
 	})
 }
 
-// HandlePatternPublication delivers a publication to the pattern
-// subscriptions here whose pattern matches its channel.
-func (e *brokerEvents) HandlePatternPublication(scope, channel string, pub *broker.Publication) error {
-	e.n.broadcastPattern(scope, channel, pub, nil)
-	return nil
-}
-
-// HandlePatternPublication is brokerEvents' for the publications of a
-// burst.
-func (h *burstHandler) HandlePatternPublication(scope, channel string, pub *broker.Publication) error {
-	h.b.n.broadcastPattern(scope, channel, pub, h.b)
-	return nil
-}
-
-// HandlePatternRun is HandlePatternPublication for the run of a burst.
-func (h *burstHandler) HandlePatternRun(scope, channel string, run []broker.RunPublication) error {
-	h.b.n.broadcastPatternRun(scope, channel, run, h.b)
-	return nil
-}
-
-// broadcastPattern hands a publication of channel to the subscribers of
-// every pattern of scope that matches it, each pattern's push encoded
-// once per wire variant. The push names the pattern, as the subscription
+// broadcastPatternRun hands a run of publications of channel to the
+// subscribers of every pattern of scope that matches it, as broadcastRun
+// does to a channel's: each pattern's pushes encoded once per wire
+// variant, and a subscriber that takes all of them given the whole run in
+// one queue operation. The push names the pattern, as the subscription
 // does, and the publication names the channel.
-func (n *Node) broadcastPattern(scope, channel string, pub *broker.Publication, b *Burst) {
-	var pp *protocol.Publication
-	start := time.Now()
-	sent, subs := n.eachMatch(scope, channel, func(g *patternSubs, list *subList) (sent int) {
-		if pp == nil {
-			pp = patternPub(channel, pub)
-		}
-		enc := patternPush(g.pattern, channel, pp, pub)
-		for _, chunk := range list.chunks {
-			for _, s := range chunk {
-				if n.deliverOne(s, g.pattern, &enc, b) {
-					sent++
-				}
-			}
-		}
-		return sent
-	})
-	if subs > 0 {
-		n.obs.MessagesSent("publication", sent)
-		n.obs.Broadcast(subs, time.Since(start))
-	}
-}
-
-// broadcastPatternRun is broadcastPattern for a run of publications of
-// one channel: like broadcastRun, a subscriber that takes all of them is
-// given the whole run in one queue operation.
-func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublication, b *Burst) {
+func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublication, b *burst) {
 	var pps []*protocol.Publication
 	start := time.Now()
 	sent, subs := n.eachMatch(scope, channel, func(g *patternSubs, list *subList) (sent int) {

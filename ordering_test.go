@@ -45,8 +45,8 @@ func TestPublicationOrder(t *testing.T) {
 		{"four concurrent publishers", 4, viaNode},
 		// A burst queues without waking writers; what it queued must
 		// still go out in offset order with what others publish.
-		{"one burst", 1, viaBurst},
-		{"bursts and plain publishers", 4, viaBurst},
+		{"one mixed batch publisher", 1, viaMixed},
+		{"mixed batches and plain publishers", 4, viaMixed},
 		// A run is queued to each subscriber in one step; nothing of
 		// another publisher may come between, nor before it.
 		{"runs", 1, viaRuns},
@@ -172,22 +172,20 @@ type stream struct {
 // startStream starts publishing and returns once some publications went
 // out. It publishes at most 1,500 times (a few per millisecond) before
 // finish is called, then 100 more in a tight loop; with runs, each time is
-// a run of three through Burst.PublishMany.
+// a run of three through Node.PublishMany.
 func startStream(t *testing.T, n *gyre.Node, channel string, runs bool) *stream {
 	s := &stream{stop: make(chan struct{}), done: make(chan struct{})}
 	started := make(chan struct{})
 	t.Cleanup(func() { s.finish() })
 	go func() {
 		defer close(s.done)
-		b := n.NewBurst()
 		publish := func(i int) bool {
 			data := []byte(`{"i":` + strconv.Itoa(i) + `}`)
 			var res gyre.PublishResult
 			var err error
 			if runs {
 				items := []gyre.PublishItem{{Data: data}, {Data: data}, {Data: data}}
-				b.PublishMany(channel, items)
-				b.Flush()
+				publishMany(n, channel, items)
 				res, err = items[2].Result, errors.Join(items[0].Err, items[1].Err, items[2].Err)
 			} else {
 				res, err = n.Publish(channel, data)
@@ -249,10 +247,11 @@ type publishVia int
 
 const (
 	viaNode publishVia = iota
-	// viaBurst: every other publisher goes through a Burst, flushed at
-	// irregular points.
-	viaBurst
-	// viaRuns: every other publisher goes through Burst.PublishMany, in
+	// viaMixed: every other publisher goes through Node.PublishMany, in
+	// batches of irregular lengths that interleave the channel with
+	// another one.
+	viaMixed
+	// viaRuns: every other publisher goes through Node.PublishMany, in
 	// runs of irregular lengths up to 300 (longer than a burst holds).
 	viaRuns
 )
@@ -274,16 +273,11 @@ func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publ
 				return
 			}
 			publish := n.Publish
-			if via == viaBurst && p%2 == 0 {
-				b := n.NewBurst()
-				defer b.Flush()
-				publish = func(ch string, data []byte, opts ...gyre.PublishOption) (gyre.PublishResult, error) {
-					res, err := b.Publish(ch, data, opts...)
-					if (res.Offset)%7 == 0 {
-						b.Flush()
-					}
-					return res, err
+			if via == viaMixed && p%2 == 0 {
+				if err := publishMixed(n, channel, p, total, publishers); err != nil {
+					errs <- err
 				}
+				return
 			}
 			for i := p; i < total; i += publishers {
 				data := []byte(`{"p":` + strconv.Itoa(p) + `,"i":` + strconv.Itoa(i) + `}`)
@@ -302,26 +296,50 @@ func publishConcurrently(t *testing.T, n *gyre.Node, channel string, total, publ
 }
 
 // publishRuns publishes publisher p's share of publishConcurrently's
-// publications through Burst.PublishMany.
+// publications through Node.PublishMany.
 func publishRuns(n *gyre.Node, channel string, p, total, publishers int) error {
-	b := n.NewBurst()
-	defer b.Flush()
 	var run []gyre.PublishItem
 	for i, k := p, 0; i < total; i += publishers {
 		run = append(run, gyre.PublishItem{Data: []byte(`{"p":` + strconv.Itoa(p) + `,"i":` + strconv.Itoa(i) + `}`)})
 		if len(run) < k*37%300+1 && i+publishers < total {
 			continue
 		}
-		b.PublishMany(channel, run)
+		publishMany(n, channel, run)
 		for _, it := range run {
 			if it.Err != nil {
 				return fmt.Errorf("publish run: %w", it.Err)
 			}
 		}
-		if k%3 == 0 {
-			b.Flush()
-		}
 		run, k = run[:0], k+1
+	}
+	return nil
+}
+
+// publishMixed publishes publisher p's share of publishConcurrently's
+// publications through Node.PublishMany, in batches of irregular lengths
+// where they alternate, in stretches of irregular lengths, with
+// publications to another channel.
+func publishMixed(n *gyre.Node, channel string, p, total, publishers int) error {
+	other := channel + "-other"
+	var batch []gyre.PublishItem
+	for i, k := p, 0; i < total; i += publishers {
+		if k%3 == 1 {
+			for range k % 4 {
+				batch = append(batch, gyre.PublishItem{Channel: other, Data: []byte(`{}`)})
+			}
+		}
+		batch = append(batch, gyre.PublishItem{Channel: channel, Data: []byte(`{"p":` + strconv.Itoa(p) + `,"i":` + strconv.Itoa(i) + `}`)})
+		k++
+		if len(batch) < k*29%200+1 && i+publishers < total {
+			continue
+		}
+		n.PublishMany(batch)
+		for _, it := range batch {
+			if it.Err != nil {
+				return fmt.Errorf("publish batch: %w", it.Err)
+			}
+		}
+		batch = batch[:0]
 	}
 	return nil
 }

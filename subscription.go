@@ -78,7 +78,7 @@ type heldMessage struct {
 
 // deliver sends one encoded publication (or join/leave: offset 0) to the
 // subscriber. It never blocks on the network.
-func (s *subscription) deliver(msg []byte, offset uint64, b *Burst) {
+func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) {
 	if s.state.Load() != subActive {
 		s.mu.Lock()
 		switch s.state.Load() {
@@ -95,7 +95,7 @@ func (s *subscription) deliver(msg []byte, offset uint64, b *Burst) {
 	if offset > 0 {
 		s.offset.Store(offset)
 	}
-	s.client.enqueueIn(msg, b)
+	s.client.enqueueIn(msg, l)
 }
 
 // covers reports whether a positioned subscriber has a publication at
@@ -123,15 +123,13 @@ func (s *subscription) takesAll() bool {
 }
 
 // deliverRun queues a run of encoded publications, size bytes in all, for
-// a subscriber that takes all; last is the offset of the last one. Runs
-// come from a broker that delivers within Publish, under the channel's
-// order that a subscriber reads its stream top under too: none of a run
-// is covered already.
-func (s *subscription) deliverRun(msgs []string, size int, last uint64, b *Burst) {
+// a subscriber that takes all of them (takesAll, and none is covered);
+// last is the offset of the last one.
+func (s *subscription) deliverRun(msgs []string, size int, last uint64, l *wakeList) {
 	if last > 0 {
 		s.offset.Store(last)
 	}
-	s.client.enqueueRunIn(msgs, size, b)
+	s.client.enqueueRunIn(msgs, size, l)
 }
 
 // payloadVariant picks how a publication goes to this subscriber: plain

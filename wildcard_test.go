@@ -155,12 +155,10 @@ func TestWildcardOrder(t *testing.T) {
 		for i := range channels {
 			go func() {
 				ch := fmt.Sprintf("geo:v%d.pos", i)
-				burst := n.NewBurst()
 				for j := 0; j < each; j += 3 {
 					if j%2 == 0 {
 						items := []gyre.PublishItem{{Data: numbered(j)}, {Data: numbered(j + 1)}, {Data: numbered(j + 2)}}
-						burst.PublishMany(ch, items)
-						burst.Flush()
+						publishMany(n, ch, items)
 						if err := errors.Join(items[0].Err, items[1].Err, items[2].Err); err != nil {
 							done <- err
 							return

@@ -32,9 +32,9 @@ type writer struct {
 	yieldFirst bool
 	// closing, when set, is sent once the queue is drained.
 	closing *Disconnect
-	// heldBy is the burst that queued messages without waking the writer
-	// and will wake it when it ends.
-	heldBy *Burst
+	// heldBy is the wake list of whoever queued messages without waking
+	// the writer and will wake it when done.
+	heldBy *wakeList
 	// runFn is w.run as a func value made once: "go w.runFn()" would
 	// allocate a closure every time an idle connection wakes up.
 	runFn func()
@@ -66,10 +66,11 @@ func newWriter(t Transport, max int, onWriteError func(error), closeTransport fu
 // exceed its bound; the caller then disconnects the client as slow. A
 // closed writer drops the message and returns true.
 //
-// With b set, the writer is not woken: b wakes it when the burst ends, so
-// that what the burst queues leaves in one write. A writer already held by
-// another burst, or whose queue is a quarter full, is woken at once.
-func (w *writer) enqueue(msg []byte, b *Burst) bool {
+// With l set, the writer is not woken but added to l, whose owner wakes
+// it when done queuing, so that what it queues leaves in one write. A
+// writer already held by another list, or whose queue is a quarter full,
+// is woken at once.
+func (w *writer) enqueue(msg []byte, l *wakeList) bool {
 	w.mu.Lock()
 	if w.closed || w.closing != nil {
 		w.mu.Unlock()
@@ -81,13 +82,13 @@ func (w *writer) enqueue(msg []byte, b *Burst) bool {
 	}
 	w.queue = append(w.queue, unsafe.String(unsafe.SliceData(msg), len(msg)))
 	w.size += len(msg)
-	w.holdOrWakeLocked(b)
+	w.holdOrWakeLocked(l)
 	return true
 }
 
 // enqueueRun adds a run of framed messages, size bytes in all, as enqueue
 // would one by one but under one hold of the lock. msgs is not kept.
-func (w *writer) enqueueRun(msgs []string, size int, b *Burst) bool {
+func (w *writer) enqueueRun(msgs []string, size int, l *wakeList) bool {
 	w.mu.Lock()
 	if w.closed || w.closing != nil {
 		w.mu.Unlock()
@@ -99,39 +100,54 @@ func (w *writer) enqueueRun(msgs []string, size int, b *Burst) bool {
 	}
 	w.queue = append(w.queue, msgs...)
 	w.size += size
-	w.holdOrWakeLocked(b)
+	w.holdOrWakeLocked(l)
 	return true
 }
 
-// holdOrWakeLocked leaves the writer to burst b to wake, or wakes it now,
-// and unlocks w.mu.
-func (w *writer) holdOrWakeLocked(b *Burst) {
-	if b != nil && w.size <= w.max/4 {
+// holdOrWakeLocked leaves the writer to l to wake, or wakes it now, and
+// unlocks w.mu.
+func (w *writer) holdOrWakeLocked(l *wakeList) {
+	if l != nil && w.size <= w.max/4 {
 		switch w.heldBy {
-		case b:
+		case l:
 			w.mu.Unlock()
 			return
 		case nil:
-			w.heldBy = b
+			w.heldBy = l
 			w.mu.Unlock()
-			b.writers = append(b.writers, w)
+			l.writers = append(l.writers, w)
 			return
 		}
 	}
 	w.wakeLocked()
 }
 
-// release wakes a writer that b held.
-func (w *writer) release(b *Burst) {
+// wakeList holds writers that were queued to and not woken: whoever
+// queues through it wakes them all when done (wakeAll), so that each
+// writes everything it was given in one write. A wake list is for one
+// goroutine at a time.
+type wakeList struct{ writers []*writer }
+
+// wakeAll wakes the writers of l and empties it.
+func (l *wakeList) wakeAll() {
+	for _, w := range l.writers {
+		w.release(l)
+	}
+	clear(l.writers)
+	l.writers = l.writers[:0]
+}
+
+// release wakes a writer that l held.
+func (w *writer) release(l *wakeList) {
 	w.mu.Lock()
-	if w.heldBy == b {
+	if w.heldBy == l {
 		w.heldBy = nil
 	}
 	if w.closed || len(w.queue) == 0 && w.closing == nil {
 		w.mu.Unlock()
 		return
 	}
-	// The burst is done queuing for this write: nothing to wait for.
+	// Its holder is done queuing for this write: nothing to wait for.
 	w.startLocked(false)
 }
 
@@ -180,8 +196,8 @@ func (w *writer) close() {
 func (w *writer) run() {
 	// Let the broadcaster that started us queue more first: one write
 	// then carries more messages, and syscalls are most of the cost. A
-	// burst wakes its writers when it is done queuing; yielding then only
-	// sends a thousand goroutines through the global run queue.
+	// wake list wakes its writers when it is done queuing; yielding then
+	// only sends a thousand goroutines through the global run queue.
 	if w.yieldFirst {
 		runtime.Gosched()
 	}

@@ -57,21 +57,21 @@ func newTestWriter(tr Transport, max int) *writer {
 	return newWriter(tr, max, func(error) {}, func(*Disconnect) {}, nopObserver{})
 }
 
-// TestBurstWakesOnce: what a burst queues leaves in one write when it is
-// flushed, in the order it was queued.
-func TestBurstWakesOnce(t *testing.T) {
+// TestWakeListWakesOnce: what is queued through a wake list leaves in one
+// write when the list wakes its writers, in the order it was queued.
+func TestWakeListWakesOnce(t *testing.T) {
 	tr := newFrameRecorder()
 	w := newTestWriter(tr, 1<<20)
-	b := &Burst{}
+	l := &wakeList{}
 	for i := range 50 {
-		if !w.enqueue([]byte{'a' + byte(i%26)}, b) {
+		if !w.enqueue([]byte{'a' + byte(i%26)}, l) {
 			t.Fatal("queue full")
 		}
 	}
-	if len(b.writers) != 1 {
-		t.Fatalf("burst holds %d writers, want 1", len(b.writers))
+	if len(l.writers) != 1 {
+		t.Fatalf("wake list holds %d writers, want 1", len(l.writers))
 	}
-	b.Flush()
+	l.wakeAll()
 	frames := tr.messages(t, 50)
 	if len(frames) != 1 {
 		t.Fatalf("%d frames, want 1", len(frames))
@@ -81,41 +81,42 @@ func TestBurstWakesOnce(t *testing.T) {
 		t.Fatalf("frame starts %q, want %q", frames[0][:len(want)], want)
 	}
 	if w.heldBy != nil {
-		t.Fatal("writer still held after Flush")
+		t.Fatal("writer still held after wakeAll")
 	}
 }
 
-// TestBurstQuarterQueue: a burst does not hold back more than a quarter
-// of a connection's queue.
-func TestBurstQuarterQueue(t *testing.T) {
+// TestWakeListQuarterQueue: a wake list does not hold back more than a
+// quarter of a connection's queue.
+func TestWakeListQuarterQueue(t *testing.T) {
 	tr := newFrameRecorder()
 	w := newTestWriter(tr, 400)
-	b := &Burst{}
+	l := &wakeList{}
 	msg := bytes.Repeat([]byte("x"), 50)
-	w.enqueue(msg, b)
-	w.enqueue(msg, b) // 100 bytes: a quarter, still held
+	w.enqueue(msg, l)
+	w.enqueue(msg, l) // 100 bytes: a quarter, still held
 	w.mu.Lock()
 	running := w.running
 	w.mu.Unlock()
 	if running {
 		t.Fatal("writer woken within a quarter of its queue")
 	}
-	w.enqueue(msg, b) // past a quarter: woken now
+	w.enqueue(msg, l) // past a quarter: woken now
 	tr.messages(t, 3)
-	b.Flush()
+	l.wakeAll()
 }
 
-// TestBurstOtherBurst: a writer held by one burst is woken at once by a
-// message from another, so that no burst waits for another's flush.
-func TestBurstOtherBurst(t *testing.T) {
+// TestWakeListOtherList: a writer held by one wake list is woken at once
+// by a message queued through another, so that no one waits for
+// another's wakeAll.
+func TestWakeListOtherList(t *testing.T) {
 	tr := newFrameRecorder()
 	w := newTestWriter(tr, 1<<20)
-	b1, b2 := &Burst{}, &Burst{}
-	w.enqueue([]byte("1"), b1)
-	w.enqueue([]byte("2"), b2)
+	l1, l2 := &wakeList{}, &wakeList{}
+	w.enqueue([]byte("1"), l1)
+	w.enqueue([]byte("2"), l2)
 	tr.messages(t, 2)
-	if len(b2.writers) != 0 {
-		t.Fatal("second burst holds the writer too")
+	if len(l2.writers) != 0 {
+		t.Fatal("second wake list holds the writer too")
 	}
-	b1.Flush()
+	l1.wakeAll()
 }

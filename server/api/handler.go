@@ -395,42 +395,25 @@ func (h *Handler) runBatch(n int, at func(int) command, parallel bool) []batchRe
 		return replies
 	}
 
-	// A sequential batch publishes through one burst: each connection is
-	// woken once for the publications of a stretch of publish and
-	// broadcast commands, which then leave in one write. Any other command
-	// wakes them first: it may wait on the broker, and they should not.
-	// Consecutive publishes to one channel go to the burst together, so
-	// that each subscriber is given them in one step.
-	b := h.node.NewBurst()
-	defer b.Flush()
-	var pubs publishRun
-	call := func(name string, m method, body json.RawMessage) (any, error) {
-		if name == "broadcast" {
-			return h.broadcastWith(b, body)
-		}
-		b.Flush()
-		return m(h, body)
-	}
+	// A sequential batch publishes the publications of each stretch of
+	// consecutive publish and broadcast commands together, in one
+	// PublishMany: pipelined to Redis, and each connection woken once for
+	// them. Any other command ends the stretch first, so that it sees what
+	// came before it.
+	var g publishGroup
 	for i := range n {
 		c := at(i)
-		if c.err == nil && c.name == "publish" {
-			ch, item, err := decodePublish(c.body)
-			if err != nil {
-				// It publishes nothing, so the run goes on past it.
-				replies[i].err = h.toAPIError("publish", err)
-				continue
+		if c.err == nil && (c.name == "publish" || c.name == "broadcast") {
+			if err := g.add(i, c); err != nil {
+				// It publishes nothing, so the stretch goes on past it.
+				replies[i].err = h.toAPIError(c.name, err)
 			}
-			if ch != pubs.channel {
-				pubs.publish(h, b, replies)
-				pubs.channel = ch
-			}
-			pubs.add(i, item)
 			continue
 		}
-		pubs.publish(h, b, replies)
-		replies[i] = h.runCommand(c, call)
+		g.publish(h, replies)
+		replies[i] = h.runCommand(c, func(_ string, m method, body json.RawMessage) (any, error) { return m(h, body) })
 	}
-	pubs.publish(h, b, replies)
+	g.publish(h, replies)
 	return replies
 }
 
@@ -445,36 +428,4 @@ func (h *Handler) runCommand(c command, call func(string, method, json.RawMessag
 		return batchReply{err: h.toAPIError(c.name, err)}
 	}
 	return batchReply{method: c.name, result: res}
-}
-
-// publishRun gathers consecutive publish commands of a batch to one
-// channel.
-type publishRun struct {
-	channel string
-	items   []gyre.PublishItem
-	// at holds each item's place in the batch.
-	at []int
-}
-
-func (r *publishRun) add(i int, item gyre.PublishItem) {
-	r.items = append(r.items, item)
-	r.at = append(r.at, i)
-}
-
-// publish publishes the gathered commands through b, sets their replies
-// and empties the run.
-func (r *publishRun) publish(h *Handler, b *gyre.Burst, replies []batchReply) {
-	if len(r.items) == 0 {
-		return
-	}
-	b.PublishMany(r.channel, r.items)
-	for k, it := range r.items {
-		if it.Err != nil {
-			replies[r.at[k]].err = h.failed("publish", r.channel, it.Err)
-			continue
-		}
-		replies[r.at[k]] = batchReply{method: "publish", result: toPublishResult(it.Result)}
-	}
-	clear(r.items)
-	r.items, r.at = r.items[:0], r.at[:0]
 }

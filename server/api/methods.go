@@ -14,51 +14,25 @@ func requireChannel(ch string) error {
 	return nil
 }
 
-// decodePublish reads a publish command into its channel and what to
-// publish there.
-func decodePublish(raw json.RawMessage) (string, gyre.PublishItem, error) {
+// decodePublish reads a publish command into what to publish.
+func decodePublish(raw json.RawMessage) (gyre.PublishItem, error) {
 	var req publishRequest
 	if err := decode(raw, &req); err != nil {
-		return "", gyre.PublishItem{}, err
+		return gyre.PublishItem{}, err
 	}
 	if err := requireChannel(req.Channel); err != nil {
-		return "", gyre.PublishItem{}, err
+		return gyre.PublishItem{}, err
 	}
 	data, err := req.bytes()
 	if err != nil {
-		return "", gyre.PublishItem{}, err
+		return gyre.PublishItem{}, err
 	}
-	return req.Channel, gyre.PublishItem{Data: data, Options: req.options()}, nil
+	return gyre.PublishItem{Channel: req.Channel, Data: data, Options: req.options()}, nil
 }
 
-func toPublishResult(r gyre.PublishResult) publishResult {
-	return publishResult{Offset: r.Offset, Epoch: r.Epoch}
-}
-
-func (h *Handler) publish(raw json.RawMessage) (any, error) {
-	ch, item, err := decodePublish(raw)
-	if err != nil {
-		return nil, err
-	}
-	b := h.node.NewBurst()
-	defer b.Flush()
-	items := [1]gyre.PublishItem{item}
-	b.PublishMany(ch, items[:])
-	if err := items[0].Err; err != nil {
-		return nil, h.failed("publish", ch, err)
-	}
-	return toPublishResult(items[0].Result), nil
-}
-
-func (h *Handler) broadcast(raw json.RawMessage) (any, error) {
-	b := h.node.NewBurst()
-	defer b.Flush()
-	return h.broadcastWith(b, raw)
-}
-
-// broadcastWith publishes through burst b, which wakes connections once
-// for all the broadcast's publications.
-func (h *Handler) broadcastWith(b *gyre.Burst, raw json.RawMessage) (any, error) {
+// decodeBroadcast reads a broadcast command into one item per channel; an
+// empty channel name gets an item with Err set, not published.
+func decodeBroadcast(raw json.RawMessage) ([]gyre.PublishItem, error) {
 	var req broadcastRequest
 	if err := decode(raw, &req); err != nil {
 		return nil, err
@@ -71,22 +45,48 @@ func (h *Handler) broadcastWith(b *gyre.Burst, raw json.RawMessage) (any, error)
 		return nil, err
 	}
 	opts := req.options()
-	out := broadcastResult{Responses: make([]reply, len(req.Channels))}
-	var item [1]gyre.PublishItem
+	items := make([]gyre.PublishItem, len(req.Channels))
 	for i, ch := range req.Channels {
+		items[i] = gyre.PublishItem{Channel: ch, Data: data, Options: opts}
 		if ch == "" {
-			out.Responses[i].Error = &apiError{107, "bad request: channel required"}
-			continue
+			items[i].Err = errNoChannel
 		}
-		item[0] = gyre.PublishItem{Data: data, Options: opts}
-		b.PublishMany(ch, item[:])
-		if err := item[0].Err; err != nil {
-			out.Responses[i].Error = h.failed("broadcast", ch, err)
-			continue
-		}
-		out.Responses[i].Result = toPublishResult(item[0].Result)
 	}
-	return out, nil
+	return items, nil
+}
+
+var errNoChannel = &apiError{107, "bad request: channel required"}
+
+func toPublishResult(r gyre.PublishResult) publishResult {
+	return publishResult{Offset: r.Offset, Epoch: r.Epoch}
+}
+
+func (h *Handler) publish(raw json.RawMessage) (any, error) {
+	item, err := decodePublish(raw)
+	if err != nil {
+		return nil, err
+	}
+	items := [1]gyre.PublishItem{item}
+	h.node.PublishMany(items[:])
+	if err := items[0].Err; err != nil {
+		return nil, h.failed("publish", item.Channel, err)
+	}
+	return toPublishResult(items[0].Result), nil
+}
+
+func (h *Handler) broadcast(raw json.RawMessage) (any, error) {
+	items, err := decodeBroadcast(raw)
+	if err != nil {
+		return nil, err
+	}
+	var g publishGroup
+	g.addBroadcast(0, items)
+	replies := make([]batchReply, 1)
+	g.publish(h, replies)
+	if replies[0].err != nil {
+		return nil, replies[0].err
+	}
+	return replies[0].result, nil
 }
 
 func (h *Handler) subscribe(raw json.RawMessage) (any, error) {
