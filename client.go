@@ -117,6 +117,12 @@ func (c *Client) Info() []byte {
 	return c.info
 }
 
+// sessionTransport is a transport with a session id for the emulation
+// endpoint.
+type sessionTransport interface {
+	Session() string
+}
+
 // Session is the session id of an emulated connection (HTTP streaming,
 // SSE), "" for other transports.
 func (c *Client) Session() string {
@@ -182,6 +188,17 @@ func (c *Client) HandleFrame(frame []byte) bool {
 		c.Disconnect(DisconnectBadRequest)
 		return false
 	}
+	for _, cmd := range cmds {
+		if !c.handleCommand(cmd) {
+			return false
+		}
+	}
+	return c.state.Load() != stateClosed
+}
+
+// handleCommands runs commands decoded by a handler that had to check them
+// before it answered (the first commands of an emulated connection).
+func (c *Client) handleCommands(cmds []*protocol.Command) bool {
 	for _, cmd := range cmds {
 		if !c.handleCommand(cmd) {
 			return false

@@ -30,6 +30,30 @@ func (c *Client) connectCmd(id uint32, req *protocol.ConnectRequest) bool {
 	return c.state.Load() != stateClosed
 }
 
+// uniConnectError turns a refused connect of a unidirectional client into
+// a disconnect: such a client reads no error replies, only pushes.
+func uniConnectError(err error) error {
+	var d *Disconnect
+	if errors.As(err, &d) {
+		return d
+	}
+	switch e := toError(err); e.Code {
+	case ErrorTokenExpired.Code:
+		return DisconnectExpired
+	case ErrorUnauthorized.Code, ErrorPermissionDenied.Code:
+		return DisconnectPermissionDenied
+	case ErrorLimitExceeded.Code:
+		return DisconnectConnectionLimit
+	case ErrorTooManyRequests.Code:
+		return DisconnectTooManyRequests
+	default:
+		if e.Temporary {
+			return DisconnectServerError
+		}
+		return DisconnectBadRequest
+	}
+}
+
 // Connect runs a connect request for a unidirectional transport: the
 // result goes out as a connect push. It returns false when the connection
 // was refused (and closed).

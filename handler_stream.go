@@ -2,21 +2,12 @@ package gyre
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/transport/httpstream"
 )
-
-// defaultMaxRequestBodySize bounds request bodies (and cf_connect values)
-// of the HTTP transports when their config leaves it zero.
-const defaultMaxRequestBodySize = 64 << 10
 
 // StreamConfig configures the HTTP streaming handlers: the bidirectional
 // emulation over HTTP streaming and SSE, and their unidirectional
@@ -90,12 +81,6 @@ func (t *streamTransport) Close(d *Disconnect) error {
 	return nil
 }
 
-// sessionTransport is a transport with a session id for the emulation
-// endpoint.
-type sessionTransport interface {
-	Session() string
-}
-
 // serve holds the handler until the connection ends, then finishes the
 // response: with a disconnect push on a bidirectional stream, so that the
 // SDK learns the code (a unidirectional client got its push from the
@@ -115,99 +100,4 @@ func (t *streamTransport) serve(ctx context.Context, c *Client) {
 		}})
 	}
 	_ = t.stream.Finish(last)
-}
-
-// handleCommands runs commands decoded by a handler that had to check them
-// before it answered (the first commands of an emulated connection).
-func (c *Client) handleCommands(cmds []*protocol.Command) bool {
-	for _, cmd := range cmds {
-		if !c.handleCommand(cmd) {
-			return false
-		}
-	}
-	return c.state.Load() != stateClosed
-}
-
-// errBodyTooLarge is returned by readBody for a body over the limit.
-var errBodyTooLarge = errors.New("gyre: request body too large")
-
-// readBody reads the whole request body, at most limit bytes.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, errBodyTooLarge
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, errBodyTooLarge
-		}
-		return nil, fmt.Errorf("gyre: read request body: %w", err)
-	}
-	return body, nil
-}
-
-// bodyError answers a request whose body could not be read.
-func bodyError(w http.ResponseWriter, err error) {
-	if errors.Is(err, errBodyTooLarge) {
-		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-		return
-	}
-	http.Error(w, "cannot read request body", http.StatusBadRequest)
-}
-
-// isProtobufBody tells whether a request body is binary (protobuf), as the
-// SDK marks it.
-func isProtobufBody(r *http.Request) bool {
-	ct := r.Header.Get("Content-Type")
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/octet-stream")
-}
-
-// cors checks a request's origin and sets the CORS headers for allowed
-// ones. It answers preflight requests (OPTIONS) and refused origins itself
-// and then returns false.
-type cors struct {
-	check   func(r *http.Request) bool
-	methods string
-}
-
-func newCORS(allowed []string, methods string) cors {
-	return cors{check: OriginChecker(allowed), methods: methods}
-}
-
-func (c cors) handle(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin != "" {
-		if c.check != nil && !c.check(r) {
-			http.Error(w, "origin not allowed", http.StatusForbidden)
-			return false
-		}
-		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", origin)
-		h.Set("Access-Control-Allow-Credentials", "true")
-		h.Add("Vary", "Origin")
-	}
-	if r.Method != http.MethodOptions {
-		return true
-	}
-	h := w.Header()
-	h.Set("Access-Control-Allow-Methods", c.methods)
-	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
-		h.Set("Access-Control-Allow-Headers", req)
-	}
-	h.Set("Access-Control-Max-Age", "300")
-	w.WriteHeader(http.StatusNoContent)
-	return false
-}
-
-// allowMethods answers 405 unless the request's method is one of methods.
-func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	for _, m := range methods {
-		if r.Method == m {
-			return true
-		}
-	}
-	w.Header().Set("Allow", strings.Join(methods, ", ")+", OPTIONS")
-	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-	return false
 }

@@ -1,8 +1,6 @@
 package gyre
 
 import (
-	"bytes"
-	"errors"
 	"net/http"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -104,59 +102,4 @@ func (n *Node) serveUni(w http.ResponseWriter, r *http.Request, name string, for
 	c := n.NewClient(r.Context(), t)
 	c.Connect(req)
 	t.serve(r.Context(), c)
-}
-
-// errMalformedConnect is returned for a connect request that is not a JSON
-// object.
-var errMalformedConnect = errors.New("gyre: malformed connect request")
-
-// decodeConnectRequest reads the ConnectRequest JSON of a unidirectional
-// client; empty input is an empty request.
-func decodeConnectRequest(data []byte) (*protocol.ConnectRequest, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
-		return &protocol.ConnectRequest{}, nil
-	}
-	if data[0] != '{' {
-		return nil, errMalformedConnect
-	}
-	// The protocol package decodes whole commands: the request goes in as
-	// the connect of one. Anything else that ends up set means the input
-	// was not a single object.
-	wrapped := make([]byte, 0, len(data)+12)
-	wrapped = append(wrapped, `{"connect":`...)
-	wrapped = append(wrapped, data...)
-	wrapped = append(wrapped, '}')
-	cmd, err := protocol.DecodeCommand(protocol.TypeJSON, wrapped)
-	if err != nil {
-		return nil, errors.Join(errMalformedConnect, err)
-	}
-	if cmd.Connect == nil || cmd.Id != 0 || cmd.Send != nil || !isEmptyCommand(cmd) {
-		return nil, errMalformedConnect
-	}
-	return cmd.Connect, nil
-}
-
-// uniConnectError turns a refused connect of a unidirectional client into
-// a disconnect: such a client reads no error replies, only pushes.
-func uniConnectError(err error) error {
-	var d *Disconnect
-	if errors.As(err, &d) {
-		return d
-	}
-	switch e := toError(err); e.Code {
-	case ErrorTokenExpired.Code:
-		return DisconnectExpired
-	case ErrorUnauthorized.Code, ErrorPermissionDenied.Code:
-		return DisconnectPermissionDenied
-	case ErrorLimitExceeded.Code:
-		return DisconnectConnectionLimit
-	case ErrorTooManyRequests.Code:
-		return DisconnectTooManyRequests
-	default:
-		if e.Temporary {
-			return DisconnectServerError
-		}
-		return DisconnectBadRequest
-	}
 }

@@ -6,9 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
-	"path"
-	"strings"
 	"sync"
 	"time"
 
@@ -145,35 +142,4 @@ func (t *wsTransport) Unidirectional() bool          { return false }
 func (t *wsTransport) WriteFrame(frame []byte) error { return t.conn.WriteFrame(frame) }
 func (t *wsTransport) Close(d *Disconnect) error {
 	return t.conn.Close(uint16(d.Code), d.Reason)
-}
-
-// OriginChecker returns a check of the request's Origin header against
-// allowed ("*" allows all; entries may hold "*" wildcards). Requests
-// without an Origin (not from a browser) and same-host requests pass.
-func OriginChecker(allowed []string) func(r *http.Request) bool {
-	for _, a := range allowed {
-		if a == "*" {
-			return nil
-		}
-	}
-	return func(r *http.Request) bool {
-		origin := r.Header.Get("Origin")
-		if origin == "" {
-			return true
-		}
-		u, err := url.Parse(origin)
-		if err != nil {
-			return false
-		}
-		if strings.EqualFold(u.Host, r.Host) {
-			return true
-		}
-		o := strings.ToLower(origin)
-		for _, a := range allowed {
-			if ok, _ := path.Match(strings.ToLower(a), o); ok {
-				return true
-			}
-		}
-		return false
-	}
 }
