@@ -3,10 +3,6 @@ package gyre
 import (
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/gyrehq/gyre/broker"
-	"github.com/gyrehq/gyre/protocol"
 )
 
 // checkPatternSupport refuses rules with wildcard subscriptions when the
@@ -41,73 +37,4 @@ func (n *Node) detachPattern(s *subscription) {
 			n.log.Error("broker pattern scope unsubscribe", "scope", scope, "error", err)
 		}
 	})
-}
-
-// broadcastPatternRun hands a run of publications of channel to the
-// subscribers of every pattern of scope that matches it, as broadcastRun
-// does to a channel's: each pattern's pushes encoded once per wire
-// variant, and a subscriber that takes all of them given the whole run in
-// one queue operation. The push names the pattern, as the subscription
-// does, and the publication names the channel.
-func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublication, b *burst) {
-	var pps []*protocol.Publication
-	start := time.Now()
-	sent, subs := n.eachMatch(scope, channel, func(g *patternSubs, list *subList) (sent int) {
-		if pps == nil {
-			pps = make([]*protocol.Publication, len(run))
-			for i, rp := range run {
-				pps[i] = patternPub(channel, rp.Pub)
-			}
-		}
-		encs := b.encs[:0]
-		for i, rp := range run {
-			encs = append(encs, patternPush(g.pattern, channel, pps[i], rp.Pub))
-		}
-		sent = n.fanOutRun(list, g.pattern, encs, b)
-		clear(encs)
-		b.encs = encs[:0]
-		return sent
-	})
-	if subs > 0 {
-		n.observeRun(len(run), subs, sent, start)
-	}
-}
-
-// eachMatch calls deliver with the subscribers of every pattern of scope
-// held here that matches channel, and sums what it delivered (sent) and
-// the subscribers it was given (subs).
-func (n *Node) eachMatch(scope, channel string, deliver func(g *patternSubs, list *subList) (sent int)) (sent, subs int) {
-	ps := n.hub.patterns.scope(scope)
-	if ps == nil {
-		return 0, 0
-	}
-	ps.index.Match(n.rules.Load().patternName(scope, channel), func(g *patternSubs) bool {
-		if list := g.list.Load(); list.len() > 0 {
-			sent += deliver(g, list)
-			subs += list.len()
-		}
-		return true
-	})
-	return sent, subs
-}
-
-// patternPub is the publication of channel as pattern subscribers get
-// it: naming the channel, and without an offset, since a pattern
-// subscription follows many streams and an offset of one would read as a
-// position in all of them.
-func patternPub(channel string, pub *broker.Publication) *protocol.Publication {
-	pp := toProtoPub(pub)
-	pp.Offset = 0
-	pp.Channel = channel
-	return pp
-}
-
-// patternPush is the push of pp, a publication of channel, to the
-// subscribers of pattern, to be encoded lazily.
-func patternPush(pattern, channel string, pp *protocol.Publication, pub *broker.Publication) encodedPush {
-	return encodedPush{
-		push:     &protocol.Push{Channel: pattern, Pub: pp},
-		data:     pub.Data,
-		sizeHint: pushSizeHint(pattern, pub) + len(channel),
-	}
 }

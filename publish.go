@@ -1,6 +1,98 @@
+// The publish path, in the order a publication takes it:
+//
+//   - publish.go: Publish and PublishMany; a burst publishes a batch
+//     through the broker and owns the wake list of the connections it
+//     queued to;
+//   - the broker stores the publications and hands them back in runs
+//     (broker.RunHandler), within the call (memory) or from pub/sub (Redis);
+//   - publish_fanout.go: HandleRuns and broadcastRun give each local
+//     subscriber its share of a run, in one queue operation when it takes
+//     the whole run; publish_patterns.go does the same for pattern
+//     subscriptions;
+//   - publish_encode.go: each publication is encoded once per wire variant
+//     for a whole fan-out;
+//   - subscription.go (deliver) and writer.go: the connection's queue, and
+//     one write for everything queued.
+
 package gyre
 
-import "github.com/gyrehq/gyre/broker"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gyrehq/gyre/broker"
+)
+
+// PublishOptions are the per-call knobs of Publish.
+type PublishOptions struct {
+	Tags           map[string]string
+	IdempotencyKey string
+	SkipHistory    bool
+	UseDelta       bool
+	ClientInfo     *ClientInfo
+}
+
+// PublishOption sets one publish knob.
+type PublishOption func(*PublishOptions)
+
+// WithTags attaches tags to a publication (for tag filters).
+func WithTags(tags map[string]string) PublishOption {
+	return func(o *PublishOptions) { o.Tags = tags }
+}
+
+// WithIdempotencyKey makes repeated publishes with the same key within the
+// node's IdempotentResultTTL publish once.
+func WithIdempotencyKey(key string) PublishOption {
+	return func(o *PublishOptions) { o.IdempotencyKey = key }
+}
+
+// WithSkipHistory publishes without saving to the channel's history.
+func WithSkipHistory() PublishOption {
+	return func(o *PublishOptions) { o.SkipHistory = true }
+}
+
+// WithDelta makes the publication a delta candidate for subscribers that
+// negotiated delta compression.
+func WithDelta() PublishOption {
+	return func(o *PublishOptions) { o.UseDelta = true }
+}
+
+// WithClientInfo attaches publisher info to the publication.
+func WithClientInfo(info *ClientInfo) PublishOption {
+	return func(o *PublishOptions) { o.ClientInfo = info }
+}
+
+// PublishResult is where a publication landed in its stream.
+type PublishResult struct {
+	StreamPosition
+	// Suppressed is true when an idempotency key matched an earlier
+	// publish and nothing was sent.
+	Suppressed bool
+}
+
+// Publish sends data to every subscriber of channel (on every node) and
+// saves it to history when the channel's namespace keeps history. An
+// unknown namespace gives ErrorUnknownChannel; a broker that cannot serve
+// gives an error that is ErrorInternal to errors.Is and errors.As and
+// says the broker's error in its text. It is PublishMany with one item.
+func (n *Node) Publish(channel string, data []byte, opts ...PublishOption) (PublishResult, error) {
+	item := [1]PublishItem{{Channel: channel, Data: data, Options: applyPublishOptions(opts)}}
+	n.PublishMany(item[:])
+	return item[0].Result, item[0].Err
+}
+
+// applyPublishOptions moves the options to the heap only when there are
+// some: a PublishOptions whose address goes to a func value escapes.
+func applyPublishOptions(opts []PublishOption) PublishOptions {
+	if len(opts) == 0 {
+		return PublishOptions{}
+	}
+	o := new(PublishOptions)
+	for _, f := range opts {
+		f(o)
+	}
+	return *o
+}
 
 // burstMaxPublications bounds how long a burst holds writers back: after
 // that many publications it wakes them and goes on. It is also how many
@@ -150,4 +242,35 @@ func (b *burst) publishChunk(rules *channelRules, items []PublishItem) {
 func (h *burstHandler) HandleRuns(runs []broker.Run) error {
 	h.b.n.broadcastRuns(runs, h.b)
 	return nil
+}
+
+// brokerPublishOptions is what the broker is told for a publication with
+// options o in a channel with options chOpts.
+func (n *Node) brokerPublishOptions(rules *channelRules, channel string, chOpts *ChannelOptions, o PublishOptions) broker.PublishOptions {
+	bo := broker.PublishOptions{
+		ClientInfo:          o.ClientInfo,
+		Tags:                o.Tags,
+		IdempotencyKey:      o.IdempotencyKey,
+		IdempotentResultTTL: n.cfg.IdempotentResultTTL,
+		UseDelta:            o.UseDelta || chOpts.DeltaPublish,
+	}
+	if chOpts.HistoryEnabled() && !o.SkipHistory {
+		bo.HistorySize = chOpts.HistorySize
+		bo.HistoryTTL = chOpts.HistoryTTL
+		bo.HistoryMetaTTL = chOpts.HistoryMetaTTL
+	}
+	if chOpts.AllowWildcardSubscriptions {
+		bo.PatternScope, _ = rules.patternScope(channel)
+	}
+	return bo
+}
+
+// publishError is the error of a failed publish: an unavailable broker is
+// ErrorInternal (temporary) to the client, the broker's error kept for the
+// caller's log.
+func publishError(channel string, err error) error {
+	if errors.Is(err, broker.ErrNotAvailable) {
+		err = &causedError{e: ErrorInternal, cause: err}
+	}
+	return fmt.Errorf("gyre: publish to %q: %w", channel, err)
 }

@@ -1,13 +1,11 @@
 package gyre
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
 	"unsafe"
 
 	"github.com/gyrehq/gyre/broker"
-	"github.com/gyrehq/gyre/delta/fossil"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -41,124 +39,6 @@ func (e *brokerEvents) HandleLeave(channel string, info *broker.ClientInfo) erro
 
 func (e *brokerEvents) HandleControl(data []byte) error {
 	return e.n.handleControl(data)
-}
-
-// Payload variants of a publication for subscribers with fossil delta
-// compression: the full payload (first publication, or after a gap) or a
-// delta against the previous publication. On JSON connections both travel
-// as a JSON string.
-const (
-	variantPlain = iota
-	variantFull
-	variantDelta
-	numVariants
-)
-
-// Shapes of a push on the wire: in a Reply with the channel name (a
-// bidirectional connection), bare (a unidirectional one), or in a Reply
-// with the channel's number instead of its name (a subscription with
-// channel compaction).
-const (
-	shapeReply = iota
-	shapeUni
-	shapeCompact
-	numShapes
-)
-
-// encodedPush encodes one push lazily, once per wire variant, for a whole
-// fan-out.
-type encodedPush struct {
-	push *protocol.Push
-	// data is the payload that JSON variants embed raw; it must be JSON.
-	data []byte
-	// canDelta: the publication may go as a delta, against prev, the
-	// payload of its predecessor.
-	canDelta bool
-	prev     []byte
-	delta    []byte
-	// msgs by [protocol type][shape][variant]
-	msgs [2][numShapes][numVariants][]byte
-	// channelID is the number of the channel in shapeCompact messages
-	// (subList.id).
-	channelID int64
-	// sizeHint pre-sizes buffers so that the JSON encoder does not grow
-	// them field by field.
-	sizeHint   int
-	checked    bool // data was checked for JSON
-	dataIsJSON bool
-	err        error
-}
-
-func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {
-	if variant == variantDelta {
-		if e.delta == nil {
-			e.delta = fossil.AppendCreate(nil, e.prev, e.data)
-		}
-		if len(e.delta) >= len(e.data) {
-			variant = variantFull // unrelated payloads: the delta saves nothing
-		}
-	}
-	if t == protocol.TypeProtobuf && variant == variantFull {
-		variant = variantPlain // protobuf carries the full payload as is
-	}
-	if m := e.msgs[t][shape][variant]; m != nil {
-		return m
-	}
-	push := e.push
-	switch {
-	case variant != variantPlain:
-		push = e.variantPush(t, variant)
-	case t == protocol.TypeJSON:
-		if !e.checked {
-			e.checked, e.dataIsJSON = true, len(e.data) == 0 || json.Valid(e.data)
-		}
-		if !e.dataIsJSON {
-			e.err = errNotJSON
-			return nil
-		}
-	}
-	m := make([]byte, 0, e.sizeHint+len(push.Pub.GetData()))
-	switch shape {
-	case shapeUni:
-		m, e.err = protocol.AppendPush(m, t, push)
-	case shapeCompact:
-		// A fan-out carries a publication, a join or a leave.
-		compact := &protocol.Push{Id: e.channelID, Pub: push.Pub, Join: push.Join, Leave: push.Leave}
-		m, e.err = protocol.AppendReply(m, t, &protocol.Reply{Push: compact})
-	default:
-		m, e.err = protocol.AppendReply(m, t, &protocol.Reply{Push: push})
-	}
-	e.msgs[t][shape][variant] = m
-	return m
-}
-
-// variantPush builds the push of a delta subscriber: full payload or delta,
-// as a JSON string on JSON connections. The delta is computed once per
-// fan-out.
-func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
-	orig := e.push.Pub
-	pub := &protocol.Publication{Info: orig.Info, Offset: orig.Offset, Tags: orig.Tags, Time: orig.Time, Channel: orig.Channel}
-	data := e.data
-	if variant == variantDelta {
-		data = e.delta
-		pub.Delta = true
-	}
-	if t == protocol.TypeJSON {
-		data = protocol.AppendJSONString(nil, data)
-	}
-	pub.Data = data
-	return &protocol.Push{Channel: e.push.Channel, Pub: pub}
-}
-
-// publicationPush is the push of pub, to be encoded lazily. delta and
-// prev are what the broker handed over with it: a publication marked for
-// delta whose predecessor is known may go as a delta against it.
-func publicationPush(channel string, pub *broker.Publication, delta bool, prev *broker.Publication) encodedPush {
-	e := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data, sizeHint: pushSizeHint(channel, pub)}
-	if delta && prev != nil {
-		e.canDelta, e.prev = true, prev.Data
-	}
-	return e
 }
 
 // broadcastRuns hands the runs a broker delivered together to the local
@@ -372,23 +252,6 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 	}
 }
 
-// pushSizeHint is a little more than the encoding of a publication push,
-// less its data.
-func pushSizeHint(channel string, pub *broker.Publication) int {
-	n := 128 + 2*len(channel)
-	if pub.Info != nil {
-		n += 64 + len(pub.Info.ClientID) + len(pub.Info.UserID) + len(pub.Info.ConnInfo) + len(pub.Info.ChanInfo)
-	}
-	for k, v := range pub.Tags {
-		n += 6 + len(k) + len(v)
-	}
-	return n
-}
-
-// errNotJSON: a payload that is not JSON cannot be embedded for a JSON
-// client (binary data published by a protobuf client or with b64data).
-var errNotJSON = errors.New("gyre: payload is not JSON")
-
 // undeliverable handles a message that cannot be encoded for a client:
 // binary data for a JSON client closes it with 3506, as the protocol
 // says, since skipping the message would leave a silent gap.
@@ -400,24 +263,6 @@ func (n *Node) undeliverable(c *Client, channel string, err error) {
 	}
 	n.log.Error("encode push", "client", c.id, "channel", channel, "error", err)
 	go c.Disconnect(DisconnectServerError)
-}
-
-func toProtoInfo(info *broker.ClientInfo) *protocol.ClientInfo {
-	if info == nil {
-		return nil
-	}
-	return &protocol.ClientInfo{User: info.UserID, Client: info.ClientID, ConnInfo: info.ConnInfo, ChanInfo: info.ChanInfo}
-}
-
-func toProtoPub(p *broker.Publication) *protocol.Publication {
-	return &protocol.Publication{
-		Data:    p.Data,
-		Info:    toProtoInfo(p.Info),
-		Offset:  p.Offset,
-		Tags:    p.Tags,
-		Time:    p.Time,
-		Channel: p.Channel,
-	}
 }
 
 // HandleSubscriptionLost is called by brokers that can lose their
