@@ -13,8 +13,10 @@ import (
 // benchmarks measure the broker alone.
 type countingHandler struct{ n atomic.Int64 }
 
-func (h *countingHandler) HandlePublication(string, *broker.Publication, broker.StreamPosition, bool, *broker.Publication) error {
-	h.n.Add(1)
+func (h *countingHandler) HandleRuns(runs []broker.Run) error {
+	for _, run := range runs {
+		h.n.Add(int64(len(run.Pubs)))
+	}
 	return nil
 }
 func (h *countingHandler) HandleJoin(string, *broker.ClientInfo) error  { return nil }

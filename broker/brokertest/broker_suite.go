@@ -29,8 +29,10 @@ func ScopesAlwaysDelivered() Option {
 // subtest ends. Select parts with -run, e.g. -run 'TestBroker/History'.
 //
 // The Pattern tests run when the broker implements broker.PatternBroker,
-// the PublishRun tests when it implements broker.DirectPublisher; they
-// are skipped otherwise.
+// the PublishManyTo tests when it implements broker.DirectPublisher and
+// broker.PatternBroker; they are skipped otherwise. Every subtest also
+// fails if the broker handed one channel's publications to HandleRuns
+// concurrently, or made a call without runs or with an empty run.
 func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, opts ...Option) {
 	var o options
 	for _, opt := range opts {
@@ -68,8 +70,14 @@ func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, op
 		{"PatternUnsubscribe", testPatternUnsubscribe},
 		{"PatternScopesIsolated", testPatternScopesIsolated},
 		{"PatternSuppressed", testPatternSuppressed},
-		{"PatternPublishTo", testPatternPublishTo},
-		{"PatternPublishRunTo", testPatternPublishRunTo},
+		{"PublishManyResults", testPublishManyResults},
+		{"PublishManyOrder", testPublishManyOrder},
+		{"PublishManyConcurrent", testPublishManyConcurrent},
+		{"PublishManyLarge", testPublishManyLarge},
+		{"PublishManyAfterClose", testPublishManyAfterClose},
+		{"PatternPublishMany", testPatternPublishMany},
+		{"PublishManyToHandler", testPublishManyToHandler},
+		{"PublishManyToRuns", testPublishManyToRuns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

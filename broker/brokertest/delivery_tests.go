@@ -125,7 +125,7 @@ func testOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
 			order.check(t, ch, d.pub.Data)
 		}
 		if n := e.rec.overlapCount(ch); n != 0 {
-			t.Errorf("%s: %d publications handled while another of the channel was in the handler", ch, n)
+			t.Errorf("%s: %d HandleRuns calls with runs of the channel began while another was in the handler", ch, n)
 		}
 	}
 }

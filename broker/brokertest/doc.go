@@ -22,9 +22,13 @@
 // passes too. Channel names are unique per subtest, so brokers sharing a
 // backend across subtests do not see each other's state.
 //
+// The suite's handler records each HandleRuns call: the publications of
+// runs without a scope per channel, those of pattern runs (Run.Scope set)
+// per channel on a path of their own, and the calls' runs as they came,
+// for the tests of grouping.
+//
 // The Pattern tests check pattern delivery (broker.PatternBroker) when the
-// broker implements it: the suite's handler is also a
-// broker.PatternHandler. They expect a scope that this node never
+// broker implements it. They expect a scope that this node never
 // subscribed, or unsubscribed, not to be delivered; a broker that
 // delivers every scope regardless (one node) says so with the
 // ScopesAlwaysDelivered option:

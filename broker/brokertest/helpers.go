@@ -42,17 +42,19 @@ func eventually(t testing.TB, what string, check func() bool) {
 // brokerEnv is a running broker with a recorder, closed when the subtest
 // ends.
 type brokerEnv struct {
-	t    *testing.T
-	b    broker.Broker
-	rec  *recorder
-	opts options
+	t         *testing.T
+	b         broker.Broker
+	rec       *recorder
+	opts      options
+	newBroker func(t *testing.T) broker.Broker
 }
 
 func newBrokerEnv(t *testing.T, newBroker func(t *testing.T) broker.Broker) *brokerEnv {
 	t.Helper()
 	b := newBroker(t)
-	rec := newRecorder()
-	if err := b.Run(rec); err != nil {
+	e := &brokerEnv{t: t, b: b, newBroker: newBroker}
+	e.rec = e.recorder()
+	if err := b.Run(e.rec); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	t.Cleanup(func() {
@@ -60,7 +62,15 @@ func newBrokerEnv(t *testing.T, newBroker func(t *testing.T) broker.Broker) *bro
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return &brokerEnv{t: t, b: b, rec: rec}
+	return e
+}
+
+// recorder returns a new recorder whose contract checks run when the
+// subtest ends (after the broker is closed: cleanups run last first).
+func (e *brokerEnv) recorder() *recorder {
+	r := newRecorder()
+	e.t.Cleanup(func() { r.checkContract(e.t) })
+	return r
 }
 
 // channel returns a fresh channel this node is subscribed to.
@@ -174,4 +184,40 @@ func (o publisherOrder) check(t *testing.T, ch string, data []byte) {
 		t.Fatalf("%s: publisher %s's publication %s arrived when %s was due", ch, p, seq, want)
 	}
 	o[p]++
+}
+
+// publishManyConcurrently runs publishers goroutines at once, each
+// calling PublishMany batches times with a batch of twelve items that
+// interleave the channels of chs, each channel's carrying
+// "<publisher>-<i>" as publishConcurrently's do. It fails the test on any
+// item's error and returns each publisher's items with their results.
+func publishManyConcurrently(t *testing.T, e *brokerEnv, chs []string, publishers, batches int, opts broker.PublishOptions) [][]broker.PublishItem {
+	t.Helper()
+	stretches := []int{0, 0, 1, 0, 2, 1, 2, 2, 0, 1, 1, 2} // channels, shifted per publisher
+	results := make([][]broker.PublishItem, publishers)
+	var wg sync.WaitGroup
+	for p := range publishers {
+		wg.Go(func() {
+			seq := make(map[string]int)
+			for range batches {
+				batch := make([]broker.PublishItem, 0, len(stretches))
+				for _, k := range stretches {
+					ch := chs[(k+p)%len(chs)]
+					batch = append(batch, broker.PublishItem{Channel: ch, Data: fmt.Appendf(nil, "%d-%d", p, seq[ch]), Opts: opts})
+					seq[ch]++
+				}
+				e.b.PublishMany(batch)
+				results[p] = append(results[p], batch...)
+			}
+		})
+	}
+	wg.Wait()
+	for p, items := range results {
+		for _, it := range items {
+			if it.Err != nil {
+				t.Fatalf("PublishMany of publisher %d: item %q on %s: %v", p, it.Data, it.Channel, it.Err)
+			}
+		}
+	}
+	return results
 }

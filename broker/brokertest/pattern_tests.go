@@ -10,9 +10,8 @@ import (
 	"github.com/gyrehq/gyre/broker"
 )
 
-// Tests of pattern delivery: broker.PatternBroker, and
-// broker.PatternHandler on the handler given to Run or to a
-// DirectPublisher's methods.
+// Tests of pattern delivery (broker.PatternBroker): runs with Run.Scope
+// set, handed to the handler given to Run.
 
 // patternBroker returns the broker as a broker.PatternBroker, skipping
 // the test when it is not one. Call it first in the test's own goroutine:
@@ -24,17 +23,6 @@ func (e *brokerEnv) patternBroker() broker.PatternBroker {
 		e.t.Skip("the broker does not implement broker.PatternBroker")
 	}
 	return pb
-}
-
-// directPublisher returns the broker as a broker.DirectPublisher, skipping
-// the test when it is not one; call it like patternBroker.
-func (e *brokerEnv) directPublisher() broker.DirectPublisher {
-	e.t.Helper()
-	dp, ok := e.b.(broker.DirectPublisher)
-	if !ok {
-		e.t.Skip("the broker does not implement broker.DirectPublisher")
-	}
-	return dp
 }
 
 // scope returns a fresh pattern scope this node subscribed. A scope is
@@ -78,9 +66,9 @@ func checkScopes(t testing.TB, ps []patternDelivery, scope string) {
 	}
 }
 
-// testPatternFields: a publication with a pattern scope reaches
-// HandlePatternPublication with its scope, channel, data, tags, client
-// info, time and offset, and still reaches HandlePublication once.
+// testPatternFields: a publication with a pattern scope reaches the
+// pattern path with its scope, channel, data, tags, client info, time and
+// position, and still reaches the exact path once.
 func testPatternFields(t *testing.T, e *brokerEnv) {
 	e.patternBroker()
 	for _, tt := range []struct {
@@ -104,9 +92,9 @@ func testPatternFields(t *testing.T, e *brokerEnv) {
 			checkScopes(t, ps, scope)
 			for i, want := range []string{"one", "two"} {
 				p := ps[i].pub
-				if string(p.Data) != want || !maps.Equal(p.Tags, opts.Tags) || p.Offset != sps[i].Offset {
-					t.Errorf("pattern delivery %d: data %q tags %v offset %d; want %q, %v, offset %d",
-						i, p.Data, p.Tags, p.Offset, want, opts.Tags, sps[i].Offset)
+				if string(p.Data) != want || !maps.Equal(p.Tags, opts.Tags) || p.Offset != sps[i].Offset || ps[i].sp != sps[i] {
+					t.Errorf("pattern delivery %d: data %q tags %v offset %d position %+v; want %q, %v, offset and position %+v",
+						i, p.Data, p.Tags, p.Offset, ps[i].sp, want, opts.Tags, sps[i])
 				}
 				if p.Info == nil || p.Info.ClientID != "c1" || p.Info.UserID != "u1" ||
 					!bytes.Equal(p.Info.ConnInfo, info.ConnInfo) || !bytes.Equal(p.Info.ChanInfo, info.ChanInfo) {
@@ -194,7 +182,7 @@ func testPatternOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
 			order.check(t, ch, d.pub.Data)
 		}
 		if n := e.rec.patternOverlapCount(ch); n != 0 {
-			t.Errorf("%s: %d pattern publications handled while another of the channel was in the handler", ch, n)
+			t.Errorf("%s: %d HandleRuns calls with pattern runs of the channel began while another was in the handler", ch, n)
 		}
 	}
 }
@@ -303,81 +291,5 @@ func testPatternSuppressed(t *testing.T, e *brokerEnv) {
 				t.Errorf("pattern path delivered %q, want [a c]", got)
 			}
 		})
-	}
-}
-
-// testPatternPublishTo: a DirectPublisher hands the pattern delivery of
-// PublishTo to the handler passed, not to the one given to Run.
-func testPatternPublishTo(t *testing.T, e *brokerEnv) {
-	e.patternBroker()
-	dp := e.directPublisher()
-	scope, ch := e.scope(), e.channel()
-	other := newRecorder()
-	sp, _, err := dp.PublishTo(other, ch, []byte("direct"), scoped(withHistory, scope))
-	if err != nil {
-		t.Fatalf("PublishTo: %v", err)
-	}
-	ps := other.waitPatterns(t, ch, 1)
-	checkScopes(t, ps, scope)
-	if string(ps[0].pub.Data) != "direct" || ps[0].pub.Offset != sp.Offset {
-		t.Errorf("PublishTo's handler got %q offset %d, want direct, offset %d", ps[0].pub.Data, ps[0].pub.Offset, sp.Offset)
-	}
-	e.publish(ch, "through Run's handler", scoped(withHistory, scope))
-	if got := patternData(e.rec.waitPatterns(t, ch, 1)); got[0] != "through Run's handler" {
-		t.Errorf("Run's handler got %q on the pattern path first", got[0])
-	}
-}
-
-// testPatternPublishRunTo: PublishRunTo hands each publication of the run
-// that has a pattern scope to the pattern path, in order, and neither
-// those without a scope nor suppressed ones.
-func testPatternPublishRunTo(t *testing.T, e *brokerEnv) {
-	e.patternBroker()
-	dp := e.directPublisher()
-	scope, ch := e.scope(), e.channel()
-	item := func(data string, withScope bool, key string) broker.RunItem {
-		opts := withHistory
-		if withScope {
-			opts.PatternScope = scope
-		}
-		opts.IdempotencyKey = key
-		return broker.RunItem{Data: []byte(data), Opts: opts}
-	}
-	run := []broker.RunItem{
-		item("a", true, ""),
-		item("b", false, ""),
-		item("c", true, "k"),
-		item("d", true, "k"), // suppressed
-		item("e", true, ""),
-	}
-	if err := dp.PublishRunTo(e.rec, ch, run); err != nil {
-		t.Fatalf("PublishRunTo: %v", err)
-	}
-	for i, it := range run {
-		if it.Suppressed != (i == 3) {
-			t.Errorf("item %d: suppressed %v", i, it.Suppressed)
-		}
-	}
-	e.rec.waitUntil(t, "the run", func() bool { return len(e.rec.runs[ch]) == 1 })
-	e.rec.mu.Lock()
-	handed := deliveredData(e.rec.runs[ch][0])
-	e.rec.mu.Unlock()
-	if !reflect.DeepEqual(handed, []string{"a", "b", "c", "e"}) {
-		t.Errorf("HandleRun got %q, want [a b c e]", handed)
-	}
-	ps := e.rec.waitPatterns(t, ch, 3)
-	checkScopes(t, ps, scope)
-	if got := patternData(ps); !reflect.DeepEqual(got, []string{"a", "c", "e"}) {
-		t.Errorf("pattern path delivered %q, want [a c e]", got)
-	}
-	for i, want := range []uint64{run[0].Position.Offset, run[2].Position.Offset, run[4].Position.Offset} {
-		if ps[i].pub.Offset != want {
-			t.Errorf("pattern delivery %d has offset %d, want %d", i, ps[i].pub.Offset, want)
-		}
-	}
-	// Nothing more arrives after a later publication of the scope.
-	e.publish(ch, "marker", scoped(withHistory, scope))
-	if got := patternData(e.rec.waitPatterns(t, ch, 4)); got[3] != "marker" {
-		t.Errorf("pattern path delivered %q, want marker last", got)
 	}
 }

@@ -2,8 +2,10 @@ package brokertest
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,8 +17,9 @@ import (
 // decides when a test gives up; no test asserts how fast anything happens.
 const waitTimeout = 20 * time.Second
 
-// delivery is one HandlePublication call, copied so that later changes by
-// the broker cannot alter what the test saw.
+// delivery is one publication of a run for the channel's own
+// subscribers (Run.Scope empty), copied so that later changes by the
+// broker cannot alter what the test saw.
 type delivery struct {
 	pub   broker.Publication
 	sp    broker.StreamPosition
@@ -24,23 +27,35 @@ type delivery struct {
 	prev  *broker.Publication
 }
 
-// patternDelivery is one HandlePatternPublication call, copied like a
-// delivery.
+// patternDelivery is one publication of a pattern run (Run.Scope set),
+// copied like a delivery.
 type patternDelivery struct {
 	scope string
 	pub   broker.Publication
+	sp    broker.StreamPosition
 }
 
-// recorder is the EventHandler the suites run brokers with, and the
-// PatternHandler and RunHandler. It records everything and notices when
-// one channel's publications are handled concurrently, on the exact path
-// or on the pattern path.
+// handledRun is one run of a HandleRuns call, copied like a delivery.
+type handledRun struct {
+	channel string
+	scope   string
+	pubs    []delivery
+}
+
+// recorder is the EventHandler the suites run brokers with. It records
+// everything: the publications per channel on the exact path and on the
+// pattern path, and each HandleRuns call's runs as they came (so that
+// tests can check how publications were grouped). It notices when one
+// channel's publications are handled concurrently, on either path, and
+// calls that break the shape of the contract (no runs, a run without
+// publications or channel, a nil publication); checkContract reports
+// both.
 type recorder struct {
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every event
 	pubs     map[string][]delivery
-	runs     map[string][][]delivery
 	patterns map[string][]patternDelivery // by channel
+	calls    [][]handledRun               // one entry per HandleRuns call
 	joins    map[string][]broker.ClientInfo
 	leaves   map[string][]broker.ClientInfo
 	controls [][]byte
@@ -50,19 +65,15 @@ type recorder struct {
 	overlaps    map[string]int
 	patInFlight map[string]int
 	patOverlaps map[string]int
+	malformed   []string
 }
 
-var (
-	_ broker.EventHandler   = (*recorder)(nil)
-	_ broker.PatternHandler = (*recorder)(nil)
-	_ broker.RunHandler     = (*recorder)(nil)
-)
+var _ broker.EventHandler = (*recorder)(nil)
 
 func newRecorder() *recorder {
 	return &recorder{
 		changed:     make(chan struct{}),
 		pubs:        make(map[string][]delivery),
-		runs:        make(map[string][][]delivery),
 		patterns:    make(map[string][]patternDelivery),
 		joins:       make(map[string][]broker.ClientInfo),
 		leaves:      make(map[string][]broker.ClientInfo),
@@ -78,61 +89,86 @@ func (r *recorder) notify() {
 	r.changed = make(chan struct{})
 }
 
-func (r *recorder) HandlePublication(channel string, pub *broker.Publication, sp broker.StreamPosition, delta bool, prev *broker.Publication) error {
-	r.mu.Lock()
-	r.inFlight[channel]++
-	if r.inFlight[channel] > 1 {
-		r.overlaps[channel]++
+// HandleRuns records the call's runs. A channel counts as in the handler
+// once per call and path however many of its runs the call carries: runs
+// of one call are handled in order, not concurrently.
+func (r *recorder) HandleRuns(runs []broker.Run) error {
+	exact, pattern := make(map[string]bool), make(map[string]bool)
+	for _, run := range runs {
+		if run.Scope == "" {
+			exact[run.Channel] = true
+		} else {
+			pattern[run.Channel] = true
+		}
 	}
+	r.mu.Lock()
+	enter(exact, r.inFlight, r.overlaps)
+	enter(pattern, r.patInFlight, r.patOverlaps)
 	r.mu.Unlock()
-	// Give a concurrent delivery for the same channel a chance to overlap.
+	// Give a concurrent call for the same channel a chance to overlap.
 	runtime.Gosched()
-	d := delivery{pub: copyPub(*pub), sp: sp, delta: delta}
-	if prev != nil {
-		p := copyPub(*prev)
+	call := make([]handledRun, 0, len(runs))
+	var malformed []string
+	if len(runs) == 0 {
+		malformed = append(malformed, "HandleRuns called without runs")
+	}
+	for _, run := range runs {
+		if run.Channel == "" || len(run.Pubs) == 0 {
+			malformed = append(malformed, fmt.Sprintf("run of channel %q, scope %q with %d publications", run.Channel, run.Scope, len(run.Pubs)))
+		}
+		hr := handledRun{channel: run.Channel, scope: run.Scope, pubs: make([]delivery, 0, len(run.Pubs))}
+		for _, rp := range run.Pubs {
+			if rp.Pub == nil {
+				malformed = append(malformed, fmt.Sprintf("run of channel %q, scope %q with a nil publication", run.Channel, run.Scope))
+				continue
+			}
+			hr.pubs = append(hr.pubs, copyRunPublication(rp))
+		}
+		call = append(call, hr)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	leave(exact, r.inFlight)
+	leave(pattern, r.patInFlight)
+	for _, hr := range call {
+		if hr.scope == "" {
+			r.pubs[hr.channel] = append(r.pubs[hr.channel], hr.pubs...)
+			continue
+		}
+		for _, d := range hr.pubs {
+			r.patterns[hr.channel] = append(r.patterns[hr.channel], patternDelivery{scope: hr.scope, pub: d.pub, sp: d.sp})
+		}
+	}
+	r.calls = append(r.calls, call)
+	r.malformed = append(r.malformed, malformed...)
+	r.notify()
+	return nil
+}
+
+// enter counts the channels as in the handler, and an overlap for each
+// that was already.
+func enter(channels map[string]bool, inFlight, overlaps map[string]int) {
+	for ch := range channels {
+		inFlight[ch]++
+		if inFlight[ch] > 1 {
+			overlaps[ch]++
+		}
+	}
+}
+
+func leave(channels map[string]bool, inFlight map[string]int) {
+	for ch := range channels {
+		inFlight[ch]--
+	}
+}
+
+func copyRunPublication(rp broker.RunPublication) delivery {
+	d := delivery{pub: copyPub(*rp.Pub), sp: rp.Position, delta: rp.Delta}
+	if rp.Prev != nil {
+		p := copyPub(*rp.Prev)
 		d.prev = &p
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.inFlight[channel]--
-	r.pubs[channel] = append(r.pubs[channel], d)
-	r.notify()
-	return nil
-}
-
-func (r *recorder) HandlePatternPublication(scope, channel string, pub *broker.Publication) error {
-	r.mu.Lock()
-	r.patInFlight[channel]++
-	if r.patInFlight[channel] > 1 {
-		r.patOverlaps[channel]++
-	}
-	r.mu.Unlock()
-	runtime.Gosched()
-	d := patternDelivery{scope: scope, pub: copyPub(*pub)}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.patInFlight[channel]--
-	r.patterns[channel] = append(r.patterns[channel], d)
-	r.notify()
-	return nil
-}
-
-// HandleRun records a run of PublishRunTo as one entry of runs.
-func (r *recorder) HandleRun(channel string, run []broker.RunPublication) error {
-	ds := make([]delivery, 0, len(run))
-	for _, rp := range run {
-		d := delivery{pub: copyPub(*rp.Pub), delta: rp.Delta}
-		if rp.Prev != nil {
-			p := copyPub(*rp.Prev)
-			d.prev = &p
-		}
-		ds = append(ds, d)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.runs[channel] = append(r.runs[channel], ds)
-	r.notify()
-	return nil
+	return d
 }
 
 func (r *recorder) HandleJoin(channel string, info *broker.ClientInfo) error {
@@ -223,6 +259,30 @@ func (r *recorder) overlapCount(channel string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.overlaps[channel]
+}
+
+// callCount returns how many HandleRuns calls the recorder has had.
+func (r *recorder) callCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+// checkContract fails the test if a channel's publications were ever
+// handled concurrently on one path, or a HandleRuns call was malformed.
+func (r *recorder) checkContract(t testing.TB) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ch := range slices.Sorted(maps.Keys(r.overlaps)) {
+		t.Errorf("%s: %d HandleRuns calls with runs of the channel began while another was in the handler", ch, r.overlaps[ch])
+	}
+	for _, ch := range slices.Sorted(maps.Keys(r.patOverlaps)) {
+		t.Errorf("%s: %d HandleRuns calls with pattern runs of the channel began while another was in the handler", ch, r.patOverlaps[ch])
+	}
+	for _, m := range r.malformed {
+		t.Errorf("malformed HandleRuns call: %s", m)
+	}
 }
 
 func copyPub(p broker.Publication) broker.Publication {

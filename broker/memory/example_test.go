@@ -8,11 +8,18 @@ import (
 	"github.com/gyrehq/gyre/broker/memory"
 )
 
-// printHandler stands in for the engine's hub.
+// printHandler stands in for the engine's hub: it prints each run it is
+// handed, one HandleRuns call per stretch of publications of a channel.
 type printHandler struct{}
 
-func (printHandler) HandlePublication(ch string, pub *broker.Publication, sp broker.StreamPosition, delta bool, prev *broker.Publication) error {
-	fmt.Printf("deliver %s offset %d: %s\n", ch, pub.Offset, pub.Data)
+func (printHandler) HandleRuns(runs []broker.Run) error {
+	for _, run := range runs {
+		fmt.Printf("deliver %d to %s:", len(run.Pubs), run.Channel)
+		for _, rp := range run.Pubs {
+			fmt.Printf(" %d %s", rp.Position.Offset, rp.Pub.Data)
+		}
+		fmt.Println()
+	}
 	return nil
 }
 func (printHandler) HandleJoin(string, *broker.ClientInfo) error  { return nil }
@@ -31,7 +38,12 @@ func Example() {
 
 	opts := broker.PublishOptions{HistorySize: 10, HistoryTTL: time.Minute}
 	first, _, _ := b.Publish("chat:index", []byte(`{"text":"hello"}`), opts)
-	b.Publish("chat:index", []byte(`{"text":"again"}`), opts)
+	// Publications of one channel published together arrive as one run.
+	items := []broker.PublishItem{
+		{Channel: "chat:index", Data: []byte(`{"text":"again"}`), Opts: opts},
+		{Channel: "chat:index", Data: []byte(`{"text":"and again"}`), Opts: opts},
+	}
+	b.PublishMany(items)
 
 	// A client that saw the first publication recovers what followed it.
 	pubs, top, err := b.History("chat:index", broker.HistoryOptions{
@@ -45,8 +57,9 @@ func Example() {
 	}
 	fmt.Println("top offset", top.Offset, "same epoch", top.Epoch == first.Epoch)
 	// Output:
-	// deliver chat:index offset 1: {"text":"hello"}
-	// deliver chat:index offset 2: {"text":"again"}
+	// deliver 1 to chat:index: 1 {"text":"hello"}
+	// deliver 2 to chat:index: 2 {"text":"again"} 3 {"text":"and again"}
 	// recovered offset 2: {"text":"again"}
-	// top offset 2 same epoch true
+	// recovered offset 3: {"text":"and again"}
+	// top offset 3 same epoch true
 }

@@ -3,8 +3,10 @@ package memory
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,14 +16,19 @@ import (
 	"github.com/gyrehq/gyre/broker"
 )
 
-// countHandler counts publications and returns err from every call.
+// countHandler counts publications (of runs without a scope) and
+// returns err from every call.
 type countHandler struct {
 	n   atomic.Int64
 	err error
 }
 
-func (h *countHandler) HandlePublication(string, *broker.Publication, broker.StreamPosition, bool, *broker.Publication) error {
-	h.n.Add(1)
+func (h *countHandler) HandleRuns(runs []broker.Run) error {
+	for _, run := range runs {
+		if run.Scope == "" {
+			h.n.Add(int64(len(run.Pubs)))
+		}
+	}
 	return h.err
 }
 func (h *countHandler) HandleJoin(string, *broker.ClientInfo) error  { return h.err }
@@ -85,11 +92,14 @@ func TestClosed(t *testing.T) {
 			t.Fatalf("Close: %v", err)
 		}
 	}
+	publishManyTo := func(items []broker.PublishItem) { b.PublishManyTo(&countHandler{}, items) }
 	for name, call := range map[string]func() error{
 		"Run":            func() error { return b.Run(&countHandler{}) },
 		"Subscribe":      func() error { return b.Subscribe("ch") },
 		"Unsubscribe":    func() error { return b.Unsubscribe("ch") },
 		"Publish":        func() error { _, _, err := b.Publish("ch", nil, broker.PublishOptions{}); return err },
+		"PublishMany":    func() error { return closedItemsErr(b.PublishMany) },
+		"PublishManyTo":  func() error { return closedItemsErr(publishManyTo) },
 		"PublishJoin":    func() error { return b.PublishJoin("ch", &broker.ClientInfo{}) },
 		"PublishLeave":   func() error { return b.PublishLeave("ch", &broker.ClientInfo{}) },
 		"PublishControl": func() error { return b.PublishControl(nil, "") },
@@ -104,6 +114,20 @@ func TestClosed(t *testing.T) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
 		}
 	}
+}
+
+// closedItemsErr publishes items of two channels with publish and
+// returns ErrClosed when every item has it as its error, else the first
+// other result.
+func closedItemsErr(publish func([]broker.PublishItem)) error {
+	items := []broker.PublishItem{{Channel: "ch"}, {Channel: "other"}}
+	publish(items)
+	for _, it := range items {
+		if !errors.Is(it.Err, ErrClosed) {
+			return fmt.Errorf("item of %s: %v", it.Channel, it.Err)
+		}
+	}
+	return ErrClosed
 }
 
 func TestRun(t *testing.T) {
@@ -180,40 +204,46 @@ func TestEpochs(t *testing.T) {
 	}
 }
 
-// TestPublishTo: PublishTo hands the publication to the handler it is
-// given, not to Run's, and stores it like Publish.
-func TestPublishTo(t *testing.T) {
-	b, err := NewBroker(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+// TestPublishManyTo: PublishManyTo hands the publications to the handler
+// it is given, not to Run's, and stores them like PublishMany.
+func TestPublishManyTo(t *testing.T) {
+	b := newQuietBroker(t, Config{})
 	runH, toH := &countHandler{}, &countHandler{}
 	if err := b.Run(runH); err != nil {
 		t.Fatal(err)
 	}
 	opts := broker.PublishOptions{HistorySize: 10, HistoryTTL: time.Minute}
-	sp, _, err := b.PublishTo(toH, "ch", []byte(`1`), opts)
-	if err != nil {
-		t.Fatal(err)
+	items := []broker.PublishItem{{Channel: "ch", Data: []byte(`1`), Opts: opts}, {Channel: "ch", Data: []byte(`2`), Opts: opts}}
+	b.PublishManyTo(toH, items)
+	if items[0].Err != nil || items[1].Err != nil {
+		t.Fatalf("PublishManyTo: %v, %v", items[0].Err, items[1].Err)
 	}
-	if sp.Offset != 1 || toH.pubs() != 1 || runH.pubs() != 0 {
-		t.Fatalf("offset %d, handed to PublishTo's handler %d times and Run's %d, want 1, 1, 0", sp.Offset, toH.pubs(), runH.pubs())
+	if items[1].Position.Offset != 2 || toH.pubs() != 2 || runH.pubs() != 0 {
+		t.Fatalf("offset %d, PublishManyTo's handler got %d publications and Run's %d, want 2, 2, 0", items[1].Position.Offset, toH.pubs(), runH.pubs())
 	}
-	if sp, _, _ = b.Publish("ch", []byte(`2`), opts); sp.Offset != 2 || runH.pubs() != 1 {
-		t.Fatalf("Publish after PublishTo: offset %d, Run's handler %d, want 2, 1", sp.Offset, runH.pubs())
+	if sp := mustPublish(t, b, "ch", opts); sp.Offset != 3 || runH.pubs() != 1 || toH.pubs() != 2 {
+		t.Fatalf("Publish after PublishManyTo: offset %d, Run's handler %d, PublishManyTo's %d; want 3, 1, 2", sp.Offset, runH.pubs(), toH.pubs())
 	}
 }
 
-// runRecorder records the runs PublishRunTo hands over.
-type runRecorder struct{ runs [][]broker.RunPublication }
+// runRecorder records the HandleRuns calls PublishManyTo makes, copying
+// what the broker reuses once the call returns.
+type runRecorder struct{ calls [][]broker.Run }
 
-func (r *runRecorder) HandleRun(_ string, run []broker.RunPublication) error {
-	r.runs = append(r.runs, run)
+func (r *runRecorder) HandleRuns(runs []broker.Run) error {
+	call := make([]broker.Run, len(runs))
+	for i, run := range runs {
+		run.Pubs = slices.Clone(run.Pubs)
+		call[i] = run
+	}
+	r.calls = append(r.calls, call)
 	return nil
 }
 
-func TestPublishRunTo(t *testing.T) {
+// TestPublishManyToDelta: each stretch of one channel is handed over as
+// one run without the suppressed items; each publication's delta base is
+// the one before it in the stream, across stretches and calls.
+func TestPublishManyToDelta(t *testing.T) {
 	b, err := NewBroker(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -228,31 +258,42 @@ func TestPublishRunTo(t *testing.T) {
 	if _, _, err := b.Publish("ch", []byte(`0`), opts); err != nil {
 		t.Fatal(err)
 	}
-	run := []broker.RunItem{{Data: []byte(`1`), Opts: keyed}, {Data: []byte(`2`), Opts: opts}, {Data: []byte(`3`), Opts: keyed}, {Data: []byte(`4`), Opts: opts}}
-	rec := &runRecorder{}
-	if err := b.PublishRunTo(rec, "ch", run); err != nil {
-		t.Fatal(err)
+	items := []broker.PublishItem{
+		{Channel: "ch", Data: []byte(`1`), Opts: keyed},
+		{Channel: "ch", Data: []byte(`2`), Opts: opts},
+		{Channel: "ch", Data: []byte(`3`), Opts: keyed},
+		{Channel: "other", Data: []byte(`o`), Opts: opts},
+		{Channel: "ch", Data: []byte(`4`), Opts: opts},
 	}
-	wantOffsets := []uint64{2, 3, 2, 4}
-	for i, it := range run {
-		if it.Position.Offset != wantOffsets[i] || it.Suppressed != (i == 2) {
-			t.Fatalf("item %d: offset %d, suppressed %v, want %d, %v", i, it.Position.Offset, it.Suppressed, wantOffsets[i], i == 2)
+	rec := &runRecorder{}
+	b.PublishManyTo(rec, items)
+	wantOffsets := []uint64{2, 3, 2, 1, 4}
+	for i, it := range items {
+		if it.Err != nil || it.Position.Offset != wantOffsets[i] || it.Suppressed != (i == 2) {
+			t.Fatalf("item %d: offset %d, suppressed %v, error %v; want %d, %v, nil", i, it.Position.Offset, it.Suppressed, it.Err, wantOffsets[i], i == 2)
 		}
 	}
-	if len(rec.runs) != 1 || runH.pubs() != 1 {
-		t.Fatalf("%d runs handed over, Run's handler got %d publications, want 1 run and only the Publish", len(rec.runs), runH.pubs())
+	if len(rec.calls) != 3 || runH.pubs() != 1 {
+		t.Fatalf("%d HandleRuns calls, Run's handler got %d publications; want 3 (one per stretch) and only the Publish", len(rec.calls), runH.pubs())
 	}
-	// The suppressed item is left out; each publication's delta base is
-	// the one before it in the stream, the first one's the Publish's.
-	got := rec.runs[0]
+	var got []broker.RunPublication
+	for _, call := range []int{0, 2} {
+		if len(rec.calls[call]) != 1 || rec.calls[call][0].Channel != "ch" || rec.calls[call][0].Scope != "" {
+			t.Fatalf("call %d: %+v, want one run of ch", call, rec.calls[call])
+		}
+		got = append(got, rec.calls[call][0].Pubs...)
+	}
 	wantData := []string{"1", "2", "4"}
 	wantPrev := []string{"0", "1", "2"}
 	if len(got) != len(wantData) {
-		t.Fatalf("run of %d publications handed over, want %d", len(got), len(wantData))
+		t.Fatalf("%d publications of ch handed over, want %d", len(got), len(wantData))
 	}
 	for i, rp := range got {
 		if string(rp.Pub.Data) != wantData[i] || !rp.Delta || rp.Prev == nil || string(rp.Prev.Data) != wantPrev[i] {
 			t.Fatalf("publication %d: data %s, delta %v, prev %v; want %s after %s", i, rp.Pub.Data, rp.Delta, rp.Prev, wantData[i], wantPrev[i])
+		}
+		if rp.Position.Offset != rp.Pub.Offset || rp.Position.Epoch != items[0].Position.Epoch {
+			t.Errorf("publication %d: position %+v, offset %d", i, rp.Position, rp.Pub.Offset)
 		}
 	}
 	pubs, sp, err := b.History("ch", broker.HistoryOptions{Filter: broker.HistoryFilter{Limit: -1}})
@@ -263,7 +304,13 @@ func TestPublishRunTo(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PublishRunTo(rec, "ch", run); !errors.Is(err, ErrClosed) || len(rec.runs) != 1 {
-		t.Fatalf("PublishRunTo after Close: %v, %d runs handed over; want ErrClosed, none more", err, len(rec.runs))
+	b.PublishManyTo(rec, items)
+	for i, it := range items {
+		if !errors.Is(it.Err, ErrClosed) {
+			t.Errorf("item %d of PublishManyTo after Close: %v, want ErrClosed", i, it.Err)
+		}
+	}
+	if len(rec.calls) != 3 {
+		t.Errorf("%d HandleRuns calls after Close, want none more", len(rec.calls)-3)
 	}
 }

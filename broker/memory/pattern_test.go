@@ -10,33 +10,31 @@ import (
 	"github.com/gyrehq/gyre/internal/logtest"
 )
 
-// failingPatterns is a handler whose pattern path fails.
-type failingPatterns struct {
+// failingRuns is a handler whose HandleRuns fails; it counts the calls
+// and the pattern runs they carried.
+type failingRuns struct {
 	countHandler
-	runs, patterns int
+	calls, patternRuns int
 }
 
-func (h *failingPatterns) HandleRun(string, []broker.RunPublication) error {
-	h.runs++
-	return nil
-}
-
-func (h *failingPatterns) HandlePatternPublication(string, string, *broker.Publication) error {
-	h.patterns++
-	return errors.New("pattern handler failed")
-}
-
-// TestPatternHandlerErrorLogged: an error from HandlePatternPublication
-// is logged, not returned, by Publish, PublishTo and PublishRunTo: the
-// publication is part of the stream already.
-func TestPatternHandlerErrorLogged(t *testing.T) {
-	logs := &logtest.Recorder{}
-	b, err := NewBroker(Config{Logger: slog.New(logs)})
-	if err != nil {
-		t.Fatal(err)
+func (h *failingRuns) HandleRuns(runs []broker.Run) error {
+	h.calls++
+	for _, run := range runs {
+		if run.Scope != "" {
+			h.patternRuns++
+		}
 	}
-	defer b.Close()
-	h := &failingPatterns{}
+	return errors.New("handler failed")
+}
+
+// TestHandleRunsErrorLogged: an error from HandleRuns is logged once per
+// call, naming the channel and how many publications the call carried,
+// and not returned by Publish, PublishMany or PublishManyTo: the
+// publications are part of the stream already.
+func TestHandleRunsErrorLogged(t *testing.T) {
+	logs := &logtest.Recorder{}
+	b := newQuietBroker(t, Config{Logger: slog.New(logs)})
+	h := &failingRuns{}
 	if err := b.Run(h); err != nil {
 		t.Fatal(err)
 	}
@@ -44,23 +42,32 @@ func TestPatternHandlerErrorLogged(t *testing.T) {
 	if _, _, err := b.Publish("ns:a", []byte("1"), opts); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
-	if _, _, err := b.PublishTo(h, "ns:a", []byte("2"), opts); err != nil {
-		t.Fatalf("PublishTo: %v", err)
+	items := []broker.PublishItem{
+		{Channel: "ns:a", Data: []byte("2"), Opts: opts},
+		{Channel: "ns:a", Data: []byte("3"), Opts: opts},
+		{Channel: "ns:b", Data: []byte("4"), Opts: opts},
 	}
-	run := []broker.RunItem{{Data: []byte("3"), Opts: opts}, {Data: []byte("4"), Opts: opts}}
-	if err := b.PublishRunTo(h, "ns:a", run); err != nil {
-		t.Fatalf("PublishRunTo: %v", err)
+	b.PublishMany(items)
+	b.PublishManyTo(h, items[:1])
+	for i, it := range items {
+		if it.Err != nil {
+			t.Errorf("item %d: %v", i, it.Err)
+		}
 	}
-	if h.pubs() != 2 || h.runs != 1 || h.patterns != 4 {
-		t.Fatalf("handler got %d publications, %d runs, %d pattern publications; want 2, 1, 4", h.pubs(), h.runs, h.patterns)
+	if h.calls != 4 || h.patternRuns != 4 {
+		t.Fatalf("handler got %d calls with %d pattern runs; want 4 and 4 (one per stretch of a channel)", h.calls, h.patternRuns)
 	}
-	got := logs.Find(slog.LevelError, "memory: handle pattern publication", map[string]string{"scope": "ns:", "channel": "ns:a"})
-	if len(got) != 4 {
-		t.Fatalf("%d error lines, want 4", len(got))
+	got := logs.Find(slog.LevelError, "memory: handle runs", nil)
+	want := []struct {
+		channel string
+		pubs    int64
+	}{{"ns:a", 1}, {"ns:a", 2}, {"ns:b", 1}, {"ns:a", 1}}
+	if len(got) != len(want) {
+		t.Fatalf("%d error lines, want %d", len(got), len(want))
 	}
 	for i, r := range got {
-		if want := int64(i + 1); r.Attrs["offset"].Uint64() != uint64(want) {
-			t.Errorf("line %d names offset %v, want %d", i, r.Attrs["offset"], want)
+		if r.Attr("channel") != want[i].channel || r.Attrs["publications"].Int64() != want[i].pubs || r.Attr("error") != "handler failed" {
+			t.Errorf("line %d: %v, want channel %s, %d publications and the error", i, r.Attrs, want[i].channel, want[i].pubs)
 		}
 	}
 }

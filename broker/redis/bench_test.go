@@ -201,12 +201,14 @@ type countingEvents struct{ n, patterns atomic.Int64 }
 
 func newCountingEvents() *countingEvents { return &countingEvents{} }
 
-func (c *countingEvents) HandlePublication(string, *broker.Publication, broker.StreamPosition, bool, *broker.Publication) error {
-	c.n.Add(1)
-	return nil
-}
-func (c *countingEvents) HandlePatternPublication(string, string, *broker.Publication) error {
-	c.patterns.Add(1)
+func (c *countingEvents) HandleRuns(runs []broker.Run) error {
+	for _, run := range runs {
+		if run.Scope != "" {
+			c.patterns.Add(int64(len(run.Pubs)))
+		} else {
+			c.n.Add(int64(len(run.Pubs)))
+		}
+	}
 	return nil
 }
 func (c *countingEvents) HandleJoin(string, *broker.ClientInfo) error  { return nil }

@@ -1,7 +1,9 @@
 package redis
 
 import (
+	"bytes"
 	"log/slog"
+	"maps"
 	"os"
 	"testing"
 	"time"
@@ -80,15 +82,22 @@ func newEvents() *events {
 	return &events{pubs: make(chan delivered, 10000), patterns: make(chan patternDelivered, 10000), lost: make(chan []string, 100)}
 }
 
-func (e *events) HandlePatternPublication(scope, ch string, pub *broker.Publication) error {
-	e.patterns <- patternDelivered{scope, ch, pub}
+// HandleRuns queues each publication of runs on pubs, or on patterns for
+// runs with a scope. What it queues is copied: the runs belong to the
+// broker once the call returns.
+func (e *events) HandleRuns(runs []broker.Run) error {
+	for _, run := range runs {
+		for _, rp := range run.Pubs {
+			if run.Scope != "" {
+				e.patterns <- patternDelivered{run.Scope, run.Channel, clonePub(rp.Pub)}
+				continue
+			}
+			e.pubs <- delivered{run.Channel, clonePub(rp.Pub), rp.Position, clonePub(rp.Prev)}
+		}
+	}
 	return nil
 }
 
-func (e *events) HandlePublication(ch string, pub *broker.Publication, sp broker.StreamPosition, _ bool, prev *broker.Publication) error {
-	e.pubs <- delivered{ch, pub, sp, prev}
-	return nil
-}
 func (e *events) HandleJoin(string, *broker.ClientInfo) error  { return nil }
 func (e *events) HandleLeave(string, *broker.ClientInfo) error { return nil }
 func (e *events) HandleControl([]byte) error                   { return nil }
@@ -97,10 +106,24 @@ func (e *events) HandleSubscriptionLost(chs []string) error {
 	return nil
 }
 
-var (
-	_ SubscriptionLostHandler = (*events)(nil)
-	_ broker.PatternHandler   = (*events)(nil)
-)
+var _ SubscriptionLostHandler = (*events)(nil)
+
+// clonePub returns a copy of p that shares nothing with it; nil for nil.
+func clonePub(p *broker.Publication) *broker.Publication {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Data = bytes.Clone(p.Data)
+	c.Tags = maps.Clone(p.Tags)
+	if p.Info != nil {
+		info := *p.Info
+		info.ConnInfo = bytes.Clone(info.ConnInfo)
+		info.ChanInfo = bytes.Clone(info.ChanInfo)
+		c.Info = &info
+	}
+	return &c
+}
 
 // nextPattern waits for the next pattern publication.
 func (e *events) nextPattern(t testing.TB) patternDelivered {

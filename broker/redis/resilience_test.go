@@ -98,6 +98,15 @@ func testRestart(t *testing.T, resp2 bool) {
 	if _, _, err := b.Publish(ch, []byte("during"), history); !errors.Is(err, broker.ErrNotAvailable) {
 		t.Errorf("Publish while down: %v, want ErrNotAvailable", err)
 	}
+	keyed := history
+	keyed.IdempotencyKey = "k" // retried once on a broken connection
+	items := []broker.PublishItem{{Channel: ch, Data: []byte("during"), Opts: history}, {Channel: ch, Data: []byte("during"), Opts: keyed}}
+	b.PublishMany(items)
+	for i, it := range items {
+		if !errors.Is(it.Err, broker.ErrNotAvailable) {
+			t.Errorf("PublishMany while down, item %d: %v, want ErrNotAvailable", i, it.Err)
+		}
+	}
 	if _, _, err := b.History(ch, broker.HistoryOptions{}); !errors.Is(err, broker.ErrNotAvailable) {
 		t.Errorf("History while down: %v, want ErrNotAvailable", err)
 	}

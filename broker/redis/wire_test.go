@@ -117,9 +117,7 @@ func TestJoinLeaveControlDecoded(t *testing.T) {
 
 type joinRecorder struct{ got chan string }
 
-func (r *joinRecorder) HandlePublication(string, *broker.Publication, broker.StreamPosition, bool, *broker.Publication) error {
-	return nil
-}
+func (r *joinRecorder) HandleRuns([]broker.Run) error { return nil }
 func (r *joinRecorder) HandleJoin(ch string, i *broker.ClientInfo) error {
 	r.got <- strings.Join([]string{"join", ch, i.ClientID, i.UserID, string(i.ConnInfo), string(i.ChanInfo)}, " ")
 	return nil
