@@ -14,7 +14,18 @@
 //     publication exactly once in offset order;
 //   - a node killed with SIGKILL loses nothing either: its clients reconnect
 //     to the other node and recover, and its presence entries expire;
-//   - the same works over a Redis Cluster and over Sentinel;
+//   - the same works over a Redis Cluster, over Sentinel, and over two
+//     standalone servers that channels are sharded between (each channel's
+//     history is on one of them, and both hold some);
+//   - what the API of one node publishes in batches (publishes interleaved
+//     over several channels, with other commands and a failing publish
+//     between them), in broadcasts to 50 channels, and with idempotency
+//     keys repeated in one batch, across batches and through the other
+//     node, reaches a client of the other node once per publication, in
+//     offset order in each channel; every reply gives its publish's offset
+//     in its channel, a repeated key answers the first publish's and
+//     publishes nothing, and both nodes show that history, on one Redis,
+//     on two sharded ones and on a Redis Cluster;
 //   - an SSE session held by one node keeps working when its commands are
 //     posted to the emulation endpoint of another node.
 //

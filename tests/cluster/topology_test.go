@@ -2,42 +2,114 @@ package cluster_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 )
 
-// TestTopologies runs two nodes over a Redis Cluster of three masters and
-// over a master watched by a Sentinel: what the API of one node publishes
+// TestTopologies runs two nodes over a Redis Cluster of three masters,
+// over two standalone servers that channels are sharded between, and over
+// a master watched by a Sentinel: what the API of one node publishes
 // reaches a client of the other, in order, and both see the same history
 // and presence.
 func TestTopologies(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name  string
-		redis func(t *testing.T) map[string]any
+		redis func(t *testing.T) redisSetup
 	}{
-		{"cluster", func(t *testing.T) map[string]any {
-			c := redistest.StartCluster(t, 3)
-			return map[string]any{"cluster_address": c.Addrs()}
-		}},
-		{"sentinel", func(t *testing.T) map[string]any {
+		{"cluster", startClusterRedis},
+		{"sharded", startShardedRedis},
+		{"sentinel", func(t *testing.T) redisSetup {
 			s := redistest.StartSentinel(t)
-			return map[string]any{
+			return redisSetup{config: map[string]any{
 				"sentinel_address":     []string{s.Sentinel.Addr},
 				"sentinel_master_name": redistest.MasterName,
-			}
+			}}
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := tt.redis(t)
-			a := startNode(t, "A", nodeConfig("A", r))
-			b := startNode(t, "B", nodeConfig("B", r))
+			a := startNode(t, "A", nodeConfig("A", r.config))
+			b := startNode(t, "B", nodeConfig("B", r.config))
 			checkAcrossNodes(t, a, b)
+			checkSpread(t, r.shards, topoChannels())
 		})
 	}
+}
+
+// redisSetup is the engine.redis section of a Redis setup the test
+// started.
+type redisSetup struct {
+	config map[string]any
+	// shards are the standalone servers channels are sharded between,
+	// when there are several.
+	shards []*redistest.Server
+}
+
+// startSingleRedis starts one standalone server.
+func startSingleRedis(t *testing.T) redisSetup {
+	return redisSetup{config: redisAt(redistest.Start(t).Addr)}
+}
+
+// startShardedRedis starts two standalone servers, listed as several
+// addresses so that channels are sharded between them by hash.
+func startShardedRedis(t *testing.T) redisSetup {
+	shards := []*redistest.Server{redistest.Start(t), redistest.Start(t)}
+	return redisSetup{config: redisAt(shards[0].Addr, shards[1].Addr), shards: shards}
+}
+
+// startClusterRedis starts a Redis Cluster of three masters.
+func startClusterRedis(t *testing.T) redisSetup {
+	c := redistest.StartCluster(t, 3)
+	return redisSetup{config: map[string]any{"cluster_address": c.Addrs()}}
+}
+
+// checkSpread checks, when channels are sharded between several servers,
+// that the history of each channel is on exactly one of them and that
+// every server holds some: the setup is really sharded.
+func checkSpread(t *testing.T, shards []*redistest.Server, channels []string) {
+	t.Helper()
+	if len(shards) < 2 {
+		return
+	}
+	where := map[string][]int{}
+	for i, s := range shards {
+		out, err := s.Cli("--scan", "--pattern", "gyre.s.*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for key := range strings.FieldsSeq(out) {
+			ch := strings.TrimPrefix(key, "gyre.s.")
+			if slices.Contains(channels, ch) {
+				where[ch] = append(where[ch], i)
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("Redis %d (%s) holds the history of none of %d channels", i, s.Addr, len(channels))
+		}
+	}
+	for _, ch := range channels {
+		if len(where[ch]) != 1 {
+			t.Errorf("history of %s is on Redis %v, want exactly one", ch, where[ch])
+		}
+	}
+}
+
+// topoChannels are the channels of checkAcrossNodes: several, so that
+// a cluster or a sharded setup spreads them.
+func topoChannels() []string {
+	var channels []string
+	for i := range 6 {
+		channels = append(channels, "chat:topo"+strconv.Itoa(i))
+	}
+	return channels
 }
 
 // checkAcrossNodes publishes through b into channels a client of a
@@ -45,11 +117,7 @@ func TestTopologies(t *testing.T) {
 func checkAcrossNodes(t *testing.T, a, b *gyreNode) {
 	t.Helper()
 	const perChannel = 10
-	// Several channels, so that a cluster spreads them over its masters.
-	var channels []string
-	for i := range 6 {
-		channels = append(channels, "chat:topo"+strconv.Itoa(i))
-	}
+	channels := topoChannels()
 	c, conn := connectUser(t, a, "alice")
 	for _, ch := range channels {
 		c.MustSubscribe(ch)
