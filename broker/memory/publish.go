@@ -36,7 +36,7 @@ func (b *Broker) PublishMany(items []broker.PublishItem) {
 func (b *Broker) PublishManyTo(h broker.RunHandler, items []broker.PublishItem) {
 	if err := b.checkOpen(); err != nil {
 		for i := range items {
-			items[i].Err = err
+			items[i].Position, items[i].Suppressed, items[i].Err = broker.StreamPosition{}, false, err
 		}
 		return
 	}

@@ -58,6 +58,17 @@
 // pub/sub message as protobuf fields it encodes itself, a few tags and
 // varints, so no decoding happens in Redis.
 //
+// PublishMany (Publish is PublishMany with one item) sends the script
+// calls of all its items that go to one Redis in one pipeline (EVALSHA,
+// one round trip, one Redis wake-up for many scripts), and the pipelines
+// of several Redis servers at the same time. Redis runs a connection's
+// commands in the order sent, so per channel the items keep their order;
+// calls from concurrent PublishMany (several API requests) share the
+// connection and are pipelined with each other by rueidis. A call that
+// failed with NOSCRIPT (a Redis restarted since) is sent again, in order
+// with the others of its pipeline that failed so, by EVAL, which loads
+// the script.
+//
 // Each stream entry carries its own expiry, and the history script
 // (lua/history.lua) skips entries past it, so a publication leaves history
 // HistoryTTL after it was published, as with the memory broker; the stream
@@ -79,6 +90,15 @@
 // the subscription: everything published after it returns is delivered.
 // A node receives its own publications through pub/sub too.
 //
+// The goroutine takes everything queued at once, up to 256 messages
+// (dispatch.go): consecutive publications of one channel become one
+// broker.Run, and the runs go to HandleRuns in one call, so that under
+// load the engine gives each subscriber a stretch of publications in one
+// step and wakes each connection once for all of them. A join, leave,
+// control message or loss report ends the call: it is handled after the
+// publications before it. When the node keeps up, the queue holds one
+// message at a time and nothing waits to be grouped.
+//
 // # Pattern delivery
 //
 // Broker implements broker.PatternBroker. A publish with
@@ -97,9 +117,9 @@
 // UnsubscribePatternScope unsubscribes. With several Config.Addresses
 // every Redis carries the scope, because a channel's script runs on the
 // channel's Redis; a channel always publishes on the same one, and so
-// reaches this node over one connection, in order. Messages go to the
-// EventHandler's HandlePatternPublication (it must implement
-// broker.PatternHandler) from the connection's own goroutine.
+// reaches this node over one connection, in order. Publications go to the
+// EventHandler's HandleRuns, in runs whose Scope is set, from the
+// connection's own goroutine.
 //
 // In a cluster the second message is a classic PUBLISH although the
 // channel's own is an SPUBLISH: a classic PUBLISH names no key, so the

@@ -33,7 +33,7 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 func (b *Broker) PublishMany(items []broker.PublishItem) {
 	if err := b.checkOpen(); err != nil {
 		for i := range items {
-			items[i].Err = err
+			items[i].Position, items[i].Suppressed, items[i].Err = broker.StreamPosition{}, false, err
 		}
 		return
 	}
@@ -45,6 +45,7 @@ func (b *Broker) PublishMany(items []broker.PublishItem) {
 	for i := range items {
 		c := &calls[i]
 		c.item = &items[i]
+		c.item.Position, c.item.Suppressed, c.item.Err = broker.StreamPosition{}, false, nil
 		if err := b.prepare(c); err != nil {
 			c.item.Err = err
 			c.client = -1

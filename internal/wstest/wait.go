@@ -2,6 +2,7 @@ package wstest
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/gobwas/ws/wsutil"
 
@@ -12,9 +13,11 @@ import (
 // WaitFor waits until cond holds. cond is called without the client's
 // lock, so it may use the client's accessors; it is called again after
 // every change the read loop records. The test fails if the connection
-// closes first or after the wait limit.
+// closes first or after the wait limit, counted from the call: the
+// frames that keep arriving meanwhile (server pings) do not extend it.
 func (c *Client) WaitFor(what string, cond func() bool) {
 	c.t.Helper()
+	deadline := time.Now().Add(c.opts.waitLimit)
 	for {
 		c.mu.Lock()
 		gen, closed := c.gen, c.closed
@@ -25,16 +28,10 @@ func (c *Client) WaitFor(what string, cond func() bool) {
 		if closed != nil {
 			c.t.Fatalf("wstest: waiting for %s: connection closed: %d %s", what, closed.Code, closed.Reason)
 		}
-		c.waitUntil(what, func() bool { return c.gen != gen })
-	}
-}
-
-// waitUntil waits until cond, called with c.mu held, holds, failing the
-// test after the wait limit.
-func (c *Client) waitUntil(what string, cond func() bool) {
-	c.t.Helper()
-	if !condwait.Until(c.changed, c.opts.waitLimit, cond) {
-		c.t.Fatalf("wstest: no %s within %v", what, c.opts.waitLimit)
+		left := time.Until(deadline)
+		if left <= 0 || !condwait.Until(c.changed, left, func() bool { return c.gen != gen }) {
+			c.t.Fatalf("wstest: no %s within %v", what, c.opts.waitLimit)
+		}
 	}
 }
 
@@ -92,4 +89,13 @@ func (c *Client) WaitClose() wsutil.ClosedError {
 		return c.closed != nil
 	})
 	return ce
+}
+
+// waitUntil waits until cond, called with c.mu held, holds, failing the
+// test after the wait limit.
+func (c *Client) waitUntil(what string, cond func() bool) {
+	c.t.Helper()
+	if !condwait.Until(c.changed, c.opts.waitLimit, cond) {
+		c.t.Fatalf("wstest: no %s within %v", what, c.opts.waitLimit)
+	}
 }
