@@ -124,9 +124,10 @@ type PublishItem struct {
 //     (with the memory broker; with Redis the same happens when the
 //     publications come back from pub/sub).
 //
-// Per channel the items keep their order; items of different channels are
-// not ordered relative to each other on every broker. An item of an
-// unknown namespace gets ErrorUnknownChannel and the others are published.
+// Per channel the items keep their order; between channels the order is
+// not kept on every broker (a sharded Redis setup publishes to its servers
+// at the same time). An item of an unknown namespace gets
+// ErrorUnknownChannel and the others are published.
 func (n *Node) PublishMany(items []PublishItem) {
 	b := n.getBurst()
 	b.publish(items)
