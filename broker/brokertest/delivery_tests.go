@@ -114,18 +114,26 @@ func testOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
 		chs[i] = e.channel()
 	}
 	publishConcurrently(t, e, chs, publishers, each, withHistory)
+	checkMergedStreams(t, e, chs, publishers*each)
+}
+
+// checkMergedStreams waits for n deliveries on each channel, published by
+// several publishers at once, and checks that they have offsets 1 to n,
+// that each publisher's own keep their order, and that the channel was
+// never handled by two HandleRuns calls at once.
+func checkMergedStreams(t *testing.T, e *brokerEnv, chs []string, n int) {
+	t.Helper()
 	for _, ch := range chs {
-		ds := e.rec.waitPubs(t, ch, publishers*each)
+		ds := e.rec.waitPubs(t, ch, n)
 		order := publisherOrder{}
 		for i, d := range ds {
 			if d.pub.Offset != uint64(i+1) || d.sp.Offset != uint64(i+1) {
 				t.Fatalf("%s: delivery %d has offset %d, position %+v", ch, i, d.pub.Offset, d.sp)
 			}
-			// Each publisher's own publications keep their order too.
 			order.check(t, ch, d.pub.Data)
 		}
-		if n := e.rec.overlapCount(ch); n != 0 {
-			t.Errorf("%s: %d HandleRuns calls with runs of the channel began while another was in the handler", ch, n)
+		if k := e.rec.overlapCount(ch); k != 0 {
+			t.Errorf("%s: %d HandleRuns calls with runs of the channel began while another was in the handler", ch, k)
 		}
 	}
 }

@@ -251,20 +251,7 @@ func testPublishManyConcurrent(t *testing.T, e *brokerEnv) {
 			}
 		}
 	}
-	each := len(itemsOf(results[0], chs[0]))
-	for _, ch := range chs {
-		ds := e.rec.waitPubs(t, ch, publishers*each)
-		order := publisherOrder{}
-		for i, d := range ds {
-			if d.pub.Offset != uint64(i+1) || d.sp.Offset != uint64(i+1) {
-				t.Fatalf("%s: delivery %d has offset %d, position %+v", ch, i, d.pub.Offset, d.sp)
-			}
-			order.check(t, ch, d.pub.Data)
-		}
-		if n := e.rec.overlapCount(ch); n != 0 {
-			t.Errorf("%s: %d HandleRuns calls with runs of the channel began while another was in the handler", ch, n)
-		}
-	}
+	checkMergedStreams(t, e, chs, publishers*len(itemsOf(results[0], chs[0])))
 }
 
 // testPatternPublishMany: the items of a PublishMany that have a pattern
