@@ -130,8 +130,10 @@ type PublishItem struct {
 // ErrorUnknownChannel and the others are published.
 func (n *Node) PublishMany(items []PublishItem) {
 	b := n.getBurst()
+	// Deferred: a burst must never go back to the pool, or be dropped,
+	// with writers it holds unwoken.
+	defer n.putBurst(b)
 	b.publish(items)
-	n.putBurst(b)
 }
 
 // A burst publishes a batch and fans out what the broker hands back for

@@ -22,8 +22,8 @@ var (
 // connection once for all of it.
 func (e *brokerEvents) HandleRuns(runs []broker.Run) error {
 	b := e.n.getBurst()
+	defer e.n.putBurst(b)
 	e.n.broadcastRuns(runs, b)
-	e.n.putBurst(b)
 	return nil
 }
 
@@ -69,7 +69,7 @@ func (n *Node) broadcastRuns(runs []broker.Run, b *burst) {
 // delta does when the subscriber got its predecessor, else in full.
 func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burst) {
 	subs := n.hub.subscribers(channel)
-	if subs.len() == 0 {
+	if subs.len() == 0 || len(run) == 0 {
 		return
 	}
 	start := time.Now()

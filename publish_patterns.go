@@ -14,6 +14,9 @@ import (
 // one queue operation. The push names the pattern, as the subscription
 // does, and the publication names the channel.
 func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublication, b *burst) {
+	if len(run) == 0 {
+		return
+	}
 	var pps []*protocol.Publication
 	start := time.Now()
 	sent, subs := n.eachMatch(scope, channel, func(g *patternSubs, list *subList) (sent int) {

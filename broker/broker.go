@@ -17,11 +17,12 @@
 // # Runs
 //
 // A broker hands over publications in runs (consecutive publications of one
-// channel) and groups in one HandleRuns call what it has at hand together:
-// the messages of one pub/sub read, the items of one PublishMany. The engine
-// wakes each connection once per call, so that what a connection gets from
-// the call leaves in one write; a subscriber is given its share of a run in
-// one step.
+// channel, never none) and groups in one HandleRuns call what it has at hand
+// together: the messages of one pub/sub read (Redis), a stretch of
+// PublishMany items of one channel (memory). The engine wakes each
+// connection once per call (for its own batches, once per batch of up to
+// 256 publications), so that what a connection gets leaves in one write; a
+// subscriber is given its share of a run in one step.
 package broker
 
 import (
@@ -145,10 +146,12 @@ type Run struct {
 type RunHandler interface {
 	// HandleRuns is called with every publication of a channel this node
 	// subscribed to (and of a pattern scope it subscribed to), per channel
-	// in offset order and never concurrently for one channel; runs of
-	// different channels may be handled concurrently. The runs, their
-	// publications and the slices holding them belong to the broker once
-	// HandleRuns returns.
+	// in offset order and never concurrently for one channel on one path:
+	// the channel's own runs, and its pattern runs (Scope set), are each
+	// in order, but may be handled concurrently with each other, as may
+	// runs of different channels. A run holds at least one publication.
+	// The runs, their publications and the slices holding them belong to
+	// the broker once HandleRuns returns.
 	HandleRuns(runs []Run) error
 }
 

@@ -65,9 +65,16 @@
 // commands in the order sent, so per channel the items keep their order;
 // calls from concurrent PublishMany (several API requests) share the
 // connection and are pipelined with each other by rueidis. A call that
-// failed with NOSCRIPT (a Redis restarted since) is sent again, in order
-// with the others of its pipeline that failed so, by EVAL, which loads
-// the script.
+// failed with NOSCRIPT (a Redis restarted or flushed its scripts) is sent
+// again, in order with the others of its pipeline that failed so, the
+// first of them by EVAL, which loads the script; unless a later call of
+// its channel in the same pipeline ran (another node loaded the script in
+// between, as Redis serves other connections between parts of a long
+// pipeline): it would then take an offset after that one, so it fails
+// instead, wrapping broker.ErrNotAvailable. A call with an idempotency key
+// that failed on the connection is sent again too; its first attempt may
+// have run with only the reply lost, and the retry then reports it
+// Suppressed at its position.
 //
 // Each stream entry carries its own expiry, and the history script
 // (lua/history.lua) skips entries past it, so a publication leaves history
@@ -86,7 +93,7 @@
 // cluster) whose reader hands messages, in the order Redis sent them, to a
 // queue drained by one goroutine that calls the EventHandler. A channel
 // always uses the same connection, so its publications reach the handler
-// one at a time in offset order. Subscribe returns once Redis confirmed
+// in offset order, one call at a time. Subscribe returns once Redis confirmed
 // the subscription: everything published after it returns is delivered.
 // A node receives its own publications through pub/sub too.
 //

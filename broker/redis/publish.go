@@ -139,11 +139,21 @@ func (b *Broker) prepare(c *publishCall) error {
 // pipeline and sets their items' results.
 //
 // A call can fail without running in two ways that are worth a second
-// try, made once, in order, for the calls concerned: the Redis does not
-// know the script yet (NOSCRIPT, after a restart: the retry sends the
-// script itself), or the connection broke before the call went out (a
-// connection that broke while idle fails the first commands sent on it) and
-// the call has an idempotency key, which makes running it twice harmless.
+// try, made once, in order, for the calls concerned:
+//
+//   - the Redis does not know the script (NOSCRIPT, after a restart or a
+//     SCRIPT FLUSH): the first retried call sends the script itself. Redis
+//     serves other connections between parts of a long pipeline, so
+//     another node may load the script while ours runs, and a later call
+//     of the same channel may then have run: such a call is not retried
+//     but fails (it would take an offset after the later one), with an
+//     error wrapping broker.ErrNotAvailable;
+//   - the connection broke (a connection that broke while idle fails the
+//     first commands sent on it) and the call has an idempotency key,
+//     which makes running it twice harmless. Its first attempt may have
+//     run with only the reply lost: the retry then reports it Suppressed,
+//     at its position.
+//
 // Other calls that failed on the connection are not retried: they may have
 // run.
 func (b *Broker) runCalls(ctx context.Context, ci int, calls []publishCall) {
@@ -156,32 +166,74 @@ func (b *Broker) runCalls(ctx context.Context, ci int, calls []publishCall) {
 			sent = append(sent, c)
 		}
 	}
-	var again []*publishCall
-	var noScript []bool
-	for i, res := range client.DoMulti(ctx, cmds...) {
-		c := sent[i]
-		err := res.Error()
-		if err != nil && ctx.Err() == nil {
-			re, isReply := rueidis.IsRedisErr(err)
-			missing := isReply && re.IsNoScript()
-			if missing || !isReply && c.item.Opts.IdempotencyKey != "" {
-				again = append(again, c)
-				noScript = append(noScript, missing)
-				continue
-			}
+	results := client.DoMulti(ctx, cmds...)
+	retry, again := retryPlan(sent, results, ctx.Err() != nil)
+	cmds = cmds[:0]
+	loaded := false // a retried call before sends the script
+	for i, c := range sent {
+		err := results[i].Error()
+		switch {
+		case retry[i]:
+			withBody := !loaded && isNoScript(err)
+			loaded = loaded || withBody
+			cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, withBody))
+		case isNoScript(err):
+			c.item.Err = fmt.Errorf("redis: publish: the script was missing, and a later publish to the channel ran meanwhile: %w", broker.ErrNotAvailable)
+		default:
+			setResult(c.item, results[i])
 		}
-		setResult(c.item, res)
 	}
-	if len(again) == 0 {
+	if again == 0 {
 		return
 	}
-	cmds = cmds[:0]
-	for i, c := range again {
-		cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, noScript[i]))
+	retried := client.DoMulti(ctx, cmds...)
+	k := 0
+	for i, c := range sent {
+		if retry[i] {
+			setResult(c.item, retried[k])
+			k++
+		}
 	}
-	for i, res := range client.DoMulti(ctx, cmds...) {
-		setResult(again[i].item, res)
+}
+
+// retryPlan says which calls of a pipeline go again, given their results
+// (see runCalls): a call that met NOSCRIPT unless a later call of its
+// channel ran, and a call with an idempotency key that failed on the
+// connection while the context was still live (expired: whatever failed
+// failed for good).
+func retryPlan(sent []*publishCall, results []rueidis.RedisResult, expired bool) (retry []bool, again int) {
+	retry = make([]bool, len(results))
+	// ran holds, while the results are read backwards, the channels of
+	// the calls after the current one that ran; needed only when a call
+	// met NOSCRIPT.
+	var ran map[string]bool
+	for _, r := range results {
+		if isNoScript(r.Error()) {
+			ran = make(map[string]bool)
+			break
+		}
 	}
+	for i := len(results) - 1; i >= 0; i-- {
+		ch, err := sent[i].item.Channel, results[i].Error()
+		_, isReply := rueidis.IsRedisErr(err)
+		switch {
+		case isNoScript(err):
+			retry[i] = !ran[ch]
+		case err != nil && !isReply && !expired:
+			retry[i] = sent[i].item.Opts.IdempotencyKey != ""
+		case ran != nil && (err == nil || isReply):
+			ran[ch] = true
+		}
+		if retry[i] {
+			again++
+		}
+	}
+	return retry, again
+}
+
+func isNoScript(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsNoScript()
 }
 
 // setResult sets an item's result from the publish script's reply.

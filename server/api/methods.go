@@ -83,9 +83,6 @@ func (h *Handler) broadcast(raw json.RawMessage) (any, error) {
 	g.addBroadcast(0, items)
 	replies := make([]batchReply, 1)
 	g.publish(h, replies)
-	if replies[0].err != nil {
-		return nil, replies[0].err
-	}
 	return replies[0].result, nil
 }
 
