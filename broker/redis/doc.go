@@ -66,8 +66,8 @@
 // calls from concurrent PublishMany (several API requests) share the
 // connection and are pipelined with each other by rueidis. A call that
 // failed with NOSCRIPT (a Redis restarted or flushed its scripts) is sent
-// again, in order with the others of its pipeline that failed so, the
-// first of them by EVAL, which loads the script; unless a later call of
+// again, in order with the others of its pipeline that failed so, by
+// EVAL, which loads the script; unless a later call of
 // its channel in the same pipeline ran (another node loaded the script in
 // between, as Redis serves other connections between parts of a long
 // pipeline): it would then take an offset after that one, so it fails

@@ -142,7 +142,7 @@ func (b *Broker) prepare(c *publishCall) error {
 // try, made once, in order, for the calls concerned:
 //
 //   - the Redis does not know the script (NOSCRIPT, after a restart or a
-//     SCRIPT FLUSH): the first retried call sends the script itself. Redis
+//     SCRIPT FLUSH): the retry sends the script itself. Redis
 //     serves other connections between parts of a long pipeline, so
 //     another node may load the script while ours runs, and a later call
 //     of the same channel may then have run: such a call is not retried
@@ -169,14 +169,13 @@ func (b *Broker) runCalls(ctx context.Context, ci int, calls []publishCall) {
 	results := client.DoMulti(ctx, cmds...)
 	retry, again := retryPlan(sent, results, ctx.Err() != nil)
 	cmds = cmds[:0]
-	loaded := false // a retried call before sends the script
 	for i, c := range sent {
 		err := results[i].Error()
 		switch {
 		case retry[i]:
-			withBody := !loaded && isNoScript(err)
-			loaded = loaded || withBody
-			cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, withBody))
+			// Each NOSCRIPT call carries the script: in a cluster the
+			// calls of one pipeline go to several servers.
+			cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, isNoScript(err)))
 		case isNoScript(err):
 			c.item.Err = fmt.Errorf("redis: publish: the script was missing, and a later publish to the channel ran meanwhile: %w", broker.ErrNotAvailable)
 		default:

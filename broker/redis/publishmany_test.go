@@ -389,3 +389,27 @@ func TestPublishManyOneServerDown(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishManyClusterNoScript: on a fresh Cluster no master knows the
+// publish script, so every call of the first PublishMany meets NOSCRIPT on
+// whichever master its channel lives on; the retry must bring the script
+// to each of them, not only to the first, and every item gets its result.
+func TestPublishManyClusterNoScript(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	b, _ := runBroker(t, Config{ClusterAddresses: c.Addrs()})
+	var items []broker.PublishItem
+	for i := range 30 {
+		items = append(items, broker.PublishItem{Channel: "noscript" + strconv.Itoa(i%10), Data: []byte(strconv.Itoa(i)), Opts: history})
+	}
+	b.PublishMany(items)
+	for i, it := range items {
+		if want := uint64(i/10 + 1); it.Err != nil || it.Position.Offset != want {
+			t.Errorf("item %d on %s: offset %d, error %v; want offset %d", i, it.Channel, it.Position.Offset, it.Err, want)
+		}
+	}
+	for _, s := range c.Nodes {
+		if out, err := s.Cli("script", "exists", publishScript.sha); err != nil || out != "1" {
+			t.Errorf("master %s: SCRIPT EXISTS %q, %v; want the script loaded", s.Addr, out, err)
+		}
+	}
+}
