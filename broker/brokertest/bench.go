@@ -23,6 +23,10 @@ func (h *countingHandler) HandleJoin(string, *broker.ClientInfo) error  { return
 func (h *countingHandler) HandleLeave(string, *broker.ClientInfo) error { return nil }
 func (h *countingHandler) HandleControl([]byte) error                   { return nil }
 
+// publishManyBatch is the number of items of a PublishMany benchmark
+// operation.
+const publishManyBatch = 100
+
 // benchPayload is a typical small JSON publication.
 var benchPayload = []byte(`{"type":"message","user":"42","text":"hello, world","ts":1700000000}`)
 
@@ -68,6 +72,34 @@ func BenchmarkBroker(b *testing.B, newBroker func(b *testing.B) broker.Broker) {
 					}
 				}
 			})
+		})
+	}
+	for _, bb := range []struct {
+		name string
+		opts broker.PublishOptions
+	}{
+		{"PublishMany/NoHistory", broker.PublishOptions{}},
+		{"PublishMany/History", hist},
+	} {
+		// One operation is a PublishMany of publishManyBatch items to one
+		// channel, as an API batch makes; ns/publish is per item.
+		b.Run(bb.name, func(b *testing.B) {
+			br := runBench(b, newBroker)
+			items := make([]broker.PublishItem, publishManyBatch)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(benchPayload) * publishManyBatch))
+			for b.Loop() {
+				for i := range items {
+					items[i] = broker.PublishItem{Channel: "bench", Data: benchPayload, Opts: bb.opts}
+				}
+				br.PublishMany(items)
+				for i := range items {
+					if err := items[i].Err; err != nil {
+						b.Fatalf("PublishMany: %v", err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*publishManyBatch), "ns/publish")
 		})
 	}
 	reads := []struct {

@@ -9,7 +9,9 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/brokertest"
+	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/protocol"
 )
 
 // BenchmarkBroker runs the contract benchmarks through one local Redis:
@@ -214,3 +216,43 @@ func (c *countingEvents) HandleRuns(runs []broker.Run) error {
 func (c *countingEvents) HandleJoin(string, *broker.ClientInfo) error  { return nil }
 func (c *countingEvents) HandleLeave(string, *broker.ClientInfo) error { return nil }
 func (c *countingEvents) HandleControl([]byte) error                   { return nil }
+
+// BenchmarkDispatch measures what a node does with what it reads from
+// pub/sub, Redis aside: decoding each message and grouping a read's
+// publications into runs for the handler. One operation is one read of
+// dispatchMax messages, over one channel ("OneChannel", one run) or a
+// channel each ("ChannelEach", a run each, as a broadcast makes).
+func BenchmarkDispatch(b *testing.B) {
+	pub, err := (&protocol.Publication{Data: benchPayload}).MarshalVT()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name     string
+		channels int
+	}{
+		{"OneChannel", 1},
+		{"ChannelEach", dispatchMax},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			br := &Broker{handler: newCountingEvents()}
+			s := &subShard{b: br, prefix: "gyre.s."}
+			events := make([]event, dispatchMax)
+			for i := range events {
+				msg, err := (&wirepb.Message{Type: wirepb.Message_PUBLICATION, Publication: pub, Offset: uint64(i + 1), Epoch: "abcdefgh"}).MarshalVT()
+				if err != nil {
+					b.Fatal(err)
+				}
+				events[i] = event{name: s.prefix + "bench" + strconv.Itoa(i%tt.channels), payload: string(msg)}
+			}
+			d := dispatcher{s: s}
+			b.ReportAllocs()
+			for b.Loop() {
+				d.dispatch(events)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*dispatchMax), "ns/message")
+		})
+	}
+}
+
+var benchPayload = []byte(`{"type":"message","user":"42","text":"hello, world","ts":1700000000}`)
