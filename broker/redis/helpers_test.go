@@ -161,3 +161,10 @@ func eventually(t testing.TB, what string, check func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// eachRESP runs f as two subtests, with the protocol Redis speaks by
+// default (RESP3) and with Config.ForceRESP2.
+func eachRESP(t *testing.T, f func(t *testing.T, resp2 bool)) {
+	t.Run("RESP3", func(t *testing.T) { f(t, false) })
+	t.Run("RESP2", func(t *testing.T) { f(t, true) })
+}

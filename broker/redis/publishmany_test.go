@@ -164,68 +164,60 @@ func TestDeliveriesGrouped(t *testing.T) {
 // followed them, and grouped again after it: the order on the connection
 // is the order the handler sees.
 func TestDeliveriesFlushedBeforeEvents(t *testing.T) {
-	for _, tt := range []struct {
-		name  string
-		resp2 bool
-	}{
-		{"RESP3", false},
-		{"RESP2", true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			// One pub/sub connection: the channel's and the control
-			// messages share its queue.
-			b, h := runHeld(t, Config{Addresses: []string{redistest.Start(t).Addr}, ForceRESP2: tt.resp2})
-			const ch = "flushed"
-			if err := b.Subscribe(ch); err != nil {
-				t.Fatalf("Subscribe: %v", err)
+	eachRESP(t, func(t *testing.T, resp2 bool) {
+		// One pub/sub connection: the channel's and the control
+		// messages share its queue.
+		b, h := runHeld(t, Config{Addresses: []string{redistest.Start(t).Addr}, ForceRESP2: resp2})
+		const ch = "flushed"
+		if err := b.Subscribe(ch); err != nil {
+			t.Fatalf("Subscribe: %v", err)
+		}
+		info := &broker.ClientInfo{ClientID: "c1"}
+		steps := []struct {
+			entry string
+			send  func() error
+		}{
+			{"pub a", nil}, {"pub b", nil},
+			{"join c1", func() error { return b.PublishJoin(ch, info) }},
+			{"pub c", nil}, {"pub d", nil},
+			{"leave c1", func() error { return b.PublishLeave(ch, info) }},
+			{"pub e", nil},
+			{"control x", func() error { return b.PublishControl([]byte("x"), "") }},
+			{"pub f", nil},
+		}
+		if _, _, err := b.Publish(ch, []byte("held"), history); err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+		h.waitHeld(t)
+		for _, st := range steps {
+			send := st.send
+			if send == nil {
+				data := []byte(strings.TrimPrefix(st.entry, "pub "))
+				send = func() error { _, _, err := b.Publish(ch, data, history); return err }
 			}
-			info := &broker.ClientInfo{ClientID: "c1"}
-			steps := []struct {
-				entry string
-				send  func() error
-			}{
-				{"pub a", nil}, {"pub b", nil},
-				{"join c1", func() error { return b.PublishJoin(ch, info) }},
-				{"pub c", nil}, {"pub d", nil},
-				{"leave c1", func() error { return b.PublishLeave(ch, info) }},
-				{"pub e", nil},
-				{"control x", func() error { return b.PublishControl([]byte("x"), "") }},
-				{"pub f", nil},
+			if err := send(); err != nil {
+				t.Fatalf("%s: %v", st.entry, err)
 			}
-			if _, _, err := b.Publish(ch, []byte("held"), history); err != nil {
-				t.Fatalf("Publish: %v", err)
-			}
-			h.waitHeld(t)
-			for _, st := range steps {
-				send := st.send
-				if send == nil {
-					data := []byte(strings.TrimPrefix(st.entry, "pub "))
-					send = func() error { _, _, err := b.Publish(ch, data, history); return err }
-				}
-				if err := send(); err != nil {
-					t.Fatalf("%s: %v", st.entry, err)
-				}
-			}
-			queue := b.shard(ch).queue
-			eventually(t, "the messages to wait in the queue", func() bool { return len(queue) == len(steps) })
-			h.release()
-			eventually(t, "every message", func() bool { return h.logged() == 1+len(steps) })
+		}
+		queue := b.shard(ch).queue
+		eventually(t, "the messages to wait in the queue", func() bool { return len(queue) == len(steps) })
+		h.release()
+		eventually(t, "every message", func() bool { return h.logged() == 1+len(steps) })
 
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			want := []string{"pub held"}
-			for _, st := range steps {
-				want = append(want, st.entry)
-			}
-			if !slices.Equal(h.log, want) {
-				t.Errorf("handled in the order\n%q\nwant\n%q", h.log, want)
-			}
-			wantCalls := [][]runSize{{{ch, 1}}, {{ch, 2}}, {{ch, 2}}, {{ch, 1}}, {{ch, 1}}}
-			if fmt.Sprint(h.calls) != fmt.Sprint(wantCalls) {
-				t.Errorf("HandleRuns calls %v, want %v: the publications between two events in one run", h.calls, wantCalls)
-			}
-		})
-	}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		want := []string{"pub held"}
+		for _, st := range steps {
+			want = append(want, st.entry)
+		}
+		if !slices.Equal(h.log, want) {
+			t.Errorf("handled in the order\n%q\nwant\n%q", h.log, want)
+		}
+		wantCalls := [][]runSize{{{ch, 1}}, {{ch, 2}}, {{ch, 2}}, {{ch, 1}}, {{ch, 1}}}
+		if fmt.Sprint(h.calls) != fmt.Sprint(wantCalls) {
+			t.Errorf("HandleRuns calls %v, want %v: the publications between two events in one run", h.calls, wantCalls)
+		}
+	})
 }
 
 // collect reads n deliveries and returns their data per channel.
@@ -244,87 +236,79 @@ func collect(t *testing.T, ev *events, n int) map[string][]string {
 // item gets its result, published once: offsets go on, a repeated key is
 // suppressed, and every publication is delivered once.
 func TestPublishManyAfterScriptFlush(t *testing.T) {
-	for _, tt := range []struct {
-		name  string
-		resp2 bool
-	}{
-		{"RESP3", false},
-		{"RESP2", true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			b, ev := runBroker(t, Config{Addresses: []string{srv.Addr}, ForceRESP2: tt.resp2})
-			const c1, c2 = "flush1", "flush2"
-			for _, ch := range []string{c1, c2} {
-				if err := b.Subscribe(ch); err != nil {
-					t.Fatalf("Subscribe: %v", err)
+	eachRESP(t, func(t *testing.T, resp2 bool) {
+		srv := redistest.Start(t)
+		b, ev := runBroker(t, Config{Addresses: []string{srv.Addr}, ForceRESP2: resp2})
+		const c1, c2 = "flush1", "flush2"
+		for _, ch := range []string{c1, c2} {
+			if err := b.Subscribe(ch); err != nil {
+				t.Fatalf("Subscribe: %v", err)
+			}
+		}
+		keyed := history
+		keyed.IdempotencyKey = "k"
+		item := func(ch, data string, opts broker.PublishOptions) broker.PublishItem {
+			return broker.PublishItem{Channel: ch, Data: []byte(data), Opts: opts}
+		}
+		first := []broker.PublishItem{item(c1, "a", history), item(c2, "b", keyed), item(c1, "c", history)}
+		b.PublishMany(first)
+		scriptLoaded := func() bool {
+			t.Helper()
+			out, err := srv.Cli("script", "exists", publishScript.sha)
+			if err != nil {
+				t.Fatalf("SCRIPT EXISTS: %v", err)
+			}
+			return out == "1"
+		}
+		if !scriptLoaded() {
+			t.Fatal("the publish script is not loaded after the first PublishMany")
+		}
+		if out, err := srv.Cli("script", "flush"); err != nil || out != "OK" || scriptLoaded() {
+			t.Fatalf("SCRIPT FLUSH: %q, %v; the script still loaded: %v", out, err, scriptLoaded())
+		}
+		second := []broker.PublishItem{
+			item(c1, "d", history),
+			item(c2, "e", keyed), // b's key
+			item(c2, "f", history),
+			item(c1, "g", keyed),
+			item(c1, "h", keyed), // g's key
+		}
+		b.PublishMany(second)
+		type result struct {
+			offset     uint64
+			suppressed bool
+		}
+		for _, call := range []struct {
+			name  string
+			items []broker.PublishItem
+			want  []result
+		}{
+			{"before the flush", first, []result{{1, false}, {1, false}, {2, false}}},
+			{"after the flush", second, []result{{3, false}, {1, true}, {2, false}, {4, false}, {4, true}}},
+		} {
+			for i, it := range call.items {
+				if it.Err != nil || it.Position.Offset != call.want[i].offset || it.Suppressed != call.want[i].suppressed {
+					t.Errorf("%s, item %d (%q): offset %d, suppressed %v, error %v; want %d, %v, nil",
+						call.name, i, it.Data, it.Position.Offset, it.Suppressed, it.Err, call.want[i].offset, call.want[i].suppressed)
 				}
 			}
-			keyed := history
-			keyed.IdempotencyKey = "k"
-			item := func(ch, data string, opts broker.PublishOptions) broker.PublishItem {
-				return broker.PublishItem{Channel: ch, Data: []byte(data), Opts: opts}
+		}
+		if !scriptLoaded() {
+			t.Error("the publish script is not loaded again after the second PublishMany")
+		}
+		for _, ch := range []string{c1, c2} {
+			if _, _, err := b.Publish(ch, []byte("marker"), history); err != nil {
+				t.Fatalf("Publish: %v", err)
 			}
-			first := []broker.PublishItem{item(c1, "a", history), item(c2, "b", keyed), item(c1, "c", history)}
-			b.PublishMany(first)
-			scriptLoaded := func() bool {
-				t.Helper()
-				out, err := srv.Cli("script", "exists", publishScript.sha)
-				if err != nil {
-					t.Fatalf("SCRIPT EXISTS: %v", err)
-				}
-				return out == "1"
+		}
+		got := collect(t, ev, 8)
+		want := map[string][]string{c1: {"a", "c", "d", "g", "marker"}, c2: {"b", "f", "marker"}}
+		for ch, w := range want {
+			if !slices.Equal(got[ch], w) {
+				t.Errorf("%s: delivered %q, want %q", ch, got[ch], w)
 			}
-			if !scriptLoaded() {
-				t.Fatal("the publish script is not loaded after the first PublishMany")
-			}
-			if out, err := srv.Cli("script", "flush"); err != nil || out != "OK" || scriptLoaded() {
-				t.Fatalf("SCRIPT FLUSH: %q, %v; the script still loaded: %v", out, err, scriptLoaded())
-			}
-			second := []broker.PublishItem{
-				item(c1, "d", history),
-				item(c2, "e", keyed), // b's key
-				item(c2, "f", history),
-				item(c1, "g", keyed),
-				item(c1, "h", keyed), // g's key
-			}
-			b.PublishMany(second)
-			type result struct {
-				offset     uint64
-				suppressed bool
-			}
-			for _, call := range []struct {
-				name  string
-				items []broker.PublishItem
-				want  []result
-			}{
-				{"before the flush", first, []result{{1, false}, {1, false}, {2, false}}},
-				{"after the flush", second, []result{{3, false}, {1, true}, {2, false}, {4, false}, {4, true}}},
-			} {
-				for i, it := range call.items {
-					if it.Err != nil || it.Position.Offset != call.want[i].offset || it.Suppressed != call.want[i].suppressed {
-						t.Errorf("%s, item %d (%q): offset %d, suppressed %v, error %v; want %d, %v, nil",
-							call.name, i, it.Data, it.Position.Offset, it.Suppressed, it.Err, call.want[i].offset, call.want[i].suppressed)
-					}
-				}
-			}
-			if !scriptLoaded() {
-				t.Error("the publish script is not loaded again after the second PublishMany")
-			}
-			for _, ch := range []string{c1, c2} {
-				if _, _, err := b.Publish(ch, []byte("marker"), history); err != nil {
-					t.Fatalf("Publish: %v", err)
-				}
-			}
-			got := collect(t, ev, 8)
-			want := map[string][]string{c1: {"a", "c", "d", "g", "marker"}, c2: {"b", "f", "marker"}}
-			for ch, w := range want {
-				if !slices.Equal(got[ch], w) {
-					t.Errorf("%s: delivered %q, want %q", ch, got[ch], w)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestPublishManyClosed: PublishMany on a closed broker sets ErrClosed on

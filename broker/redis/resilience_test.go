@@ -65,15 +65,7 @@ func waitLost(t *testing.T, ev *events, chs ...string) {
 // is back the broker resubscribes by itself, reports the channel lost (so
 // that the engine recovers through History) and delivers again.
 func TestRestart(t *testing.T) {
-	for _, tt := range []struct {
-		name  string
-		resp2 bool
-	}{
-		{"RESP3", false},
-		{"RESP2", true},
-	} {
-		t.Run(tt.name, func(t *testing.T) { testRestart(t, tt.resp2) })
-	}
+	eachRESP(t, testRestart)
 }
 
 func testRestart(t *testing.T, resp2 bool) {
