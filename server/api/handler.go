@@ -382,13 +382,12 @@ func (h *Handler) runBatch(n int, at func(int) command, parallel bool) []batchRe
 	if parallel {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 16)
-		call := func(_ string, m method, body json.RawMessage) (any, error) { return m(h, body) }
 		for i := range n {
 			c := at(i)
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				replies[i] = h.runCommand(c, call)
+				replies[i] = h.runCommand(c)
 			})
 		}
 		wg.Wait()
@@ -411,19 +410,19 @@ func (h *Handler) runBatch(n int, at func(int) command, parallel bool) []batchRe
 			continue
 		}
 		g.publish(h, replies)
-		replies[i] = h.runCommand(c, func(_ string, m method, body json.RawMessage) (any, error) { return m(h, body) })
+		replies[i] = h.runCommand(c)
 	}
 	g.publish(h, replies)
 	return replies
 }
 
-// runCommand runs one command of a batch through call.
-func (h *Handler) runCommand(c command, call func(string, method, json.RawMessage) (any, error)) batchReply {
+// runCommand runs one command of a batch.
+func (h *Handler) runCommand(c command) batchReply {
 	if c.err != nil {
 		h.badCommand(c.name, c.err)
 		return batchReply{err: c.err}
 	}
-	res, err := call(c.name, c.m, c.body)
+	res, err := c.m(h, c.body)
 	if err != nil {
 		return batchReply{err: h.toAPIError(c.name, err)}
 	}
