@@ -40,6 +40,7 @@ type Server struct {
 	tls, internalTLS *tls.Config
 	servers          []*http.Server
 	ln               net.Listener
+	uniGRPC          *uniGRPC // nil when uni_grpc is off
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -66,6 +67,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		s.internal = http.NewServeMux()
 	}
 	s.routes()
+	if err := s.newUniGRPC(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	return s, nil
 }
 
@@ -193,7 +197,7 @@ func (s *Server) Start() error {
 			return err
 		}
 	}
-	return nil
+	return s.startUniGRPC()
 }
 
 // listenConfig is how the server's sockets listen.
@@ -269,6 +273,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			mu.Unlock()
 		})
 	}
+	wg.Go(func() {
+		err := s.shutdownUniGRPC(ctx)
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	})
 	nodeErr := s.node.Shutdown(ctx)
 	wg.Wait()
 	errs = append(errs, nodeErr)

@@ -63,11 +63,11 @@ type UniHTTPStream struct {
 
 // UniGRPC configures the unidirectional gRPC transport.
 type UniGRPC struct {
-	Enabled               bool   `key:"enabled" help:"Serve the unidirectional gRPC transport."`
-	Address               string `key:"address" help:"Interface address of the gRPC server; empty listens on all."`
-	Port                  int    `key:"port" default:"11000" max:"65535" help:"Port of the gRPC server."`
-	MaxReceiveMessageSize int    `key:"max_receive_message_size" help:"Largest incoming gRPC message in bytes; 0 uses the gRPC default."`
-	TLS                   TLS    `key:"tls" help:"TLS of the gRPC server."`
+	Enabled               bool   `key:"enabled" help:"Serve the unidirectional gRPC transport (service centrifugal.centrifugo.unistream.CentrifugoUniStream)."`
+	Address               string `key:"address" help:"Interface address of the uni_grpc server; empty listens on all."`
+	Port                  int    `key:"port" default:"11000" max:"65535" help:"Port of the uni_grpc server."`
+	MaxReceiveMessageSize int    `key:"max_receive_message_size" help:"Largest ConnectRequest a consumer may send, in bytes; 0 uses gRPC's default (4 MiB). A larger one ends the call with RESOURCE_EXHAUSTED."`
+	TLS                   TLS    `key:"tls" help:"TLS of the uni_grpc server; plain HTTP/2 when off."`
 }
 
 // Emulation configures the endpoint that takes commands of emulated
