@@ -1,10 +1,13 @@
 package unigrpc_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,6 +179,26 @@ func connToken(t *testing.T, user string, claims map[string]any) string {
 	}
 	return tok
 }
+
+// logBuffer collects log lines; safe for the server's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // waitDisconnect waits for the node to report a client's disconnect.
 func (s *testServer) waitDisconnect(t *testing.T) gyre.DisconnectEvent {

@@ -104,9 +104,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// logRefused logs calls that end in an error: a ConnectRequest too large
-// or malformed (gRPC refuses those before Consume runs), or an unknown
-// method.
+// logRefused logs calls that end in an error, which Consume never returns:
+// those are ConnectRequests too large or malformed, refused by gRPC before
+// Consume runs.
 func (s *Server) logRefused(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	err := handler(srv, ss)
 	if err != nil {

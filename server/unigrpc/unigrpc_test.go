@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -283,12 +284,16 @@ func TestConsumerNotReadingWriteTimeout(t *testing.T) {
 // TestMaxReceiveMessageSize: a ConnectRequest over the limit ends the call
 // with RESOURCE_EXHAUSTED and makes no client; one under it connects.
 func TestMaxReceiveMessageSize(t *testing.T) {
-	s := startServer(t, gyre.Config{}, unigrpc.Config{MaxReceiveMessageSize: 1024}, nil)
+	var logs logBuffer
+	s := startServer(t, gyre.Config{}, unigrpc.Config{MaxReceiveMessageSize: 1024, Logger: logs.logger()}, nil)
 	client := dial(t, s.addr)
 	tok := connToken(t, "max", nil)
 	big := consume(t, client, &unistreampb.ConnectRequest{Token: tok, Data: bytes.Repeat([]byte("x"), 2048)})
 	if _, err := big.stream.Recv(); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("oversized request: %v, want ResourceExhausted", err)
+	}
+	if l := logs.String(); !strings.Contains(l, "uni_grpc: call refused") || !strings.Contains(l, "ResourceExhausted") {
+		t.Errorf("log %q, want the refused call and its cause", l)
 	}
 	small := consume(t, client, &unistreampb.ConnectRequest{Token: tok, Data: []byte(`{}`)})
 	if p := small.next(); p.Connect == nil {
@@ -309,7 +314,8 @@ func (rawCodec) Name() string                  { return "proto" }
 // TestMalformedConnectRequest: bytes that are no ConnectRequest end the
 // call with an error status and make no client.
 func TestMalformedConnectRequest(t *testing.T) {
-	s := startServer(t, gyre.Config{}, unigrpc.Config{}, nil)
+	var logs logBuffer
+	s := startServer(t, gyre.Config{}, unigrpc.Config{Logger: logs.logger()}, nil)
 	cc, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -335,6 +341,9 @@ func TestMalformedConnectRequest(t *testing.T) {
 	}
 	if got := s.node.LocalInfo().NumClients; got != 0 {
 		t.Errorf("%d clients, want none", got)
+	}
+	if l := logs.String(); !strings.Contains(l, "uni_grpc: call refused") || !strings.Contains(l, "unmarshal") {
+		t.Errorf("log %q, want the refused call and its cause", l)
 	}
 }
 
