@@ -52,7 +52,7 @@ type testServer struct {
 
 // startServer runs a node with cfg (token secret filled in) and serves
 // uni_grpc for it with ucfg. setup may register handlers.
-func startServer(t *testing.T, cfg gyre.Config, ucfg unigrpc.Config, setup func(*gyre.Node)) *testServer {
+func startServer(t testing.TB, cfg gyre.Config, ucfg unigrpc.Config, setup func(*gyre.Node)) *testServer {
 	t.Helper()
 	cfg.Token.HMACSecretKey = testSecret
 	n, err := gyre.NewNode(cfg)
@@ -93,7 +93,7 @@ func startServer(t *testing.T, cfg gyre.Config, ucfg unigrpc.Config, setup func(
 }
 
 // dial connects a gRPC client to addr, plain unless opts say otherwise.
-func dial(t *testing.T, addr string, opts ...grpc.DialOption) unistreampb.CentrifugoUniStreamClient {
+func dial(t testing.TB, addr string, opts ...grpc.DialOption) unistreampb.CentrifugoUniStreamClient {
 	t.Helper()
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
@@ -167,7 +167,7 @@ func (c *consumer) expectEnd() {
 	}
 }
 
-func connToken(t *testing.T, user string, claims map[string]any) string {
+func connToken(t testing.TB, user string, claims map[string]any) string {
 	t.Helper()
 	all := map[string]any{"sub": user}
 	for k, v := range claims {
