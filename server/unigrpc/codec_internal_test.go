@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
 
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/unigrpc/unistreampb"
@@ -78,6 +79,36 @@ func BenchmarkMarshalPush(b *testing.B) {
 				b.Fatal(err)
 			}
 			out.Free()
+		}
+	})
+}
+
+// FuzzConnectRequest: whatever bytes a consumer sends, the codec either
+// refuses them or gives a ConnectRequest the engine can take; never a
+// panic.
+func FuzzConnectRequest(f *testing.F) {
+	req := &unistreampb.ConnectRequest{
+		Token: "t", Data: []byte(`{}`), Name: "n", Version: "v", Headers: map[string]string{"h": "v"},
+		Subs: map[string]*unistreampb.SubscribeRequest{"news": {Recover: true, Epoch: "e", Offset: 3}, "empty": nil},
+	}
+	seed, err := req.MarshalVT()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Add([]byte{0x0a, 0x7f, 'x'})
+	f.Add([]byte{0x1a, 0x02, 0x0a, 0x00}) // a subs entry with a key and no value
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got unistreampb.ConnectRequest
+		if err := (codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(data)}, &got); err != nil {
+			return
+		}
+		out := connectRequest(&got)
+		for ch, sr := range out.Subs {
+			if sr == nil {
+				t.Errorf("subs[%q] is nil", ch)
+			}
 		}
 	})
 }
