@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	protobuf "google.golang.org/protobuf/proto"
 
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/unigrpc/unistreampb"
@@ -91,7 +92,7 @@ func FuzzConnectRequest(f *testing.F) {
 		Token: "t", Data: []byte(`{}`), Name: "n", Version: "v", Headers: map[string]string{"h": "v"},
 		Subs: map[string]*unistreampb.SubscribeRequest{"news": {Recover: true, Epoch: "e", Offset: 3}, "empty": nil},
 	}
-	seed, err := req.MarshalVT()
+	seed, err := protobuf.Marshal(req)
 	if err != nil {
 		f.Fatal(err)
 	}
