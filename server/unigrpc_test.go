@@ -95,3 +95,43 @@ func TestUniGRPCOff(t *testing.T) {
 		t.Errorf("uni_grpc listens on %v while disabled", a)
 	}
 }
+
+// TestUniGRPCClientCA: with uni_grpc.tls.client_ca_pem a consumer must show
+// a certificate that CA signed.
+func TestUniGRPCClientCA(t *testing.T) {
+	ca := newTestCert(t, nil)
+	srvCert, clientCert := newTestCert(t, ca), newTestCert(t, ca)
+	c := testConfig()
+	c.HTTPServer.Address = "127.0.0.1"
+	c.HTTPServer.Port = 0
+	c.UniGRPC = config.UniGRPC{Enabled: true, Address: "127.0.0.1", Port: 0,
+		TLS: config.TLS{Enabled: true, CertPEM: srvCert.certPEM, KeyPEM: srvCert.keyPEM, ClientCAPEM: ca.certPEM}}
+	s := start(t, c)
+	consume := func(certs []tls.Certificate) error {
+		cc, err := grpc.NewClient(s.UniGRPCAddr().String(), grpc.WithTransportCredentials(credentials.NewTLS(
+			&tls.Config{RootCAs: ca.pool(), Certificates: certs})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stream, err := unistreampb.NewCentrifugoUniStreamClient(cc).Consume(ctx, &unistreampb.ConnectRequest{
+			Token: signToken(t, testSecret, "uma"),
+		})
+		if err != nil {
+			return err
+		}
+		p, err := stream.Recv()
+		if err == nil && p.Connect == nil {
+			t.Errorf("first push %v, want connect", p)
+		}
+		return err
+	}
+	if err := consume([]tls.Certificate{clientCert.tlsCert(t)}); err != nil {
+		t.Errorf("with a client certificate: %v", err)
+	}
+	if err := consume(nil); err == nil {
+		t.Error("without a client certificate: connected")
+	}
+}

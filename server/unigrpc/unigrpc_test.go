@@ -38,14 +38,18 @@ func TestConsume(t *testing.T) {
 			HistorySize: 100, HistoryTTL: time.Minute, AllowRecovery: true,
 		}}}
 		engine(&cfg)
+		events := make(chan gyre.ConnectingEvent, 2)
 		s := startServer(t, cfg, unigrpc.Config{}, func(n *gyre.Node) {
 			n.OnConnecting(func(_ context.Context, e gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
+				events <- e
 				return gyre.ConnectingReply{Data: []byte(`{"welcome":"` + e.Name + `"}`), Channels: []string{"news"}}, nil
 			})
 		})
 		client := dial(t, s.addr)
 		tok := connToken(t, "ann", nil)
-		c := consume(t, client, &unistreampb.ConnectRequest{Token: tok, Name: "go-test"})
+		c := consume(t, client, &unistreampb.ConnectRequest{
+			Token: tok, Name: "go-test", Version: "1.2", Data: []byte(`{"hi":1}`), Headers: map[string]string{"X-Trace": "t1"},
+		})
 
 		p := c.next()
 		if p.Connect == nil || p.Connect.Client == "" {
@@ -56,6 +60,11 @@ func TestConsume(t *testing.T) {
 		}
 		if p.Connect.Ping != 25 || p.Connect.Pong {
 			t.Errorf("connect ping %d pong %v, want 25 false", p.Connect.Ping, p.Connect.Pong)
+		}
+		e := <-events
+		if e.Transport != "uni_grpc" || e.Name != "go-test" || e.Version != "1.2" || string(e.Data) != `{"hi":1}` ||
+			e.Headers["X-Trace"] != "t1" || e.Credentials == nil || e.Credentials.UserID != "ann" {
+			t.Errorf("connecting event %+v, want the ConnectRequest's fields on uni_grpc", e)
 		}
 		sub, ok := p.Connect.Subs["news"]
 		if !ok || !sub.Recoverable {
