@@ -427,3 +427,20 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	pool.AddCert(parsed)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: parsed}, pool
 }
+
+// TestConsumeBinary: the transport is protobuf, so binary publication data
+// arrives as it was published (JSON transports refuse it).
+func TestConsumeBinary(t *testing.T) {
+	s := startServer(t, gyre.Config{}, unigrpc.Config{}, nil)
+	c := consume(t, dial(t, s.addr), &unistreampb.ConnectRequest{Token: connToken(t, "bin", map[string]any{"channels": []string{"raw"}})})
+	if p := c.next(); p.Connect == nil {
+		t.Fatalf("first push %v, want connect", p)
+	}
+	data := []byte{0xff, 0x00, 0xfe, '\n'}
+	if _, err := s.node.Publish("raw", data); err != nil {
+		t.Fatal(err)
+	}
+	if p := c.nextNonPing(); !bytes.Equal(p.GetPub().GetData(), data) {
+		t.Errorf("push %v, want the binary publication", p)
+	}
+}
