@@ -158,7 +158,7 @@ func (p *Proxy) Open(ctx context.Context, call Call) (*proxypb.SubscribeResponse
 		ctx = metadata.NewOutgoingContext(ctx, metadata.Join(md, call.Metadata))
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	st := &Stream{cancel: cancel, ctx: sctx, log: log}
+	st := &Stream{cancel: cancel, ctx: sctx, log: log, timeout: p.timeout}
 	// The first message must come within the timeout; past it, the
 	// stream is cancelled and Recv returns.
 	var timedOut, gone atomic.Bool
@@ -248,6 +248,11 @@ type Stream struct {
 	// a time: sendMu keeps the client's publications in turn.
 	send   func(*proxypb.StreamSubscribeRequest) error
 	sendMu sync.Mutex
+	// timeout bounds each send: a backend that stops reading would block
+	// the client's commands behind flow control. Past it the stream is
+	// cancelled, and sendStuck makes its end unsubscribe the client.
+	timeout   time.Duration
+	sendStuck atomic.Bool
 	// first is a publication the backend put in its first message, which
 	// carries none by the protocol; it is delivered rather than lost.
 	first *proxypb.Publication
@@ -300,7 +305,7 @@ func (s *Stream) deliver(sub *gyre.StreamSubscription, pub *proxypb.Publication)
 // else the client is unsubscribed, with 2000 when the backend finished
 // the stream and 2500 (resubscribe) when it broke.
 func (s *Stream) ended(sub *gyre.StreamSubscription, err error) {
-	if s.ctx.Err() != nil {
+	if s.ctx.Err() != nil && !s.sendStuck.Load() {
 		// Cancelled: by Close when the subscription ended, or with the
 		// caller's context, which ends with the connection.
 		return
@@ -326,9 +331,18 @@ func (s *Stream) Publish(_ context.Context, data []byte) error {
 		return gyre.ErrorNotAvailable
 	}
 	s.sendMu.Lock()
+	stuck := time.AfterFunc(s.timeout, func() {
+		s.sendStuck.Store(true)
+		s.cancel()
+	})
 	err := s.send(&proxypb.StreamSubscribeRequest{Publication: &proxypb.Publication{Data: data}})
+	stuck.Stop()
 	s.sendMu.Unlock()
 	if err != nil {
+		if s.sendStuck.Load() {
+			s.log.Warn("subscription stream: the backend took no client publication within the timeout; stream cancelled", "timeout", s.timeout)
+			return fmt.Errorf("substream: send publication: backend stuck: %w", gyre.ErrorInternal)
+		}
 		if s.ctx.Err() != nil {
 			// The subscription is ending: the publication has nowhere to go.
 			return gyre.ErrorNotAvailable

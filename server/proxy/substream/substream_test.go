@@ -128,6 +128,12 @@ func (b *backend) SubscribeBidirectional(stream proxypb.CentrifugoProxy_Subscrib
 	if err := stream.Send(&proxypb.StreamSubscribeResponse{SubscribeResponse: &proxypb.SubscribeResponse{}}); err != nil {
 		return err
 	}
+	if behaviour(req.Channel) == "deaf" {
+		// Reads nothing more: the client's publications pile up in flow
+		// control until the sender gives up.
+		<-stream.Context().Done()
+		return nil
+	}
 	for {
 		in, err := stream.Recv()
 		if err != nil {
@@ -191,7 +197,7 @@ func newEnv(t *testing.T) *env {
 	n, err := gyre.NewNode(gyre.Config{
 		Token: token.Config{HMACSecretKey: "secret"},
 		Channels: gyre.ChannelConfig{Namespaces: []gyre.Namespace{
-			{Name: "uni"}, {Name: "bidi"}, {Name: "slow"}, {Name: "patient"},
+			{Name: "uni"}, {Name: "bidi"}, {Name: "slow"}, {Name: "patient"}, {Name: "slowbidi"},
 		}},
 	})
 	if err != nil {
@@ -203,13 +209,13 @@ func newEnv(t *testing.T) *env {
 				Client: c.ID(), Transport: c.Transport().Name(), Protocol: c.Transport().Protocol().String(), Encoding: "json",
 				User: c.UserID(), Channel: e.Channel, Token: e.Token, Data: e.Data,
 			},
-			Bidirectional: strings.HasPrefix(e.Channel, "bidi:"),
+			Bidirectional: strings.HasPrefix(e.Channel, "bidi:") || strings.HasPrefix(e.Channel, "slowbidi:"),
 			Metadata:      metadata.Pairs("x-test", "per-call"),
 			Done:          c.Done(),
 		}
 		p := proxy
 		switch {
-		case strings.HasPrefix(e.Channel, "slow:"):
+		case strings.HasPrefix(e.Channel, "slow:"), strings.HasPrefix(e.Channel, "slowbidi:"):
 			p = slow
 		case strings.HasPrefix(e.Channel, "patient:"):
 			p = patient
@@ -332,6 +338,34 @@ func TestStreamBidirectional(t *testing.T) {
 	r := c.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: ch, Data: []byte(`{}`)}})
 	if r.Error == nil {
 		t.Fatal("publish after the stream ended was accepted")
+	}
+}
+
+// TestStreamBackendStopsReading: a backend that stops reading the
+// client's publications cannot hold the client's commands for longer than
+// the proxy's timeout: the publish that waits gets error 100, the stream
+// is cancelled and the client unsubscribed with 2500.
+func TestStreamBackendStopsReading(t *testing.T) {
+	e := newEnv(t)
+	const ch = "slowbidi:deaf"
+	c := e.client(t, protocol.TypeProtobuf, "1")
+	c.MustSubscribe(ch)
+	big := []byte(`"` + strings.Repeat("x", 60000) + `"`)
+	var refused *protocol.Error
+	for i := 0; i < 2000 && refused == nil; i++ {
+		r := c.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: ch, Data: big}})
+		refused = r.Error
+	}
+	if refused == nil || refused.Code != 100 {
+		t.Fatalf("publications into a backend that reads nothing: last error %+v, want 100", refused)
+	}
+	p := c.WaitPush("unsubscribe push", func(p *protocol.Push) bool { return p.Unsubscribe != nil })
+	if p.Unsubscribe.Code != 2500 {
+		t.Fatalf("unsubscribe %+v, want 2500", p.Unsubscribe)
+	}
+	e.waitEnded(t, ch)
+	if len(e.logs.Find(slog.LevelWarn, "", map[string]string{"proxy": "slow", "channel": ch})) == 0 {
+		t.Error("no warning naming the proxy and channel")
 	}
 }
 
