@@ -34,6 +34,13 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 		}
 		return nil, err
 	}
+	if st := c.streamOf(req.Channel); st != nil {
+		// The subscription's stream takes the client's publications.
+		if err := st.publish(c.ctx, req.Data); err != nil {
+			return nil, err
+		}
+		return &protocol.Reply{Publish: &protocol.PublishResult{}}, nil
+	}
 	data := req.Data
 	if h := n.handlers.publish; h != nil {
 		rep, err := h(c.ctx, c, PublishEvent{Channel: req.Channel, Data: req.Data})

@@ -56,6 +56,8 @@ type subscribeParams struct {
 	// scope is set when channel is a pattern: its pattern scope, and name
 	// the pattern within it.
 	scope, name string
+	// stream, when set, feeds the subscription (SubscribeReply.Stream).
+	stream *subStream
 }
 
 // patternOnly makes the subscription a pattern subscription: it follows
@@ -104,14 +106,17 @@ func tokenFilter(tree []byte, expr string) (*protocol.FilterNode, error) {
 func (c *Client) subscribeCmd(id uint32, req *protocol.SubscribeRequest) bool {
 	p, err := c.authorizeSubscribe(req)
 	if err != nil {
+		p.stream.end()
 		return c.finishCommand(id, nil, err)
 	}
 	s, res, err := c.startSubscription(p)
 	if err != nil {
+		p.stream.end()
 		return c.finishCommand(id, nil, err)
 	}
 	c.enqueueReply(&protocol.Reply{Id: id, Subscribe: res})
 	s.activate(s.offset.Load())
+	s.stream.start(s)
 	return c.state.Load() != stateClosed
 }
 
@@ -172,6 +177,9 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 			return p, err
 		}
 		p.chanInfo, p.data, p.expireAt = rep.ChanInfo, rep.Data, rep.ExpireAt
+		if rep.Stream != nil {
+			p.stream = newSubStream(rep.Stream)
+		}
 		if err := p.enforceFilter(rep.Filter); err != nil {
 			n.log.Error("invalid tags filter from the subscribe handler", "channel", req.Channel, "error", err)
 			return p, ErrorInternal
@@ -213,6 +221,9 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 	}
 	if pattern {
 		p.patternOnly(rules)
+	}
+	if p.stream != nil {
+		p.streamOnly()
 	}
 	if p.recoverable || p.positioned {
 		p.positioned = true
@@ -318,6 +329,7 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 		filter:        p.filter,
 		delta:         p.delta,
 		shape:         shapeReply,
+		stream:        p.stream,
 	}
 	switch {
 	case c.uni:

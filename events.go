@@ -74,6 +74,10 @@ type SubscribeReply struct {
 	EnablePositioning bool
 	EnablePresence    bool
 	EnableJoinLeave   bool
+	// Stream, when set, feeds the subscription with publications of its
+	// own, for this client only (see SubscriptionStream); recovery,
+	// positioning and delta compression are then off.
+	Stream SubscriptionStream
 }
 
 // SubscribeHandler decides a subscribe command. When set, it replaces the

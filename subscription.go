@@ -69,6 +69,8 @@ type subscription struct {
 	mu sync.Mutex
 	// held publications that arrived while pending.
 	held []heldMessage
+	// stream, when set, feeds the subscription besides its channel.
+	stream *subStream
 }
 
 type heldMessage struct {
@@ -188,4 +190,5 @@ func (s *subscription) close() {
 	s.state.Store(subClosed)
 	s.held = nil
 	s.mu.Unlock()
+	s.stream.end()
 }
