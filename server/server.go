@@ -40,6 +40,9 @@ type Server struct {
 	tls, internalTLS *tls.Config
 	servers          []*http.Server
 	ln               net.Listener
+	// exec runs the API methods for the HTTP and the gRPC API.
+	exec    *api.Executor
+	grpcAPI *grpcAPI // nil when grpc_api is off
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -65,7 +68,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if cfg.HTTPServer.InternalPort != 0 {
 		s.internal = http.NewServeMux()
 	}
+	s.exec = api.NewExecutor(node, api.Config{Logger: log})
 	s.routes()
+	if s.grpcAPI, err = s.newGRPCAPI(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	return s, nil
 }
 
@@ -119,7 +126,7 @@ func (s *Server) routes() {
 	}
 	if !c.HTTPAPI.Disabled {
 		prefix := c.HTTPAPI.HandlerPrefix
-		h := api.NewHandler(s.node, api.Config{
+		h := api.NewHandlerFor(s.exec, api.Config{
 			Key:                c.HTTPAPI.Key,
 			Insecure:           c.HTTPAPI.Insecure,
 			TransportErrorMode: c.HTTPAPI.ErrorMode == "transport",
@@ -190,6 +197,11 @@ func (s *Server) Start() error {
 			addr = hs.Address
 		}
 		if _, err := s.listen(addr, hs.InternalPort, s.internal, nil, s.internalTLS); err != nil {
+			return err
+		}
+	}
+	if s.grpcAPI != nil {
+		if err := s.grpcAPI.start(s); err != nil {
 			return err
 		}
 	}
@@ -268,6 +280,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 			mu.Unlock()
 		})
+	}
+	if s.grpcAPI != nil {
+		wg.Go(func() { s.grpcAPI.stop(ctx) })
 	}
 	nodeErr := s.node.Shutdown(ctx)
 	wg.Wait()
