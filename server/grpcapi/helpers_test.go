@@ -61,7 +61,7 @@ func echoRPC(_ context.Context, method string, params []byte) ([]byte, error) {
 // env is a node with the gRPC API on a real listener and the WebSocket
 // endpoint behind an httptest server.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	node   *gyre.Node
 	addr   string
 	wsURL  string
@@ -95,7 +95,7 @@ func eachEngine(t *testing.T, f func(t *testing.T, eng engine)) {
 
 // newEnv starts a node on eng and the gRPC API for it, with cfg (its
 // Key defaulting to testKey unless noKey) and an RPC hook.
-func newEnv(t *testing.T, eng engine, cfg grpcapi.Config) *env {
+func newEnv(t testing.TB, eng engine, cfg grpcapi.Config) *env {
 	t.Helper()
 	ncfg := gyre.Config{Token: token.Config{HMACSecretKey: testSecret}, Channels: testChannels()}
 	if eng == redisEngine {
