@@ -68,6 +68,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if cfg.HTTPServer.InternalPort != 0 {
 		s.internal = http.NewServeMux()
 	}
+	// One executor runs the methods of the HTTP and the gRPC API. Its
+	// RPC hook (api.Config.RPC) is where the RPC proxy plugs in; without
+	// one, the rpc method answers 104 "not found", as Centrifugo does.
 	s.exec = api.NewExecutor(node, api.Config{Logger: log})
 	s.routes()
 	if s.grpcAPI, err = s.newGRPCAPI(); err != nil {

@@ -42,9 +42,6 @@ func NewExecutor(n *gyre.Node, cfg Config) *Executor {
 	return &Executor{node: n, rpc: cfg.RPC, maxBatch: cfg.MaxBatchSize, log: log, fails: newFailureLog(log)}
 }
 
-// MaxBatchSize is the most commands a batch may hold.
-func (e *Executor) MaxBatchSize() int { return e.maxBatch }
-
 // APIError maps err, returned by method, to the error its caller answers:
 // an *Error as is, a *gyre.Error with its code and message, anything else
 // hidden behind 100 internal server error. Internal errors are logged at

@@ -18,7 +18,9 @@ import (
 	"github.com/gyrehq/gyre"
 )
 
-// Config configures the API handler.
+// Config configures the API: Logger, MaxBatchSize and RPC are the
+// Executor's (and so shared with the gRPC API when it runs on the same
+// Executor), the other fields the HTTP handler's.
 type Config struct {
 	// Key is the API key clients must present; with Insecure false and an
 	// empty Key every request is refused.
@@ -33,14 +35,16 @@ type Config struct {
 	MaxBatchSize int
 	// Prefix is the URL path the methods are under; "" means "/api".
 	Prefix string
+	// Logger logs failed calls (without flooding the log); nil logs
+	// nothing.
 	Logger *slog.Logger
 	// OnCall, when set, is told about every API call: its method, its error
 	// code (0 for success) and how long it took.
 	OnCall func(method string, code uint32, d time.Duration)
 	// RPC serves the rpc method (POST <prefix>/rpc, and rpc commands of a
 	// batch). Nil answers every rpc call with 104 "not found", as
-	// Centrifugo does for a method no extension serves. The server routes
-	// it to the RPC proxy when one is configured.
+	// Centrifugo does for a method no extension serves. In the server
+	// this is where the RPC proxy plugs in (server.New).
 	RPC RPCFunc
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -39,9 +40,38 @@ func TestAuth(t *testing.T) {
 			t.Errorf("%s: %v, want Unauthenticated", name, err)
 		}
 	}
-	// A refused call runs nothing.
+	// A refused call runs nothing, and says so in the log.
 	if got := e.called(); len(got) != 1 {
 		t.Errorf("calls run: %v, want the one with the key", got)
+	}
+	lines := e.logs.Find(slog.LevelInfo, "grpc api call with a wrong or missing key",
+		map[string]string{"method": "/centrifugal.centrifugo.api.CentrifugoApi/Info"})
+	if len(lines) != len(refused) || lines[0].Attr("remote") == "" {
+		t.Errorf("%d log lines for refused calls, want %d naming the remote: %v", len(lines), len(refused), lines)
+	}
+}
+
+// TestFailureLogged: an internal error is answered with 100 and logged
+// with its cause and method; a bad request is logged at info level.
+func TestFailureLogged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	r, err := e.client.RPC(e.ctx(), &apipb.RPCRequest{Method: "crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "rpc crash", r.GetError(), 100)
+	if r.GetError().GetMessage() != "internal server error" {
+		t.Fatalf("message %q tells more than it should", r.GetError().GetMessage())
+	}
+	lines := e.logs.Find(slog.LevelError, "api method failed", map[string]string{"method": "rpc"})
+	if len(lines) != 1 || !strings.Contains(lines[0].Attr("error"), "backend connection refused") {
+		t.Fatalf("error lines %v", lines)
+	}
+	p, _ := e.client.Publish(e.ctx(), &apipb.PublishRequest{Data: []byte(`{}`)})
+	wantErr(t, "publish without channel", p.GetError(), 107)
+	if len(e.logs.Find(slog.LevelInfo, "api bad command", map[string]string{"method": "publish"})) != 1 {
+		t.Fatal("no log line for the bad publish")
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/broker/redis"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/api"
@@ -68,6 +69,8 @@ type env struct {
 	client apipb.CentrifugoApiClient
 	conn   *grpc.ClientConn
 
+	logs *logtest.Recorder // the executor's and the server's
+
 	mu    sync.Mutex
 	calls []call // told to OnCall
 }
@@ -113,8 +116,10 @@ func newEnv(t testing.TB, eng engine, cfg grpcapi.Config) *env {
 	if err := n.Run(); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, node: n}
-	exec := api.NewExecutor(n, api.Config{RPC: echoRPC, MaxBatchSize: 1000, Logger: slog.New(slog.DiscardHandler)})
+	e := &env{t: t, node: n, logs: &logtest.Recorder{}}
+	log := slog.New(e.logs)
+	exec := api.NewExecutor(n, api.Config{RPC: echoRPC, MaxBatchSize: 1000, Logger: log})
+	cfg.Logger = log
 	cfg.OnCall = func(method string, code uint32, _ time.Duration) {
 		e.mu.Lock()
 		e.calls = append(e.calls, call{method, code})
