@@ -40,7 +40,10 @@ type Server struct {
 	tls, internalTLS *tls.Config
 	servers          []*http.Server
 	ln               net.Listener
-	uniGRPC          *uniGRPC // nil when uni_grpc is off
+	// exec runs the API methods for the HTTP and the gRPC API.
+	exec    *api.Executor
+	grpcAPI *grpcAPI // nil when grpc_api is off
+	uniGRPC *uniGRPC // nil when uni_grpc is off
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -66,7 +69,14 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if cfg.HTTPServer.InternalPort != 0 {
 		s.internal = http.NewServeMux()
 	}
+	// One executor runs the methods of the HTTP and the gRPC API. Its
+	// RPC hook (api.Config.RPC) is where the RPC proxy plugs in; without
+	// one, the rpc method answers 104 "not found", as Centrifugo does.
+	s.exec = api.NewExecutor(node, api.Config{Logger: log})
 	s.routes()
+	if s.grpcAPI, err = s.newGRPCAPI(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if err := s.newUniGRPC(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -123,7 +133,7 @@ func (s *Server) routes() {
 	}
 	if !c.HTTPAPI.Disabled {
 		prefix := c.HTTPAPI.HandlerPrefix
-		h := api.NewHandler(s.node, api.Config{
+		h := api.NewHandlerFor(s.exec, api.Config{
 			Key:                c.HTTPAPI.Key,
 			Insecure:           c.HTTPAPI.Insecure,
 			TransportErrorMode: c.HTTPAPI.ErrorMode == "transport",
@@ -194,6 +204,11 @@ func (s *Server) Start() error {
 			addr = hs.Address
 		}
 		if _, err := s.listen(addr, hs.InternalPort, s.internal, nil, s.internalTLS); err != nil {
+			return err
+		}
+	}
+	if s.grpcAPI != nil {
+		if err := s.grpcAPI.start(s); err != nil {
 			return err
 		}
 	}
@@ -272,6 +287,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 			mu.Unlock()
 		})
+	}
+	if s.grpcAPI != nil {
+		wg.Go(func() { s.grpcAPI.stop(ctx) })
 	}
 	wg.Go(func() {
 		err := s.shutdownUniGRPC(ctx)

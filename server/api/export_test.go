@@ -8,17 +8,17 @@ const FailureLogBurst = failureLogBurst
 
 // SetFailureLogWindow sets the window of h's failure log; call it before
 // the first request.
-func SetFailureLogWindow(h *Handler, d time.Duration) { h.fails.window = d }
+func SetFailureLogWindow(h *Handler, d time.Duration) { h.exec.fails.window = d }
 
 // FlushFailureLogs writes the failure summaries due, as the end of their
 // window would.
-func FlushFailureLogs(h *Handler) { h.fails.flushAll() }
+func FlushFailureLogs(h *Handler) { h.exec.fails.flushAll() }
 
 // MethodNames are the names of the API's methods.
 func MethodNames() []string {
-	names := make([]string, 0, len(methods))
-	for name := range methods {
+	names := make([]string, 0, len(commandDecoders)+1)
+	for name := range commandDecoders {
 		names = append(names, name)
 	}
-	return names
+	return append(names, "batch")
 }

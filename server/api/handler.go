@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -11,14 +12,15 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gyrehq/gyre"
 )
 
-// Config configures the API handler.
+// Config configures the API: Logger, MaxBatchSize and RPC are the
+// Executor's (and so shared with the gRPC API when it runs on the same
+// Executor), the other fields the HTTP handler's.
 type Config struct {
 	// Key is the API key clients must present; with Insecure false and an
 	// empty Key every request is refused.
@@ -33,59 +35,90 @@ type Config struct {
 	MaxBatchSize int
 	// Prefix is the URL path the methods are under; "" means "/api".
 	Prefix string
+	// Logger logs failed calls (without flooding the log); nil logs
+	// nothing.
 	Logger *slog.Logger
 	// OnCall, when set, is told about every API call: its method, its error
 	// code (0 for success) and how long it took.
 	OnCall func(method string, code uint32, d time.Duration)
+	// RPC serves the rpc method (POST <prefix>/rpc, and rpc commands of a
+	// batch). Nil answers every rpc call with 104 "not found", as
+	// Centrifugo does for a method no extension serves. In the server
+	// this is where the RPC proxy plugs in (server.New).
+	RPC RPCFunc
 }
 
-// Handler serves the API of one node.
+// Handler serves the API of one node over HTTP: it decodes JSON, runs
+// the method on its Executor and encodes the answer.
 type Handler struct {
-	node  *gyre.Node
-	cfg   Config
-	log   *slog.Logger
-	fails *failureLog
+	exec *Executor
+	cfg  Config
+	log  *slog.Logger
 }
 
-// NewHandler creates the API handler for n.
+// NewHandler creates the API handler for n, with an Executor of its own.
 func NewHandler(n *gyre.Node, cfg Config) *Handler {
+	return NewHandlerFor(NewExecutor(n, cfg), cfg)
+}
+
+// NewHandlerFor creates the API handler that runs the methods on exec,
+// which other APIs (gRPC) may share; exec keeps its own Logger,
+// MaxBatchSize and RPC.
+func NewHandlerFor(exec *Executor, cfg Config) *Handler {
 	if cfg.MaxBodySize == 0 {
 		cfg.MaxBodySize = 16 << 20
-	}
-	if cfg.MaxBatchSize == 0 {
-		cfg.MaxBatchSize = 100_000
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "/api"
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Handler{node: n, cfg: cfg, log: log, fails: newFailureLog(log)}
+	return &Handler{exec: exec, cfg: cfg, log: exec.log}
 }
 
-// method runs one API method on a raw JSON request.
-type method func(h *Handler, raw json.RawMessage) (any, error)
+// Executor is the executor h runs the methods on.
+func (h *Handler) Executor() *Executor { return h.exec }
 
-var methods map[string]method
+// commandDecoder reads the JSON request of one method into a Command.
+type commandDecoder func(raw json.RawMessage) (Command, error)
+
+// commandDecoders are the methods of the API by name, batch excepted.
+var commandDecoders map[string]commandDecoder
 
 func init() {
-	methods = map[string]method{
-		"publish":        (*Handler).publish,
-		"broadcast":      (*Handler).broadcast,
-		"subscribe":      (*Handler).subscribe,
-		"unsubscribe":    (*Handler).unsubscribe,
-		"disconnect":     (*Handler).disconnect,
-		"refresh":        (*Handler).refresh,
-		"presence":       (*Handler).presence,
-		"presence_stats": (*Handler).presenceStats,
-		"history":        (*Handler).history,
-		"history_remove": (*Handler).historyRemove,
-		"channels":       (*Handler).channels,
-		"info":           (*Handler).info,
-		"batch":          (*Handler).batch,
+	commandDecoders = map[string]commandDecoder{
+		"publish":        decodeInto(func(c *Command, r *PublishRequest) { c.Publish = r }),
+		"broadcast":      decodeInto(func(c *Command, r *BroadcastRequest) { c.Broadcast = r }),
+		"subscribe":      decodeInto(func(c *Command, r *SubscribeRequest) { c.Subscribe = r }),
+		"unsubscribe":    decodeInto(func(c *Command, r *UnsubscribeRequest) { c.Unsubscribe = r }),
+		"disconnect":     decodeInto(func(c *Command, r *DisconnectRequest) { c.Disconnect = r }),
+		"refresh":        decodeInto(func(c *Command, r *RefreshRequest) { c.Refresh = r }),
+		"presence":       decodeInto(func(c *Command, r *ChannelRequest) { c.Presence = r }),
+		"presence_stats": decodeInto(func(c *Command, r *ChannelRequest) { c.PresenceStats = r }),
+		"history":        decodeInto(func(c *Command, r *HistoryRequest) { c.History = r }),
+		"history_remove": decodeInto(func(c *Command, r *ChannelRequest) { c.HistoryRemove = r }),
+		"channels":       decodeInto(func(c *Command, r *ChannelsRequest) { c.Channels = r }),
+		"info":           decodeInto(func(c *Command, r *InfoRequest) { c.Info = r }),
+		"rpc":            decodeInto(func(c *Command, r *RPCRequest) { c.RPC = r }),
 	}
+}
+
+// decodeInto makes the decoder of a method whose request is a Req, which
+// set puts into the Command.
+func decodeInto[Req any](set func(*Command, *Req)) commandDecoder {
+	return func(raw json.RawMessage) (Command, error) {
+		var c Command
+		r := new(Req)
+		if err := decode(raw, r); err != nil {
+			return c, err
+		}
+		set(&c, r)
+		return c, nil
+	}
+}
+
+// isMethod reports whether name is a method of the API.
+func isMethod(name string) bool {
+	_, ok := commandDecoders[name]
+	return ok || name == "batch"
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -102,8 +135,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// No method in the path: the legacy form, whose body names them.
 	legacy := name == ""
-	m, ok := methods[name]
-	if !ok && !legacy {
+	if !legacy && !isMethod(name) {
 		h.refuse(w, r, http.StatusNotFound, "unknown method", "method", clip(name))
 		return
 	}
@@ -129,8 +161,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	res, err := m(h, body)
+	res, err := h.call(r.Context(), name, body)
 	h.write(w, name, res, err, transportMode, start)
+}
+
+// call decodes the JSON request of method name and runs it.
+func (h *Handler) call(ctx context.Context, name string, body json.RawMessage) (any, error) {
+	if name == "batch" {
+		return h.batch(ctx, body)
+	}
+	c, err := commandDecoders[name](body)
+	if err != nil {
+		return nil, err
+	}
+	_, res, err := h.exec.run(ctx, &c)
+	return res, err
 }
 
 // readBody reads the body of r up to the limit, refusing it (with a log
@@ -160,7 +205,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 // and a sender that keeps sending it fills the log with its lines only as
 // far as failureLog lets it.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, reason string, attrs ...any) {
-	h.fails.add("refused", slog.LevelInfo, "api request refused",
+	h.exec.fails.add("refused", slog.LevelInfo, "api request refused",
 		append([]any{"status", status, "reason", reason, "remote", r.RemoteAddr}, attrs...)...)
 	http.Error(w, "api: "+reason, status)
 }
@@ -199,7 +244,7 @@ func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, 
 	status := http.StatusOK
 	switch {
 	case err != nil:
-		out.Error = h.toAPIError(name, err)
+		out.Error = h.exec.APIError(name, err)
 		// A batch response is its replies alone, with no place for an
 		// error: a batch that cannot run is refused at the HTTP level.
 		if transportMode || name == "batch" {
@@ -228,7 +273,7 @@ func (h *Handler) send(w http.ResponseWriter, name string, status int, body any)
 }
 
 // called tells Config.OnCall about a call that began at start.
-func (h *Handler) called(name string, e *apiError, start time.Time) {
+func (h *Handler) called(name string, e *Error, start time.Time) {
 	if h.cfg.OnCall == nil {
 		return
 	}
@@ -252,50 +297,6 @@ func httpStatus(code uint32) int {
 	}
 }
 
-// toAPIError maps the error of method to its API error: unknown errors
-// are hidden behind 100.
-func (h *Handler) toAPIError(method string, err error) *apiError {
-	return h.failed(method, "", err)
-}
-
-// failed is toAPIError for a failure about channel (none when ""). An
-// internal error (100) is logged at error level, naming the method, the
-// channel and the cause, which the reply does not tell; failures by the
-// thousand (the broker down) are summed up rather than logged one by one.
-func (h *Handler) failed(method, channel string, err error) *apiError {
-	var ae *apiError
-	if errors.As(err, &ae) {
-		if ae.Code == errBadRequest.Code || ae.Code == errMethodNotFound.Code {
-			h.badCommand(method, ae)
-		}
-		return ae
-	}
-	var ge *gyre.Error
-	if errors.As(err, &ge) {
-		ae = &apiError{Code: ge.Code, Message: ge.Message}
-	} else {
-		ae = errInternal
-	}
-	if ae.Code == errInternal.Code {
-		attrs := []any{"method", method}
-		if channel != "" {
-			attrs = append(attrs, "channel", channel)
-		}
-		kind := method
-		if _, ok := methods[method]; !ok {
-			kind = "other" // the kinds must stay a fixed set
-		}
-		h.fails.add(kind, slog.LevelError, "api method failed", append(attrs, "error", err)...)
-	}
-	return ae
-}
-
-// badCommand logs a command the API could not run as asked (104, 107) at
-// info level: the sender's fault, which its reply tells it.
-func (h *Handler) badCommand(method string, ae *apiError) {
-	h.fails.add("bad command", slog.LevelInfo, "api bad command", "method", clip(method), "error", ae.Message)
-}
-
 func decode(raw json.RawMessage, v any) error {
 	err := json.Unmarshal(raw, v)
 	if err == nil {
@@ -306,11 +307,11 @@ func decode(raw json.RawMessage, v any) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field == "" {
-			return &apiError{107, "bad request: the request must be a JSON object"}
+			return &Error{107, "bad request: the request must be a JSON object"}
 		}
-		return &apiError{107, fmt.Sprintf("bad request: %s: %s is not a %s", requestPath(v, te.Field), te.Value, te.Type.Kind())}
+		return &Error{107, fmt.Sprintf("bad request: %s: %s is not a %s", requestPath(v, te.Field), te.Value, te.Type.Kind())}
 	}
-	return &apiError{107, "bad request: " + err.Error()}
+	return &Error{107, "bad request: " + err.Error()}
 }
 
 // requestPath drops from the Go path of a decoding error the names of
@@ -333,98 +334,46 @@ func requestPath(v any, field string) string {
 	return strings.Join(path, ".")
 }
 
-func (h *Handler) batch(raw json.RawMessage) (any, error) {
-	var req batchRequest
+// batch runs a batch given in JSON, {"commands":[{"<method>":{...}},
+// ...],"parallel":false}, decoding each command only as its turn comes.
+func (h *Handler) batch(ctx context.Context, raw json.RawMessage) (BatchResult, error) {
+	var req struct {
+		Commands []map[string]json.RawMessage `json:"commands"`
+		Parallel bool                         `json:"parallel"`
+	}
 	if err := decode(raw, &req); err != nil {
-		return nil, err
+		return BatchResult{}, err
 	}
-	if len(req.Commands) > h.cfg.MaxBatchSize {
-		return nil, &apiError{107, "bad request: too many commands in batch"}
+	if err := h.exec.checkBatchSize(len(req.Commands)); err != nil {
+		return BatchResult{}, err
 	}
-	at := func(i int) command {
+	at := func(i int) Command {
 		cmd := req.Commands[i]
 		if len(cmd) != 1 {
-			return command{err: errBadRequest}
+			return Command{err: errBadRequest}
 		}
-		var c command
-		for c.name, c.body = range cmd {
+		for name, body := range cmd {
+			return batchCommand(name, body)
 		}
-		c.m, c.err = batchMethod(c.name)
-		return c
+		panic("unreachable")
 	}
-	return batchResult{Replies: h.runBatch(len(req.Commands), at, req.Parallel)}, nil
+	return BatchResult{Replies: h.exec.runBatch(ctx, len(req.Commands), at, req.Parallel)}, nil
 }
 
-// command is one command of a batch as read from the request: its method
-// and request, or why it cannot run.
-type command struct {
-	name string // as the request names it; for the log when err is set
-	m    method
-	body json.RawMessage
-	err  *apiError
-}
-
-// batchMethod looks up the method of a command in a batch: any but batch
-// itself.
-func batchMethod(name string) (method, *apiError) {
-	m, ok := methods[name]
-	if !ok || name == "batch" {
-		return nil, errMethodNotFound
+// batchCommand decodes the command of method name in a batch: any method
+// but batch itself. A command that cannot run carries why.
+func batchCommand(name string, body json.RawMessage) Command {
+	dec, ok := commandDecoders[name]
+	if !ok {
+		return Command{name: name, err: errMethodNotFound}
 	}
-	return m, nil
-}
-
-// runBatch runs n commands, at(i) giving the i-th (called once for each, in
-// order), and returns their replies in the same order. The v6 batch and
-// the legacy form's several commands both run here.
-func (h *Handler) runBatch(n int, at func(int) command, parallel bool) []batchReply {
-	replies := make([]batchReply, n)
-	if parallel {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
-		for i := range n {
-			c := at(i)
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				replies[i] = h.runCommand(c)
-			})
-		}
-		wg.Wait()
-		return replies
-	}
-
-	// A sequential batch publishes the publications of each stretch of
-	// consecutive publish and broadcast commands together, in one
-	// PublishMany: pipelined to Redis, and each connection woken once for
-	// them. Any other command ends the stretch first, so that it sees what
-	// came before it.
-	var g publishGroup
-	for i := range n {
-		c := at(i)
-		if c.err == nil && (c.name == "publish" || c.name == "broadcast") {
-			if err := g.add(i, c); err != nil {
-				// It publishes nothing, so the stretch goes on past it.
-				replies[i].err = h.toAPIError(c.name, err)
-			}
-			continue
-		}
-		g.publish(h, replies)
-		replies[i] = h.runCommand(c)
-	}
-	g.publish(h, replies)
-	return replies
-}
-
-// runCommand runs one command of a batch.
-func (h *Handler) runCommand(c command) batchReply {
-	if c.err != nil {
-		h.badCommand(c.name, c.err)
-		return batchReply{err: c.err}
-	}
-	res, err := c.m(h, c.body)
+	c, err := dec(body)
 	if err != nil {
-		return batchReply{err: h.toAPIError(c.name, err)}
+		var ae *Error
+		if !errors.As(err, &ae) {
+			ae = errBadRequest
+		}
+		return Command{name: name, err: ae}
 	}
-	return batchReply{method: c.name, result: res}
+	return c
 }

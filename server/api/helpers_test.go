@@ -45,14 +45,14 @@ func testChannels() gyre.ChannelConfig {
 // env is a node with the API and the WebSocket endpoint behind one
 // httptest server.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	node    *gyre.Node
 	handler *api.Handler
 	srv     *httptest.Server
 	wsURL   string
 }
 
-func newEnv(t *testing.T, cfg api.Config) *env {
+func newEnv(t testing.TB, cfg api.Config) *env {
 	t.Helper()
 	n, err := gyre.NewNode(gyre.Config{
 		Token:    token.Config{HMACSecretKey: testSecret},
@@ -104,7 +104,7 @@ func (e *env) postPath(path, body string, header ...string) (int, []byte) {
 	return do(e.t, req)
 }
 
-func do(t *testing.T, req *http.Request) (int, []byte) {
+func do(t testing.TB, req *http.Request) (int, []byte) {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -165,7 +165,7 @@ func (e *env) callErr(method, body string) uint32 {
 	return r.Error.Code
 }
 
-func connToken(t *testing.T, user string) string {
+func connToken(t testing.TB, user string) string {
 	t.Helper()
 	tok, err := token.SignHMAC("HS256", []byte(testSecret), map[string]any{"sub": user, "exp": time.Now().Add(time.Hour).Unix()})
 	if err != nil {

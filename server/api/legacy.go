@@ -31,9 +31,9 @@ type legacyCommand struct {
 
 // legacyReply is the answer to one legacy command.
 type legacyReply struct {
-	ID     uint32    `json:"id,omitempty"`
-	Result any       `json:"result,omitempty"`
-	Error  *apiError `json:"error,omitempty"`
+	ID     uint32 `json:"id,omitempty"`
+	Result any    `json:"result,omitempty"`
+	Error  *Error `json:"error,omitempty"`
 }
 
 // legacyMethodNumbers are the numbers of the methods in the MethodType
@@ -42,19 +42,19 @@ type legacyReply struct {
 // not have.
 var legacyMethodNumbers = map[uint64]string{
 	0: "publish", 1: "broadcast", 2: "unsubscribe", 3: "disconnect", 4: "presence",
-	5: "presence_stats", 6: "history", 7: "history_remove", 8: "channels", 9: "info",
+	5: "presence_stats", 6: "history", 7: "history_remove", 8: "channels", 9: "info", 10: "rpc",
 	11: "subscribe", 12: "refresh",
 }
 
 // serveLegacy answers a request of the legacy form. A body that cannot be
 // read as commands is refused as a whole, before any of them runs.
 func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte, transportMode bool) {
-	cmds, err := splitLegacy(body, h.cfg.MaxBatchSize)
+	cmds, err := splitLegacy(body, h.exec.maxBatch)
 	if err != nil {
-		var ae *apiError
+		var ae *Error
 		if errors.As(err, &ae) {
 			// Too many commands: refused as a batch is, with its error.
-			h.fails.add("refused", slog.LevelInfo, "api request refused", "status", http.StatusBadRequest, "reason", ae.Message, "remote", r.RemoteAddr)
+			h.exec.fails.add("refused", slog.LevelInfo, "api request refused", "status", http.StatusBadRequest, "reason", ae.Message, "remote", r.RemoteAddr)
 			h.send(w, "", http.StatusBadRequest, ae)
 			return
 		}
@@ -63,26 +63,25 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	start := time.Now()
 	if len(cmds) == 1 {
-		c, id := readLegacyCommand(cmds[0], false)
-		h.writeLegacy(w, c, id, transportMode, start)
+		h.writeLegacy(w, r, readLegacyCommand(cmds[0], false), transportMode, start)
 		return
 	}
 	ids := make([]uint32, len(cmds))
-	at := func(i int) command {
-		c, id := readLegacyCommand(cmds[i], true)
-		ids[i] = id
-		return c
+	at := func(i int) Command {
+		lc := readLegacyCommand(cmds[i], true)
+		ids[i] = lc.id
+		if lc.err != nil {
+			return Command{name: lc.name, err: lc.err}
+		}
+		return batchCommand(lc.name, lc.body)
 	}
 	// Several commands are a batch, whose replies carry their errors in
 	// both error modes.
-	replies := h.runBatch(len(cmds), at, false)
+	replies := h.exec.runBatch(r.Context(), len(cmds), at, false)
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	for i, rep := range replies {
-		out := legacyReply{ID: ids[i], Error: rep.err}
-		if rep.err == nil {
-			out.Result = rep.result
-		}
+		out := legacyReply{ID: ids[i], Error: rep.Error, Result: rep.Result}
 		if err := enc.Encode(out); err != nil {
 			h.log.Debug("api: write response", "method", "batch", "error", err)
 			break
@@ -94,13 +93,13 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, body []byt
 // writeLegacy runs one command and answers it as POST <prefix>/<method>
 // would, except that a result is always under "result" (a batch's too)
 // and the command's id is repeated.
-func (h *Handler) writeLegacy(w http.ResponseWriter, c command, id uint32, transportMode bool, start time.Time) {
-	out := legacyReply{ID: id}
+func (h *Handler) writeLegacy(w http.ResponseWriter, r *http.Request, c legacyCommandOf, transportMode bool, start time.Time) {
+	out := legacyReply{ID: c.id}
 	if c.err != nil {
-		h.badCommand(c.name, c.err)
+		h.exec.badCommand(c.name, c.err)
 		out.Error = c.err
-	} else if res, err := c.m(h, c.body); err != nil {
-		out.Error = h.toAPIError(c.name, err)
+	} else if res, err := h.call(r.Context(), c.name, c.body); err != nil {
+		out.Error = h.exec.APIError(c.name, err)
 	} else {
 		out.Result = res
 	}
@@ -109,7 +108,7 @@ func (h *Handler) writeLegacy(w http.ResponseWriter, c command, id uint32, trans
 	} else {
 		h.send(w, c.name, http.StatusOK, out)
 	}
-	if c.m != nil {
+	if c.err == nil {
 		h.called(c.name, out.Error, start)
 	}
 }
@@ -137,7 +136,7 @@ func splitLegacy(body []byte, max int) ([]json.RawMessage, error) {
 			return nil, errors.New("command " + strconv.Itoa(len(cmds)+1) + " is not a JSON object")
 		}
 		if len(cmds) == max {
-			return nil, &apiError{107, "bad request: too many commands"}
+			return nil, &Error{107, "bad request: too many commands"}
 		}
 		cmds = append(cmds, raw)
 	}
@@ -147,46 +146,53 @@ func splitLegacy(body []byte, max int) ([]json.RawMessage, error) {
 	return cmds, nil
 }
 
+// legacyCommandOf is one command of the legacy form as read: its method,
+// request and id, or why it cannot run.
+type legacyCommandOf struct {
+	name string
+	body json.RawMessage
+	id   uint32
+	err  *Error
+}
+
 // readLegacyCommand reads one command of the legacy form and its id.
 // inBatch: the body has several, so that batch cannot be one of them, as
 // in a batch.
-func readLegacyCommand(raw json.RawMessage, inBatch bool) (command, uint32) {
+func readLegacyCommand(raw json.RawMessage, inBatch bool) legacyCommandOf {
 	var lc legacyCommand
 	if err := decode(raw, &lc); err != nil {
-		var ae *apiError
+		var ae *Error
 		if !errors.As(err, &ae) {
 			ae = errBadRequest
 		}
-		return command{err: ae}, 0
+		return legacyCommandOf{err: ae}
 	}
 	name, ae := legacyMethod(lc.Method)
 	if ae != nil {
-		return command{name: name, err: ae}, lc.ID
+		return legacyCommandOf{name: name, id: lc.ID, err: ae}
 	}
-	c := command{name: name, body: lc.Params}
-	if inBatch {
-		c.m, c.err = batchMethod(name)
-	} else if c.m = methods[name]; c.m == nil {
-		c.err = errMethodNotFound
+	if !isMethod(name) || (inBatch && name == "batch") {
+		return legacyCommandOf{name: name, id: lc.ID, err: errMethodNotFound}
 	}
-	if len(c.body) == 0 || string(c.body) == "null" {
+	body := lc.Params
+	if len(body) == 0 || string(body) == "null" {
 		// As with an empty body to POST <prefix>/<method>.
-		c.body = json.RawMessage("{}")
+		body = json.RawMessage("{}")
 	}
-	return c, lc.ID
+	return legacyCommandOf{name: name, body: body, id: lc.ID}
 }
 
 // legacyMethod reads the method of a legacy command: its name in any case
 // ("publish", or "PUBLISH" as protobuf's JSON writes the enum), or its
 // number in the enum. A command without one names no method.
-func legacyMethod(raw json.RawMessage) (string, *apiError) {
+func legacyMethod(raw json.RawMessage) (string, *Error) {
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 		return "", errMethodNotFound
 	case raw[0] == '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", &apiError{107, "bad request: method: " + err.Error()}
+			return "", &Error{107, "bad request: method: " + err.Error()}
 		}
 		return strings.ToLower(s), nil
 	case raw[0] >= '0' && raw[0] <= '9':
@@ -200,5 +206,5 @@ func legacyMethod(raw json.RawMessage) (string, *apiError) {
 		}
 		return name, nil
 	}
-	return "", &apiError{107, "bad request: method: " + string(raw[:min(len(raw), 16)]) + " is not a string"}
+	return "", &Error{107, "bad request: method: " + string(raw[:min(len(raw), 16)]) + " is not a string"}
 }

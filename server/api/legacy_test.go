@@ -61,7 +61,7 @@ func (r legacyReply) code() uint32 {
 // the legacy form as through its own path.
 func TestLegacyEveryMethod(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, api.Config{})
+	e := newEnv(t, api.Config{RPC: echoRPC})
 	c, _ := e.dial("42")
 	c.MustSubscribe("pres:room")
 	e.call("publish", `{"channel":"hist:h","data":{"n":1}}`, nil)
@@ -80,6 +80,7 @@ func TestLegacyEveryMethod(t *testing.T) {
 		"history_remove": `{"channel":"plain:x"}`,
 		"channels":       `{"pattern":"pres:*"}`,
 		"info":           `{}`,
+		"rpc":            `{"method":"echo","params":{"x":1}}`,
 		"batch":          `{"commands":[{"presence_stats":{"channel":"pres:room"}},{"nope":{}}]}`,
 	}
 	for _, m := range api.MethodNames() {
@@ -237,7 +238,8 @@ func TestLegacyForms(t *testing.T) {
 		{"batch alone", `{"method":"batch","params":{"commands":[{"info":{}}]}}`, 0},
 		{"unknown fields", `{"method":"info","params":{},"uid":"x"}`, 0},
 		{"unknown method", `{"method":"nope","params":{}}`, 104},
-		{"a method Gyre does not have", `{"method":"rpc","params":{}}`, 104},
+		{"a method Gyre does not have", `{"method":"connections","params":{}}`, 104},
+		{"rpc by its number, without a hook", `{"method":10,"params":{"method":"m"}}`, 104},
 		{"unknown number", `{"method":99,"params":{}}`, 104},
 		{"no method", `{"params":{}}`, 104},
 		{"empty object", `{}`, 104},

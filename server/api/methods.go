@@ -1,52 +1,51 @@
 package api
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 
 	"github.com/gyrehq/gyre"
 )
 
+// The API's methods, each once: a typed request in, a typed result and an
+// error out. Errors are returned as they come (an *Error, a *gyre.Error or
+// anything else); the caller maps them with Executor.APIError.
+
 func requireChannel(ch string) error {
 	if ch == "" {
-		return &apiError{107, "bad request: channel required"}
+		return errNoChannel
 	}
 	return nil
 }
 
-// decodePublish reads a publish command into what to publish.
-func decodePublish(raw json.RawMessage) (gyre.PublishItem, error) {
-	var req publishRequest
-	if err := decode(raw, &req); err != nil {
+var errNoChannel = &Error{107, "bad request: channel required"}
+
+// publishItem checks a publish request and makes what to publish of it.
+func publishItem(r *PublishRequest) (gyre.PublishItem, error) {
+	if err := requireChannel(r.Channel); err != nil {
 		return gyre.PublishItem{}, err
 	}
-	if err := requireChannel(req.Channel); err != nil {
-		return gyre.PublishItem{}, err
-	}
-	data, err := req.bytes()
+	data, err := publishData(r.Data, r.B64Data)
 	if err != nil {
 		return gyre.PublishItem{}, err
 	}
-	return gyre.PublishItem{Channel: req.Channel, Data: data, Options: req.options()}, nil
+	return gyre.PublishItem{Channel: r.Channel, Data: data, Options: r.options()}, nil
 }
 
-// decodeBroadcast reads a broadcast command into one item per channel; an
-// empty channel name gets an item with Err set, not published.
-func decodeBroadcast(raw json.RawMessage) ([]gyre.PublishItem, error) {
-	var req broadcastRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
+// broadcastItems checks a broadcast request and makes one item per
+// channel of it; an empty channel name gets an item with Err set, not
+// published.
+func broadcastItems(r *BroadcastRequest) ([]gyre.PublishItem, error) {
+	if len(r.Channels) == 0 {
+		return nil, &Error{107, "bad request: channels required"}
 	}
-	if len(req.Channels) == 0 {
-		return nil, &apiError{107, "bad request: channels required"}
-	}
-	data, err := req.bytes()
+	data, err := publishData(r.Data, r.B64Data)
 	if err != nil {
 		return nil, err
 	}
-	opts := req.options()
-	items := make([]gyre.PublishItem, len(req.Channels))
-	for i, ch := range req.Channels {
+	opts := r.options()
+	items := make([]gyre.PublishItem, len(r.Channels))
+	for i, ch := range r.Channels {
 		items[i] = gyre.PublishItem{Channel: ch, Data: data, Options: opts}
 		if ch == "" {
 			items[i].Err = errNoChannel
@@ -55,205 +54,187 @@ func decodeBroadcast(raw json.RawMessage) ([]gyre.PublishItem, error) {
 	return items, nil
 }
 
-var errNoChannel = &apiError{107, "bad request: channel required"}
-
-func toPublishResult(r gyre.PublishResult) publishResult {
-	return publishResult{Offset: r.Offset, Epoch: r.Epoch}
+func toPublishResult(r gyre.PublishResult) PublishResult {
+	return PublishResult{Offset: r.Offset, Epoch: r.Epoch}
 }
 
-func (h *Handler) publish(raw json.RawMessage) (any, error) {
-	item, err := decodePublish(raw)
+// Publish publishes into one channel.
+func (e *Executor) Publish(_ context.Context, r *PublishRequest) (PublishResult, error) {
+	item, err := publishItem(r)
 	if err != nil {
-		return nil, err
+		return PublishResult{}, err
 	}
 	items := [1]gyre.PublishItem{item}
-	h.node.PublishMany(items[:])
+	e.node.PublishMany(items[:])
 	if err := items[0].Err; err != nil {
-		return nil, h.failed("publish", item.Channel, err)
+		return PublishResult{}, e.failed("publish", item.Channel, err)
 	}
 	return toPublishResult(items[0].Result), nil
 }
 
-func (h *Handler) broadcast(raw json.RawMessage) (any, error) {
-	items, err := decodeBroadcast(raw)
+// Broadcast publishes the same data into several channels, in one
+// PublishMany. A channel that fails has its error in its response; the
+// call itself fails only on a bad request.
+func (e *Executor) Broadcast(_ context.Context, r *BroadcastRequest) (BroadcastResult, error) {
+	items, err := broadcastItems(r)
 	if err != nil {
-		return nil, err
+		return BroadcastResult{}, err
 	}
 	var g publishGroup
 	g.addBroadcast(0, items)
-	replies := make([]batchReply, 1)
-	g.publish(h, replies)
-	return replies[0].result, nil
+	replies := make([]Reply, 1)
+	g.publish(e, replies)
+	return replies[0].Result.(BroadcastResult), nil
 }
 
-func (h *Handler) subscribe(raw json.RawMessage) (any, error) {
-	var req subscribeRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	if err := requireChannel(req.Channel); err != nil {
-		return nil, err
-	}
-	if req.User == "" && req.Client == "" {
-		return nil, &apiError{107, "bad request: user or client required"}
-	}
-	return empty{}, h.node.Subscribe(req.User, req.Channel, gyre.ClientFilter{ClientID: req.Client, Session: req.Session})
+func clientFilter(client, session string) gyre.ClientFilter {
+	return gyre.ClientFilter{ClientID: client, Session: session}
 }
 
-func (h *Handler) unsubscribe(raw json.RawMessage) (any, error) {
-	var req unsubscribeRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
+// Subscribe subscribes a user's connections to a channel.
+func (e *Executor) Subscribe(_ context.Context, r *SubscribeRequest) (EmptyResult, error) {
+	if err := requireChannel(r.Channel); err != nil {
+		return EmptyResult{}, err
 	}
-	if err := requireChannel(req.Channel); err != nil {
-		return nil, err
+	if r.User == "" && r.Client == "" {
+		return EmptyResult{}, &Error{107, "bad request: user or client required"}
 	}
-	return empty{}, h.node.Unsubscribe(req.User, req.Channel, gyre.ClientFilter{ClientID: req.Client, Session: req.Session})
+	return EmptyResult{}, e.node.Subscribe(r.User, r.Channel, clientFilter(r.Client, r.Session))
 }
 
-func (h *Handler) disconnect(raw json.RawMessage) (any, error) {
-	var req disconnectRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
+// Unsubscribe removes a user's connections from a channel.
+func (e *Executor) Unsubscribe(_ context.Context, r *UnsubscribeRequest) (EmptyResult, error) {
+	if err := requireChannel(r.Channel); err != nil {
+		return EmptyResult{}, err
 	}
+	return EmptyResult{}, e.node.Unsubscribe(r.User, r.Channel, clientFilter(r.Client, r.Session))
+}
+
+// Disconnect closes a user's connections.
+func (e *Executor) Disconnect(_ context.Context, r *DisconnectRequest) (EmptyResult, error) {
 	d := gyre.DisconnectForceNoReconnect
-	if req.Disconnect != nil {
-		if req.Disconnect.Code < 3000 || req.Disconnect.Code > 4999 {
-			return nil, &apiError{107, "bad request: disconnect code must be in 3000..4999"}
+	if r.Disconnect != nil {
+		if r.Disconnect.Code < 3000 || r.Disconnect.Code > 4999 {
+			return EmptyResult{}, &Error{107, "bad request: disconnect code must be in 3000..4999"}
 		}
-		d = &gyre.Disconnect{Code: req.Disconnect.Code, Reason: req.Disconnect.Reason}
+		d = &gyre.Disconnect{Code: r.Disconnect.Code, Reason: r.Disconnect.Reason}
 	}
-	return empty{}, h.node.Disconnect(req.User, d, gyre.ClientFilter{ClientID: req.Client, Session: req.Session}, req.Whitelist)
+	return EmptyResult{}, e.node.Disconnect(r.User, d, clientFilter(r.Client, r.Session), r.Whitelist)
 }
 
-func (h *Handler) refresh(raw json.RawMessage) (any, error) {
-	var req refreshRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	return empty{}, h.node.Refresh(req.User, gyre.ClientFilter{ClientID: req.Client, Session: req.Session}, req.Expired, req.ExpireAt, req.Info)
+// Refresh extends or ends a user's connections.
+func (e *Executor) Refresh(_ context.Context, r *RefreshRequest) (EmptyResult, error) {
+	return EmptyResult{}, e.node.Refresh(r.User, clientFilter(r.Client, r.Session), r.Expired, r.ExpireAt, r.Info)
 }
 
-func (h *Handler) presence(raw json.RawMessage) (any, error) {
-	var req channelRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
+// Presence lists the clients in a channel.
+func (e *Executor) Presence(_ context.Context, r *ChannelRequest) (PresenceResult, error) {
+	if err := requireChannel(r.Channel); err != nil {
+		return PresenceResult{}, err
 	}
-	if err := requireChannel(req.Channel); err != nil {
-		return nil, err
-	}
-	m, err := h.node.Presence(req.Channel)
+	m, err := e.node.Presence(r.Channel)
 	if err != nil {
-		return nil, err
+		return PresenceResult{}, err
 	}
-	out := presenceResult{Presence: make(map[string]clientInfo, len(m))}
+	out := PresenceResult{Presence: make(map[string]ClientInfo, len(m))}
 	for id, ci := range m {
 		out.Presence[id] = toClientInfo(ci)
 	}
 	return out, nil
 }
 
-func toClientInfo(ci *gyre.ClientInfo) clientInfo {
-	return clientInfo{User: ci.UserID, Client: ci.ClientID, ConnInfo: rawJSON(ci.ConnInfo), ChanInfo: rawJSON(ci.ChanInfo)}
+func toClientInfo(ci *gyre.ClientInfo) ClientInfo {
+	return ClientInfo{User: ci.UserID, Client: ci.ClientID, ConnInfo: ci.ConnInfo, ChanInfo: ci.ChanInfo}
 }
 
-// rawJSON keeps valid JSON as is and drops anything else, so that a
-// response is always valid JSON.
-func rawJSON(b []byte) json.RawMessage {
-	if len(b) == 0 || !json.Valid(b) {
-		return nil
+// PresenceStats counts the clients and users in a channel.
+func (e *Executor) PresenceStats(_ context.Context, r *ChannelRequest) (PresenceStatsResult, error) {
+	if err := requireChannel(r.Channel); err != nil {
+		return PresenceStatsResult{}, err
 	}
-	return b
-}
-
-func (h *Handler) presenceStats(raw json.RawMessage) (any, error) {
-	var req channelRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	if err := requireChannel(req.Channel); err != nil {
-		return nil, err
-	}
-	st, err := h.node.PresenceStats(req.Channel)
+	st, err := e.node.PresenceStats(r.Channel)
 	if err != nil {
-		return nil, err
+		return PresenceStatsResult{}, err
 	}
-	return presenceStatsResult{NumClients: st.NumClients, NumUsers: st.NumUsers}, nil
+	return PresenceStatsResult{NumClients: st.NumClients, NumUsers: st.NumUsers}, nil
 }
 
-func (h *Handler) history(raw json.RawMessage) (any, error) {
-	var req historyRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	if err := requireChannel(req.Channel); err != nil {
-		return nil, err
+// History reads a channel's history.
+func (e *Executor) History(_ context.Context, r *HistoryRequest) (HistoryResult, error) {
+	if err := requireChannel(r.Channel); err != nil {
+		return HistoryResult{}, err
 	}
 	var since *gyre.StreamPosition
-	if req.Since != nil {
-		since = &gyre.StreamPosition{Offset: req.Since.Offset, Epoch: req.Since.Epoch}
+	if r.Since != nil {
+		since = &gyre.StreamPosition{Offset: r.Since.Offset, Epoch: r.Since.Epoch}
 	}
-	pubs, sp, err := h.node.History(req.Channel, req.Limit, since, req.Reverse)
+	pubs, sp, err := e.node.History(r.Channel, r.Limit, since, r.Reverse)
 	if err != nil {
-		return nil, err
+		return HistoryResult{}, err
 	}
-	out := historyResult{Publications: make([]publication, 0, len(pubs)), Epoch: sp.Epoch, Offset: sp.Offset}
-	for _, p := range pubs {
-		pub := publication{Data: p.Data, Offset: p.Offset, Tags: p.Tags}
-		if !json.Valid(p.Data) {
-			// Binary data published with b64data cannot be embedded.
-			b, _ := json.Marshal(p.Data)
-			pub.Data = b
-		}
+	out := HistoryResult{Publications: make([]Publication, len(pubs)), Epoch: sp.Epoch, Offset: sp.Offset}
+	for i, p := range pubs {
+		out.Publications[i] = Publication{Data: p.Data, Offset: p.Offset, Tags: p.Tags}
 		if p.Info != nil {
 			ci := toClientInfo(p.Info)
-			pub.Info = &ci
+			out.Publications[i].Info = &ci
 		}
-		out.Publications = append(out.Publications, pub)
 	}
 	return out, nil
 }
 
-func (h *Handler) historyRemove(raw json.RawMessage) (any, error) {
-	var req channelRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
+// HistoryRemove empties a channel's history.
+func (e *Executor) HistoryRemove(_ context.Context, r *ChannelRequest) (EmptyResult, error) {
+	if err := requireChannel(r.Channel); err != nil {
+		return EmptyResult{}, err
 	}
-	if err := requireChannel(req.Channel); err != nil {
-		return nil, err
-	}
-	return empty{}, h.node.RemoveHistory(req.Channel)
+	return EmptyResult{}, e.node.RemoveHistory(r.Channel)
 }
 
-func (h *Handler) channels(raw json.RawMessage) (any, error) {
-	var req channelsRequest
-	if err := decode(raw, &req); err != nil {
-		return nil, err
-	}
-	m, err := h.node.Channels(req.Pattern)
+// Channels lists the active channels of the cluster.
+func (e *Executor) Channels(_ context.Context, r *ChannelsRequest) (ChannelsResult, error) {
+	m, err := e.node.Channels(r.Pattern)
 	if err != nil {
 		var ge *gyre.Error
 		if !errors.As(err, &ge) {
-			return nil, &apiError{107, "bad request: " + err.Error()}
+			return ChannelsResult{}, &Error{107, "bad request: " + err.Error()}
 		}
-		return nil, err
+		return ChannelsResult{}, err
 	}
-	out := channelsResult{Channels: make(map[string]channelInfo, len(m))}
+	out := ChannelsResult{Channels: make(map[string]ChannelInfo, len(m))}
 	for ch, ci := range m {
-		out.Channels[ch] = channelInfo{NumClients: ci.NumClients}
+		out.Channels[ch] = ChannelInfo{NumClients: ci.NumClients}
 	}
 	return out, nil
 }
 
-func (h *Handler) info(raw json.RawMessage) (any, error) {
-	infos := h.node.Info()
-	out := infoResult{Nodes: make([]nodeInfo, 0, len(infos))}
+// Info describes the nodes of the cluster.
+func (e *Executor) Info(_ context.Context, _ *InfoRequest) (InfoResult, error) {
+	infos := e.node.Info()
+	out := InfoResult{Nodes: make([]NodeInfo, 0, len(infos))}
 	for _, ni := range infos {
-		out.Nodes = append(out.Nodes, nodeInfo{
+		out.Nodes = append(out.Nodes, NodeInfo{
 			UID: ni.ID, Name: ni.Name, Version: ni.Version, NumClients: ni.NumClients,
 			NumUsers: ni.NumUsers, NumChannels: ni.NumChannels, NumSubs: ni.NumSubs,
 			Uptime: int64(ni.Uptime.Seconds()),
 		})
 	}
 	return out, nil
+}
+
+// RPC calls a method of the application through Config.RPC. Without it
+// every method is unknown: 104 "not found", as Centrifugo answers a
+// method no RPC extension serves. An empty method is a bad request.
+func (e *Executor) RPC(ctx context.Context, r *RPCRequest) (RPCResult, error) {
+	if r.Method == "" {
+		return RPCResult{}, &Error{107, "bad request: method required"}
+	}
+	if e.rpc == nil {
+		return RPCResult{}, errRPCNotFound
+	}
+	data, err := e.rpc(ctx, r.Method, r.Params)
+	if err != nil {
+		return RPCResult{}, err
+	}
+	return RPCResult{Data: data}, nil
 }

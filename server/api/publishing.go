@@ -26,13 +26,14 @@ type itemSource struct {
 // its result as it is filled in.
 type pendingBroadcast struct {
 	reply  int
-	result broadcastResult
+	result BroadcastResult
 }
 
-// add decodes command c, the i-th of the batch, into the group.
-func (g *publishGroup) add(i int, c command) error {
-	if c.name == "publish" {
-		item, err := decodePublish(c.body)
+// add checks command c, the i-th of the batch, a publish or a broadcast,
+// and adds it to the group.
+func (g *publishGroup) add(i int, c *Command) error {
+	if c.Publish != nil {
+		item, err := publishItem(c.Publish)
 		if err != nil {
 			return err
 		}
@@ -40,7 +41,7 @@ func (g *publishGroup) add(i int, c command) error {
 		g.from = append(g.from, itemSource{reply: i, broadcast: -1})
 		return nil
 	}
-	items, err := decodeBroadcast(c.body)
+	items, err := broadcastItems(c.Broadcast)
 	if err != nil {
 		return err
 	}
@@ -51,7 +52,7 @@ func (g *publishGroup) add(i int, c command) error {
 // addBroadcast adds the items of a broadcast, the i-th command.
 func (g *publishGroup) addBroadcast(i int, items []gyre.PublishItem) {
 	bi := len(g.broadcasts)
-	res := broadcastResult{Responses: make([]reply, len(items))}
+	res := BroadcastResult{Responses: make([]PublishResponse, len(items))}
 	g.broadcasts = append(g.broadcasts, pendingBroadcast{reply: i, result: res})
 	for k, it := range items {
 		if it.Err != nil {
@@ -65,25 +66,26 @@ func (g *publishGroup) addBroadcast(i int, items []gyre.PublishItem) {
 
 // publish publishes the group, sets the replies of its commands and
 // empties it.
-func (g *publishGroup) publish(h *Handler, replies []batchReply) {
+func (g *publishGroup) publish(e *Executor, replies []Reply) {
 	if len(g.items) > 0 {
-		h.node.PublishMany(g.items)
+		e.node.PublishMany(g.items)
 	}
 	for k, src := range g.from {
 		it := &g.items[k]
 		switch {
 		case src.broadcast < 0 && it.Err != nil:
-			replies[src.reply].err = h.failed("publish", it.Channel, it.Err)
+			replies[src.reply].Error = e.failed("publish", it.Channel, it.Err)
 		case src.broadcast < 0:
-			replies[src.reply] = batchReply{method: "publish", result: toPublishResult(it.Result)}
+			replies[src.reply] = Reply{Method: "publish", Result: toPublishResult(it.Result)}
 		case it.Err != nil:
-			g.broadcasts[src.broadcast].result.Responses[src.response].Error = h.failed("broadcast", it.Channel, it.Err)
+			g.broadcasts[src.broadcast].result.Responses[src.response].Error = e.failed("broadcast", it.Channel, it.Err)
 		default:
-			g.broadcasts[src.broadcast].result.Responses[src.response].Result = toPublishResult(it.Result)
+			r := toPublishResult(it.Result)
+			g.broadcasts[src.broadcast].result.Responses[src.response].Result = &r
 		}
 	}
 	for _, b := range g.broadcasts {
-		replies[b.reply] = batchReply{method: "broadcast", result: b.result}
+		replies[b.reply] = Reply{Method: "broadcast", Result: b.result}
 	}
 	*g = publishGroup{}
 }

@@ -8,173 +8,272 @@ import (
 	"github.com/gyrehq/gyre"
 )
 
-// apiError is an error of the API with its code.
-type apiError struct {
+// The requests and results of the API's methods. Their JSON form is the
+// HTTP API's (Centrifugo v6 field names); the gRPC API fills the same
+// structs from its protobuf messages, so every method is written once, in
+// methods.go, whatever carried the request.
+
+// Error is an error of the API with its code: the "error" object of a
+// reply. Codes and messages are those of the protocol (docs/api.md).
+type Error struct {
 	Code    uint32 `json:"code"`
 	Message string `json:"message"`
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("api: error %d: %s", e.Code, e.Message) }
+var _ error = (*Error)(nil)
+
+func (e *Error) Error() string { return fmt.Sprintf("api: error %d: %s", e.Code, e.Message) }
 
 var (
-	errInternal              = &apiError{100, "internal server error"}
-	errUnknownChannel        = &apiError{102, "unknown channel"}
-	errPermissionDenied      = &apiError{103, "permission denied"}
-	errMethodNotFound        = &apiError{104, "method not found"}
-	errBadRequest            = &apiError{107, "bad request"}
-	errNotAvailable          = &apiError{108, "not available"}
-	errUnrecoverablePosition = &apiError{112, "unrecoverable position"}
+	errInternal              = &Error{100, "internal server error"}
+	errUnknownChannel        = &Error{102, "unknown channel"}
+	errPermissionDenied      = &Error{103, "permission denied"}
+	errMethodNotFound        = &Error{104, "method not found"}
+	errBadRequest            = &Error{107, "bad request"}
+	errNotAvailable          = &Error{108, "not available"}
+	errUnrecoverablePosition = &Error{112, "unrecoverable position"}
+	// errRPCNotFound answers an rpc call of a method nobody serves, with
+	// the code and message Centrifugo gives it.
+	errRPCNotFound = &Error{104, "not found"}
 )
 
-// payload is the data of a publish: raw JSON in data, or base64 in b64data.
-type payload struct {
-	Data    json.RawMessage `json:"data"`
-	B64Data string          `json:"b64data"`
+// Payload is the data of a request or result: raw JSON, or any bytes when
+// they came over gRPC or were published with b64data. In JSON it is
+// written as is when it is JSON, else as a base64 string, so that a
+// response is always valid JSON.
+type Payload []byte
+
+// MarshalJSON writes p as is when it is JSON, else as a base64 string.
+func (p Payload) MarshalJSON() ([]byte, error) {
+	if len(p) == 0 {
+		return []byte("null"), nil
+	}
+	if json.Valid(p) {
+		return p, nil
+	}
+	b, err := json.Marshal([]byte(p))
+	if err != nil {
+		return nil, fmt.Errorf("api: encode binary payload: %w", err)
+	}
+	return b, nil
 }
 
-func (p payload) bytes() ([]byte, error) {
-	if p.B64Data != "" {
-		b, err := base64.StdEncoding.DecodeString(p.B64Data)
+// UnmarshalJSON keeps a copy of the raw JSON.
+func (p *Payload) UnmarshalJSON(b []byte) error {
+	*p = append((*p)[:0], b...)
+	return nil
+}
+
+// info is connection or channel info: JSON set by a token, a proxy or the
+// API. In JSON it is written as is when it is JSON and left out otherwise.
+type info []byte
+
+func (i info) MarshalJSON() ([]byte, error) {
+	if len(i) == 0 || !json.Valid(i) {
+		return []byte("null"), nil
+	}
+	return i, nil
+}
+
+func (i *info) UnmarshalJSON(b []byte) error {
+	*i = append((*i)[:0], b...)
+	return nil
+}
+
+// publishData picks the payload of a publish or broadcast: b64data when
+// set, else data.
+func publishData(data Payload, b64 string) ([]byte, error) {
+	if b64 != "" {
+		b, err := base64.StdEncoding.DecodeString(b64)
 		if err != nil {
-			return nil, &apiError{107, "bad request: b64data: " + err.Error()}
+			return nil, &Error{107, "bad request: b64data: " + err.Error()}
 		}
 		return b, nil
 	}
-	if len(p.Data) == 0 {
-		return nil, &apiError{107, "bad request: data required"}
+	if len(data) == 0 {
+		return nil, &Error{107, "bad request: data required"}
 	}
-	return []byte(p.Data), nil
+	return data, nil
 }
 
-// publishFlags are the options publish and broadcast share.
-type publishFlags struct {
+// PublishRequest publishes Data (or B64Data, base64) into Channel.
+type PublishRequest struct {
+	Channel        string            `json:"channel"`
+	Data           Payload           `json:"data"`
+	B64Data        string            `json:"b64data"`
 	SkipHistory    bool              `json:"skip_history"`
 	Tags           map[string]string `json:"tags"`
 	IdempotencyKey string            `json:"idempotency_key"`
 	Delta          bool              `json:"delta"`
 }
 
-func (f *publishFlags) options() gyre.PublishOptions {
-	return gyre.PublishOptions{Tags: f.Tags, IdempotencyKey: f.IdempotencyKey, SkipHistory: f.SkipHistory, UseDelta: f.Delta}
+func (r *PublishRequest) options() gyre.PublishOptions {
+	return gyre.PublishOptions{Tags: r.Tags, IdempotencyKey: r.IdempotencyKey, SkipHistory: r.SkipHistory, UseDelta: r.Delta}
 }
 
-type publishRequest struct {
-	Channel string `json:"channel"`
-	payload
-	publishFlags
-}
-
-type publishResult struct {
+// PublishResult is the place of a publication in its channel's history
+// (zero without history).
+type PublishResult struct {
 	Offset uint64 `json:"offset,omitempty"`
 	Epoch  string `json:"epoch,omitempty"`
 }
 
-type broadcastRequest struct {
-	Channels []string `json:"channels"`
-	payload
-	publishFlags
+// BroadcastRequest publishes the same data into each of Channels.
+type BroadcastRequest struct {
+	Channels       []string          `json:"channels"`
+	Data           Payload           `json:"data"`
+	B64Data        string            `json:"b64data"`
+	SkipHistory    bool              `json:"skip_history"`
+	Tags           map[string]string `json:"tags"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Delta          bool              `json:"delta"`
 }
 
-type broadcastResult struct {
-	Responses []reply `json:"responses"`
+func (r *BroadcastRequest) options() gyre.PublishOptions {
+	return gyre.PublishOptions{Tags: r.Tags, IdempotencyKey: r.IdempotencyKey, SkipHistory: r.SkipHistory, UseDelta: r.Delta}
 }
 
-type streamPosition struct {
+// BroadcastResult has one response per channel, in request order.
+type BroadcastResult struct {
+	Responses []PublishResponse `json:"responses"`
+}
+
+// PublishResponse is the answer for one channel of a broadcast.
+type PublishResponse struct {
+	Result *PublishResult `json:"result,omitempty"`
+	Error  *Error         `json:"error,omitempty"`
+}
+
+// StreamPosition is a place in a channel's history stream.
+type StreamPosition struct {
 	Offset uint64 `json:"offset"`
 	Epoch  string `json:"epoch"`
 }
 
-type subscribeRequest struct {
+// SubscribeRequest subscribes a user's connections (or one client or
+// session of it) to Channel from the server side. Info, Data,
+// RecoverSince and ExpireAt are read and not acted on yet.
+type SubscribeRequest struct {
 	Channel      string          `json:"channel"`
 	User         string          `json:"user"`
 	Client       string          `json:"client"`
 	Session      string          `json:"session"`
-	Info         json.RawMessage `json:"info"`
-	Data         json.RawMessage `json:"data"`
-	RecoverSince *streamPosition `json:"recover_since"`
+	Info         Payload         `json:"info"`
+	Data         Payload         `json:"data"`
+	RecoverSince *StreamPosition `json:"recover_since"`
 	ExpireAt     int64           `json:"expire_at"`
 }
 
-type unsubscribeRequest struct {
+// UnsubscribeRequest removes a user's connections (or one client or
+// session) from Channel.
+type UnsubscribeRequest struct {
 	Channel string `json:"channel"`
 	User    string `json:"user"`
 	Client  string `json:"client"`
 	Session string `json:"session"`
 }
 
-type disconnectRequest struct {
-	User       string   `json:"user"`
-	Client     string   `json:"client"`
-	Session    string   `json:"session"`
-	Whitelist  []string `json:"whitelist"`
-	Disconnect *struct {
-		Code   uint32 `json:"code"`
-		Reason string `json:"reason"`
-	} `json:"disconnect"`
+// DisconnectRequest closes a user's connections, or one client or
+// session, except those in Whitelist.
+type DisconnectRequest struct {
+	User      string   `json:"user"`
+	Client    string   `json:"client"`
+	Session   string   `json:"session"`
+	Whitelist []string `json:"whitelist"`
+	// Disconnect is the close code and reason; nil is 3503 "force
+	// disconnect".
+	Disconnect *Disconnect `json:"disconnect"`
 }
 
-type refreshRequest struct {
-	User     string          `json:"user"`
-	Client   string          `json:"client"`
-	Session  string          `json:"session"`
-	Expired  bool            `json:"expired"`
-	ExpireAt int64           `json:"expire_at"`
-	Info     json.RawMessage `json:"info"`
+// Disconnect is a close code (3000-4999) and reason.
+type Disconnect struct {
+	Code   uint32 `json:"code"`
+	Reason string `json:"reason"`
 }
 
-type channelRequest struct {
+// RefreshRequest extends (or ends, with Expired) a user's connections.
+type RefreshRequest struct {
+	User     string  `json:"user"`
+	Client   string  `json:"client"`
+	Session  string  `json:"session"`
+	Expired  bool    `json:"expired"`
+	ExpireAt int64   `json:"expire_at"`
+	Info     Payload `json:"info"`
+}
+
+// ChannelRequest names the channel of presence, presence_stats and
+// history_remove.
+type ChannelRequest struct {
 	Channel string `json:"channel"`
 }
 
-type clientInfo struct {
-	User     string          `json:"user"`
-	Client   string          `json:"client"`
-	ConnInfo json.RawMessage `json:"conn_info,omitempty"`
-	ChanInfo json.RawMessage `json:"chan_info,omitempty"`
+// EmptyResult is the result of the methods that return nothing.
+type EmptyResult struct{}
+
+// ClientInfo describes a connection in presence and publications.
+type ClientInfo struct {
+	User     string `json:"user"`
+	Client   string `json:"client"`
+	ConnInfo info   `json:"conn_info,omitempty"`
+	ChanInfo info   `json:"chan_info,omitempty"`
 }
 
-type presenceResult struct {
-	Presence map[string]clientInfo `json:"presence"`
+// PresenceResult maps client id to the client.
+type PresenceResult struct {
+	Presence map[string]ClientInfo `json:"presence"`
 }
 
-type presenceStatsResult struct {
+// PresenceStatsResult counts the clients and distinct users in a channel.
+type PresenceStatsResult struct {
 	NumClients int `json:"num_clients"`
 	NumUsers   int `json:"num_users"`
 }
 
-type historyRequest struct {
+// HistoryRequest reads a channel's history: Limit 0 gives only the
+// stream's top, -1 everything kept.
+type HistoryRequest struct {
 	Channel string          `json:"channel"`
 	Limit   int             `json:"limit"`
-	Since   *streamPosition `json:"since"`
+	Since   *StreamPosition `json:"since"`
 	Reverse bool            `json:"reverse"`
 }
 
-type publication struct {
-	Data   json.RawMessage   `json:"data"`
-	Info   *clientInfo       `json:"info,omitempty"`
+// Publication is one entry of a channel's history.
+type Publication struct {
+	Data   Payload           `json:"data"`
+	Info   *ClientInfo       `json:"info,omitempty"`
 	Offset uint64            `json:"offset,omitempty"`
 	Tags   map[string]string `json:"tags,omitempty"`
 }
 
-type historyResult struct {
-	Publications []publication `json:"publications"`
+// HistoryResult is the publications asked for and the stream's top.
+type HistoryResult struct {
+	Publications []Publication `json:"publications"`
 	Epoch        string        `json:"epoch,omitempty"`
 	Offset       uint64        `json:"offset,omitempty"`
 }
 
-type channelsRequest struct {
+// ChannelsRequest lists the active channels, those matching Pattern (a
+// path.Match pattern) if set.
+type ChannelsRequest struct {
 	Pattern string `json:"pattern"`
 }
 
-type channelInfo struct {
+// ChannelInfo counts a channel's clients.
+type ChannelInfo struct {
 	NumClients int `json:"num_clients"`
 }
 
-type channelsResult struct {
-	Channels map[string]channelInfo `json:"channels"`
+// ChannelsResult maps channel name to its counts.
+type ChannelsResult struct {
+	Channels map[string]ChannelInfo `json:"channels"`
 }
 
-type nodeInfo struct {
+// InfoRequest asks about the nodes of the cluster.
+type InfoRequest struct{}
+
+// NodeInfo describes one node.
+type NodeInfo struct {
 	UID         string `json:"uid"`
 	Name        string `json:"name"`
 	Version     string `json:"version"`
@@ -182,53 +281,89 @@ type nodeInfo struct {
 	NumUsers    int    `json:"num_users"`
 	NumChannels int    `json:"num_channels"`
 	NumSubs     int    `json:"num_subs"`
-	Uptime      int64  `json:"uptime"`
+	// Uptime in seconds.
+	Uptime int64 `json:"uptime"`
 }
 
-type infoResult struct {
-	Nodes []nodeInfo `json:"nodes"`
+// InfoResult lists the nodes.
+type InfoResult struct {
+	Nodes []NodeInfo `json:"nodes"`
 }
 
-type batchRequest struct {
-	Commands []map[string]json.RawMessage `json:"commands"`
-	Parallel bool                         `json:"parallel"`
+// RPCRequest calls Method of the application with Params.
+type RPCRequest struct {
+	Method string  `json:"method"`
+	Params Payload `json:"params"`
 }
 
-type batchResult struct {
-	Replies []batchReply `json:"replies"`
+// RPCResult is what the method answered.
+type RPCResult struct {
+	Data Payload `json:"data"`
 }
 
-// batchReply is one command's answer in a batch: {"<method>":{...}} or
-// {"error":{...}}. It is a struct rather than a map so that a batch of
-// 100,000 commands costs no map per reply.
-type batchReply struct {
-	method string
-	result any
-	err    *apiError
+// BatchRequest runs Commands in order, or concurrently with Parallel.
+type BatchRequest struct {
+	Commands []Command
+	Parallel bool
 }
 
-func (r batchReply) MarshalJSON() ([]byte, error) {
-	if r.err != nil {
-		b, err := json.Marshal(r.err)
+// Command is one command of a batch: exactly one of its requests is set.
+type Command struct {
+	Publish       *PublishRequest
+	Broadcast     *BroadcastRequest
+	Subscribe     *SubscribeRequest
+	Unsubscribe   *UnsubscribeRequest
+	Disconnect    *DisconnectRequest
+	Refresh       *RefreshRequest
+	Presence      *ChannelRequest
+	PresenceStats *ChannelRequest
+	History       *HistoryRequest
+	HistoryRemove *ChannelRequest
+	Channels      *ChannelsRequest
+	Info          *InfoRequest
+	RPC           *RPCRequest
+
+	// name is the method as the request named it, for the log, and err
+	// why the command cannot run, when it was read from JSON.
+	name string
+	err  *Error
+}
+
+// BatchResult has one reply per command, in command order.
+type BatchResult struct {
+	Replies []Reply `json:"replies"`
+}
+
+// Reply is one command's answer in a batch: Error, or the result of
+// Method (a PublishResult for "publish", an EmptyResult for
+// "subscribe", and so on). In JSON it is {"<method>":{...}} or
+// {"error":{...}}.
+type Reply struct {
+	Method string
+	Result any
+	Error  *Error
+}
+
+func (r Reply) MarshalJSON() ([]byte, error) {
+	if r.Error != nil {
+		b, err := json.Marshal(r.Error)
 		if err != nil {
 			return nil, fmt.Errorf("api: encode batch error: %w", err)
 		}
 		return append(append([]byte(`{"error":`), b...), '}'), nil
 	}
-	res, err := json.Marshal(r.result)
+	res, err := json.Marshal(r.Result)
 	if err != nil {
-		return nil, fmt.Errorf("api: encode %s reply: %w", r.method, err)
+		return nil, fmt.Errorf("api: encode %s reply: %w", r.Method, err)
 	}
-	name, _ := json.Marshal(r.method)
+	name, _ := json.Marshal(r.Method)
 	out := make([]byte, 0, len(name)+len(res)+3)
 	out = append(append(append(append(out, '{'), name...), ':'), res...)
 	return append(out, '}'), nil
 }
 
-// reply is one method's answer: a result or an error.
+// reply is one method's answer over HTTP: a result or an error.
 type reply struct {
-	Result any       `json:"result,omitempty"`
-	Error  *apiError `json:"error,omitempty"`
+	Result any    `json:"result,omitempty"`
+	Error  *Error `json:"error,omitempty"`
 }
-
-type empty struct{}

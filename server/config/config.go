@@ -16,6 +16,7 @@ type Config struct {
 	Client          Client          `key:"client" help:"Real-time client connections: authentication, limits, timers."`
 	Channel         Channel         `key:"channel" help:"Channel names, namespaces and per-namespace channel options."`
 	HTTPAPI         HTTPAPI         `key:"http_api" help:"The server HTTP API (POST /api/<method>)."`
+	GRPCAPI         GRPCAPI         `key:"grpc_api" help:"The server API over gRPC, on its own port."`
 	WebSocket       WebSocket       `key:"websocket" help:"The bidirectional WebSocket transport."`
 	SSE             SSE             `key:"sse" help:"Bidirectional emulation over Server-Sent Events."`
 	HTTPStream      HTTPStream      `key:"http_stream" help:"Bidirectional emulation over HTTP streaming."`
@@ -35,7 +36,6 @@ type Config struct {
 	RPC                      Unimplemented `key:"rpc" help:"Client RPC namespaces and RPC proxying."`
 	Proxies                  Unimplemented `key:"proxies" help:"Named proxies to the application backend."`
 	Consumers                Unimplemented `key:"consumers" help:"Consumers of external queues (Kafka, PostgreSQL outbox ...)."`
-	GRPCAPI                  Unimplemented `key:"grpc_api" help:"The server API over gRPC."`
 	WebTransport             Unimplemented `key:"webtransport" help:"The WebTransport transport."`
 	OpenTelemetry            Unimplemented `key:"opentelemetry" help:"OpenTelemetry tracing."`
 	Graphite                 Unimplemented `key:"graphite" help:"Metrics export to Graphite."`

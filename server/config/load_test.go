@@ -275,8 +275,8 @@ func TestUnimplementedInEffect(t *testing.T) {
 		name, json string
 		warn       bool
 	}{
-		{"feature on", `{"grpc_api": {"enabled": true}}`, true},
-		{"feature off with settings", `{"grpc_api": {"enabled": false, "port": 10001}}`, false},
+		{"feature on", `{"webtransport": {"enabled": true}}`, true},
+		{"feature off with settings", `{"webtransport": {"enabled": false, "handler_prefix": "/wt"}}`, false},
 		{"non-empty list", `{"proxies": [{"name": "p"}]}`, true},
 		{"empty list", `{"consumers": []}`, false},
 		{"scalar at default", `{"channel": {"without_namespace": {"subscribe_proxy_name": "default"}}}`, false},

@@ -87,6 +87,7 @@ func (v *validator) endpoints(c *Config) {
 	if c.UniGRPC.Enabled {
 		v.serverTLS("uni_grpc.tls", &c.UniGRPC.TLS)
 	}
+	v.grpcAPI(c)
 	a := &c.Admin
 	if a.Enabled && !a.Insecure {
 		if a.Password == "" {
@@ -108,5 +109,25 @@ func (v *validator) serverTLS(path string, t *TLS) {
 	}
 	if t.KeyPEM == "" && t.KeyPEMB64 == "" && t.KeyPEMFile == "" {
 		v.fail(path+".key_pem", "a private key (key_pem, key_pem_b64 or key_pem_file) is required when TLS is enabled")
+	}
+}
+
+// grpcAPI checks the gRPC API's TLS and that its port is not one the HTTP
+// server listens on.
+func (v *validator) grpcAPI(c *Config) {
+	g := &c.GRPCAPI
+	if !g.Enabled {
+		return
+	}
+	v.serverTLS("grpc_api.tls", &g.TLS)
+	if g.Port == 0 {
+		return
+	}
+	hs := &c.HTTPServer
+	if g.Port == hs.Port || g.Port == hs.InternalPort {
+		v.fail("grpc_api.port", "%d is a port of the HTTP server; the gRPC API needs its own", g.Port)
+	}
+	if c.UniGRPC.Enabled && g.Port == c.UniGRPC.Port {
+		v.fail("grpc_api.port", "%d is the port of uni_grpc; the gRPC API needs its own", g.Port)
 	}
 }

@@ -33,6 +33,17 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"port range", func(c *Config) { c.HTTPServer.Port = 70000 }, "http_server.port", "greater than 65535"},
 		{"negative port", func(c *Config) { c.HTTPServer.InternalPort = -1 }, "http_server.internal_port", "less than 0"},
 		{"uni grpc port", func(c *Config) { c.UniGRPC.Port = 65536 }, "uni_grpc.port", "greater than 65535"},
+		{"grpc api port", func(c *Config) { c.GRPCAPI.Port = 65536 }, "grpc_api.port", "greater than 65535"},
+		{"grpc api error mode", func(c *Config) { c.GRPCAPI.ErrorMode = "status" }, "grpc_api.error_mode", "unknown value"},
+		{"grpc api port taken by http", func(c *Config) { c.GRPCAPI.Enabled = true; c.GRPCAPI.Port = 8000 }, "grpc_api.port", "port of the HTTP server"},
+		{"grpc api port taken by uni_grpc", func(c *Config) {
+			c.GRPCAPI.Enabled, c.UniGRPC.Enabled = true, true
+			c.GRPCAPI.Port, c.UniGRPC.Port = 12000, 12000
+		}, "grpc_api.port", "port of uni_grpc"},
+		{"grpc api tls without key", func(c *Config) {
+			c.GRPCAPI.Enabled = true
+			c.GRPCAPI.TLS = TLS{Enabled: true, CertPEMFile: "/c.pem"}
+		}, "grpc_api.tls.key_pem", "private key"},
 		{"log level", func(c *Config) { c.Log.Level = "loud" }, "log.level", `unknown value "loud"`},
 		{"engine type", func(c *Config) { c.Engine.Type = "etcd" }, "engine.type", `unknown value "etcd" (allowed: "memory", "redis")`},
 		{"broker type", func(c *Config) { c.Broker.Type = "kafka" }, "broker.type", "unknown value"},

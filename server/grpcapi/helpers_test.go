@@ -1,0 +1,202 @@
+package grpcapi_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/broker/redis"
+	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/logtest"
+	"github.com/gyrehq/gyre/internal/wstest"
+	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/server/api"
+	"github.com/gyrehq/gyre/server/grpcapi"
+	"github.com/gyrehq/gyre/server/grpcapi/apipb"
+	"github.com/gyrehq/gyre/token"
+)
+
+const (
+	testKey    = "grpc-test-key"
+	testSecret = "grpc-test-secret"
+)
+
+// testChannels: "hist:" keeps history, "pres:" presence, "plain:"
+// neither; channels without namespace both.
+func testChannels() gyre.ChannelConfig {
+	return gyre.ChannelConfig{
+		WithoutNamespace: gyre.ChannelOptions{Presence: true, HistorySize: 100, HistoryTTL: time.Minute, AllowSubscribeForClient: true},
+		Namespaces: []gyre.Namespace{
+			{Name: "hist", ChannelOptions: gyre.ChannelOptions{HistorySize: 10, HistoryTTL: time.Minute, AllowSubscribeForClient: true}},
+			{Name: "pres", ChannelOptions: gyre.ChannelOptions{Presence: true, AllowSubscribeForClient: true}},
+			{Name: "plain", ChannelOptions: gyre.ChannelOptions{AllowSubscribeForClient: true}},
+		},
+	}
+}
+
+// echoRPC serves the rpc method: "echo" answers its params, "fail" an
+// application error, anything else is unknown.
+func echoRPC(_ context.Context, method string, params []byte) ([]byte, error) {
+	switch method {
+	case "echo":
+		return params, nil
+	case "fail":
+		return nil, &gyre.Error{Code: 1001, Message: "insufficient funds"}
+	case "crash":
+		return nil, errors.New("backend connection refused")
+	}
+	return nil, &api.Error{Code: 104, Message: "not found"}
+}
+
+// env is a node with the gRPC API on a real listener and the WebSocket
+// endpoint behind an httptest server.
+type env struct {
+	t      testing.TB
+	node   *gyre.Node
+	addr   string
+	wsURL  string
+	client apipb.CentrifugoApiClient
+	conn   *grpc.ClientConn
+
+	logs *logtest.Recorder // the executor's and the server's
+
+	mu    sync.Mutex
+	calls []call // told to OnCall
+}
+
+type call struct {
+	method string
+	code   uint32
+}
+
+// engine names a broker to run a test on.
+type engine string
+
+const (
+	memoryEngine engine = "memory"
+	redisEngine  engine = "redis"
+)
+
+// eachEngine runs f on the memory engine and on Redis (skipped where
+// redis-server is missing).
+func eachEngine(t *testing.T, f func(t *testing.T, eng engine)) {
+	for _, eng := range []engine{memoryEngine, redisEngine} {
+		t.Run(string(eng), func(t *testing.T) { f(t, eng) })
+	}
+}
+
+// newEnv starts a node on eng and the gRPC API for it, with cfg (its
+// Key defaulting to testKey unless noKey) and an RPC hook.
+func newEnv(t testing.TB, eng engine, cfg grpcapi.Config) *env {
+	t.Helper()
+	ncfg := gyre.Config{Token: token.Config{HMACSecretKey: testSecret}, Channels: testChannels()}
+	if eng == redisEngine {
+		rs := redistest.Start(t)
+		r, err := redis.New(redis.Config{Addresses: []string{rs.Addr}, Prefix: "grpcapitest", IOTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ncfg.Broker, ncfg.PresenceManager = r.Broker(), r.PresenceManager()
+	}
+	n, err := gyre.NewNode(ncfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Run(); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, node: n, logs: &logtest.Recorder{}}
+	log := slog.New(e.logs)
+	exec := api.NewExecutor(n, api.Config{RPC: echoRPC, MaxBatchSize: 1000, Logger: log})
+	cfg.Logger = log
+	cfg.OnCall = func(method string, code uint32, _ time.Duration) {
+		e.mu.Lock()
+		e.calls = append(e.calls, call{method, code})
+		e.mu.Unlock()
+	}
+	srv := grpcapi.NewServer(exec, cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	ws := httptest.NewServer(gyre.NewWebsocketHandler(n, gyre.WebsocketConfig{}))
+	e.addr = ln.Addr().String()
+	e.wsURL = "ws" + strings.TrimPrefix(ws.URL, "http")
+	conn, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.conn = conn
+	e.client = apipb.NewCentrifugoApiClient(conn)
+	t.Cleanup(func() {
+		_ = conn.Close()
+		srv.Stop()
+		ws.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.Shutdown(ctx)
+	})
+	return e
+}
+
+// ctx is a call context carrying the test key.
+func (e *env) ctx() context.Context {
+	return withKey(e.t.Context(), testKey)
+}
+
+func withKey(ctx context.Context, key string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "apikey "+key)
+}
+
+// dial connects a WebSocket client of user.
+func (e *env) dial(user string) *wstest.Client {
+	e.t.Helper()
+	c := wstest.Dial(e.t, e.wsURL, protocol.TypeJSON)
+	tok, err := token.SignHMAC("HS256", []byte(testSecret), map[string]any{"sub": user, "exp": time.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: tok, Name: "grpc-test"}})
+	if r.Error != nil {
+		e.t.Fatalf("connect: %d %s", r.Error.Code, r.Error.Message)
+	}
+	return c
+}
+
+// called returns what OnCall was told so far.
+func (e *env) called() []call {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]call(nil), e.calls...)
+}
+
+// wantErr fails unless got is the API error code.
+func wantErr(t *testing.T, what string, got *apipb.Error, code uint32) {
+	t.Helper()
+	if got == nil || got.GetCode() != code {
+		t.Fatalf("%s: error %v, want code %d", what, got, code)
+	}
+}
+
+// noErr fails on a call's transport error or API error.
+func noErr(t *testing.T, what string, err error, apiErr *apipb.Error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if apiErr != nil {
+		t.Fatalf("%s: API error %d %s", what, apiErr.GetCode(), apiErr.GetMessage())
+	}
+}

@@ -1,0 +1,129 @@
+package grpcapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"log/slog"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/gyrehq/gyre/server/api"
+	"github.com/gyrehq/gyre/server/grpcapi/apipb"
+)
+
+// Config configures the gRPC API.
+type Config struct {
+	// Key is the API key: every call must carry the metadata
+	// "authorization: apikey <Key>", or it is refused with
+	// UNAUTHENTICATED. Empty accepts every call, as Centrifugo does.
+	Key string
+	// TransportErrorMode answers a method's error with a gRPC status
+	// (its code mapped, the API error in the details) instead of in the
+	// response's error field. A call may ask for it with the metadata
+	// "x-centrifugo-error-mode: transport".
+	TransportErrorMode bool
+	// MaxReceiveMessageSize caps an incoming message in bytes; 0 keeps
+	// gRPC's default (4 MiB).
+	MaxReceiveMessageSize int
+	// TLS, when set, serves over TLS.
+	TLS *tls.Config
+	// Reflection registers the gRPC server reflection service, which
+	// lets tools such as grpcurl list and call the API without its proto.
+	// Like Centrifugo, it answers without the key: it tells the schema,
+	// not data.
+	Reflection bool
+	// Logger logs refused calls; nil logs nothing.
+	Logger *slog.Logger
+	// OnCall, when set, is told about every call of a method: its name as
+	// the HTTP API spells it, its error code (0 for success) and how long
+	// it took.
+	OnCall func(method string, code uint32, d time.Duration)
+}
+
+// NewServer creates a gRPC server serving the API on exec. The caller
+// serves it on a listener and stops it (GracefulStop).
+func NewServer(exec *api.Executor, cfg Config) *grpc.Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	var opts []grpc.ServerOption
+	if cfg.Key != "" {
+		opts = append(opts, grpc.UnaryInterceptor(keyAuth(cfg.Key, cfg.Logger)))
+	}
+	if cfg.MaxReceiveMessageSize > 0 {
+		opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxReceiveMessageSize))
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
+	srv := grpc.NewServer(opts...)
+	apipb.RegisterCentrifugoApiServer(srv, &service{exec: exec, cfg: cfg})
+	if cfg.Reflection {
+		reflection.Register(srv)
+	}
+	return srv
+}
+
+// keyAuth refuses calls without "authorization: apikey <key>".
+func keyAuth(key string, log *slog.Logger) grpc.UnaryServerInterceptor {
+	want := []byte(key)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !authorized(ctx, want) {
+			attrs := []any{"method", info.FullMethod}
+			if p, ok := peer.FromContext(ctx); ok {
+				attrs = append(attrs, "remote", p.Addr.String())
+			}
+			log.Info("grpc api call with a wrong or missing key", attrs...)
+			return nil, status.Error(codes.Unauthenticated, "unauthenticated")
+		}
+		return handler(ctx, req)
+	}
+}
+
+func authorized(ctx context.Context, key []byte) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vals := md.Get("authorization")
+	if len(vals) == 0 {
+		return false
+	}
+	a := vals[0]
+	const scheme = "apikey "
+	if len(a) <= len(scheme) || !strings.EqualFold(a[:len(scheme)], scheme) {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(a[len(scheme):]), key) == 1
+}
+
+// transportMode reports whether a method's error becomes a gRPC status.
+func (s *service) transportMode(ctx context.Context) bool {
+	if s.cfg.TransportErrorMode {
+		return true
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	v := md.Get("x-centrifugo-error-mode")
+	return len(v) > 0 && v[0] == "transport"
+}
+
+// statusCode maps an API error code to the gRPC code of the transport
+// error mode, as the HTTP API maps it to an HTTP status.
+func statusCode(code uint32) codes.Code {
+	switch code {
+	case 102, 104:
+		return codes.NotFound
+	case 107, 108:
+		return codes.InvalidArgument
+	case 112:
+		return codes.OutOfRange
+	default:
+		return codes.Internal
+	}
+}
