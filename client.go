@@ -51,6 +51,8 @@ type Client struct {
 	expTimer *time.Timer
 	// tokenChannels are the server-side channels the connect token named.
 	tokenChannels []string
+	// meta is kept for handlers (Meta), never sent to the client.
+	meta []byte
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -115,6 +117,14 @@ func (c *Client) Info() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.info
+}
+
+// Meta is the connection's meta: set by the connect token's meta claim or
+// the connecting handler, never sent to the client.
+func (c *Client) Meta() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.meta
 }
 
 // sessionTransport is a transport with a session id for the emulation

@@ -97,11 +97,17 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	}
 	var channels []string
 	var replyData []byte
+	var extraSubs map[string]SubscribeOptions
+	var meta []byte
 	if h := n.handlers.connecting; h != nil {
-		rep, err := h(c.ctx, ConnectingEvent{
-			ClientID: c.id, Transport: c.transport.Name(), Token: req.Token, Credentials: creds,
+		e := ConnectingEvent{
+			ClientID: c.id, Transport: c.transport.Name(), Protocol: c.proto, Token: req.Token, Credentials: creds,
 			Data: req.Data, Name: req.Name, Version: req.Version, Headers: req.Headers,
-		})
+		}
+		for ch := range req.Subs {
+			e.Channels = append(e.Channels, ch)
+		}
+		rep, err := h(c.ctx, e)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -110,6 +116,10 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		}
 		replyData = rep.Data
 		channels = append(channels, rep.Channels...)
+		extraSubs = rep.Subscriptions
+		if rep.Meta != nil {
+			meta = rep.Meta
+		}
 	}
 	if creds == nil {
 		if !n.cfg.Insecure && !n.cfg.AllowAnonymousConnectWithoutToken {
@@ -129,6 +139,9 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	c.user = creds.UserID
 	c.info = creds.Info
 	c.expireAt = creds.ExpireAt
+	if meta != nil {
+		c.meta = meta
+	}
 	c.subs = make(map[string]*subscription)
 	c.declineCompaction = compactionBroken(c.proto, req.Name)
 	c.mu.Unlock()
@@ -151,8 +164,12 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		if ttl <= 0 {
 			return nil, nil, ErrorTokenExpired
 		}
-		res.Expires = true
-		res.Ttl = uint32(ttl)
+		// With server-side refresh the client is not asked to refresh:
+		// the node asks its refresh handler when the time comes.
+		if n.handlers.serverRefresh == nil {
+			res.Expires = true
+			res.Ttl = uint32(ttl)
+		}
 	}
 
 	if !c.state.CompareAndSwap(stateConnecting, stateConnected) {
@@ -188,7 +205,22 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		if _, dup := res.Subs[ch]; dup {
 			continue
 		}
-		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch])
+		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch], nil)
+		if err != nil {
+			n.log.Info("server-side subscription failed", "client", c.id, "channel", ch, "error", err)
+			continue
+		}
+		if res.Subs == nil {
+			res.Subs = make(map[string]*protocol.SubscribeResult)
+		}
+		res.Subs[ch] = sr
+		subs = append(subs, s)
+	}
+	for ch, o := range extraSubs {
+		if _, dup := res.Subs[ch]; dup {
+			continue
+		}
+		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch], &o)
 		if err != nil {
 			n.log.Info("server-side subscription failed", "client", c.id, "channel", ch, "error", err)
 			continue
@@ -238,6 +270,9 @@ func (c *Client) credentialsFromToken(tok string) (*Credentials, error) {
 		return nil, DisconnectPermissionDenied
 	}
 	c.tokenChannels = ct.Channels
+	c.mu.Lock()
+	c.meta = ct.Meta
+	c.mu.Unlock()
 	for ch := range ct.Subs {
 		c.tokenChannels = append(c.tokenChannels, ch)
 	}
@@ -260,9 +295,51 @@ func (c *Client) renew(expireAt int64, info []byte) {
 		c.expTimer = nil
 	}
 	if expireAt > 0 {
+		if c.node.handlers.serverRefresh != nil {
+			c.expTimer = time.AfterFunc(time.Until(time.Unix(expireAt, 0)), c.refreshOnServer)
+			return
+		}
 		d := time.Until(time.Unix(expireAt, 0)) + c.node.cfg.ExpiredCloseDelay
 		c.expTimer = time.AfterFunc(d, c.checkExpired)
 	}
+}
+
+// serverRefreshRetry is how long a connection waits before its refresh
+// handler is asked again after a failure.
+const serverRefreshRetry = 10 * time.Second
+
+// refreshOnServer asks the server-side refresh handler whether an expired
+// connection lives on. A failure of the handler does not end the
+// connection: the question is asked again after serverRefreshRetry.
+func (c *Client) refreshOnServer() {
+	if c.state.Load() != stateConnected {
+		return
+	}
+	rep, err := c.node.handlers.serverRefresh(c.ctx, c, RefreshEvent{})
+	if err != nil {
+		var d *Disconnect
+		if errors.As(err, &d) {
+			c.Disconnect(d)
+			return
+		}
+		c.node.log.Info("server-side refresh failed, retrying", "client", c.id, "error", err)
+		c.mu.Lock()
+		if c.expTimer != nil {
+			c.expTimer = time.AfterFunc(serverRefreshRetry, c.refreshOnServer)
+		}
+		c.mu.Unlock()
+		return
+	}
+	if rep.Expired || (rep.ExpireAt > 0 && rep.ExpireAt <= time.Now().Unix()) {
+		c.Disconnect(DisconnectExpired)
+		return
+	}
+	if rep.Meta != nil {
+		c.mu.Lock()
+		c.meta = rep.Meta
+		c.mu.Unlock()
+	}
+	c.renew(rep.ExpireAt, rep.Info)
 }
 
 func (c *Client) checkExpired() {
@@ -288,6 +365,11 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 			return nil, DisconnectExpired
 		}
 		expireAt, info = rep.ExpireAt, rep.Info
+		if rep.Meta != nil {
+			c.mu.Lock()
+			c.meta = rep.Meta
+			c.mu.Unlock()
+		}
 	} else {
 		if req.Token == "" {
 			return nil, ErrorBadRequest
