@@ -257,3 +257,30 @@ func TestHooks(t *testing.T) {
 		})
 	}
 }
+
+// TestEmulatedHeaders: headers a client sends in its connect command
+// (centrifuge-js's headers option, for browsers that cannot set real ones)
+// are forwarded to the connect proxy when http_headers names them.
+func TestEmulatedHeaders(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			b, b2 := newBackend(t), newBackend(t)
+			defaultAnswers(b)
+			g := startGyre(t, proxyConfig(kind, b, b2))
+			c := wstest.Dial(t, g.url, protocol.TypeJSON)
+			r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{
+				Headers: map[string]string{"authorization": "Bearer emulated", "x-other": "no"},
+			}})
+			if r.Error != nil {
+				t.Fatal(r.Error)
+			}
+			h := b.waitCalls("connect", 1)[0].header
+			if got := h.Get("Authorization"); got != "Bearer emulated" {
+				t.Errorf("Authorization = %q, want the emulated header", got)
+			}
+			if got := h.Get("X-Other"); got != "" {
+				t.Errorf("X-Other forwarded though not configured: %q", got)
+			}
+		})
+	}
+}
