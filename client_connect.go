@@ -91,14 +91,13 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if n.closing.Load() {
 		return nil, nil, DisconnectShutdown
 	}
-	creds, err := c.credentialsFromToken(req.Token)
+	creds, meta, err := c.credentialsFromToken(req.Token)
 	if err != nil {
 		return nil, nil, err
 	}
 	var channels []string
 	var replyData []byte
 	var extraSubs map[string]SubscribeOptions
-	var meta []byte
 	if h := n.handlers.connecting; h != nil {
 		e := ConnectingEvent{
 			ClientID: c.id, Transport: c.transport.Name(), Protocol: c.proto, Token: req.Token, Credentials: creds,
@@ -139,9 +138,6 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	c.user = creds.UserID
 	c.info = creds.Info
 	c.expireAt = creds.ExpireAt
-	if meta != nil {
-		c.meta = meta
-	}
 	c.subs = make(map[string]*subscription)
 	c.declineCompaction = compactionBroken(c.proto, req.Name)
 	c.mu.Unlock()
@@ -192,6 +188,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		n.pinger.remove(c)
 		return nil, nil, DisconnectShutdown
 	}
+	c.setMeta(meta)
 	if creds.ExpireAt > 0 {
 		c.renew(creds.ExpireAt, nil)
 	}
@@ -245,38 +242,35 @@ func tokenTimeError(err error) bool {
 // credentialsFromToken verifies a connect token. No token gives nil
 // credentials; a bad one disconnects with 3500, one that is expired or not
 // valid yet is 109.
-func (c *Client) credentialsFromToken(tok string) (*Credentials, error) {
+func (c *Client) credentialsFromToken(tok string) (*Credentials, []byte, error) {
 	if tok == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	n := c.node
 	v := n.verifier.Load()
 	if v == nil {
 		if n.handlers.connecting != nil {
-			return nil, nil
+			return nil, nil, nil
 		}
 		n.log.Info("connect token refused: no token keys configured", "client", c.id)
-		return nil, DisconnectInvalidToken
+		return nil, nil, DisconnectInvalidToken
 	}
 	ct, err := v.VerifyConnectToken(tok, false)
 	if err != nil {
 		if tokenTimeError(err) {
-			return nil, ErrorTokenExpired
+			return nil, nil, ErrorTokenExpired
 		}
 		n.log.Info("invalid connect token", "client", c.id, "error", err)
-		return nil, DisconnectInvalidToken
+		return nil, nil, DisconnectInvalidToken
 	}
 	if ct.UserID == "" && n.cfg.DisallowAnonymousConnectionTokens {
-		return nil, DisconnectPermissionDenied
+		return nil, nil, DisconnectPermissionDenied
 	}
 	c.tokenChannels = ct.Channels
-	c.mu.Lock()
-	c.meta = ct.Meta
-	c.mu.Unlock()
 	for ch := range ct.Subs {
 		c.tokenChannels = append(c.tokenChannels, ch)
 	}
-	return &Credentials{UserID: ct.UserID, ExpireAt: ct.ExpireAt, Info: ct.Info}, nil
+	return &Credentials{UserID: ct.UserID, ExpireAt: ct.ExpireAt, Info: ct.Info}, ct.Meta, nil
 }
 
 // renew sets the connection's credentials: expireAt (Unix seconds, 0 for
@@ -334,11 +328,7 @@ func (c *Client) refreshOnServer() {
 		c.Disconnect(DisconnectExpired)
 		return
 	}
-	if rep.Meta != nil {
-		c.mu.Lock()
-		c.meta = rep.Meta
-		c.mu.Unlock()
-	}
+	c.setMeta(rep.Meta)
 	c.renew(rep.ExpireAt, rep.Info)
 }
 
@@ -365,11 +355,7 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 			return nil, DisconnectExpired
 		}
 		expireAt, info = rep.ExpireAt, rep.Info
-		if rep.Meta != nil {
-			c.mu.Lock()
-			c.meta = rep.Meta
-			c.mu.Unlock()
-		}
+		c.setMeta(rep.Meta)
 	} else {
 		if req.Token == "" {
 			return nil, ErrorBadRequest

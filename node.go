@@ -53,7 +53,9 @@ type Node struct {
 	// live holds every client whose transport is not closed yet,
 	// connected or not, and liveClients counts them: Shutdown closes them
 	// all and waits for their close frames.
-	live        sync.Map // *Client -> struct{}
+	live sync.Map // *Client -> struct{}
+	// metas holds the meta of the connections that have one (Client.Meta).
+	metas       sync.Map // *Client -> []byte
 	liveClients atomic.Int64
 	// sessions holds the emulated connections (see emulation.go).
 	sessions sessionRegistry

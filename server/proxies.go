@@ -53,9 +53,8 @@ func (s *Server) setupProxies() error {
 		return err
 	}
 	s.proxyHeaders = p.headers
-	for _, w := range c.NotSupported() {
-		s.log.Warn(w)
-	}
+	// The subscribe_stream keys (c.NotSupported) are reported by
+	// config.Resolve, at start-up and by gyre checkconfig.
 	return nil
 }
 
@@ -167,7 +166,11 @@ func (p *proxies) client() error {
 }
 
 // channels registers the subscribe, publish and sub_refresh proxies of
-// the namespaces that enable them.
+// the namespaces that enable them. Subscription streams
+// (subscribe_stream_proxy_enabled, channel.proxy.subscribe_stream) are not
+// wired yet, and config.NotSupported reports them: they would pick their
+// proxy here the same way (p.pick with SubscribeStreamProxyName), take its
+// gRPC connection (Proxy.GRPCConn), and must then leave NotSupported.
 func (p *proxies) channels() error {
 	ch := p.cfg.Channel
 	each := func(ns string, o *config.ChannelOptions) error {

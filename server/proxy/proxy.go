@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gyrehq/gyre"
@@ -79,6 +80,16 @@ func New(cfg Config, pool *Pool) (*Proxy, error) {
 
 // Name is the proxy's name in logs.
 func (p *Proxy) Name() string { return p.name }
+
+// GRPCConn is the proxy's connection to a grpc:// endpoint (nil for HTTP
+// endpoints), shared with the other proxies of the endpoint; streaming
+// calls of the proxy service (subscription streams) use it.
+func (p *Proxy) GRPCConn() *grpc.ClientConn {
+	if g, ok := p.caller.(*grpcCaller); ok {
+		return g.conn
+	}
+	return nil
+}
 
 // replyStatus is what every response of the proxy service carries besides
 // its result.
