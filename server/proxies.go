@@ -234,12 +234,15 @@ func (p *proxies) channels() error {
 }
 
 // onSubscribe sends a subscribe command to its namespace's proxy. As in
-// Centrifugo, subscriptions with a token and to user-limited channels are
-// left to the token and the channel rules.
+// Centrifugo, subscriptions with a token, to user-limited channels and to
+// private channels (which need a token) are left to the token and the
+// channel rules.
 func (p *proxies) onSubscribe(ctx context.Context, c *gyre.Client, e gyre.SubscribeEvent) (gyre.SubscribeReply, error) {
+	ch := p.cfg.Channel
 	ns := p.namespace(e.Channel)
 	pr := p.subscribe[ns]
-	if pr == nil || e.Token != "" || strings.Contains(e.Channel, p.cfg.Channel.UserBoundary) {
+	if pr == nil || e.Token != "" || strings.Contains(e.Channel, ch.UserBoundary) ||
+		(ch.PrivatePrefix != "" && strings.HasPrefix(e.Channel, ch.PrivatePrefix)) {
 		return gyre.SubscribeReply{}, gyre.ErrNotHandled
 	}
 	rep, err := pr.Subscribe(ctx, c, e)

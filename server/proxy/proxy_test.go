@@ -239,6 +239,13 @@ func TestHooks(t *testing.T) {
 			if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "closed:x"}); r.Error == nil || r.Error.Code != 103 {
 				t.Errorf("subscribe closed:x = %v, want 103", r.Error)
 			}
+			// Private and user-limited channels of a proxied namespace
+			// need a token, as without the proxy.
+			for _, ch := range []string{"$chat:secret", "chat:dm#56"} {
+				if r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch}); r.Error == nil || r.Error.Code != 103 {
+					t.Errorf("subscribe %s = %v, want 103", ch, r.Error)
+				}
+			}
 			for _, sc := range b.received("subscribe") {
 				if ch := field(sc, "channel"); ch != `"chat:room"` {
 					t.Errorf("backend asked about %s", ch)
