@@ -181,6 +181,7 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 				n.log.Error("invalid tags filter from the subscribe handler", "channel", req.Channel, "error", err)
 				return p, ErrorInternal
 			}
+			p.serverRefresh = p.serverRefresh && n.handlers.subRefresh != nil
 		}
 	}
 
@@ -425,7 +426,7 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 		}
 	}
 	if p.expireAt > 0 {
-		s.serverRefresh = p.serverRefresh && n.handlers.subRefresh != nil
+		s.serverRefresh = p.serverRefresh
 		c.scheduleSubExpiry(s, p.expireAt)
 	}
 	return s, res, nil

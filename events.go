@@ -113,7 +113,8 @@ type SubscribeReply struct {
 	Override *SubscribeOverride
 	// ServerSideRefresh, with ExpireAt set, keeps the expiry from the
 	// client: at ExpireAt the node's sub-refresh handler (OnSubRefresh)
-	// decides whether the subscription lives on.
+	// decides whether the subscription lives on. Without such a handler
+	// the client refreshes the subscription as usual.
 	ServerSideRefresh bool
 }
 

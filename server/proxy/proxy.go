@@ -91,9 +91,10 @@ func (p *Proxy) GRPCConn() *grpc.ClientConn {
 	return nil
 }
 
-// replyStatus is what every response of the proxy service carries besides
-// its result.
-type replyStatus interface {
+// response is a response of the proxy service: besides its result, each
+// may carry an error or a disconnect.
+type response interface {
+	proto.Message
 	GetError() *proxypb.Error
 	GetDisconnect() *proxypb.Disconnect
 }
@@ -107,10 +108,10 @@ var errFailed = errors.New("proxy call failed")
 // the response, or a transformed HTTP status) comes back as the engine's
 // *gyre.Error or *gyre.Disconnect; a failure is logged and comes back
 // wrapping errFailed.
-func (p *Proxy) do(ctx context.Context, method, client string, req proto.Message, resp replyStatus, emulated map[string]string) error {
+func (p *Proxy) do(ctx context.Context, method, client string, req proto.Message, resp response, emulated map[string]string) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	err := p.caller.call(ctx, method, req, resp.(proto.Message), p.forwarded(ctx, emulated))
+	err := p.caller.call(ctx, method, req, resp, p.forwarded(ctx, emulated))
 	if err != nil {
 		var t *transformed
 		if errors.As(err, &t) {
