@@ -298,13 +298,10 @@ func (c *Client) renew(expireAt int64, info []byte) {
 	}
 }
 
-// serverRefreshRetry is how long a connection waits before its refresh
-// handler is asked again after a failure.
-const serverRefreshRetry = 10 * time.Second
-
 // refreshOnServer asks the server-side refresh handler whether an expired
 // connection lives on. A failure of the handler does not end the
-// connection: the question is asked again after serverRefreshRetry.
+// connection: the question is asked again after the node's
+// ServerSideRefreshRetry.
 func (c *Client) refreshOnServer() {
 	if c.state.Load() != stateConnected {
 		return
@@ -319,7 +316,7 @@ func (c *Client) refreshOnServer() {
 		c.node.log.Info("server-side refresh failed, retrying", "client", c.id, "error", err)
 		c.mu.Lock()
 		if c.expTimer != nil {
-			c.expTimer = time.AfterFunc(serverRefreshRetry, c.refreshOnServer)
+			c.expTimer = time.AfterFunc(c.node.cfg.ServerSideRefreshRetry, c.refreshOnServer)
 		}
 		c.mu.Unlock()
 		return

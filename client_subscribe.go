@@ -759,7 +759,7 @@ func (c *Client) scheduleSubExpiry(s *subscription, expireAt int64) {
 
 // refreshSubOnServer asks the sub-refresh handler whether an expired
 // subscription lives on. A failure of the handler keeps the subscription
-// and asks again after serverRefreshRetry.
+// and asks again after the node's ServerSideRefreshRetry.
 func (c *Client) refreshSubOnServer(s *subscription) {
 	c.mu.Lock()
 	current := c.subs[s.channel] == s
@@ -777,7 +777,7 @@ func (c *Client) refreshSubOnServer(s *subscription) {
 		c.node.log.Info("server-side subscription refresh failed, retrying", "client", c.id, "channel", s.channel, "error", err)
 		c.mu.Lock()
 		if c.subs[s.channel] == s && s.expTimer != nil {
-			s.expTimer = time.AfterFunc(serverRefreshRetry, func() { c.refreshSubOnServer(s) })
+			s.expTimer = time.AfterFunc(c.node.cfg.ServerSideRefreshRetry, func() { c.refreshSubOnServer(s) })
 		}
 		c.mu.Unlock()
 		return

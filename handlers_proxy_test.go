@@ -2,6 +2,7 @@ package gyre_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -120,5 +121,72 @@ func TestHandlerReplies(t *testing.T) {
 	pubs, _, err := n.History("backend:srv", -1, nil, false)
 	if err != nil || len(pubs) != 0 {
 		t.Errorf("history = %d publications, %v; want none (skip_history)", len(pubs), err)
+	}
+}
+
+// TestServerSideRefreshRetries: a failing server-side refresh handler
+// keeps the connection (and the subscription) and is asked again; its
+// later answer decides.
+func TestServerSideRefreshRetries(t *testing.T) {
+	cfg := handlersConfig()
+	cfg.ServerSideRefreshRetry = 50 * time.Millisecond
+	var mu sync.Mutex
+	var subDone bool
+	calls := map[string]int{}
+	count := func(what string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[what]++
+		return calls[what]
+	}
+	_, url := newTestNodeWith(t, cfg, func(n *gyre.Node) {
+		n.OnConnecting(func(context.Context, gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
+			return gyre.ConnectingReply{Credentials: &gyre.Credentials{UserID: "u3", ExpireAt: time.Now().Add(time.Second).Unix()}}, nil
+		})
+		n.OnSubscribe(func(context.Context, *gyre.Client, gyre.SubscribeEvent) (gyre.SubscribeReply, error) {
+			return gyre.SubscribeReply{ExpireAt: time.Now().Add(time.Second).Unix(), ServerSideRefresh: true}, nil
+		})
+		n.OnSubRefresh(func(context.Context, *gyre.Client, gyre.SubRefreshEvent) (gyre.SubRefreshReply, error) {
+			if count("sub") < 3 {
+				return gyre.SubRefreshReply{}, errors.New("backend down")
+			}
+			mu.Lock()
+			subDone = true
+			mu.Unlock()
+			return gyre.SubRefreshReply{Expired: true}, nil
+		})
+		n.OnServerSideRefresh(func(context.Context, *gyre.Client, gyre.RefreshEvent) (gyre.RefreshReply, error) {
+			// Failing until the subscription is gone keeps the
+			// connection for the subscription's part of the test.
+			k := count("conn")
+			mu.Lock()
+			done := subDone
+			mu.Unlock()
+			if k < 3 || !done {
+				return gyre.RefreshReply{}, errors.New("backend down")
+			}
+			return gyre.RefreshReply{Expired: true}, nil
+		})
+	})
+	c := dial(t, url, protocol.TypeJSON)
+	res := c.connect("")
+	if res.Expires {
+		t.Error("connect result asks the client to refresh")
+	}
+	sr := c.Subscribe(&protocol.SubscribeRequest{Channel: "backend:r"})
+	if sr.Error != nil || sr.Subscribe.Expires {
+		t.Fatalf("subscribe = %+v, want no client-side expiry", sr)
+	}
+	u := c.WaitPush("unsubscribe 2501", func(p *protocol.Push) bool { return p.Unsubscribe != nil })
+	if u.Unsubscribe.Code != 2501 {
+		t.Errorf("unsubscribe code %d, want 2501", u.Unsubscribe.Code)
+	}
+	if ce := c.WaitClose(); ce.Code != 3005 {
+		t.Errorf("close %d, want 3005", ce.Code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls["sub"] != 3 || calls["conn"] < 3 {
+		t.Errorf("handler calls = %v, want 3 for the subscription (two failures, then the answer), 3 or more for the connection", calls)
 	}
 }
