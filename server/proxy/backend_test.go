@@ -140,6 +140,9 @@ func (b *backend) answerFor(ctx context.Context, hook string, raw []byte, h http
 		select {
 		case <-time.After(a.delay):
 		case <-ctx.Done():
+			// The caller gave up: a late success that still arrived
+			// at the very moment of its deadline must not count.
+			return answer{status: http.StatusGatewayTimeout}
 		}
 	}
 	return a
