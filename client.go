@@ -117,6 +117,29 @@ func (c *Client) Info() []byte {
 	return c.info
 }
 
+// Meta is the connection's meta: set by the connect token's meta claim,
+// the connecting handler or a refresh handler, never sent to the client.
+func (c *Client) Meta() []byte {
+	if m, ok := c.node.metas.Load(c); ok {
+		return m.([]byte)
+	}
+	return nil
+}
+
+// setMeta keeps m as the connection's meta. Metas live in a map of the
+// node rather than in Client, so that the many connections without one
+// pay nothing for it; close removes the entry. A close that ran before
+// the store is caught by the state check after it.
+func (c *Client) setMeta(m []byte) {
+	if m == nil {
+		return
+	}
+	c.node.metas.Store(c, m)
+	if c.state.Load() == stateClosed {
+		c.node.metas.Delete(c)
+	}
+}
+
 // sessionTransport is a transport with a session id for the emulation
 // endpoint.
 type sessionTransport interface {
@@ -452,6 +475,7 @@ func (c *Client) close(d *Disconnect, flush bool) {
 		subs := c.subs
 		c.subs = nil
 		c.mu.Unlock()
+		c.node.metas.Delete(c)
 		for _, s := range subs {
 			c.leave(s, UnsubscribeCodeDisconnect, "disconnect", false)
 		}

@@ -42,15 +42,23 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 		return &protocol.Reply{Publish: &protocol.PublishResult{}}, nil
 	}
 	data := req.Data
+	handled := false
+	var po PublishOptions
 	if h := n.handlers.publish; h != nil {
 		rep, err := h(c.ctx, c, PublishEvent{Channel: req.Channel, Data: req.Data})
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNotHandled):
+		case err != nil:
 			return nil, err
+		default:
+			handled = true
+			if rep.Data != nil {
+				data = rep.Data
+			}
+			po = PublishOptions{Tags: rep.Tags, SkipHistory: rep.SkipHistory, IdempotencyKey: rep.IdempotencyKey, UseDelta: rep.Delta}
 		}
-		if rep.Data != nil {
-			data = rep.Data
-		}
-	} else if !c.channelPermission(req.Channel, opts.AllowPublishForClient, opts.AllowPublishForSubscriber, opts.AllowPublishForAnonymous) {
+	}
+	if !handled && !c.channelPermission(req.Channel, opts.AllowPublishForClient, opts.AllowPublishForSubscriber, opts.AllowPublishForAnonymous) {
 		return nil, ErrorPermissionDenied
 	}
 	c.mu.Lock()
@@ -59,7 +67,8 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 		chanInfo = s.chanInfo
 	}
 	c.mu.Unlock()
-	item := [1]PublishItem{{Channel: req.Channel, Data: data, Options: PublishOptions{ClientInfo: c.clientInfo(chanInfo)}}}
+	po.ClientInfo = c.clientInfo(chanInfo)
+	item := [1]PublishItem{{Channel: req.Channel, Data: data, Options: po}}
 	n.PublishMany(item[:])
 	if err := item[0].Err; err != nil {
 		return nil, err
@@ -158,6 +167,9 @@ func (c *Client) rpcCmd(req *protocol.RPCRequest) (*protocol.Reply, error) {
 		return nil, ErrorNotAvailable
 	}
 	rep, err := h(c.ctx, c, RPCEvent{Method: req.Method, Data: req.Data})
+	if errors.Is(err, ErrNotHandled) {
+		return nil, ErrorNotAvailable
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -91,17 +91,22 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if n.closing.Load() {
 		return nil, nil, DisconnectShutdown
 	}
-	creds, err := c.credentialsFromToken(req.Token)
+	creds, meta, err := c.credentialsFromToken(req.Token)
 	if err != nil {
 		return nil, nil, err
 	}
 	var channels []string
 	var replyData []byte
+	var extraSubs map[string]SubscribeOptions
 	if h := n.handlers.connecting; h != nil {
-		rep, err := h(c.ctx, ConnectingEvent{
-			ClientID: c.id, Transport: c.transport.Name(), Token: req.Token, Credentials: creds,
+		e := ConnectingEvent{
+			ClientID: c.id, Transport: c.transport.Name(), Protocol: c.proto, Token: req.Token, Credentials: creds,
 			Data: req.Data, Name: req.Name, Version: req.Version, Headers: req.Headers,
-		})
+		}
+		for ch := range req.Subs {
+			e.Channels = append(e.Channels, ch)
+		}
+		rep, err := h(c.ctx, e)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -110,6 +115,10 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		}
 		replyData = rep.Data
 		channels = append(channels, rep.Channels...)
+		extraSubs = rep.Subscriptions
+		if rep.Meta != nil {
+			meta = rep.Meta
+		}
 	}
 	if creds == nil {
 		if !n.cfg.Insecure && !n.cfg.AllowAnonymousConnectWithoutToken {
@@ -151,8 +160,12 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		if ttl <= 0 {
 			return nil, nil, ErrorTokenExpired
 		}
-		res.Expires = true
-		res.Ttl = uint32(ttl)
+		// With server-side refresh the client is not asked to refresh:
+		// the node asks its refresh handler when the time comes.
+		if n.handlers.serverRefresh == nil {
+			res.Expires = true
+			res.Ttl = uint32(ttl)
+		}
 	}
 
 	if !c.state.CompareAndSwap(stateConnecting, stateConnected) {
@@ -175,6 +188,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		n.pinger.remove(c)
 		return nil, nil, DisconnectShutdown
 	}
+	c.setMeta(meta)
 	if creds.ExpireAt > 0 {
 		c.renew(creds.ExpireAt, nil)
 	}
@@ -188,7 +202,22 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		if _, dup := res.Subs[ch]; dup {
 			continue
 		}
-		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch])
+		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch], nil)
+		if err != nil {
+			n.log.Info("server-side subscription failed", "client", c.id, "channel", ch, "error", err)
+			continue
+		}
+		if res.Subs == nil {
+			res.Subs = make(map[string]*protocol.SubscribeResult)
+		}
+		res.Subs[ch] = sr
+		subs = append(subs, s)
+	}
+	for ch, o := range extraSubs {
+		if _, dup := res.Subs[ch]; dup {
+			continue
+		}
+		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch], &o)
 		if err != nil {
 			n.log.Info("server-side subscription failed", "client", c.id, "channel", ch, "error", err)
 			continue
@@ -213,35 +242,35 @@ func tokenTimeError(err error) bool {
 // credentialsFromToken verifies a connect token. No token gives nil
 // credentials; a bad one disconnects with 3500, one that is expired or not
 // valid yet is 109.
-func (c *Client) credentialsFromToken(tok string) (*Credentials, error) {
+func (c *Client) credentialsFromToken(tok string) (*Credentials, []byte, error) {
 	if tok == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	n := c.node
 	v := n.verifier.Load()
 	if v == nil {
 		if n.handlers.connecting != nil {
-			return nil, nil
+			return nil, nil, nil
 		}
 		n.log.Info("connect token refused: no token keys configured", "client", c.id)
-		return nil, DisconnectInvalidToken
+		return nil, nil, DisconnectInvalidToken
 	}
 	ct, err := v.VerifyConnectToken(tok, false)
 	if err != nil {
 		if tokenTimeError(err) {
-			return nil, ErrorTokenExpired
+			return nil, nil, ErrorTokenExpired
 		}
 		n.log.Info("invalid connect token", "client", c.id, "error", err)
-		return nil, DisconnectInvalidToken
+		return nil, nil, DisconnectInvalidToken
 	}
 	if ct.UserID == "" && n.cfg.DisallowAnonymousConnectionTokens {
-		return nil, DisconnectPermissionDenied
+		return nil, nil, DisconnectPermissionDenied
 	}
 	c.tokenChannels = ct.Channels
 	for ch := range ct.Subs {
 		c.tokenChannels = append(c.tokenChannels, ch)
 	}
-	return &Credentials{UserID: ct.UserID, ExpireAt: ct.ExpireAt, Info: ct.Info}, nil
+	return &Credentials{UserID: ct.UserID, ExpireAt: ct.ExpireAt, Info: ct.Info}, ct.Meta, nil
 }
 
 // renew sets the connection's credentials: expireAt (Unix seconds, 0 for
@@ -260,9 +289,44 @@ func (c *Client) renew(expireAt int64, info []byte) {
 		c.expTimer = nil
 	}
 	if expireAt > 0 {
+		if c.node.handlers.serverRefresh != nil {
+			c.expTimer = time.AfterFunc(time.Until(time.Unix(expireAt, 0)), c.refreshOnServer)
+			return
+		}
 		d := time.Until(time.Unix(expireAt, 0)) + c.node.cfg.ExpiredCloseDelay
 		c.expTimer = time.AfterFunc(d, c.checkExpired)
 	}
+}
+
+// refreshOnServer asks the server-side refresh handler whether an expired
+// connection lives on. A failure of the handler does not end the
+// connection: the question is asked again after the node's
+// ServerSideRefreshRetry.
+func (c *Client) refreshOnServer() {
+	if c.state.Load() != stateConnected {
+		return
+	}
+	rep, err := c.node.handlers.serverRefresh(c.ctx, c, RefreshEvent{})
+	if err != nil {
+		var d *Disconnect
+		if errors.As(err, &d) {
+			c.Disconnect(d)
+			return
+		}
+		c.node.log.Info("server-side refresh failed, retrying", "client", c.id, "error", err)
+		c.mu.Lock()
+		if c.expTimer != nil {
+			c.expTimer = time.AfterFunc(c.node.cfg.ServerSideRefreshRetry, c.refreshOnServer)
+		}
+		c.mu.Unlock()
+		return
+	}
+	if rep.Expired || (rep.ExpireAt > 0 && rep.ExpireAt <= time.Now().Unix()) {
+		c.Disconnect(DisconnectExpired)
+		return
+	}
+	c.setMeta(rep.Meta)
+	c.renew(rep.ExpireAt, rep.Info)
 }
 
 func (c *Client) checkExpired() {
@@ -288,6 +352,7 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 			return nil, DisconnectExpired
 		}
 		expireAt, info = rep.ExpireAt, rep.Info
+		c.setMeta(rep.Meta)
 	} else {
 		if req.Token == "" {
 			return nil, ErrorBadRequest

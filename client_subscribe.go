@@ -41,6 +41,9 @@ type subscribeParams struct {
 	joinLeave   bool // publish join/leave of this client
 	pushJL      bool // send join/leave pushes to this client
 	serverSide  bool
+	// serverRefresh: the expiry is kept from the client and the node's
+	// sub-refresh handler prolongs the subscription.
+	serverRefresh bool
 	// recovery request
 	recover bool
 	since   broker.StreamPosition
@@ -170,25 +173,25 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 	p.pushJL = opts.JoinLeave && (opts.ForcePushJoinLeave || req.JoinLeave)
 	user := c.UserID()
 
-	switch {
-	case n.handlers.subscribe != nil:
-		rep, err := n.handlers.subscribe(c.ctx, c, SubscribeEvent{Channel: req.Channel, Token: req.Token, Data: req.Data})
-		if err != nil {
+	handled := false
+	if h := n.handlers.subscribe; h != nil {
+		rep, err := h(c.ctx, c, SubscribeEvent{Channel: req.Channel, Token: req.Token, Data: req.Data})
+		switch {
+		case errors.Is(err, ErrNotHandled):
+		case err != nil:
 			return p, err
+		default:
+			handled = true
+			if err := p.applyReply(rep, req); err != nil {
+				n.log.Error("invalid tags filter from the subscribe handler", "channel", req.Channel, "error", err)
+				return p, ErrorInternal
+			}
+			p.serverRefresh = p.serverRefresh && n.handlers.subRefresh != nil
 		}
-		p.chanInfo, p.data, p.expireAt = rep.ChanInfo, rep.Data, rep.ExpireAt
-		if rep.Stream != nil {
-			p.stream = newSubStream(rep.Stream)
-		}
-		if err := p.enforceFilter(rep.Filter); err != nil {
-			n.log.Error("invalid tags filter from the subscribe handler", "channel", req.Channel, "error", err)
-			return p, ErrorInternal
-		}
-		p.recoverable = p.recoverable || (rep.EnableRecovery && opts.HistoryEnabled())
-		p.positioned = p.positioned || (rep.EnablePositioning && opts.HistoryEnabled())
-		p.presence = p.presence || rep.EnablePresence
-		p.joinLeave = p.joinLeave || rep.EnableJoinLeave
-		p.pushJL = p.pushJL || (rep.EnableJoinLeave && req.JoinLeave)
+	}
+
+	switch {
+	case handled:
 	case req.Token != "":
 		st, err := c.verifySubscribeToken(req.Token, req.Channel)
 		if err != nil {
@@ -236,6 +239,53 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 	return p, nil
 }
 
+// applyReply takes what a subscribe handler decided.
+func (p *subscribeParams) applyReply(rep SubscribeReply, req *protocol.SubscribeRequest) error {
+	opts := p.opts
+	if rep.Stream != nil {
+		// First, so that a refusal below still closes the stream.
+		p.stream = newSubStream(rep.Stream)
+	}
+	p.chanInfo, p.data, p.expireAt = rep.ChanInfo, rep.Data, rep.ExpireAt
+	p.serverRefresh = rep.ServerSideRefresh
+	if err := p.enforceFilter(rep.Filter); err != nil {
+		return err
+	}
+	p.recoverable = p.recoverable || (rep.EnableRecovery && opts.HistoryEnabled())
+	p.positioned = p.positioned || (rep.EnablePositioning && opts.HistoryEnabled())
+	p.presence = p.presence || rep.EnablePresence
+	p.joinLeave = p.joinLeave || rep.EnableJoinLeave
+	p.pushJL = p.pushJL || (rep.EnableJoinLeave && req.JoinLeave)
+	p.override(rep.Override)
+	return nil
+}
+
+// override applies a handler's per-subscription channel options.
+func (p *subscribeParams) override(o *SubscribeOverride) {
+	if o == nil {
+		return
+	}
+	history := p.opts.HistoryEnabled()
+	if o.Presence != nil {
+		p.presence = *o.Presence
+	}
+	if o.JoinLeave != nil {
+		p.joinLeave = *o.JoinLeave
+		if !p.joinLeave {
+			p.pushJL = false
+		}
+	}
+	if o.ForcePushJoinLeave != nil {
+		p.pushJL = *o.ForcePushJoinLeave && p.joinLeave
+	}
+	if o.ForceRecovery != nil {
+		p.recoverable = *o.ForceRecovery && history
+	}
+	if o.ForcePositioning != nil {
+		p.positioned = *o.ForcePositioning && history
+	}
+}
+
 func (c *Client) checkSubscribeLimits(channel string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -281,7 +331,8 @@ func (c *Client) verifySubscribeToken(tok, channel string) (token.SubscribeToken
 
 // subscribeServerSide subscribes the client to a channel the server chose
 // (token channels, connecting handler, personal channel).
-func (c *Client) subscribeServerSide(channel string, req *protocol.SubscribeRequest) (*subscription, *protocol.SubscribeResult, error) {
+// o, when not nil, holds options the connecting handler gave.
+func (c *Client) subscribeServerSide(channel string, req *protocol.SubscribeRequest, o *SubscribeOptions) (*subscription, *protocol.SubscribeResult, error) {
 	rules := c.node.rules.Load()
 	opts, pattern, err := rules.lookupSubscribe(channel)
 	if err != nil {
@@ -300,6 +351,11 @@ func (c *Client) subscribeServerSide(channel string, req *protocol.SubscribeRequ
 		pushJL:      opts.JoinLeave,
 	}
 	p.positioned = p.recoverable || (opts.HistoryEnabled() && opts.ForcePositioning)
+	if o != nil {
+		p.chanInfo, p.data = o.ChanInfo, o.Data
+		p.override(o.Override)
+		p.positioned = p.positioned || p.recoverable
+	}
 	if pattern {
 		p.patternOnly(rules)
 	}
@@ -362,7 +418,9 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 			c.dropSubscription(s)
 			return nil, nil, ErrorTokenExpired
 		}
-		res.Expires, res.Ttl = true, uint32(ttl)
+		if !p.serverRefresh {
+			res.Expires, res.Ttl = true, uint32(ttl)
+		}
 	}
 	if p.positioned || p.recoverable {
 		if err := c.fillStreamPosition(s, p, res); err != nil {
@@ -381,6 +439,7 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 		}
 	}
 	if p.expireAt > 0 {
+		s.serverRefresh = p.serverRefresh
 		c.scheduleSubExpiry(s, p.expireAt)
 	}
 	return s, res, nil
@@ -696,6 +755,10 @@ func (c *Client) scheduleSubExpiry(s *subscription, expireAt int64) {
 	if expireAt == 0 {
 		return
 	}
+	if s.serverRefresh {
+		s.expTimer = time.AfterFunc(time.Until(time.Unix(expireAt, 0)), func() { c.refreshSubOnServer(s) })
+		return
+	}
 	d := time.Until(time.Unix(expireAt, 0)) + c.node.cfg.ExpiredSubCloseDelay
 	s.expTimer = time.AfterFunc(d, func() {
 		c.mu.Lock()
@@ -705,4 +768,41 @@ func (c *Client) scheduleSubExpiry(s *subscription, expireAt int64) {
 			c.Unsubscribe(s.channel, UnsubscribeCodeExpired, "subscription expired")
 		}
 	})
+}
+
+// refreshSubOnServer asks the sub-refresh handler whether an expired
+// subscription lives on. A failure of the handler keeps the subscription
+// and asks again after the node's ServerSideRefreshRetry.
+func (c *Client) refreshSubOnServer(s *subscription) {
+	c.mu.Lock()
+	current := c.subs[s.channel] == s
+	c.mu.Unlock()
+	if !current || c.state.Load() != stateConnected {
+		return
+	}
+	rep, err := c.node.handlers.subRefresh(c.ctx, c, SubRefreshEvent{Channel: s.channel})
+	if err != nil {
+		var d *Disconnect
+		if errors.As(err, &d) {
+			c.Disconnect(d)
+			return
+		}
+		c.node.log.Info("server-side subscription refresh failed, retrying", "client", c.id, "channel", s.channel, "error", err)
+		c.mu.Lock()
+		if c.subs[s.channel] == s && s.expTimer != nil {
+			s.expTimer = time.AfterFunc(c.node.cfg.ServerSideRefreshRetry, func() { c.refreshSubOnServer(s) })
+		}
+		c.mu.Unlock()
+		return
+	}
+	if rep.Expired || (rep.ExpireAt > 0 && rep.ExpireAt <= time.Now().Unix()) {
+		c.Unsubscribe(s.channel, UnsubscribeCodeExpired, "subscription expired")
+		return
+	}
+	if rep.Info != nil {
+		c.mu.Lock()
+		s.chanInfo = rep.Info
+		c.mu.Unlock()
+	}
+	c.scheduleSubExpiry(s, rep.ExpireAt)
 }

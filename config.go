@@ -59,6 +59,11 @@ type Config struct {
 	// expires before the subscription ends with unsubscribe 2501 (the
 	// client resubscribes with a fresh token); 0 means 25s.
 	ExpiredSubCloseDelay time.Duration
+	// ServerSideRefreshRetry is how long an expired connection or
+	// subscription waits before its server-side refresh handler
+	// (OnServerSideRefresh, OnSubRefresh) is asked again after it failed;
+	// 0 means 10s.
+	ServerSideRefreshRetry time.Duration
 	// StaleCloseDelay is how long a connection may stay without sending
 	// connect before it is closed with 3502; 0 means 10s.
 	StaleCloseDelay time.Duration
@@ -122,6 +127,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ExpiredCloseDelay == 0 {
 		c.ExpiredCloseDelay = 25 * time.Second
+	}
+	if c.ServerSideRefreshRetry == 0 {
+		c.ServerSideRefreshRetry = 10 * time.Second
 	}
 	if c.ExpiredSubCloseDelay == 0 {
 		c.ExpiredSubCloseDelay = 25 * time.Second

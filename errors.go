@@ -39,6 +39,12 @@ var (
 	ErrorUnrecoverablePosition = &Error{Code: 112, Message: "unrecoverable position"}
 )
 
+// ErrNotHandled, returned by a subscribe, publish or RPC handler, makes
+// the node decide the command as if no handler were set: channel rules
+// and tokens for subscribe and publish, 108 for RPC. It lets one handler
+// serve some namespaces and leave the others to their configuration.
+var ErrNotHandled = errors.New("gyre: not handled")
+
 // toError turns any error returned by a handler or a broker into the Error
 // the client sees.
 func toError(err error) *Error {

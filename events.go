@@ -22,6 +22,8 @@ type Credentials struct {
 type ConnectingEvent struct {
 	ClientID  string
 	Transport string
+	// Protocol is the connection's wire format.
+	Protocol protocol.Type
 	// Token is the connect token, if any; Credentials holds what it
 	// carried when the node's token keys verified it.
 	Token       string
@@ -30,6 +32,9 @@ type ConnectingEvent struct {
 	Name        string
 	Version     string
 	Headers     map[string]string
+	// Channels are the channels the client was subscribed to before it
+	// reconnected (the keys of the connect command's subs).
+	Channels []string
 }
 
 // ConnectingReply decides how a connection is accepted.
@@ -38,8 +43,37 @@ type ConnectingReply struct {
 	Credentials *Credentials
 	// Data is sent to the client in the connect result.
 	Data []byte
-	// Channels to subscribe the connection to, server-side.
+	// Channels to subscribe the connection to, server-side, with the
+	// channel's options.
 	Channels []string
+	// Subscriptions are further server-side subscriptions, each with its
+	// own options.
+	Subscriptions map[string]SubscribeOptions
+	// Meta is kept with the connection, never sent to the client, and
+	// available to later handlers through Client.Meta. Nil keeps the
+	// connect token's meta claim, if any.
+	Meta []byte
+}
+
+// SubscribeOptions are the options of one server-side subscription given
+// by a ConnectingReply.
+type SubscribeOptions struct {
+	// ChanInfo is attached to the subscription (presence, join/leave).
+	ChanInfo []byte
+	// Data is sent in the subscription's part of the connect result.
+	Data []byte
+	// Override changes channel options for this subscription.
+	Override *SubscribeOverride
+}
+
+// SubscribeOverride turns channel options on or off for one subscription;
+// a nil field leaves the channel's option as it is.
+type SubscribeOverride struct {
+	Presence           *bool
+	JoinLeave          *bool
+	ForcePushJoinLeave *bool
+	ForceRecovery      *bool
+	ForcePositioning   *bool
 }
 
 // ConnectingHandler may accept, refuse (by returning an *Error or a
@@ -74,6 +108,14 @@ type SubscribeReply struct {
 	EnablePositioning bool
 	EnablePresence    bool
 	EnableJoinLeave   bool
+	// Override turns channel options on or off for this subscription,
+	// after the Enable fields above.
+	Override *SubscribeOverride
+	// ServerSideRefresh, with ExpireAt set, keeps the expiry from the
+	// client: at ExpireAt the node's sub-refresh handler (OnSubRefresh)
+	// decides whether the subscription lives on. Without such a handler
+	// the client refreshes the subscription as usual.
+	ServerSideRefresh bool
 	// Stream, when set, feeds the subscription with publications of its
 	// own, for this client only (see SubscriptionStream); recovery,
 	// positioning and delta compression are then off.
@@ -81,7 +123,8 @@ type SubscribeReply struct {
 }
 
 // SubscribeHandler decides a subscribe command. When set, it replaces the
-// namespace's allow_* rules and subscription tokens for clients.
+// namespace's allow_* rules and subscription tokens for clients, unless it
+// returns ErrNotHandled for the channel.
 type SubscribeHandler func(ctx context.Context, c *Client, e SubscribeEvent) (SubscribeReply, error)
 
 // PublishEvent describes a client's publish command.
@@ -94,10 +137,20 @@ type PublishEvent struct {
 type PublishReply struct {
 	// Data, when not nil, replaces the client's data.
 	Data []byte
+	// Tags are attached to the publication (for tags filters).
+	Tags map[string]string
+	// SkipHistory publishes without saving to the channel's history.
+	SkipHistory bool
+	// IdempotencyKey makes repeated publishes with the same key publish
+	// once (see WithIdempotencyKey).
+	IdempotencyKey string
+	// Delta makes the publication a delta candidate (see WithDelta).
+	Delta bool
 }
 
 // PublishHandler decides a client's publish. When set, it replaces the
-// namespace's allow_publish_* rules.
+// namespace's allow_publish_* rules, unless it returns ErrNotHandled for
+// the channel.
 type PublishHandler func(ctx context.Context, c *Client, e PublishEvent) (PublishReply, error)
 
 // ChannelEvent describes a presence, presence_stats or history command.
@@ -121,7 +174,8 @@ type RPCReply struct {
 	Data []byte
 }
 
-// RPCHandler answers RPC calls. Without one, calls get 104.
+// RPCHandler answers RPC calls. Without one, or when it returns
+// ErrNotHandled, calls get 108.
 type RPCHandler func(ctx context.Context, c *Client, e RPCEvent) (RPCReply, error)
 
 // MessageHandler receives a client's asynchronous send command.
@@ -136,6 +190,8 @@ type RefreshEvent struct {
 type RefreshReply struct {
 	ExpireAt int64
 	Info     []byte
+	// Meta, when not nil, replaces the connection's meta.
+	Meta []byte
 	// Expired, when true, closes the connection with 3005.
 	Expired bool
 }
@@ -143,6 +199,26 @@ type RefreshReply struct {
 // RefreshHandler decides a refresh. When set, it replaces token
 // verification of the refresh command.
 type RefreshHandler func(ctx context.Context, c *Client, e RefreshEvent) (RefreshReply, error)
+
+// SubRefreshEvent is a subscription whose ExpireAt passed, when its
+// subscribe reply asked for ServerSideRefresh.
+type SubRefreshEvent struct {
+	Channel string
+}
+
+// SubRefreshReply decides whether the subscription lives on.
+type SubRefreshReply struct {
+	// Expired, when true, ends the subscription with unsubscribe 2501.
+	Expired bool
+	// ExpireAt is the new expiry (Unix seconds); 0 means never.
+	ExpireAt int64
+	// Info, when not nil, replaces the subscription's channel info.
+	Info []byte
+}
+
+// SubRefreshHandler prolongs subscriptions on the server side. An error
+// other than a *Disconnect keeps the subscription and asks again later.
+type SubRefreshHandler func(ctx context.Context, c *Client, e SubRefreshEvent) (SubRefreshReply, error)
 
 // UnsubscribeEvent tells that a client left a channel.
 type UnsubscribeEvent struct {

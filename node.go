@@ -53,7 +53,9 @@ type Node struct {
 	// live holds every client whose transport is not closed yet,
 	// connected or not, and liveClients counts them: Shutdown closes them
 	// all and waits for their close frames.
-	live        sync.Map // *Client -> struct{}
+	live sync.Map // *Client -> struct{}
+	// metas holds the meta of the connections that have one (Client.Meta).
+	metas       sync.Map // *Client -> []byte
 	liveClients atomic.Int64
 	// sessions holds the emulated connections (see emulation.go).
 	sessions sessionRegistry
@@ -70,6 +72,8 @@ type handlers struct {
 	rpc           RPCHandler
 	message       MessageHandler
 	refresh       RefreshHandler
+	serverRefresh RefreshHandler
+	subRefresh    SubRefreshHandler
 	unsubscribe   UnsubscribeHandler
 	disconnect    DisconnectHandler
 }
@@ -206,6 +210,17 @@ func (n *Node) OnMessage(h MessageHandler) { n.handlers.message = h }
 
 // OnRefresh sets the handler of connection refreshes.
 func (n *Node) OnRefresh(h RefreshHandler) { n.handlers.refresh = h }
+
+// OnServerSideRefresh makes connections refresh on the server side: an
+// expiring connection is not told to refresh (its connect result carries
+// no ttl), and when its ExpireAt passes h decides whether it lives on. An
+// error other than a *Disconnect keeps the connection and asks again
+// later.
+func (n *Node) OnServerSideRefresh(h RefreshHandler) { n.handlers.serverRefresh = h }
+
+// OnSubRefresh sets the handler that prolongs subscriptions whose
+// subscribe reply asked for ServerSideRefresh.
+func (n *Node) OnSubRefresh(h SubRefreshHandler) { n.handlers.subRefresh = h }
 
 // OnUnsubscribe sets the handler called when a subscription ends.
 func (n *Node) OnUnsubscribe(h UnsubscribeHandler) { n.handlers.unsubscribe = h }

@@ -118,7 +118,7 @@ func (n *Node) subscribeLocal(user, channel string, f ClientFilter) {
 		if !f.match(c) || c.state.Load() != stateConnected {
 			continue
 		}
-		s, res, err := c.subscribeServerSide(channel, nil)
+		s, res, err := c.subscribeServerSide(channel, nil, nil)
 		if errors.Is(err, ErrorAlreadySubscribed) {
 			continue
 		}

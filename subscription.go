@@ -45,6 +45,9 @@ type subscription struct {
 	positioned    bool
 	recoverable   bool
 	serverSide    bool
+	// serverRefresh: the node's sub-refresh handler prolongs the
+	// subscription at its expiry (guarded by the client's mu).
+	serverRefresh bool
 	// filter drops publications the subscriber does not want; nil passes
 	// everything.
 	filter *filter.Filter

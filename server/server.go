@@ -20,6 +20,7 @@ import (
 	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/metrics"
+	"github.com/gyrehq/gyre/server/proxy"
 )
 
 // Version of the server, set at build time with -ldflags "-X ...".
@@ -44,6 +45,10 @@ type Server struct {
 	exec    *api.Executor
 	grpcAPI *grpcAPI // nil when grpc_api is off
 	uniGRPC *uniGRPC // nil when uni_grpc is off
+	// proxyPool holds the gRPC connections of the proxies to the
+	// backend; proxyHeaders are the client request headers they forward.
+	proxyPool    *proxy.Pool
+	proxyHeaders []string
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -69,6 +74,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if cfg.HTTPServer.InternalPort != 0 {
 		s.internal = http.NewServeMux()
 	}
+	if err := s.setupProxies(); err != nil {
+		return nil, err
+	}
 	// One executor runs the methods of the HTTP and the gRPC API. Its
 	// RPC hook (api.Config.RPC) is where the RPC proxy plugs in; without
 	// one, the rpc method answers 104 "not found", as Centrifugo does.
@@ -89,6 +97,15 @@ func (s *Server) Node() *gyre.Node { return s.node }
 // Handler is the server's HTTP handler (all endpoints on one port).
 func (s *Server) Handler() http.Handler { return s.mux }
 
+// client wraps a client transport's handler: when proxies forward client
+// headers, the handler keeps them in the connection's context.
+func (s *Server) client(h http.Handler) http.Handler {
+	if len(s.proxyHeaders) == 0 {
+		return h
+	}
+	return proxy.KeepHeaders(s.proxyHeaders, h)
+}
+
 func (s *Server) routes() {
 	c := s.cfg
 	if !c.WebSocket.Disabled {
@@ -97,18 +114,18 @@ func (s *Server) routes() {
 			WriteTimeout:     c.WebSocket.WriteTimeout,
 			AllowedOrigins:   c.Client.AllowedOrigins,
 		})
-		s.mux.Handle(c.WebSocket.HandlerPrefix, s.ws)
+		s.mux.Handle(c.WebSocket.HandlerPrefix, s.client(s.ws))
 	}
 	origins := c.Client.AllowedOrigins
 	if c.HTTPStream.Enabled {
-		s.mux.Handle(c.HTTPStream.HandlerPrefix, gyre.NewHTTPStreamHandler(s.node, gyre.StreamConfig{
+		s.mux.Handle(c.HTTPStream.HandlerPrefix, s.client(gyre.NewHTTPStreamHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.HTTPStream.MaxRequestBodySize), AllowedOrigins: origins,
-		}))
+		})))
 	}
 	if c.SSE.Enabled {
-		s.mux.Handle(c.SSE.HandlerPrefix, gyre.NewSSEHandler(s.node, gyre.StreamConfig{
+		s.mux.Handle(c.SSE.HandlerPrefix, s.client(gyre.NewSSEHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.SSE.MaxRequestBodySize), AllowedOrigins: origins,
-		}))
+		})))
 	}
 	if c.HTTPStream.Enabled || c.SSE.Enabled {
 		s.mux.Handle(c.Emulation.HandlerPrefix, gyre.NewEmulationHandler(s.node, gyre.EmulationConfig{
@@ -116,20 +133,20 @@ func (s *Server) routes() {
 		}))
 	}
 	if u := c.UniWebSocket; u.Enabled {
-		s.mux.Handle(u.HandlerPrefix, gyre.NewUniWebsocketHandler(s.node, gyre.UniWebsocketConfig{
+		s.mux.Handle(u.HandlerPrefix, s.client(gyre.NewUniWebsocketHandler(s.node, gyre.UniWebsocketConfig{
 			MessageSizeLimit: int64(u.MessageSizeLimit), WriteTimeout: u.WriteTimeout,
 			AllowedOrigins: origins, JoinPushMessages: u.JoinPushMessages,
-		}))
+		})))
 	}
 	if c.UniSSE.Enabled {
-		s.mux.Handle(c.UniSSE.HandlerPrefix, gyre.NewUniSSEHandler(s.node, gyre.StreamConfig{
+		s.mux.Handle(c.UniSSE.HandlerPrefix, s.client(gyre.NewUniSSEHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.UniSSE.MaxRequestBodySize), AllowedOrigins: origins,
-		}))
+		})))
 	}
 	if c.UniHTTPStream.Enabled {
-		s.mux.Handle(c.UniHTTPStream.HandlerPrefix, gyre.NewUniHTTPStreamHandler(s.node, gyre.StreamConfig{
+		s.mux.Handle(c.UniHTTPStream.HandlerPrefix, s.client(gyre.NewUniHTTPStreamHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.UniHTTPStream.MaxRequestBodySize), AllowedOrigins: origins,
-		}))
+		})))
 	}
 	if !c.HTTPAPI.Disabled {
 		prefix := c.HTTPAPI.HandlerPrefix
@@ -193,7 +210,13 @@ func (s *Server) Start() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	hs := s.cfg.HTTPServer
-	ln, err := s.listen(hs.Address, hs.Port, s.mux, s.ws, s.tls)
+	ws := s.ws
+	if len(s.proxyHeaders) > 0 {
+		// The handshake must go through net/http so that the forwarded
+		// headers are kept (see client).
+		ws = nil
+	}
+	ln, err := s.listen(hs.Address, hs.Port, s.mux, ws, s.tls)
 	if err != nil {
 		return err
 	}
@@ -300,6 +323,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	nodeErr := s.node.Shutdown(ctx)
 	wg.Wait()
 	errs = append(errs, nodeErr)
+	if s.proxyPool != nil {
+		errs = append(errs, s.proxyPool.Close())
+	}
 	return errors.Join(errs...)
 }
 

@@ -44,6 +44,9 @@ func Dial(t testing.TB, url string, proto protocol.Type, opts ...Option) *Client
 	t.Helper()
 	o := newOptions(proto, opts)
 	d := ws.Dialer{Timeout: o.dialTimeout, Protocols: o.subprotocols}
+	if o.header != nil {
+		d.Header = ws.HandshakeHeaderHTTP(o.header)
+	}
 	conn, _, _, err := d.Dial(context.Background(), url)
 	if err != nil {
 		t.Fatalf("wstest: dial %s: %v", url, err)

@@ -1,6 +1,7 @@
 package wstest
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -22,6 +23,7 @@ type options struct {
 	dialTimeout  time.Duration
 	waitLimit    time.Duration
 	noPong       bool
+	header       http.Header
 }
 
 func newOptions(proto protocol.Type, opts []Option) options {
@@ -60,4 +62,9 @@ func WaitLimit(d time.Duration) Option {
 // client out.
 func NoPong() Option {
 	return func(o *options) { o.noPong = true }
+}
+
+// Header adds h to the handshake request.
+func Header(h http.Header) Option {
+	return func(o *options) { o.header = h }
 }

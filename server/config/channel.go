@@ -13,7 +13,7 @@ type Channel struct {
 	UserBoundary      string         `key:"user_boundary" default:"#" nonempty:"true" help:"Starts the list of users a channel is limited to (chat#42,43)."`
 	UserSeparator     string         `key:"user_separator" default:"," nonempty:"true" help:"Separates users in a user-limited channel name."`
 
-	Proxy                 Unimplemented `key:"proxy" help:"Default subscribe, publish, sub_refresh and subscribe_stream proxies."`
+	Proxy                 ChannelProxy  `key:"proxy" help:"Default subscribe, publish, sub_refresh and subscribe_stream proxies."`
 	PublicationDataFormat Unimplemented `key:"publication_data_format" help:"Validation of publication data format."`
 }
 
@@ -56,15 +56,15 @@ type ChannelOptions struct {
 	AllowUserLimitedChannels   bool          `key:"allow_user_limited_channels" help:"Let a user subscribe to channels limited to users (chat#42,43) that name them."`
 	ChannelRegex               string        `key:"channel_regex" help:"Regular expression (RE2) the part of a channel name after the namespace must match."`
 
-	SubscribeProxyEnabled             Unimplemented `key:"subscribe_proxy_enabled" help:"Proxy subscribe requests to the backend."`
-	SubscribeProxyName                Unimplemented `key:"subscribe_proxy_name" default:"default" help:"Named proxy for subscribe requests."`
-	PublishProxyEnabled               Unimplemented `key:"publish_proxy_enabled" help:"Proxy publish requests to the backend."`
-	PublishProxyName                  Unimplemented `key:"publish_proxy_name" default:"default" help:"Named proxy for publish requests."`
-	SubRefreshProxyEnabled            Unimplemented `key:"sub_refresh_proxy_enabled" help:"Proxy subscription refresh to the backend."`
-	SubRefreshProxyName               Unimplemented `key:"sub_refresh_proxy_name" default:"default" help:"Named proxy for subscription refresh."`
-	SubscribeStreamProxyEnabled       Unimplemented `key:"subscribe_stream_proxy_enabled" help:"Stream subscriptions from the backend."`
-	SubscribeStreamProxyName          Unimplemented `key:"subscribe_stream_proxy_name" default:"default" help:"Named proxy for subscription streams."`
-	SubscribeStreamProxyBidirectional Unimplemented `key:"subscribe_stream_proxy_bidirectional" help:"Bidirectional subscription streams."`
+	SubscribeProxyEnabled             bool          `key:"subscribe_proxy_enabled" help:"Decide subscribe commands of these channels at the backend (tokens and user-limited channels excepted)."`
+	SubscribeProxyName                string        `key:"subscribe_proxy_name" default:"default" help:"Proxy for subscribe: \"default\" (channel.proxy.subscribe) or a name from proxies."`
+	PublishProxyEnabled               bool          `key:"publish_proxy_enabled" help:"Decide (and possibly rewrite) client publications into these channels at the backend."`
+	PublishProxyName                  string        `key:"publish_proxy_name" default:"default" help:"Proxy for publish: \"default\" (channel.proxy.publish) or a name from proxies."`
+	SubRefreshProxyEnabled            bool          `key:"sub_refresh_proxy_enabled" help:"Prolong expiring subscriptions of these channels at the backend instead of by the client."`
+	SubRefreshProxyName               string        `key:"sub_refresh_proxy_name" default:"default" help:"Proxy for sub_refresh: \"default\" (channel.proxy.sub_refresh) or a name from proxies."`
+	SubscribeStreamProxyEnabled       bool          `key:"subscribe_stream_proxy_enabled" help:"Stream subscriptions of these channels from the backend over gRPC (not supported yet)."`
+	SubscribeStreamProxyName          string        `key:"subscribe_stream_proxy_name" default:"default" help:"Proxy for subscription streams: \"default\" (channel.proxy.subscribe_stream) or a name from proxies."`
+	SubscribeStreamProxyBidirectional bool          `key:"subscribe_stream_proxy_bidirectional" help:"Make subscription streams bidirectional (client publications go to the backend stream)."`
 	PublicationDataFormat             Unimplemented `key:"publication_data_format" help:"Validation of publication data format."`
 	SubscriptionType                  Unimplemented `key:"subscription_type" help:"Keyed-state (map) subscriptions."`
 }

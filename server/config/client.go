@@ -31,9 +31,9 @@ type Client struct {
 	Insecure                          bool                           `key:"insecure" help:"Accept any connection and subscription without tokens or permissions (testing only)."`
 	SubscribeToUserPersonalChannel    SubscribeToUserPersonalChannel `key:"subscribe_to_user_personal_channel" help:"Subscribe every authenticated connection to its user's personal channel on the server side."`
 
-	Proxy                                 Unimplemented `key:"proxy" help:"Connect and refresh proxies to the application backend."`
-	ConnectProxyName                      Unimplemented `key:"connect_proxy_name" help:"Named proxy for connect events."`
-	RefreshProxyName                      Unimplemented `key:"refresh_proxy_name" help:"Named proxy for refresh events."`
+	Proxy                                 ClientProxy   `key:"proxy" help:"Connect and refresh proxies to the application backend."`
+	ConnectProxyName                      string        `key:"connect_proxy_name" help:"Use this proxy from proxies for connect events instead of client.proxy.connect."`
+	RefreshProxyName                      string        `key:"refresh_proxy_name" help:"Use this proxy from proxies for refresh events instead of client.proxy.refresh."`
 	ConnectCodeToUnidirectionalDisconnect Unimplemented `key:"connect_code_to_unidirectional_disconnect" help:"Mapping of connect error codes to disconnect codes on unidirectional transports."`
 }
 

@@ -33,8 +33,8 @@ type Config struct {
 	Shutdown        Shutdown        `key:"shutdown" help:"Graceful shutdown."`
 	PIDFile         string          `key:"pid_file" help:"Path of a file to write the process ID to; empty writes none."`
 
-	RPC                      Unimplemented `key:"rpc" help:"Client RPC namespaces and RPC proxying."`
-	Proxies                  Unimplemented `key:"proxies" help:"Named proxies to the application backend."`
+	RPC                      RPC           `key:"rpc" help:"Client RPC namespaces and RPC proxying."`
+	Proxies                  []NamedProxy  `key:"proxies" help:"Named proxies to the application backend, chosen per namespace by name."`
 	Consumers                Unimplemented `key:"consumers" help:"Consumers of external queues (Kafka, PostgreSQL outbox ...)."`
 	WebTransport             Unimplemented `key:"webtransport" help:"The WebTransport transport."`
 	OpenTelemetry            Unimplemented `key:"opentelemetry" help:"OpenTelemetry tracing."`

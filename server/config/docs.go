@@ -9,6 +9,14 @@ import (
 // channelOptionsType is documented once, apart from the sections using it.
 var channelOptionsType = reflect.TypeFor[ChannelOptions]()
 
+// namespaceType is the item of channel.namespaces, whose options are
+// documented in their own section.
+var namespaceType = reflect.TypeFor[Namespace]()
+
+// itemRows reports whether the items of a list of tables are documented
+// key by key (path[].key) after the list's own row.
+func itemRows(f field) bool { return f.kind == kindStructs && f.typ.Elem() != namespaceType }
+
 // MarkdownReference renders the configuration reference (docs/config.md)
 // from the struct tags, so that the documentation cannot drift from the code.
 func MarkdownReference() []byte {
@@ -20,6 +28,9 @@ func MarkdownReference() []byte {
 	for _, f := range fieldsOf(root) {
 		if f.kind != kindStruct && f.kind != kindUnimplemented {
 			writeRow(&b, f.key, f)
+			if itemRows(f) {
+				writeRows(&b, f.typ.Elem(), f.key+"[]")
+			}
 		}
 	}
 	for _, f := range fieldsOf(root) {
@@ -58,6 +69,9 @@ func writeRows(b *strings.Builder, t reflect.Type, path string) {
 			writeRow(b, p, f)
 		case f.kind == kindStruct:
 			writeRows(b, f.typ, p)
+		case itemRows(f):
+			writeRow(b, p, f)
+			writeRows(b, f.typ.Elem(), p+"[]")
 		default:
 			writeRow(b, p, f)
 		}
@@ -76,6 +90,8 @@ func writeUnimplemented(b *strings.Builder, t reflect.Type, path string) {
 			fmt.Fprintf(b, "| `%s` | %s |\n", p, escapeCell(f.help))
 		case f.kind == kindStruct && f.typ != channelOptionsType:
 			writeUnimplemented(b, f.typ, p+".")
+		case itemRows(f):
+			writeUnimplemented(b, f.typ.Elem(), p+"[].")
 		}
 	}
 }
@@ -146,8 +162,11 @@ func describeField(f field) string {
 	if f.typ == channelOptionsType {
 		parts = append(parts, "See [Channel options](#channel-options).")
 	}
-	if f.kind == kindStructs {
+	switch {
+	case f.kind == kindStructs && f.typ.Elem() == namespaceType:
 		parts = append(parts, "Each item takes `name` and the [channel options](#channel-options).")
+	case f.kind == kindStructs:
+		parts = append(parts, "Each item takes the keys below (`[]`).")
 	}
 	return strings.Join(parts, " ")
 }

@@ -91,8 +91,9 @@ func TestApplyEnvNamespaces(t *testing.T) {
 			if err != nil || len(warnings) > 0 {
 				t.Fatalf("ApplyEnv = %q, %v", warnings, err)
 			}
-			if !reflect.DeepEqual(c.Channel.Namespaces, tt.want) {
-				t.Errorf("namespaces:\n got %+v\nwant %+v", c.Channel.Namespaces, tt.want)
+			want := withNamespaceDefaults(tt.want)
+			if !reflect.DeepEqual(c.Channel.Namespaces, want) {
+				t.Errorf("namespaces:\n got %+v\nwant %+v", c.Channel.Namespaces, want)
 			}
 		})
 	}
@@ -104,12 +105,12 @@ func TestApplyEnvWarningsAndErrors(t *testing.T) {
 		"GYRE_HTTP_SERVER_PROT=1",
 		"GYRE_PORT=tcp://10.0.0.1:8000",
 		"GYRE_SERVICE_HOST=10.0.0.1",
-		"GYRE_RPC={\"ping\":true}",
+		"GYRE_GRAPHITE={\"enabled\":true}",
 		"GYRE_CLIENT_CHANNEL_LIMIT=lots",
 		"GYRE_CHANNEL_NAMESPACES_MISSING_PRESENCE=true",
 	})
 	wantWarnings := []string{
-		`config: GYRE_RPC sets "rpc", which is not implemented by Gyre and is ignored`,
+		`config: GYRE_GRAPHITE sets "graphite", which is not implemented by Gyre and is ignored`,
 		"config: unknown environment variable GYRE_CHANNEL_NAMESPACES_MISSING_PRESENCE ignored",
 		"config: unknown environment variable GYRE_HTTP_SERVER_PROT ignored",
 	}
@@ -184,7 +185,7 @@ func TestSetErrors(t *testing.T) {
 		{"channel.namespaces[5].presence", "true", "config: channel.namespaces[5].presence: index 5 out of range: channel.namespaces has 1 items", nil},
 		{"channel.namespaces[x]", "{}", "malformed index", nil},
 		{"client[0]", "{}", "client is not a list of tables", nil},
-		{"rpc", "{}", "config: rpc: known Centrifugo key that Gyre does not implement", ErrNotImplemented},
+		{"graphite", "{}", "config: graphite: known Centrifugo key that Gyre does not implement", ErrNotImplemented},
 		{"client.token", `{"hmac": "x"}`, "config: client.token.hmac: unknown key", ErrUnknownKey},
 		{"client.token", `"x"`, "expected JSON starting with", nil},
 		{"channel.namespaces", `[{"name": "a", "history_ttl": 5}]`, `config: channel.namespaces[0].history_ttl: invalid duration 5: give a string with a unit, such as "5s"`, nil},
@@ -259,4 +260,15 @@ func TestResolveErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withNamespaceDefaults gives each namespace the defaults a loaded one
+// starts from (the proxy names).
+func withNamespaceDefaults(list []Namespace) []Namespace {
+	out := make([]Namespace, len(list))
+	for i, ns := range list {
+		applyDefaults(reflect.ValueOf(&ns).Elem())
+		out[i] = ns
+	}
+	return out
 }

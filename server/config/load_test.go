@@ -49,6 +49,7 @@ func wantCentrifugo() *Config {
 			AllowHistoryForAnonymous: true, ChannelRegex: "^[a-z0-9_]+$",
 		}},
 	}
+	c.Channel.Namespaces = withNamespaceDefaults(c.Channel.Namespaces)
 	c.HTTPAPI.Key = "api-key"
 	c.HTTPAPI.ErrorMode = "transport"
 	c.Admin = Admin{Enabled: true, Password: "admin-password", Secret: "admin-secret"}
@@ -185,7 +186,7 @@ func TestUnknownKeysWarn(t *testing.T) {
 		"client": {"tokn": {"hmac_secret_key": "x"}, "channel_limit": 5},
 		"channel": {"namespaces": [{"name": "chat", "presense": true}]},
 		"foo": 1,
-		"rpc": {"namespaces": [{"name": "x"}]},
+		"consumers": [{"name": "x"}],
 		"grpc_api": {"enabled": false},
 		"channel_options": null
 	}`
@@ -201,7 +202,7 @@ func TestUnknownKeysWarn(t *testing.T) {
 		`config: unknown key "channel_options" ignored`,
 		`config: unknown key "client.tokn" ignored`,
 		`config: unknown key "foo" ignored`,
-		`config: key "rpc" is not implemented by Gyre and is ignored`,
+		`config: key "consumers" is not implemented by Gyre and is ignored`,
 	}
 	slices.Sort(warnings)
 	slices.Sort(want)
@@ -277,10 +278,10 @@ func TestUnimplementedInEffect(t *testing.T) {
 	}{
 		{"feature on", `{"webtransport": {"enabled": true}}`, true},
 		{"feature off with settings", `{"webtransport": {"enabled": false, "handler_prefix": "/wt"}}`, false},
-		{"non-empty list", `{"proxies": [{"name": "p"}]}`, true},
+		{"non-empty list", `{"consumers": [{"name": "p"}]}`, true},
 		{"empty list", `{"consumers": []}`, false},
-		{"scalar at default", `{"channel": {"without_namespace": {"subscribe_proxy_name": "default"}}}`, false},
-		{"scalar changed", `{"channel": {"namespaces": [{"name": "ns", "subscribe_proxy_name": "mine"}]}}`, true},
+		{"scalar at default", `{"channel": {"without_namespace": {"publication_data_format": ""}}}`, false},
+		{"scalar changed", `{"channel": {"namespaces": [{"name": "ns", "publication_data_format": "json"}]}}`, true},
 		{"scalar switch", `{"enable_unreleased_features": true}`, true},
 	}
 	for _, tt := range tests {

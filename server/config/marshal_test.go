@@ -43,7 +43,7 @@ func TestMarshalNonDefault(t *testing.T) {
 	}
 	c := Default()
 	c.HTTPServer.Port = 9000
-	c.Channel.Namespaces = []Namespace{{Name: "chat", ChannelOptions: ChannelOptions{Presence: true}}}
+	c.Channel.Namespaces = withNamespaceDefaults([]Namespace{{Name: "chat", ChannelOptions: ChannelOptions{Presence: true}}})
 	out, err := c.MarshalNonDefault(FormatJSON)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ func (c *Config) Validate() error {
 	v.channel(c)
 	v.backends(c)
 	v.endpoints(c)
+	v.proxies(c)
 	return errors.Join(v.errs...)
 }
 

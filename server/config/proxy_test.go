@@ -1,0 +1,141 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidateProxies(t *testing.T) {
+	web := Proxy{Endpoint: "http://backend/x", Timeout: time.Second}
+	tests := []struct {
+		name   string
+		mutate func(c *Config)
+		path   string
+		want   string
+	}{
+		{"connect without endpoint", func(c *Config) { c.Client.Proxy.Connect.Enabled = true }, "client.proxy.connect.endpoint", "must be set"},
+		{"bad scheme", func(c *Config) { c.Channel.Proxy.Publish.Endpoint = "ftp://x" }, "channel.proxy.publish.endpoint", "scheme must be http, https or grpc"},
+		{"no host", func(c *Config) { c.RPC.Proxy.Endpoint = "grpc://" }, "rpc.proxy.endpoint", "has no host"},
+		{"zero timeout", func(c *Config) { c.RPC.Proxy = Proxy{Endpoint: "grpc://b:1"} }, "rpc.proxy.timeout", "must be positive"},
+		{"unknown named proxy", func(c *Config) {
+			c.Channel.Namespaces = []Namespace{{Name: "chat", ChannelOptions: ChannelOptions{SubscribeProxyEnabled: true, SubscribeProxyName: "nope"}}}
+		}, "channel.namespaces[0].subscribe_proxy_name", `proxy "nope" is not defined`},
+		{"default proxy without endpoint", func(c *Config) {
+			c.Channel.WithoutNamespace.PublishProxyEnabled = true
+			c.Channel.WithoutNamespace.PublishProxyName = "default"
+		}, "channel.without_namespace.publish_proxy_name", "the default proxy has no endpoint"},
+		{"rpc namespace proxy", func(c *Config) {
+			c.RPC.Namespaces = []RPCNamespace{{Name: "ns", RPCOptions: RPCOptions{ProxyEnabled: true, ProxyName: "x"}}}
+		}, "rpc.namespaces[0].proxy_name", `proxy "x" is not defined`},
+		{"proxy name", func(c *Config) { c.Proxies = []NamedProxy{{Name: "a", Proxy: web}} }, "proxies[0].name", "invalid proxy name"},
+		{"duplicate proxy", func(c *Config) { c.Proxies = []NamedProxy{{Name: "ab", Proxy: web}, {Name: "ab", Proxy: web}} }, "proxies[1].name", "defined twice"},
+		{"connect proxy name", func(c *Config) { c.Client.ConnectProxyName = "gone" }, "client.connect_proxy_name", "not defined in proxies"},
+		{"transform without code", func(c *Config) {
+			c.Proxies = []NamedProxy{{Name: "ab", Proxy: web}}
+			c.Proxies[0].HTTP.StatusToCodeTransforms = []StatusToCodeTransform{{StatusCode: 404}}
+		}, "proxies[0].http.status_to_code_transforms[0]", "needs to_error.code or to_disconnect.code"},
+		{"transform with both", func(c *Config) {
+			c.Proxies = []NamedProxy{{Name: "ab", Proxy: web}}
+			c.Proxies[0].HTTP.StatusToCodeTransforms = []StatusToCodeTransform{{StatusCode: 404,
+				ToError: TransformError{Code: 404}, ToDisconnect: TransformDisconnect{Code: 4404}}}
+		}, "proxies[0].http.status_to_code_transforms[0]", "not both"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.mutate(c)
+			err := c.Validate()
+			if err == nil {
+				t.Fatal("Validate() = nil, want an error")
+			}
+			prefix := "config: " + tt.path + ": "
+			var found bool
+			for line := range strings.SplitSeq(err.Error(), "\n") {
+				if strings.HasPrefix(line, prefix) && strings.Contains(line, tt.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("Validate() = %q, want a line %q...%q", err, prefix, tt.want)
+			}
+			var ke *KeyError
+			if !errors.As(err, &ke) {
+				t.Errorf("error %v holds no KeyError", err)
+			}
+		})
+	}
+}
+
+// TestLoadCentrifugoProxies reads a Centrifugo v6 configuration with
+// proxies and checks that it is valid and lands in the right fields.
+func TestLoadCentrifugoProxies(t *testing.T) {
+	file := `{
+	  "client": {"proxy": {"connect": {"enabled": true, "endpoint": "http://app/connect", "timeout": "3s",
+	    "http_headers": ["Cookie"], "http": {"status_to_code_transforms": [
+	      {"status_code": 403, "to_error": {"code": 403, "message": "forbidden"}}]}}}},
+	  "channel": {
+	    "proxy": {"subscribe": {"endpoint": "grpc://app:9000", "include_connection_meta": true,
+	      "grpc": {"credentials_key": "token", "credentials_value": "s3cret", "compression": true}}},
+	    "namespaces": [{"name": "chat", "subscribe_proxy_enabled": true},
+	      {"name": "feed", "publish_proxy_enabled": true, "publish_proxy_name": "pub"}]
+	  },
+	  "proxies": [{"name": "pub", "endpoint": "http://app/publish", "binary_encoding": true}],
+	  "rpc": {"proxy": {"endpoint": "http://app/rpc"}, "without_namespace": {"proxy_enabled": true}}
+	}`
+	c, warnings, err := LoadBytes([]byte(file), FormatJSON)
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("LoadBytes = %q, %v", warnings, err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cp := c.Client.Proxy.Connect
+	if !cp.Enabled || cp.Timeout != 3*time.Second || cp.HTTPHeaders[0] != "Cookie" || cp.HTTP.StatusToCodeTransforms[0].ToError.Code != 403 {
+		t.Errorf("client.proxy.connect = %+v", cp)
+	}
+	sp := c.Channel.Proxy.Subscribe
+	if sp.Timeout != time.Second || !sp.IncludeConnectionMeta || sp.GRPC.CredentialsValue != "s3cret" || !sp.GRPC.Compression {
+		t.Errorf("channel.proxy.subscribe = %+v", sp)
+	}
+	ns := c.Channel.Namespaces
+	if !ns[0].SubscribeProxyEnabled || ns[0].SubscribeProxyName != "default" || ns[1].PublishProxyName != "pub" {
+		t.Errorf("namespaces = %+v", ns)
+	}
+	if p := c.Proxies[0]; p.Name != "pub" || !p.BinaryEncoding || p.Timeout != time.Second {
+		t.Errorf("proxies[0] = %+v", p)
+	}
+	if !c.RPC.WithoutNamespace.ProxyEnabled || c.RPC.WithoutNamespace.ProxyName != "default" || c.RPC.NamespaceBoundary != ":" {
+		t.Errorf("rpc = %+v", c.RPC)
+	}
+}
+
+// TestSubscribeStreamNotSupported: the subscribe_stream keys load, and
+// Resolve says they are not supported yet.
+func TestSubscribeStreamNotSupported(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	file := `{"channel": {"proxy": {"subscribe_stream": {"endpoint": "grpc://app:9000"}},
+	  "namespaces": [{"name": "s1", "subscribe_stream_proxy_enabled": true, "subscribe_stream_proxy_bidirectional": true}]}}`
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, warnings, err := Resolve(Sources{File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"channel.proxy.subscribe_stream", "channel.namespaces[0].subscribe_stream_proxy_enabled",
+		"channel.namespaces[0].subscribe_stream_proxy_bidirectional"} {
+		found := false
+		for _, w := range warnings {
+			if strings.Contains(w, `"`+key+`"`) && strings.Contains(w, "not supported yet") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no warning for %s in %q", key, warnings)
+		}
+	}
+}

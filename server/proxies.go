@@ -1,0 +1,306 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/server/proxy"
+)
+
+// proxies holds the proxies to the application backend that the
+// configuration enables, and registers them as the node's handlers.
+type proxies struct {
+	cfg  *config.Config
+	s    *Server
+	pool *proxy.Pool
+	// tlsConfigs shares one *tls.Config per TLS section, so that gRPC
+	// proxies with the same endpoint and TLS share a connection.
+	tlsConfigs map[config.TLS]*tls.Config
+	built      map[string]*proxy.Proxy // by name, or by key of a default
+	// headers are the client request headers any proxy forwards.
+	headers []string
+
+	// Per namespace ("" is channels without a namespace); absent: the
+	// namespace's own rules apply.
+	subscribe, publish, subRefresh map[string]*proxy.Proxy
+	rpc                            map[string]*proxy.Proxy
+	rpcNamespaces                  map[string]bool
+}
+
+// setupProxies builds the configured proxies and registers them on the
+// node; it must run before the node runs.
+func (s *Server) setupProxies() error {
+	c := s.cfg
+	p := &proxies{
+		cfg: c, s: s, pool: proxy.NewPool(),
+		tlsConfigs: map[config.TLS]*tls.Config{}, built: map[string]*proxy.Proxy{},
+		subscribe: map[string]*proxy.Proxy{}, publish: map[string]*proxy.Proxy{}, subRefresh: map[string]*proxy.Proxy{},
+		rpc: map[string]*proxy.Proxy{}, rpcNamespaces: map[string]bool{},
+	}
+	s.proxyPool = p.pool
+	if err := p.client(); err != nil {
+		return err
+	}
+	if err := p.channels(); err != nil {
+		return err
+	}
+	if err := p.rpcs(); err != nil {
+		return err
+	}
+	s.proxyHeaders = p.headers
+	// The subscribe_stream keys (c.NotSupported) are reported by
+	// config.Resolve, at start-up and by gyre checkconfig.
+	return nil
+}
+
+// named returns the proxy of the proxies list called name.
+func (p *proxies) named(name string) (*proxy.Proxy, error) {
+	for _, np := range p.cfg.Proxies {
+		if np.Name == name {
+			return p.build(name, np.Proxy)
+		}
+	}
+	return nil, fmt.Errorf("server: proxy %q is not defined in proxies", name)
+}
+
+// pick returns the proxy a namespace names: "default" is def (under key),
+// anything else one of the proxies list.
+func (p *proxies) pick(name, key string, def config.Proxy) (*proxy.Proxy, error) {
+	if name == "" || name == "default" {
+		return p.build(key, def)
+	}
+	return p.named(name)
+}
+
+// build makes (once per key) the proxy cfg describes.
+func (p *proxies) build(key string, cfg config.Proxy) (*proxy.Proxy, error) {
+	if pr := p.built[key]; pr != nil {
+		return pr, nil
+	}
+	pc := proxy.Config{
+		Name: key, Endpoint: cfg.Endpoint, Timeout: cfg.Timeout,
+		HTTPHeaders: cfg.HTTPHeaders, GRPCMetadata: cfg.GRPCMetadata,
+		BinaryEncoding: cfg.BinaryEncoding, IncludeConnectionMeta: cfg.IncludeConnectionMeta,
+		GRPCCredentialsKey: cfg.GRPC.CredentialsKey, GRPCCredentialsValue: cfg.GRPC.CredentialsValue,
+		GRPCCompression: cfg.GRPC.Compression, Logger: p.s.log,
+	}
+	for _, t := range cfg.HTTP.StatusToCodeTransforms {
+		st := proxy.StatusTransform{StatusCode: t.StatusCode}
+		if t.ToDisconnect.Code != 0 {
+			st.Disconnect = &gyre.Disconnect{Code: uint32(t.ToDisconnect.Code), Reason: t.ToDisconnect.Reason}
+		} else {
+			st.Error = &gyre.Error{Code: uint32(t.ToError.Code), Message: t.ToError.Message, Temporary: t.ToError.Temporary}
+		}
+		pc.StatusTransforms = append(pc.StatusTransforms, st)
+	}
+	tlsCfg := cfg.HTTP.TLS
+	if strings.HasPrefix(cfg.Endpoint, "grpc://") {
+		tlsCfg = cfg.GRPC.TLS
+	}
+	if tlsCfg.Enabled {
+		tc, ok := p.tlsConfigs[tlsCfg]
+		if !ok {
+			var err error
+			if tc, err = clientTLS(tlsCfg); err != nil {
+				return nil, fmt.Errorf("server: proxy %s: %w", key, err)
+			}
+			p.tlsConfigs[tlsCfg] = tc
+		}
+		pc.TLS = tc
+	}
+	pr, err := proxy.New(pc, p.pool)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	p.built[key] = pr
+	for _, h := range cfg.HTTPHeaders {
+		if !slices.Contains(p.headers, h) {
+			p.headers = append(p.headers, h)
+		}
+	}
+	return pr, nil
+}
+
+// client registers the connect and refresh proxies.
+func (p *proxies) client() error {
+	c := p.cfg.Client
+	var connect, refresh *proxy.Proxy
+	var err error
+	switch {
+	case c.ConnectProxyName != "":
+		connect, err = p.named(c.ConnectProxyName)
+	case c.Proxy.Connect.Enabled:
+		connect, err = p.build("client.proxy.connect", c.Proxy.Connect.Proxy)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.RefreshProxyName != "":
+		refresh, err = p.named(c.RefreshProxyName)
+	case c.Proxy.Refresh.Enabled:
+		refresh, err = p.build("client.proxy.refresh", c.Proxy.Refresh.Proxy)
+	}
+	if err != nil {
+		return err
+	}
+	if connect != nil {
+		p.s.node.OnConnecting(func(ctx context.Context, e gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
+			// A connection with a token is the token's to decide, as
+			// in Centrifugo.
+			if e.Token != "" {
+				return gyre.ConnectingReply{}, nil
+			}
+			return connect.Connect(ctx, e)
+		})
+	}
+	if refresh != nil {
+		p.s.node.OnServerSideRefresh(refresh.Refresh)
+	}
+	return nil
+}
+
+// channels registers the subscribe, publish and sub_refresh proxies of
+// the namespaces that enable them. Subscription streams
+// (subscribe_stream_proxy_enabled, channel.proxy.subscribe_stream) are not
+// wired yet, and config.NotSupported reports them: they would pick their
+// proxy here the same way (p.pick with SubscribeStreamProxyName), take its
+// gRPC connection (Proxy.GRPCConn), and must then leave NotSupported.
+func (p *proxies) channels() error {
+	ch := p.cfg.Channel
+	each := func(ns string, o *config.ChannelOptions) error {
+		type use struct {
+			on     bool
+			name   string
+			key    string
+			def    config.Proxy
+			byName map[string]*proxy.Proxy
+		}
+		for _, u := range []use{
+			{o.SubscribeProxyEnabled, o.SubscribeProxyName, "channel.proxy.subscribe", ch.Proxy.Subscribe, p.subscribe},
+			{o.PublishProxyEnabled, o.PublishProxyName, "channel.proxy.publish", ch.Proxy.Publish, p.publish},
+			{o.SubRefreshProxyEnabled, o.SubRefreshProxyName, "channel.proxy.sub_refresh", ch.Proxy.SubRefresh, p.subRefresh},
+		} {
+			if !u.on {
+				continue
+			}
+			pr, err := p.pick(u.name, u.key, u.def)
+			if err != nil {
+				return err
+			}
+			u.byName[ns] = pr
+		}
+		return nil
+	}
+	if err := each("", &ch.WithoutNamespace); err != nil {
+		return err
+	}
+	for i := range ch.Namespaces {
+		if err := each(ch.Namespaces[i].Name, &ch.Namespaces[i].ChannelOptions); err != nil {
+			return err
+		}
+	}
+	n := p.s.node
+	if len(p.subscribe) > 0 {
+		n.OnSubscribe(p.onSubscribe)
+	}
+	if len(p.publish) > 0 {
+		n.OnPublish(func(ctx context.Context, c *gyre.Client, e gyre.PublishEvent) (gyre.PublishReply, error) {
+			pr := p.publish[p.namespace(e.Channel)]
+			if pr == nil {
+				return gyre.PublishReply{}, gyre.ErrNotHandled
+			}
+			return pr.Publish(ctx, c, e)
+		})
+	}
+	if len(p.subRefresh) > 0 {
+		n.OnSubRefresh(func(ctx context.Context, c *gyre.Client, e gyre.SubRefreshEvent) (gyre.SubRefreshReply, error) {
+			pr := p.subRefresh[p.namespace(e.Channel)]
+			if pr == nil {
+				// The subscription asked for server-side refresh when
+				// its namespace had a proxy; it has none now: let it
+				// live on as it is.
+				return gyre.SubRefreshReply{}, nil
+			}
+			return pr.SubRefresh(ctx, c, e)
+		})
+	}
+	return nil
+}
+
+// onSubscribe sends a subscribe command to its namespace's proxy. As in
+// Centrifugo, subscriptions with a token, to user-limited channels and to
+// private channels (which need a token) are left to the token and the
+// channel rules.
+func (p *proxies) onSubscribe(ctx context.Context, c *gyre.Client, e gyre.SubscribeEvent) (gyre.SubscribeReply, error) {
+	ch := p.cfg.Channel
+	ns := p.namespace(e.Channel)
+	pr := p.subscribe[ns]
+	if pr == nil || e.Token != "" || strings.Contains(e.Channel, ch.UserBoundary) ||
+		(ch.PrivatePrefix != "" && strings.HasPrefix(e.Channel, ch.PrivatePrefix)) {
+		return gyre.SubscribeReply{}, gyre.ErrNotHandled
+	}
+	rep, err := pr.Subscribe(ctx, c, e)
+	if err != nil {
+		return rep, err
+	}
+	rep.ServerSideRefresh = p.subRefresh[ns] != nil
+	return rep, nil
+}
+
+// namespace is the namespace of a channel, "" when it has none.
+func (p *proxies) namespace(channel string) string {
+	ch := p.cfg.Channel
+	name := strings.TrimPrefix(channel, ch.PrivatePrefix)
+	if ns, _, ok := strings.Cut(name, ch.NamespaceBoundary); ok {
+		return ns
+	}
+	return ""
+}
+
+// rpcs registers the RPC proxies of the RPC namespaces that enable them,
+// and the ping method.
+func (p *proxies) rpcs() error {
+	r := p.cfg.RPC
+	if r.WithoutNamespace.ProxyEnabled {
+		pr, err := p.pick(r.WithoutNamespace.ProxyName, "rpc.proxy", r.Proxy)
+		if err != nil {
+			return err
+		}
+		p.rpc[""] = pr
+	}
+	for _, ns := range r.Namespaces {
+		p.rpcNamespaces[ns.Name] = true
+		if !ns.ProxyEnabled {
+			continue
+		}
+		pr, err := p.pick(ns.ProxyName, "rpc.proxy", r.Proxy)
+		if err != nil {
+			return err
+		}
+		p.rpc[ns.Name] = pr
+	}
+	if len(p.rpc) == 0 && !r.Ping.Enabled {
+		return nil
+	}
+	p.s.node.OnRPC(func(ctx context.Context, c *gyre.Client, e gyre.RPCEvent) (gyre.RPCReply, error) {
+		if r.Ping.Enabled && e.Method == r.Ping.Method {
+			return gyre.RPCReply{}, nil
+		}
+		ns := ""
+		if before, _, ok := strings.Cut(e.Method, r.NamespaceBoundary); ok && p.rpcNamespaces[before] {
+			ns = before
+		}
+		pr := p.rpc[ns]
+		if pr == nil {
+			return gyre.RPCReply{}, gyre.ErrNotHandled
+		}
+		return pr.RPC(ctx, c, e)
+	})
+	return nil
+}

@@ -1,0 +1,54 @@
+package proxy
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"time"
+
+	"github.com/gyrehq/gyre"
+)
+
+// Config describes one proxy.
+type Config struct {
+	// Name identifies the proxy in logs: its name in the proxies list, or
+	// its key (client.proxy.connect ...).
+	Name string
+	// Endpoint is http://, https:// or grpc://host:port.
+	Endpoint string
+	// Timeout bounds each call; zero means one second.
+	Timeout time.Duration
+	// HTTPHeaders names the client request headers forwarded (as HTTP
+	// headers, or as gRPC metadata); GRPCMetadata names the metadata keys
+	// of gRPC clients forwarded.
+	HTTPHeaders  []string
+	GRPCMetadata []string
+	// BinaryEncoding sends payloads as base64 (b64data ...) rather than
+	// raw JSON.
+	BinaryEncoding bool
+	// IncludeConnectionMeta sends the connection's meta with each call.
+	IncludeConnectionMeta bool
+	// StatusTransforms turn HTTP statuses of the backend into what the
+	// client gets; other statuses than 200 give error 100.
+	StatusTransforms []StatusTransform
+	// TLS is the client TLS of https:// or grpc:// endpoints; nil dials
+	// grpc:// in plain text and https:// with the system's roots.
+	TLS *tls.Config
+	// GRPCCredentialsKey and GRPCCredentialsValue are sent as metadata
+	// with every gRPC call.
+	GRPCCredentialsKey   string
+	GRPCCredentialsValue string
+	// GRPCCompression compresses gRPC calls with gzip.
+	GRPCCompression bool
+	// Logger receives the failures; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// StatusTransform maps one HTTP status to an error or a disconnect.
+type StatusTransform struct {
+	StatusCode int
+	// Exactly one of Error and Disconnect is set.
+	Error      *gyre.Error
+	Disconnect *gyre.Disconnect
+}
+
+const defaultTimeout = time.Second
