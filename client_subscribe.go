@@ -386,6 +386,10 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 		delta:         p.delta,
 		shape:         shapeReply,
 		stream:        p.stream,
+		// Set before s is in c.subs: a Disconnect may take it from
+		// there and detach it at once.
+		scope:   p.scope,
+		nameLen: int32(len(p.name)),
 	}
 	switch {
 	case c.uni:
@@ -405,11 +409,16 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	c.subs[p.channel] = s
 	c.mu.Unlock()
 
-	s.scope, s.nameLen = p.scope, int32(len(p.name))
 	if err := n.attach(s); err != nil {
 		s.close()
 		c.forget(s)
 		return nil, nil, ErrorInternal
+	}
+	if s.state.Load() == subClosed {
+		// The connection closed meanwhile, and its detach of s may have
+		// come before the attach: leave nothing in the hub.
+		n.detach(s)
+		return nil, nil, DisconnectConnectionClosed
 	}
 	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta, Id: s.channelID}
 	if p.expireAt > 0 {
