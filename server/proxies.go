@@ -28,6 +28,7 @@ type proxies struct {
 	// Per namespace ("" is channels without a namespace); absent: the
 	// namespace's own rules apply.
 	subscribe, publish, subRefresh map[string]*proxy.Proxy
+	streams                        map[string]streamProxy
 	rpc                            map[string]*proxy.Proxy
 	rpcNamespaces                  map[string]bool
 }
@@ -40,6 +41,7 @@ func (s *Server) setupProxies() error {
 		cfg: c, s: s, pool: proxy.NewPool(),
 		tlsConfigs: map[config.TLS]*tls.Config{}, built: map[string]*proxy.Proxy{},
 		subscribe: map[string]*proxy.Proxy{}, publish: map[string]*proxy.Proxy{}, subRefresh: map[string]*proxy.Proxy{},
+		streams: map[string]streamProxy{},
 		rpc: map[string]*proxy.Proxy{}, rpcNamespaces: map[string]bool{},
 	}
 	s.proxyPool = p.pool
@@ -53,9 +55,13 @@ func (s *Server) setupProxies() error {
 		return err
 	}
 	s.proxyHeaders = p.headers
-	// The subscribe_stream keys (c.NotSupported) are reported by
-	// config.Resolve, at start-up and by gyre checkconfig.
 	return nil
+}
+
+// streamProxy is a namespace's subscription streams.
+type streamProxy struct {
+	proxy         *proxy.Proxy
+	bidirectional bool
 }
 
 // named returns the proxy of the proxies list called name.
@@ -165,12 +171,8 @@ func (p *proxies) client() error {
 	return nil
 }
 
-// channels registers the subscribe, publish and sub_refresh proxies of
-// the namespaces that enable them. Subscription streams
-// (subscribe_stream_proxy_enabled, channel.proxy.subscribe_stream) are not
-// wired yet, and config.NotSupported reports them: they would pick their
-// proxy here the same way (p.pick with SubscribeStreamProxyName), take its
-// gRPC connection (Proxy.GRPCConn), and must then leave NotSupported.
+// channels registers the subscribe, publish, sub_refresh and
+// subscription stream proxies of the namespaces that enable them.
 func (p *proxies) channels() error {
 	ch := p.cfg.Channel
 	each := func(ns string, o *config.ChannelOptions) error {
@@ -195,6 +197,13 @@ func (p *proxies) channels() error {
 			}
 			u.byName[ns] = pr
 		}
+		if o.SubscribeStreamProxyEnabled {
+			pr, err := p.pick(o.SubscribeStreamProxyName, "channel.proxy.subscribe_stream", ch.Proxy.SubscribeStream)
+			if err != nil {
+				return err
+			}
+			p.streams[ns] = streamProxy{proxy: pr, bidirectional: o.SubscribeStreamProxyBidirectional}
+		}
 		return nil
 	}
 	if err := each("", &ch.WithoutNamespace); err != nil {
@@ -206,12 +215,19 @@ func (p *proxies) channels() error {
 		}
 	}
 	n := p.s.node
-	if len(p.subscribe) > 0 {
+	if len(p.subscribe) > 0 || len(p.streams) > 0 {
 		n.OnSubscribe(p.onSubscribe)
 	}
-	if len(p.publish) > 0 {
+	if len(p.publish) > 0 || len(p.streams) > 0 {
 		n.OnPublish(func(ctx context.Context, c *gyre.Client, e gyre.PublishEvent) (gyre.PublishReply, error) {
-			pr := p.publish[p.namespace(e.Channel)]
+			ns := p.namespace(e.Channel)
+			if _, ok := p.streams[ns]; ok {
+				// The engine hands a stream subscriber's publications to
+				// its stream; a client without one has nowhere to
+				// publish them.
+				return gyre.PublishReply{}, gyre.ErrorNotAvailable
+			}
+			pr := p.publish[ns]
 			if pr == nil {
 				return gyre.PublishReply{}, gyre.ErrNotHandled
 			}
@@ -233,16 +249,22 @@ func (p *proxies) channels() error {
 	return nil
 }
 
-// onSubscribe sends a subscribe command to its namespace's proxy. As in
-// Centrifugo, subscriptions with a token, to user-limited channels and to
-// private channels (which need a token) are left to the token and the
-// channel rules.
+// onSubscribe sends a subscribe command to its namespace's proxy, or
+// opens its subscription stream. As in Centrifugo, subscriptions with a
+// token, to user-limited channels and to private channels (which need a
+// token) are left to the token and the channel rules.
 func (p *proxies) onSubscribe(ctx context.Context, c *gyre.Client, e gyre.SubscribeEvent) (gyre.SubscribeReply, error) {
 	ch := p.cfg.Channel
-	ns := p.namespace(e.Channel)
-	pr := p.subscribe[ns]
-	if pr == nil || e.Token != "" || strings.Contains(e.Channel, ch.UserBoundary) ||
+	if e.Token != "" || strings.Contains(e.Channel, ch.UserBoundary) ||
 		(ch.PrivatePrefix != "" && strings.HasPrefix(e.Channel, ch.PrivatePrefix)) {
+		return gyre.SubscribeReply{}, gyre.ErrNotHandled
+	}
+	ns := p.namespace(e.Channel)
+	if st, ok := p.streams[ns]; ok {
+		return st.proxy.SubscribeStream(ctx, c, e, st.bidirectional)
+	}
+	pr := p.subscribe[ns]
+	if pr == nil {
 		return gyre.SubscribeReply{}, gyre.ErrNotHandled
 	}
 	rep, err := pr.Subscribe(ctx, c, e)

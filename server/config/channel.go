@@ -62,7 +62,7 @@ type ChannelOptions struct {
 	PublishProxyName                  string        `key:"publish_proxy_name" default:"default" help:"Proxy for publish: \"default\" (channel.proxy.publish) or a name from proxies."`
 	SubRefreshProxyEnabled            bool          `key:"sub_refresh_proxy_enabled" help:"Prolong expiring subscriptions of these channels at the backend instead of by the client."`
 	SubRefreshProxyName               string        `key:"sub_refresh_proxy_name" default:"default" help:"Proxy for sub_refresh: \"default\" (channel.proxy.sub_refresh) or a name from proxies."`
-	SubscribeStreamProxyEnabled       bool          `key:"subscribe_stream_proxy_enabled" help:"Stream subscriptions of these channels from the backend over gRPC (not supported yet)."`
+	SubscribeStreamProxyEnabled       bool          `key:"subscribe_stream_proxy_enabled" help:"Stream subscriptions of these channels from the backend over gRPC (docs/proxy.md): the backend answers the subscribe and then sends publications for that subscriber alone."`
 	SubscribeStreamProxyName          string        `key:"subscribe_stream_proxy_name" default:"default" help:"Proxy for subscription streams: \"default\" (channel.proxy.subscribe_stream) or a name from proxies."`
 	SubscribeStreamProxyBidirectional bool          `key:"subscribe_stream_proxy_bidirectional" help:"Make subscription streams bidirectional (client publications go to the backend stream)."`
 	PublicationDataFormat             Unimplemented `key:"publication_data_format" help:"Validation of publication data format."`

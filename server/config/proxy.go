@@ -79,7 +79,7 @@ type ChannelProxy struct {
 	Subscribe       Proxy `key:"subscribe" help:"Decide subscribe commands at the backend (namespaces set subscribe_proxy_enabled)."`
 	Publish         Proxy `key:"publish" help:"Decide (and rewrite) client publications at the backend (namespaces set publish_proxy_enabled)."`
 	SubRefresh      Proxy `key:"sub_refresh" help:"Prolong expiring subscriptions at the backend (namespaces set sub_refresh_proxy_enabled)."`
-	SubscribeStream Proxy `key:"subscribe_stream" help:"Subscriptions streamed from the backend over gRPC (not supported yet)."`
+	SubscribeStream Proxy `key:"subscribe_stream" help:"Subscriptions streamed from the backend over gRPC (grpc:// endpoints only)."`
 }
 
 // RPC configures client RPC calls.

@@ -113,29 +113,58 @@ func TestLoadCentrifugoProxies(t *testing.T) {
 	}
 }
 
-// TestSubscribeStreamNotSupported: the subscribe_stream keys load, and
-// Resolve says they are not supported yet.
-func TestSubscribeStreamNotSupported(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "config.json")
-	file := `{"channel": {"proxy": {"subscribe_stream": {"endpoint": "grpc://app:9000"}},
-	  "namespaces": [{"name": "s1", "subscribe_stream_proxy_enabled": true, "subscribe_stream_proxy_bidirectional": true}]}}`
-	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
+// TestSubscribeStreamValidation: subscription streams need a gRPC proxy
+// and exclude the other channel proxies of their namespace.
+func TestSubscribeStreamValidation(t *testing.T) {
+	tests := []struct {
+		name, json, wantErr string
+	}{
+		{"default grpc", `{"channel": {"proxy": {"subscribe_stream": {"endpoint": "grpc://app:9000"}},
+		  "namespaces": [{"name": "s1", "subscribe_stream_proxy_enabled": true, "subscribe_stream_proxy_bidirectional": true}]}}`, ""},
+		{"named grpc", `{"proxies": [{"name": "st", "endpoint": "grpc://app:9000"}],
+		  "channel": {"without_namespace": {"subscribe_stream_proxy_enabled": true, "subscribe_stream_proxy_name": "st"}}}`, ""},
+		{"default http", `{"channel": {"proxy": {"subscribe_stream": {"endpoint": "http://app:9000"}},
+		  "namespaces": [{"name": "s1", "subscribe_stream_proxy_enabled": true}]}}`, "need a grpc:// endpoint"},
+		{"named http", `{"proxies": [{"name": "st", "endpoint": "http://app:9000"}],
+		  "channel": {"without_namespace": {"subscribe_stream_proxy_enabled": true, "subscribe_stream_proxy_name": "st"}}}`, "need a grpc:// endpoint"},
+		{"no default endpoint", `{"channel": {"namespaces": [{"name": "s1", "subscribe_stream_proxy_enabled": true}]}}`, "no endpoint"},
+		{"undefined name", `{"channel": {"namespaces": [{"name": "s1", "subscribe_stream_proxy_enabled": true, "subscribe_stream_proxy_name": "nope"}]}}`, "not defined"},
+		{"with subscribe proxy", `{"channel": {"proxy": {"subscribe_stream": {"endpoint": "grpc://app:9000"}, "subscribe": {"endpoint": "grpc://app:9000"}},
+		  "namespaces": [{"name": "s1", "subscribe_stream_proxy_enabled": true, "subscribe_proxy_enabled": true}]}}`, "cannot be used with"},
 	}
-	_, warnings, err := Resolve(Sources{File: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, key := range []string{"channel.proxy.subscribe_stream", "channel.namespaces[0].subscribe_stream_proxy_enabled",
-		"channel.namespaces[0].subscribe_stream_proxy_bidirectional"} {
-		found := false
-		for _, w := range warnings {
-			if strings.Contains(w, `"`+key+`"`) && strings.Contains(w, "not supported yet") {
-				found = true
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.json")
+			if err := os.WriteFile(path, []byte(tt.json), 0o600); err != nil {
+				t.Fatal(err)
 			}
-		}
-		if !found {
-			t.Errorf("no warning for %s in %q", key, warnings)
-		}
+			_, warnings, err := Resolve(Sources{File: path})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Resolve: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("Resolve error = %v, want one containing %q", err, tt.wantErr)
+			}
+			for _, w := range warnings {
+				if strings.Contains(w, "subscribe_stream") {
+					t.Errorf("warning about a working key: %s", w)
+				}
+			}
+		})
+	}
+}
+
+// TestUniGRPCTLSNotice: a Centrifugo config that encrypts uni_grpc through
+// grpc_api.tls is told that Gyre takes uni_grpc.tls.
+func TestUniGRPCTLSNotice(t *testing.T) {
+	c := Default()
+	c.UniGRPC.Enabled = true
+	c.GRPCAPI.TLS.Enabled = true
+	if n := c.Notices(); len(n) != 1 || !strings.Contains(n[0], "uni_grpc.tls") {
+		t.Errorf("Notices() = %q, want one about uni_grpc.tls", n)
+	}
+	c.UniGRPC.TLS.Enabled = true
+	if n := c.Notices(); len(n) != 0 {
+		t.Errorf("with uni_grpc.tls: Notices() = %q, want none", n)
 	}
 }

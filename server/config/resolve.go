@@ -46,6 +46,6 @@ func Resolve(s Sources) (*Config, []string, error) {
 	if err := c.Validate(); err != nil {
 		return nil, warnings, err
 	}
-	warnings = append(warnings, c.NotSupported()...)
+	warnings = append(warnings, c.Notices()...)
 	return c, warnings, nil
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // proxies checks the proxies and every reference to one: a namespace that
@@ -47,6 +48,9 @@ func (v *validator) proxies(c *Config) {
 		}
 		if o.SubRefreshProxyEnabled {
 			v.proxyRef(path+".sub_refresh_proxy_name", o.SubRefreshProxyName, named, &chp.SubRefresh)
+		}
+		if o.SubscribeStreamProxyEnabled {
+			v.streamProxy(path, c, o)
 		}
 	}
 	nsProxies("channel.without_namespace", &c.Channel.WithoutNamespace)
@@ -140,27 +144,44 @@ func isASCII(s string) bool {
 	return true
 }
 
-// NotSupported lists keys that are set but whose feature Gyre does not
-// offer yet; the server starts without them, and says so.
-func (c *Config) NotSupported() []string {
+// streamProxy checks a namespace's subscription streams: a gRPC proxy,
+// and none of the proxies that would decide the same subscriptions
+// another way (as Centrifugo refuses them too).
+func (v *validator) streamProxy(path string, c *Config, o *ChannelOptions) {
+	if o.SubscribeProxyEnabled || o.PublishProxyEnabled || o.SubRefreshProxyEnabled {
+		v.fail(path+".subscribe_stream_proxy_enabled", "cannot be used with subscribe, publish or sub_refresh proxies in the same namespace")
+	}
+	name := o.SubscribeStreamProxyName
+	endpoint := ""
+	if name == "default" {
+		endpoint = c.Channel.Proxy.SubscribeStream.Endpoint
+		if endpoint == "" {
+			v.fail(path+".subscribe_stream_proxy_name", "the default proxy has no endpoint (set channel.proxy.subscribe_stream.endpoint, or name a proxy from proxies)")
+			return
+		}
+	} else {
+		for _, p := range c.Proxies {
+			if p.Name == name {
+				endpoint = p.Endpoint
+			}
+		}
+		if endpoint == "" {
+			v.fail(path+".subscribe_stream_proxy_name", "proxy %q is not defined in proxies", name)
+			return
+		}
+	}
+	if !strings.HasPrefix(endpoint, "grpc://") {
+		v.fail(path+".subscribe_stream_proxy_name", "subscription streams need a grpc:// endpoint, proxy %q has %q", name, endpoint)
+	}
+}
+
+// Notices lists settings that work, but not as a Centrifugo user may
+// expect; the server starts with them and says so.
+func (c *Config) Notices() []string {
 	var out []string
-	add := func(path string) {
-		out = append(out, "config: key \""+path+"\" is not supported yet and is ignored")
-	}
-	if c.Channel.Proxy.SubscribeStream.Endpoint != "" {
-		add("channel.proxy.subscribe_stream")
-	}
-	stream := func(path string, o *ChannelOptions) {
-		if o.SubscribeStreamProxyEnabled {
-			add(path + ".subscribe_stream_proxy_enabled")
-		}
-		if o.SubscribeStreamProxyBidirectional {
-			add(path + ".subscribe_stream_proxy_bidirectional")
-		}
-	}
-	stream("channel.without_namespace", &c.Channel.WithoutNamespace)
-	for i := range c.Channel.Namespaces {
-		stream("channel.namespaces["+strconv.Itoa(i)+"]", &c.Channel.Namespaces[i].ChannelOptions)
+	if c.UniGRPC.Enabled && !c.UniGRPC.TLS.Enabled && c.GRPCAPI.TLS.Enabled {
+		// Centrifugo v6 serves uni_grpc with grpc_api's TLS settings.
+		out = append(out, "config: uni_grpc serves plain gRPC: it takes its TLS from uni_grpc.tls, not from grpc_api.tls (set uni_grpc.tls to encrypt it)")
 	}
 	return out
 }

@@ -26,13 +26,18 @@ type grpcCaller struct {
 
 func (g *grpcCaller) call(ctx context.Context, method string, req, resp proto.Message, hdr map[string]string) error {
 	if len(hdr) > 0 {
-		md := make(metadata.MD, len(hdr))
-		for k, v := range hdr {
-			md.Set(strings.ToLower(k), v)
-		}
-		ctx = metadata.NewOutgoingContext(ctx, md)
+		ctx = metadata.NewOutgoingContext(ctx, outgoing(hdr))
 	}
 	return g.conn.Invoke(ctx, serviceName+method, req, resp, g.opts...)
+}
+
+// outgoing is the gRPC metadata that carries forwarded headers.
+func outgoing(hdr map[string]string) metadata.MD {
+	md := make(metadata.MD, len(hdr))
+	for k, v := range hdr {
+		md.Set(strings.ToLower(k), v)
+	}
+	return md
 }
 
 // Pool shares gRPC connections between proxies: proxies with the same

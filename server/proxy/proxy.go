@@ -16,6 +16,7 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/server/proxy/proxypb"
+	"github.com/gyrehq/gyre/server/proxy/substream"
 )
 
 // caller sends one call of the proxy service and decodes its response.
@@ -36,7 +37,10 @@ type Proxy struct {
 	meta     bool
 	http     bool
 	caller   caller
-	log      *slog.Logger
+	// stream opens subscription streams; nil unless the endpoint is
+	// grpc://.
+	stream *substream.Proxy
+	log    *slog.Logger
 }
 
 // New returns the proxy cfg describes. gRPC endpoints take their
@@ -72,6 +76,12 @@ func New(cfg Config, pool *Pool) (*Proxy, error) {
 			return nil, err
 		}
 		p.caller = g
+		p.stream, err = substream.New(substream.Config{
+			Name: p.name, Conn: g.conn, Timeout: p.timeout, CallOptions: g.opts, Logger: p.log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("proxy %s: %w", cfg.Name, err)
+		}
 	default:
 		return nil, fmt.Errorf("proxy %s: endpoint %q: want http://, https:// or grpc://", cfg.Name, cfg.Endpoint)
 	}
@@ -121,6 +131,12 @@ func (p *Proxy) do(ctx context.Context, method, client string, req proto.Message
 		p.log.Error("proxy: call failed", "proxy", p.name, "call", method, "endpoint", p.endpoint, "client", client, "error", err)
 		return fmt.Errorf("%w: %s %s: %w", errFailed, p.name, method, err)
 	}
+	return refusal(resp)
+}
+
+// refusal is the backend's refusal in resp as the engine's *gyre.Disconnect
+// or *gyre.Error; nil when it accepts.
+func refusal(resp response) error {
 	if d := resp.GetDisconnect(); d != nil {
 		return &gyre.Disconnect{Code: d.Code, Reason: d.Reason}
 	}
@@ -262,24 +278,35 @@ func notForRefresh(err error) error {
 
 // Subscribe asks the backend about a subscribe command.
 func (p *Proxy) Subscribe(ctx context.Context, c *gyre.Client, e gyre.SubscribeEvent) (gyre.SubscribeReply, error) {
+	resp := &proxypb.SubscribeResponse{}
+	if err := p.do(ctx, "Subscribe", c.ID(), p.subscribeRequest(c, e), resp, nil); err != nil {
+		return gyre.SubscribeReply{}, err
+	}
+	return p.subscribeReply("Subscribe", c.ID(), resp.Result)
+}
+
+// subscribeRequest is what the backend is sent for a subscribe, as a call
+// or as the start of a stream.
+func (p *Proxy) subscribeRequest(c *gyre.Client, e gyre.SubscribeEvent) *proxypb.SubscribeRequest {
 	req := &proxypb.SubscribeRequest{Channel: e.Channel, Token: e.Token, Meta: p.connMeta(c)}
 	req.Client, req.Transport, req.Protocol, req.Encoding, req.User = p.common(c)
 	req.Data, req.B64Data = p.payload(e.Data)
-	resp := &proxypb.SubscribeResponse{}
-	if err := p.do(ctx, "Subscribe", c.ID(), req, resp, nil); err != nil {
-		return gyre.SubscribeReply{}, err
-	}
-	r := resp.Result
+	return req
+}
+
+// subscribeReply turns the backend's subscribe result into the engine's
+// reply; no result accepts the subscription as the channel is.
+func (p *Proxy) subscribeReply(method, client string, r *proxypb.SubscribeResult) (gyre.SubscribeReply, error) {
 	if r == nil {
 		return gyre.SubscribeReply{}, nil
 	}
 	info, err := decodeB64(r.B64Info, r.Info)
 	if err != nil {
-		return gyre.SubscribeReply{}, p.bad("Subscribe", c.ID(), fmt.Errorf("b64info: %w", err))
+		return gyre.SubscribeReply{}, p.bad(method, client, fmt.Errorf("b64info: %w", err))
 	}
 	data, err := decodeB64(r.B64Data, r.Data)
 	if err != nil {
-		return gyre.SubscribeReply{}, p.bad("Subscribe", c.ID(), fmt.Errorf("b64data: %w", err))
+		return gyre.SubscribeReply{}, p.bad(method, client, fmt.Errorf("b64data: %w", err))
 	}
 	return gyre.SubscribeReply{
 		ChanInfo: info, Data: data, ExpireAt: r.ExpireAt,

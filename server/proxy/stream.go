@@ -1,0 +1,36 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/server/proxy/proxypb"
+	"github.com/gyrehq/gyre/server/proxy/substream"
+)
+
+// errNotGRPC refuses a subscription stream on an HTTP proxy; config
+// validation keeps such a configuration from starting.
+var errNotGRPC = errors.New("subscription streams need a grpc:// endpoint")
+
+// SubscribeStream answers a client's subscribe with a subscription stream
+// on the backend (SubscribeUnidirectional, or SubscribeBidirectional when
+// bidirectional): the backend's first message decides the subscribe like
+// Subscribe's response, and its later ones are publications for this
+// client alone (docs/proxy.md, "Subscription streams"). The request, its
+// forwarded headers and metadata are those of Subscribe.
+func (p *Proxy) SubscribeStream(ctx context.Context, c *gyre.Client, e gyre.SubscribeEvent, bidirectional bool) (gyre.SubscribeReply, error) {
+	if p.stream == nil {
+		return gyre.SubscribeReply{}, p.bad("SubscribeStream", c.ID(), errNotGRPC)
+	}
+	call := substream.Call{Request: p.subscribeRequest(c, e), Bidirectional: bidirectional, Done: c.Done()}
+	if hdr := p.forwarded(ctx, nil); len(hdr) > 0 {
+		call.Metadata = outgoing(hdr)
+	}
+	return p.stream.Subscribe(ctx, call, func(resp *proxypb.SubscribeResponse) (gyre.SubscribeReply, error) {
+		if err := refusal(resp); err != nil {
+			return gyre.SubscribeReply{}, err
+		}
+		return p.subscribeReply("SubscribeStream", c.ID(), resp.GetResult())
+	})
+}
