@@ -1,5 +1,5 @@
 // Command streambackend is an application backend for Gyre's subscription
-// streams (docs/proxy_streams.md). It serves two methods of the gRPC
+// streams (docs/proxy.md, "Subscription streams"). It serves two methods of the gRPC
 // service centrifugal.centrifugo.proxy.CentrifugoProxy, the one Gyre (and
 // Centrifugo) call when a client subscribes to a channel of a namespace
 // with subscribe_stream_proxy_enabled:
