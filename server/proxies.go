@@ -42,7 +42,7 @@ func (s *Server) setupProxies() error {
 		tlsConfigs: map[config.TLS]*tls.Config{}, built: map[string]*proxy.Proxy{},
 		subscribe: map[string]*proxy.Proxy{}, publish: map[string]*proxy.Proxy{}, subRefresh: map[string]*proxy.Proxy{},
 		streams: map[string]streamProxy{},
-		rpc: map[string]*proxy.Proxy{}, rpcNamespaces: map[string]bool{},
+		rpc:     map[string]*proxy.Proxy{}, rpcNamespaces: map[string]bool{},
 	}
 	s.proxyPool = p.pool
 	if err := p.client(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,5 +211,50 @@ func TestBinaryPayloads(t *testing.T) {
 	pc := b.waitCalls("publish", 1)[0]
 	if field(pc, "b64data") != `"eyJ4IjoxfQ=="` || field(pc, "encoding") != `"binary"` {
 		t.Errorf("publish request = %v, want b64data and encoding binary", pc.body)
+	}
+}
+
+// TestUnappliedFields: result fields Gyre does not apply (capabilities,
+// per-subscription filters and expiry of connect subs, versions) are
+// named in a warning instead of being dropped in silence, and the rest of
+// the result still works.
+func TestUnappliedFields(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			b, b2 := newBackend(t), newBackend(t)
+			defaultAnswers(b)
+			g := startGyre(t, proxyConfig(kind, b, b2))
+			b.setBody("connect", `{"result":{"user":"7","caps":[{"channels":["x"],"allow":["sub"]}],
+				"subs":{"news:c":{"expire_at":99,"server_tags_filter":{"key":"a","cmp":"eq","val":"b"}}}}}`)
+			b.setBody("subscribe", `{"result":{"allow":["pub"]}}`)
+			b.setBody("publish", `{"result":{"version":3,"version_epoch":"e"}}`)
+
+			c, res := connect(t, g)
+			if res.Subs["news:c"] == nil {
+				t.Fatalf("connect subs = %v, want news:c", res.Subs)
+			}
+			if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:u"}); r.Error != nil {
+				t.Fatalf("subscribe: %v", r.Error)
+			}
+			if r := c.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "chat:u", Data: []byte(`{}`)}}); r.Error != nil {
+				t.Fatalf("publish: %v", r.Error)
+			}
+			for call, fields := range map[string][]string{
+				"Connect":   {"caps", "subs.news:c.expire_at", "subs.news:c.server_tags_filter"},
+				"Subscribe": {"allow"},
+				"Publish":   {"version"},
+			} {
+				logs := g.log.Find(slog.LevelWarn, "proxy: result fields Gyre does not apply", map[string]string{"call": call})
+				if len(logs) == 0 {
+					t.Errorf("%s: no warning about unapplied fields", call)
+					continue
+				}
+				for _, f := range fields {
+					if !strings.Contains(logs[0].Attr("fields"), f) {
+						t.Errorf("%s: warning fields %q lack %s", call, logs[0].Attr("fields"), f)
+					}
+				}
+			}
+		})
 	}
 }

@@ -146,6 +146,15 @@ func refusal(resp response) error {
 	return nil
 }
 
+// unapplied logs the fields of a result that Gyre does not apply, so that
+// a backend relying on them learns why the client is refused later (a
+// capability it granted) or why an option has no effect.
+func (p *Proxy) unapplied(method, client string, fields ...string) {
+	if len(fields) > 0 {
+		p.log.Warn("proxy: result fields Gyre does not apply", "proxy", p.name, "call", method, "client", client, "fields", fields)
+	}
+}
+
 // bad logs a response the engine cannot use and returns the failure.
 func (p *Proxy) bad(method, client string, err error) error {
 	p.log.Error("proxy: invalid response", "proxy", p.name, "call", method, "endpoint", p.endpoint, "client", client, "error", err)
@@ -218,9 +227,19 @@ func (p *Proxy) Connect(ctx context.Context, e gyre.ConnectingEvent) (gyre.Conne
 		Channels:    r.Channels,
 		Meta:        r.Meta,
 	}
+	var unapplied []string
+	if len(r.Caps) > 0 {
+		unapplied = append(unapplied, "caps")
+	}
 	for ch, o := range r.Subs {
 		if o == nil {
 			continue
+		}
+		if o.ExpireAt != 0 {
+			unapplied = append(unapplied, "subs."+ch+".expire_at")
+		}
+		if o.ServerTagsFilter != nil {
+			unapplied = append(unapplied, "subs."+ch+".server_tags_filter")
 		}
 		chInfo, err := decodeB64(o.B64Info, o.Info)
 		if err == nil {
@@ -234,6 +253,7 @@ func (p *Proxy) Connect(ctx context.Context, e gyre.ConnectingEvent) (gyre.Conne
 		}
 		rep.Subscriptions[ch] = gyre.SubscribeOptions{ChanInfo: chInfo, Data: data, Override: override(o.Override)}
 	}
+	p.unapplied("Connect", e.ClientID, unapplied...)
 	return rep, nil
 }
 
@@ -260,6 +280,9 @@ func (p *Proxy) Refresh(ctx context.Context, c *gyre.Client, _ gyre.RefreshEvent
 	info, err := decodeB64(r.B64Info, r.Info)
 	if err != nil {
 		return gyre.RefreshReply{}, p.bad("Refresh", c.ID(), fmt.Errorf("b64info: %w", err))
+	}
+	if len(r.Caps) > 0 {
+		p.unapplied("Refresh", c.ID(), "caps")
 	}
 	return gyre.RefreshReply{Expired: r.Expired, ExpireAt: r.ExpireAt, Info: info, Meta: r.Meta}, nil
 }
@@ -308,6 +331,9 @@ func (p *Proxy) subscribeReply(method, client string, r *proxypb.SubscribeResult
 	if err != nil {
 		return gyre.SubscribeReply{}, p.bad(method, client, fmt.Errorf("b64data: %w", err))
 	}
+	if len(r.Allow) > 0 {
+		p.unapplied(method, client, "allow")
+	}
 	return gyre.SubscribeReply{
 		ChanInfo: info, Data: data, ExpireAt: r.ExpireAt,
 		Override: override(r.Override), Filter: filterNode(r.ServerTagsFilter),
@@ -331,6 +357,9 @@ func (p *Proxy) Publish(ctx context.Context, c *gyre.Client, e gyre.PublishEvent
 	data, err := decodeB64(r.B64Data, r.Data)
 	if err != nil {
 		return gyre.PublishReply{}, p.bad("Publish", c.ID(), fmt.Errorf("b64data: %w", err))
+	}
+	if r.Version != 0 || r.VersionEpoch != "" {
+		p.unapplied("Publish", c.ID(), "version", "version_epoch")
 	}
 	return gyre.PublishReply{
 		Data: data, Tags: r.Tags, SkipHistory: r.SkipHistory,
