@@ -331,7 +331,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Reload applies what can change without dropping connections: channel
 // options and token keys. Existing subscriptions keep what they got; new
-// subscriptions and commands use the new rules.
+// subscriptions and commands use the new rules. Every other change (ports,
+// engine, proxies and the namespaces' choice of them ...) waits for a
+// restart, and a warning names its keys.
 func (s *Server) Reload(cfg *config.Config) error {
 	ncfg := nodeConfig(cfg)
 	if err := s.node.SetChannelConfig(ncfg.Channels); err != nil {
@@ -339,6 +341,9 @@ func (s *Server) Reload(cfg *config.Config) error {
 	}
 	if err := s.node.SetTokenConfig(ncfg.Token, ncfg.SubscriptionToken); err != nil {
 		return fmt.Errorf("server: reload tokens: %w", err)
+	}
+	if keys := restartOnly(s.cfg, cfg); len(keys) > 0 {
+		s.log.Warn("config reload: these settings changed but apply only after a restart", "keys", keys)
 	}
 	return nil
 }

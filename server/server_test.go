@@ -18,6 +18,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
 
+	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/token"
 )
@@ -233,6 +234,47 @@ func TestReload(t *testing.T) {
 	}
 	if code := cl.subscribe("locked:b"); code != 0 {
 		t.Fatalf("a failed reload changed the running config: subscribe %d", code)
+	}
+}
+
+// TestReloadRestartOnly: a reload names the changes it cannot apply and
+// stays quiet about those it applies.
+func TestReloadRestartOnly(t *testing.T) {
+	t.Parallel()
+	rec := &logtest.Recorder{}
+	s, err := New(testConfig(), slog.New(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := testConfig()
+	applied.Channel.Namespaces[0].Presence = true
+	applied.Client.Token.HMACSecretKey = "rotated"
+	if err := s.Reload(applied); err != nil {
+		t.Fatal(err)
+	}
+	if logs := rec.Find(slog.LevelWarn, "config reload: these settings changed but apply only after a restart", nil); len(logs) != 0 {
+		t.Fatalf("warned about applied changes: %v", logs[0].Attr("keys"))
+	}
+
+	next := testConfig()
+	next.GRPCAPI.Port = 10001
+	next.Client.Proxy.Connect.Endpoint = "http://app/connect"
+	next.Channel.Namespaces[0].SubscribeProxyEnabled = true
+	if err := s.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	logs := rec.Find(slog.LevelWarn, "config reload: these settings changed but apply only after a restart", nil)
+	if len(logs) != 1 {
+		t.Fatalf("warnings = %d, want 1", len(logs))
+	}
+	keys := logs[0].Attr("keys")
+	for _, want := range []string{"grpc_api.port", "client.proxy.connect.endpoint", "proxy options"} {
+		if !strings.Contains(keys, want) {
+			t.Errorf("keys %s lack %s", keys, want)
+		}
+	}
+	if strings.Contains(keys, "hmac") || strings.Contains(keys, "subscribe_proxy_name") {
+		t.Errorf("keys %s name applied or unused settings", keys)
 	}
 }
 

@@ -197,6 +197,12 @@ Values come from four layers; each overrides the ones before it:
 The result is then validated; the server refuses to start on an invalid value, with an
 error naming the key, e.g. ` + "`config: channel.namespaces[2].history_ttl: invalid duration \"5x\"`" + `.
 
+On SIGHUP the server reads its file again (environment and flags as at start) and, when the
+result is valid, applies the channel options (` + "`channel.*`" + `) and the token settings
+(` + "`client.token.*`, `client.subscription_token.*`" + `) without dropping connections. Every
+other change, including the proxies and which proxy a namespace uses, applies at the next
+restart; the reload logs a warning naming those keys.
+
 ## Value syntax
 
 - **Durations** are strings with a unit: ` + "`\"25s\"`, `\"1m30s\"`, `\"720h\"`, `\"500ms\"`" + `. As in

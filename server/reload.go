@@ -1,0 +1,65 @@
+package server
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/gyrehq/gyre/server/config"
+)
+
+// restartOnly lists what a reload from running to next changes that only
+// a restart applies: every key except the channel options and the token
+// settings, which Reload hands to the node. Namespaces' choices of proxy
+// are channel options too, but the proxies are wired at start, so a
+// change to them is named as well.
+func restartOnly(running, next *config.Config) []string {
+	var out []string
+	for _, key := range config.Changed(running, next) {
+		if !appliedOnReload(key) {
+			out = append(out, key)
+		}
+	}
+	if !reflect.DeepEqual(proxyRoutes(running), proxyRoutes(next)) {
+		out = append(out, "channel namespaces' proxy options (*_proxy_enabled, *_proxy_name, subscribe_stream_proxy_bidirectional)")
+	}
+	return out
+}
+
+func appliedOnReload(key string) bool {
+	switch {
+	case strings.HasPrefix(key, "client.token."), strings.HasPrefix(key, "client.subscription_token."):
+		return true
+	case strings.HasPrefix(key, "channel.proxy."):
+		return false
+	default:
+		// The namespaces' proxy options are compared as proxyRoutes.
+		return strings.HasPrefix(key, "channel.")
+	}
+}
+
+// proxyRoutes is which proxy each namespace uses for what ("" is channels
+// without a namespace): the namespace options that setupProxies reads.
+func proxyRoutes(c *config.Config) map[string]string {
+	routes := map[string]string{}
+	add := func(ns string, o *config.ChannelOptions) {
+		for _, r := range []struct {
+			what, name string
+			on         bool
+		}{
+			{"subscribe", o.SubscribeProxyName, o.SubscribeProxyEnabled},
+			{"publish", o.PublishProxyName, o.PublishProxyEnabled},
+			{"sub_refresh", o.SubRefreshProxyName, o.SubRefreshProxyEnabled},
+			{"subscribe_stream", o.SubscribeStreamProxyName + " bidirectional=" + strconv.FormatBool(o.SubscribeStreamProxyBidirectional), o.SubscribeStreamProxyEnabled},
+		} {
+			if r.on {
+				routes[ns+" "+r.what] = r.name
+			}
+		}
+	}
+	add("", &c.Channel.WithoutNamespace)
+	for i := range c.Channel.Namespaces {
+		add(c.Channel.Namespaces[i].Name, &c.Channel.Namespaces[i].ChannelOptions)
+	}
+	return routes
+}
