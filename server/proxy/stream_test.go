@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -9,12 +10,15 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/server"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/proxy/proxypb"
+	"github.com/gyrehq/gyre/server/unigrpc/unistreampb"
 )
 
 // streamBackend serves subscription streams: a one-way stream sends
@@ -204,4 +208,107 @@ func waitEnded(t *testing.T, b *streamBackend, ch string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("the backend stream of %s was not cancelled", ch)
+}
+
+// connectBackend answers the gRPC connect proxy, recording the metadata
+// of each call.
+type connectBackend struct {
+	proxypb.UnimplementedCentrifugoProxyServer
+	mu   sync.Mutex
+	seen []metadata.MD
+	reqs []*proxypb.ConnectRequest
+}
+
+func (b *connectBackend) Connect(ctx context.Context, r *proxypb.ConnectRequest) (*proxypb.ConnectResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	b.mu.Lock()
+	b.seen = append(b.seen, md)
+	b.reqs = append(b.reqs, r)
+	b.mu.Unlock()
+	if len(md.Get("x-app-token")) == 0 {
+		return &proxypb.ConnectResponse{Disconnect: &proxypb.Disconnect{Code: 4403, Reason: "no app token"}}, nil
+	}
+	return &proxypb.ConnectResponse{Result: &proxypb.ConnectResult{User: "u-" + md.Get("x-app-token")[0], Channels: []string{"feed"}}}, nil
+}
+
+// TestUniGRPCThroughConnectProxy: a uni_grpc consumer without a token is
+// decided by the connect proxy, which gets the consumer's gRPC metadata
+// named in grpc_metadata; a refusal ends the stream with the backend's
+// disconnect.
+func TestUniGRPCThroughConnectProxy(t *testing.T) {
+	be := &connectBackend{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	proxypb.RegisterCentrifugoProxyServer(gs, be)
+	go func() { _ = gs.Serve(ln) }()
+	t.Cleanup(gs.Stop)
+
+	c := config.Default()
+	c.HTTPServer.Address, c.HTTPServer.Port = "127.0.0.1", 0
+	c.UniGRPC = config.UniGRPC{Enabled: true, Address: "127.0.0.1", Port: 0}
+	c.Client.Proxy.Connect = config.EnabledProxy{Enabled: true, Proxy: config.Proxy{
+		Endpoint: "grpc://" + ln.Addr().String(), Timeout: 2 * time.Second, GRPCMetadata: []string{"x-app-token"},
+	}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(c, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	cc, err := grpc.NewClient(s.UniGRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	consume := func(md metadata.MD) grpc.ServerStreamingClient[unistreampb.Push] {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t.Cleanup(cancel)
+		if md != nil {
+			ctx = metadata.NewOutgoingContext(ctx, md)
+		}
+		st, err := unistreampb.NewCentrifugoUniStreamClient(cc).Consume(ctx, &unistreampb.ConnectRequest{Name: "uni-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	st := consume(metadata.Pairs("x-app-token", "42", "x-other", "not forwarded"))
+	p, err := st.Recv()
+	if err != nil || p.Connect == nil {
+		t.Fatalf("first push %v, %v; want connect", p, err)
+	}
+	if p.Connect.Subs["feed"] == nil {
+		t.Errorf("connect push subs = %v, want feed from the proxy", p.Connect.Subs)
+	}
+	be.mu.Lock()
+	md, req := be.seen[0], be.reqs[0]
+	be.mu.Unlock()
+	if got := md.Get("x-app-token"); len(got) != 1 || got[0] != "42" {
+		t.Errorf("x-app-token forwarded = %q", got)
+	}
+	if got := md.Get("x-other"); len(got) != 0 {
+		t.Errorf("x-other forwarded though not configured: %q", got)
+	}
+	if req.Transport != "uni_grpc" || req.Protocol != "protobuf" || req.Name != "uni-test" {
+		t.Errorf("connect request transport %q protocol %q name %q", req.Transport, req.Protocol, req.Name)
+	}
+
+	refused := consume(nil)
+	p, err = refused.Recv()
+	if err != nil || p.Disconnect == nil || p.Disconnect.Code != 4403 {
+		t.Fatalf("push %v, %v; want disconnect 4403 from the backend", p, err)
+	}
 }
