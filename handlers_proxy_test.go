@@ -74,54 +74,56 @@ func TestHandlerFallsBackToRules(t *testing.T) {
 
 // TestHandlerReplies: what a connecting handler gives (server-side
 // subscriptions with options, meta) and what a publish handler adds (tags,
-// skip_history) take effect.
+// skip_history) take effect, on each broker.
 func TestHandlerReplies(t *testing.T) {
-	off, on := false, true
-	var mu sync.Mutex
-	var seenMeta string
-	n, url := newTestNodeWith(t, handlersConfig(), func(n *gyre.Node) {
-		n.OnConnecting(func(context.Context, gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
-			return gyre.ConnectingReply{
-				Credentials: &gyre.Credentials{UserID: "u2"},
-				Subscriptions: map[string]gyre.SubscribeOptions{
-					"backend:srv": {Data: []byte(`{"s":1}`), ChanInfo: []byte(`{"seat":3}`),
-						Override: &gyre.SubscribeOverride{Presence: &off, ForceRecovery: &on}},
-				},
-				Meta: []byte(`{"m":2}`),
-			}, nil
+	brokers(t, func(t *testing.T, b testBroker) {
+		off, on := false, true
+		var mu sync.Mutex
+		var seenMeta string
+		n, url := newTestNodeWith(t, b.config(t, handlersConfig()), func(n *gyre.Node) {
+			n.OnConnecting(func(context.Context, gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
+				return gyre.ConnectingReply{
+					Credentials: &gyre.Credentials{UserID: "u2"},
+					Subscriptions: map[string]gyre.SubscribeOptions{
+						"backend:srv": {Data: []byte(`{"s":1}`), ChanInfo: []byte(`{"seat":3}`),
+							Override: &gyre.SubscribeOverride{Presence: &off, ForceRecovery: &on}},
+					},
+					Meta: []byte(`{"m":2}`),
+				}, nil
+			})
+			n.OnPublish(func(_ context.Context, c *gyre.Client, e gyre.PublishEvent) (gyre.PublishReply, error) {
+				mu.Lock()
+				seenMeta = string(c.Meta())
+				mu.Unlock()
+				return gyre.PublishReply{Tags: map[string]string{"t": "1"}, SkipHistory: true}, nil
+			})
 		})
-		n.OnPublish(func(_ context.Context, c *gyre.Client, e gyre.PublishEvent) (gyre.PublishReply, error) {
-			mu.Lock()
-			seenMeta = string(c.Meta())
-			mu.Unlock()
-			return gyre.PublishReply{Tags: map[string]string{"t": "1"}, SkipHistory: true}, nil
-		})
+		c := dial(t, url, protocol.TypeJSON)
+		res := c.connect("")
+		sr := res.Subs["backend:srv"]
+		if sr == nil || string(sr.Data) != `{"s":1}` || !sr.Recoverable {
+			t.Fatalf("server-side subscription = %+v, want data and recovery (override)", sr)
+		}
+		if p, err := n.Presence("backend:srv"); err != nil || len(p) != 0 {
+			t.Errorf("presence = %v, %v: the override turned it off", p, err)
+		}
+		if r := c.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "backend:srv", Data: []byte(`{"x":1}`)}}); r.Error != nil {
+			t.Fatal(r.Error)
+		}
+		pub := c.WaitPubs("backend:srv", 1)[0]
+		if pub.Tags["t"] != "1" || pub.Info == nil || string(pub.Info.ChanInfo) != `{"seat":3}` {
+			t.Errorf("publication = %+v", pub)
+		}
+		mu.Lock()
+		if seenMeta != `{"m":2}` {
+			t.Errorf("meta = %q", seenMeta)
+		}
+		mu.Unlock()
+		pubs, _, err := n.History("backend:srv", -1, nil, false)
+		if err != nil || len(pubs) != 0 {
+			t.Errorf("history = %d publications, %v; want none (skip_history)", len(pubs), err)
+		}
 	})
-	c := dial(t, url, protocol.TypeJSON)
-	res := c.connect("")
-	sr := res.Subs["backend:srv"]
-	if sr == nil || string(sr.Data) != `{"s":1}` || !sr.Recoverable {
-		t.Fatalf("server-side subscription = %+v, want data and recovery (override)", sr)
-	}
-	if p, err := n.Presence("backend:srv"); err != nil || len(p) != 0 {
-		t.Errorf("presence = %v, %v: the override turned it off", p, err)
-	}
-	if r := c.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "backend:srv", Data: []byte(`{"x":1}`)}}); r.Error != nil {
-		t.Fatal(r.Error)
-	}
-	pub := c.WaitPubs("backend:srv", 1)[0]
-	if pub.Tags["t"] != "1" || pub.Info == nil || string(pub.Info.ChanInfo) != `{"seat":3}` {
-		t.Errorf("publication = %+v", pub)
-	}
-	mu.Lock()
-	if seenMeta != `{"m":2}` {
-		t.Errorf("meta = %q", seenMeta)
-	}
-	mu.Unlock()
-	pubs, _, err := n.History("backend:srv", -1, nil, false)
-	if err != nil || len(pubs) != 0 {
-		t.Errorf("history = %d publications, %v; want none (skip_history)", len(pubs), err)
-	}
 }
 
 // TestServerSideRefreshRetries: a failing server-side refresh handler
