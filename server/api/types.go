@@ -98,17 +98,22 @@ func publishData(data Payload, b64 string) ([]byte, error) {
 
 // PublishRequest publishes Data (or B64Data, base64) into Channel.
 type PublishRequest struct {
-	Channel        string            `json:"channel"`
-	Data           Payload           `json:"data"`
-	B64Data        string            `json:"b64data"`
+	Channel string  `json:"channel"`
+	Data    Payload `json:"data"`
+	B64Data string  `json:"b64data"`
+	PublishFlags
+}
+
+// PublishFlags are the options publish and broadcast share.
+type PublishFlags struct {
 	SkipHistory    bool              `json:"skip_history"`
 	Tags           map[string]string `json:"tags"`
 	IdempotencyKey string            `json:"idempotency_key"`
 	Delta          bool              `json:"delta"`
 }
 
-func (r *PublishRequest) options() gyre.PublishOptions {
-	return gyre.PublishOptions{Tags: r.Tags, IdempotencyKey: r.IdempotencyKey, SkipHistory: r.SkipHistory, UseDelta: r.Delta}
+func (f *PublishFlags) options() gyre.PublishOptions {
+	return gyre.PublishOptions{Tags: f.Tags, IdempotencyKey: f.IdempotencyKey, SkipHistory: f.SkipHistory, UseDelta: f.Delta}
 }
 
 // PublishResult is the place of a publication in its channel's history
@@ -120,17 +125,10 @@ type PublishResult struct {
 
 // BroadcastRequest publishes the same data into each of Channels.
 type BroadcastRequest struct {
-	Channels       []string          `json:"channels"`
-	Data           Payload           `json:"data"`
-	B64Data        string            `json:"b64data"`
-	SkipHistory    bool              `json:"skip_history"`
-	Tags           map[string]string `json:"tags"`
-	IdempotencyKey string            `json:"idempotency_key"`
-	Delta          bool              `json:"delta"`
-}
-
-func (r *BroadcastRequest) options() gyre.PublishOptions {
-	return gyre.PublishOptions{Tags: r.Tags, IdempotencyKey: r.IdempotencyKey, SkipHistory: r.SkipHistory, UseDelta: r.Delta}
+	Channels []string `json:"channels"`
+	Data     Payload  `json:"data"`
+	B64Data  string   `json:"b64data"`
+	PublishFlags
 }
 
 // BroadcastResult has one response per channel, in request order.

@@ -13,6 +13,18 @@ import (
 func publishRequest(r *apipb.PublishRequest) *api.PublishRequest {
 	return &api.PublishRequest{
 		Channel: r.GetChannel(), Data: r.GetData(), B64Data: r.GetB64Data(),
+		PublishFlags: publishFlags(r),
+	}
+}
+
+// publishFlags reads the options publish and broadcast requests share.
+func publishFlags(r interface {
+	GetSkipHistory() bool
+	GetTags() map[string]string
+	GetIdempotencyKey() string
+	GetDelta() bool
+}) api.PublishFlags {
+	return api.PublishFlags{
 		SkipHistory: r.GetSkipHistory(), Tags: r.GetTags(),
 		IdempotencyKey: r.GetIdempotencyKey(), Delta: r.GetDelta(),
 	}
@@ -21,8 +33,7 @@ func publishRequest(r *apipb.PublishRequest) *api.PublishRequest {
 func broadcastRequest(r *apipb.BroadcastRequest) *api.BroadcastRequest {
 	return &api.BroadcastRequest{
 		Channels: r.GetChannels(), Data: r.GetData(), B64Data: r.GetB64Data(),
-		SkipHistory: r.GetSkipHistory(), Tags: r.GetTags(),
-		IdempotencyKey: r.GetIdempotencyKey(), Delta: r.GetDelta(),
+		PublishFlags: publishFlags(r),
 	}
 }
 
