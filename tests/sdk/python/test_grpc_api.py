@@ -7,45 +7,21 @@ HTTP), runs a batch, calls rpc (unknown without an RPC proxy: 104), and checks
 that a wrong or missing key is refused with UNAUTHENTICATED.
 """
 
-import importlib
 import json
-import sys
-import tempfile
-from pathlib import Path
 
 import grpc
 import pytest
-from grpc_tools import protoc
 
-from gyre_server import REPO_ROOT, GyreServer, base_config, free_port
+import grpc_stubs
+from gyre_server import GyreServer, base_config, free_port
 
 GRPC_KEY = "gyre-sdk-test-grpc-key"
-PROTO_DIR = REPO_ROOT / "server" / "grpcapi" / "apipb"
 
 
 @pytest.fixture(scope="module")
 def pb():
-    """api_pb2 and api_pb2_grpc, generated into a temporary directory."""
-    out = Path(tempfile.mkdtemp(prefix="gyre-grpc-stubs-"))
-    include = Path(protoc.__file__).parent / "_proto"
-    rc = protoc.main(
-        [
-            "grpc_tools.protoc",
-            f"-I{PROTO_DIR}",
-            f"-I{include}",
-            f"--python_out={out}",
-            f"--grpc_python_out={out}",
-            str(PROTO_DIR / "api.proto"),
-        ]
-    )
-    assert rc == 0, f"protoc failed with {rc}"
-    sys.path.insert(0, str(out))
-    try:
-        api_pb2 = importlib.import_module("api_pb2")
-        api_pb2_grpc = importlib.import_module("api_pb2_grpc")
-    finally:
-        sys.path.remove(str(out))
-    return api_pb2, api_pb2_grpc
+    """api_pb2 and api_pb2_grpc."""
+    return grpc_stubs.generate("server/grpcapi/apipb/api.proto")
 
 
 @pytest.fixture(scope="module")

@@ -12,45 +12,23 @@ SDK's JSON and protobuf clients.
 """
 
 import asyncio
-import importlib
 import queue
-import sys
-import tempfile
 import threading
 from concurrent import futures
-from pathlib import Path
 
 import grpc
 import pytest
-from grpc_tools import protoc
 
-from gyre_server import REPO_ROOT, GyreServer, base_config, free_port
+import grpc_stubs
+from gyre_server import GyreServer, base_config, free_port
 from gyre_sdk import connected, new_sub, subscribed, unique_channel
 
-PROTO_DIR = REPO_ROOT / "server" / "proxy" / "proxypb"
 
 
 @pytest.fixture(scope="module")
 def pb():
-    """proxy_pb2 and proxy_pb2_grpc, generated into a temporary directory."""
-    out = Path(tempfile.mkdtemp(prefix="gyre-proxy-stubs-"))
-    include = Path(protoc.__file__).parent / "_proto"
-    rc = protoc.main(
-        [
-            "grpc_tools.protoc",
-            f"-I{PROTO_DIR}",
-            f"-I{include}",
-            f"--python_out={out}",
-            f"--grpc_python_out={out}",
-            str(PROTO_DIR / "proxy.proto"),
-        ]
-    )
-    assert rc == 0, f"protoc failed with {rc}"
-    sys.path.insert(0, str(out))
-    try:
-        return importlib.import_module("proxy_pb2"), importlib.import_module("proxy_pb2_grpc")
-    finally:
-        sys.path.remove(str(out))
+    """proxy_pb2 and proxy_pb2_grpc."""
+    return grpc_stubs.generate("server/proxy/proxypb/proxy.proto")
 
 
 class StreamBackend:

@@ -6,41 +6,21 @@ HTTP API in order, then a disconnect push, after which the call ends with
 status OK; a bad token is a disconnect push 3500.
 """
 
-import importlib
 import json
-import sys
-import tempfile
-from pathlib import Path
 
 import grpc
 import pytest
-from grpc_tools import protoc
 
-from gyre_server import REPO_ROOT, GyreServer, base_config, free_port, sign_token
+import grpc_stubs
+from gyre_server import GyreServer, base_config, free_port, sign_token
 
-PROTO_DIR = REPO_ROOT / "server" / "unigrpc" / "unistreampb"
 CALL_TIMEOUT = 20
 
 
 @pytest.fixture(scope="module")
 def stubs():
-    """unistream_pb2 and unistream_pb2_grpc, generated into a temp dir."""
-    out = Path(tempfile.mkdtemp(prefix="gyre-unistream-"))
-    rc = protoc.main(
-        [
-            "grpc_tools.protoc",
-            f"-I{PROTO_DIR}",
-            f"--python_out={out}",
-            f"--grpc_python_out={out}",
-            str(PROTO_DIR / "unistream.proto"),
-        ]
-    )
-    assert rc == 0, "protoc failed"
-    sys.path.insert(0, str(out))
-    try:
-        return importlib.import_module("unistream_pb2"), importlib.import_module("unistream_pb2_grpc")
-    finally:
-        sys.path.remove(str(out))
+    """unistream_pb2 and unistream_pb2_grpc."""
+    return grpc_stubs.generate("server/unigrpc/unistreampb/unistream.proto")
 
 
 @pytest.fixture(scope="module")
