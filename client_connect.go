@@ -198,14 +198,14 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		channels = append(channels, n.PersonalChannel(creds.UserID))
 	}
 	var subs []*subscription
-	for _, ch := range channels {
+	subscribe := func(ch string, o *SubscribeOptions) {
 		if _, dup := res.Subs[ch]; dup {
-			continue
+			return
 		}
-		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch], nil)
+		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch], o)
 		if err != nil {
 			n.log.Info("server-side subscription failed", "client", c.id, "channel", ch, "error", err)
-			continue
+			return
 		}
 		if res.Subs == nil {
 			res.Subs = make(map[string]*protocol.SubscribeResult)
@@ -213,20 +213,11 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		res.Subs[ch] = sr
 		subs = append(subs, s)
 	}
+	for _, ch := range channels {
+		subscribe(ch, nil)
+	}
 	for ch, o := range extraSubs {
-		if _, dup := res.Subs[ch]; dup {
-			continue
-		}
-		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch], &o)
-		if err != nil {
-			n.log.Info("server-side subscription failed", "client", c.id, "channel", ch, "error", err)
-			continue
-		}
-		if res.Subs == nil {
-			res.Subs = make(map[string]*protocol.SubscribeResult)
-		}
-		res.Subs[ch] = sr
-		subs = append(subs, s)
+		subscribe(ch, &o)
 	}
 	return res, subs, nil
 }
