@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,7 +134,9 @@ func TestServerSideRefreshRetries(t *testing.T) {
 	cfg := handlersConfig()
 	cfg.ServerSideRefreshRetry = 50 * time.Millisecond
 	var mu sync.Mutex
-	var subDone bool
+	// unsubscribed is set once the client saw its subscription end, so
+	// that the connection's refresh cannot close it before that push.
+	var unsubscribed atomic.Bool
 	calls := map[string]int{}
 	count := func(what string) int {
 		mu.Lock()
@@ -152,19 +155,12 @@ func TestServerSideRefreshRetries(t *testing.T) {
 			if count("sub") < 3 {
 				return gyre.SubRefreshReply{}, errors.New("backend down")
 			}
-			mu.Lock()
-			subDone = true
-			mu.Unlock()
 			return gyre.SubRefreshReply{Expired: true}, nil
 		})
 		n.OnServerSideRefresh(func(context.Context, *gyre.Client, gyre.RefreshEvent) (gyre.RefreshReply, error) {
 			// Failing until the subscription is gone keeps the
 			// connection for the subscription's part of the test.
-			k := count("conn")
-			mu.Lock()
-			done := subDone
-			mu.Unlock()
-			if k < 3 || !done {
+			if k := count("conn"); k < 3 || !unsubscribed.Load() {
 				return gyre.RefreshReply{}, errors.New("backend down")
 			}
 			return gyre.RefreshReply{Expired: true}, nil
@@ -183,6 +179,7 @@ func TestServerSideRefreshRetries(t *testing.T) {
 	if u.Unsubscribe.Code != 2501 {
 		t.Errorf("unsubscribe code %d, want 2501", u.Unsubscribe.Code)
 	}
+	unsubscribed.Store(true)
 	if ce := c.WaitClose(); ce.Code != 3005 {
 		t.Errorf("close %d, want 3005", ce.Code)
 	}

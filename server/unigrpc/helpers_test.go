@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -199,6 +200,24 @@ func (b *logBuffer) String() string {
 }
 
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+
+// waitFor returns the log once it holds every one of parts, or what it
+// holds after a few seconds. The client may learn that its call ended
+// before the server's interceptor has written the line about it.
+func (b *logBuffer) waitFor(parts ...string) string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l := b.String()
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		if all || time.Now().After(deadline) {
+			return l
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // waitDisconnect waits for the node to report a client's disconnect.
 func (s *testServer) waitDisconnect(t *testing.T) gyre.DisconnectEvent {

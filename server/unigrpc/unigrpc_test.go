@@ -301,7 +301,7 @@ func TestMaxReceiveMessageSize(t *testing.T) {
 	if _, err := big.stream.Recv(); status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("oversized request: %v, want ResourceExhausted", err)
 	}
-	if l := logs.String(); !strings.Contains(l, "uni_grpc: call refused") || !strings.Contains(l, "ResourceExhausted") {
+	if l := logs.waitFor("uni_grpc: call refused", "ResourceExhausted"); !strings.Contains(l, "uni_grpc: call refused") || !strings.Contains(l, "ResourceExhausted") {
 		t.Errorf("log %q, want the refused call and its cause", l)
 	}
 	small := consume(t, client, &unistreampb.ConnectRequest{Token: tok, Data: []byte(`{}`)})
@@ -351,7 +351,7 @@ func TestMalformedConnectRequest(t *testing.T) {
 	if got := s.node.LocalInfo().NumClients; got != 0 {
 		t.Errorf("%d clients, want none", got)
 	}
-	if l := logs.String(); !strings.Contains(l, "uni_grpc: call refused") || !strings.Contains(l, "unmarshal") {
+	if l := logs.waitFor("uni_grpc: call refused", "unmarshal"); !strings.Contains(l, "uni_grpc: call refused") || !strings.Contains(l, "unmarshal") {
 		t.Errorf("log %q, want the refused call and its cause", l)
 	}
 }
