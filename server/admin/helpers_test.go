@@ -64,13 +64,16 @@ const (
 	redisEngine  engine = "redis"
 )
 
-// testChannels: channels without namespace keep history and are open to
-// clients; "chat:" allows wildcard subscriptions.
+// testChannels: channels without namespace and "chat:" keep history and
+// are open to clients; "wild:" allows wildcard subscriptions.
 func testChannels() gyre.ChannelConfig {
 	open := gyre.ChannelOptions{HistorySize: 100, HistoryTTL: time.Minute, AllowSubscribeForClient: true}
 	return gyre.ChannelConfig{
 		WithoutNamespace: open,
-		Namespaces:       []gyre.Namespace{{Name: "chat", ChannelOptions: open}},
+		Namespaces: []gyre.Namespace{
+			{Name: "chat", ChannelOptions: open},
+			{Name: "wild", ChannelOptions: gyre.ChannelOptions{AllowSubscribeForClient: true, AllowWildcardSubscriptions: true}},
+		},
 	}
 }
 
