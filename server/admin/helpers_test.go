@@ -33,7 +33,9 @@ type clock struct {
 	now time.Time
 }
 
-func newClock() *clock { return &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+// newClock starts at the real time (connection tokens signed on it are
+// checked by the node's real clock), in whole seconds.
+func newClock() *clock { return &clock{now: time.Now().Truncate(time.Second)} }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
@@ -72,6 +74,7 @@ func testChannels() gyre.ChannelConfig {
 		WithoutNamespace: open,
 		Namespaces: []gyre.Namespace{
 			{Name: "chat", ChannelOptions: open},
+			{Name: "private"}, // subscription tokens only
 			{Name: "wild", ChannelOptions: gyre.ChannelOptions{AllowSubscribeForClient: true, AllowWildcardSubscriptions: true}},
 		},
 	}
