@@ -1,10 +1,13 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/gyrehq/gyre/token"
 )
 
 // TestAdminRoutes: admin.enabled serves the admin interface (it answered
@@ -50,5 +53,36 @@ func TestAdminRoutes(t *testing.T) {
 	_, base = newServer(t, off)
 	if status, _ := get(t, base+"/admin/init"); status != 404 {
 		t.Fatalf("admin disabled: %d", status)
+	}
+}
+
+// TestAdminTokenReload: the token route signs with the HMAC key a reload
+// set, as the node then verifies with it.
+func TestAdminTokenReload(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.Admin.Enabled, c.Admin.Insecure = true, true
+	s, base := newServer(t, c)
+	next := testConfig()
+	next.Admin = c.Admin
+	next.Client.Token.HMACSecretKey = "reloaded-secret"
+	if err := s.Reload(next); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(base+"/admin/token", "application/json", strings.NewReader(`{"kind":"connection","user":"u"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct{ Token string }
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("token: %d %v", resp.StatusCode, err)
+	}
+	v, err := token.NewVerifier(token.Config{HMACSecretKey: "reloaded-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.VerifyConnectToken(got.Token, false); err != nil {
+		t.Fatalf("token not signed with the reloaded key: %v", err)
 	}
 }

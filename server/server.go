@@ -50,6 +50,7 @@ type Server struct {
 	// backend; proxyHeaders are the client request headers they forward.
 	proxyPool    *proxy.Pool
 	proxyHeaders []string
+	admin        *admin.Handler // nil when admin is off
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -194,25 +195,24 @@ func (s *Server) adminRoutes() error {
 	if !a.Enabled {
 		return nil
 	}
-	subKey := ""
-	if st := s.cfg.Client.SubscriptionToken; st.Enabled {
-		subKey = st.Token.HMACSecretKey
-	}
+	connKey, subKey, separate := adminTokenKeys(s.cfg)
 	h, err := admin.New(s.node, s.exec, admin.Config{
-		Prefix:               a.HandlerPrefix,
-		Password:             a.Password,
-		Secret:               a.Secret,
-		Insecure:             a.Insecure,
-		WebPath:              a.WebPath,
-		WebProxyAddress:      a.WebProxyAddress,
-		Version:              Version,
-		TokenKey:             s.cfg.Client.Token.HMACSecretKey,
-		SubscriptionTokenKey: subKey,
-		Logger:               s.log,
+		Prefix:                     a.HandlerPrefix,
+		Password:                   a.Password,
+		Secret:                     a.Secret,
+		Insecure:                   a.Insecure,
+		WebPath:                    a.WebPath,
+		WebProxyAddress:            a.WebProxyAddress,
+		Version:                    Version,
+		TokenKey:                   connKey,
+		SubscriptionTokenKey:       subKey,
+		SeparateSubscriptionTokens: separate,
+		Logger:                     s.log,
 	})
 	if err != nil {
 		return err
 	}
+	s.admin = h
 	mux := s.internalOr(a.External)
 	mux.Handle(h.Prefix()+"/", h)
 	if a.Insecure {
@@ -220,6 +220,14 @@ func (s *Server) adminRoutes() error {
 	}
 	s.log.Info("admin interface enabled", "prefix", h.Prefix()+"/", "external", a.External || s.cfg.HTTPServer.InternalPort == 0)
 	return nil
+}
+
+// adminTokenKeys are the HMAC keys the admin token route signs
+// connection and subscription tokens with, and whether the latter are
+// separate.
+func adminTokenKeys(c *config.Config) (conn, sub string, separate bool) {
+	st := c.Client.SubscriptionToken
+	return c.Client.Token.HMACSecretKey, st.Token.HMACSecretKey, st.Enabled
 }
 
 // internalOr is the mux of an internal endpoint that may be asked to stay
@@ -380,6 +388,9 @@ func (s *Server) Reload(cfg *config.Config) error {
 	}
 	if err := s.node.SetTokenConfig(ncfg.Token, ncfg.SubscriptionToken); err != nil {
 		return fmt.Errorf("server: reload tokens: %w", err)
+	}
+	if s.admin != nil {
+		s.admin.SetTokenKeys(adminTokenKeys(cfg))
 	}
 	if keys := restartOnly(s.cfg, cfg); len(keys) > 0 {
 		s.log.Warn("config reload: these settings changed but apply only after a restart", "keys", keys)

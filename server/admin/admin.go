@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gyrehq/gyre"
@@ -32,10 +33,12 @@ type Config struct {
 	// Version and Edition are what init reports.
 	Version string
 	// TokenKey is the HMAC key of connection tokens
-	// (client.token.hmac_secret_key); SubscriptionTokenKey that of
-	// subscription tokens when they have their own (else TokenKey is
-	// used). Empty keys leave the token route answering 400.
+	// (client.token.hmac_secret_key), and of subscription tokens unless
+	// SeparateSubscriptionTokens, when SubscriptionTokenKey is theirs
+	// (client.subscription_token). An empty key leaves the token route
+	// answering 400 for its kind.
 	TokenKey, SubscriptionTokenKey string
+	SeparateSubscriptionTokens     bool
 	// Logger logs refusals; nil logs nothing.
 	Logger *slog.Logger
 	// Now is the clock of session expiry and of the login rate limit;
@@ -60,6 +63,21 @@ type Handler struct {
 	mux    *http.ServeMux
 	api    *api.Handler
 	logins *loginLimiter
+	// keys are the HMAC keys of the token route, which a config reload
+	// may change (SetTokenKeys).
+	keys atomic.Pointer[tokenKeys]
+}
+
+type tokenKeys struct{ conn, sub string }
+
+// SetTokenKeys changes the HMAC keys the token route signs with, as
+// Config.TokenKey, SubscriptionTokenKey and SeparateSubscriptionTokens
+// (a server calls it when a config reload changes them).
+func (h *Handler) SetTokenKeys(conn, sub string, separate bool) {
+	if !separate {
+		sub = conn
+	}
+	h.keys.Store(&tokenKeys{conn: conn, sub: sub})
 }
 
 // New creates the admin handler of node n; the API route runs its methods
@@ -85,9 +103,6 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 	if cfg.PingInterval == 0 {
 		cfg.PingInterval = 15 * time.Second
 	}
-	if cfg.SubscriptionTokenKey == "" {
-		cfg.SubscriptionTokenKey = cfg.TokenKey
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -99,6 +114,7 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 		mux:    http.NewServeMux(),
 		logins: newLoginLimiter(cfg.LoginFailures, cfg.LoginWindow, cfg.Now),
 	}
+	h.SetTokenKeys(cfg.TokenKey, cfg.SubscriptionTokenKey, cfg.SeparateSubscriptionTokens)
 	if exec == nil {
 		exec = api.NewExecutor(n, api.Config{Logger: log})
 	}
@@ -177,7 +193,7 @@ func (h *Handler) init(w http.ResponseWriter, r *http.Request) {
 		"authenticated": h.authenticated(r) == nil,
 		"version":       h.cfg.Version,
 		"node_name":     h.node.Name(),
-		"tokens":        h.cfg.TokenKey != "",
+		"tokens":        h.keys.Load().conn != "",
 	})
 }
 

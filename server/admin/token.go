@@ -44,7 +44,8 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 	if len(req.Info) > 0 && string(req.Info) != "null" {
 		claims["info"] = req.Info
 	}
-	key := h.cfg.TokenKey
+	keys := h.keys.Load()
+	key := keys.conn
 	switch req.Kind {
 	case "connection":
 	case "subscription":
@@ -53,13 +54,13 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		claims["channel"] = req.Channel
-		key = h.cfg.SubscriptionTokenKey
+		key = keys.sub
 	default:
 		h.badRequest(w, r, fmt.Sprintf("kind must be connection or subscription, not %q", req.Kind))
 		return
 	}
 	if key == "" {
-		h.badRequest(w, r, "no HMAC key is configured (client.token.hmac_secret_key)")
+		h.badRequest(w, r, "no HMAC key is configured for "+req.Kind+" tokens (client.token.hmac_secret_key, or client.subscription_token.hmac_secret_key when subscription tokens have their own)")
 		return
 	}
 	tok, err := token.SignHMAC("HS256", []byte(key), claims)
