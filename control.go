@@ -14,9 +14,12 @@ import (
 // any of them; each node applies them to its own connections. Nodes also
 // announce themselves periodically so that Info lists the whole cluster.
 
-// nodeInfoInterval is how often a node announces itself; a node not heard
-// of for three intervals is dropped from Info.
-const nodeInfoInterval = 5 * time.Second
+// NodeInfoInterval is how often a node announces itself (and measures
+// its publish rate, NodeInfo.PublishRate); a node not heard of for three
+// intervals is dropped from Info.
+const NodeInfoInterval = 5 * time.Second
+
+const nodeInfoInterval = NodeInfoInterval
 
 // nodeRegistry holds what the other nodes announced.
 type nodeRegistry struct {
