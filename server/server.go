@@ -208,6 +208,7 @@ func (s *Server) adminRoutes() error {
 		SubscriptionTokenKey:       subKey,
 		SeparateSubscriptionTokens: separate,
 		Logger:                     s.log,
+		OnAPICall:                  s.metrics.APICall,
 	})
 	if err != nil {
 		return err

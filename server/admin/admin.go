@@ -41,6 +41,9 @@ type Config struct {
 	SeparateSubscriptionTokens     bool
 	// Logger logs refusals; nil logs nothing.
 	Logger *slog.Logger
+	// OnAPICall, when set, is told about every call of the API route, as
+	// api.Config.OnCall.
+	OnAPICall func(method string, code uint32, d time.Duration)
 	// Now is the clock of session expiry and of the login rate limit;
 	// nil is time.Now.
 	Now func() time.Time
@@ -119,7 +122,7 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 		exec = api.NewExecutor(n, api.Config{Logger: log})
 	}
 	p := cfg.Prefix
-	h.api = api.NewHandlerFor(exec, api.Config{Insecure: true, Prefix: p + "/admin/api", Logger: log})
+	h.api = api.NewHandlerFor(exec, api.Config{Insecure: true, Prefix: p + "/admin/api", Logger: log, OnCall: cfg.OnAPICall})
 	h.mux.HandleFunc("GET "+p+"/admin/init", h.init)
 	h.mux.HandleFunc("POST "+p+"/admin/auth", h.auth)
 	h.mux.Handle("POST "+p+"/admin/api", h.secure(h.api))
@@ -212,7 +215,13 @@ func (h *Handler) auth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-	if err := r.ParseForm(); err != nil {
+	var err error
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		err = r.ParseMultipartForm(1 << 20)
+	} else {
+		err = r.ParseForm()
+	}
+	if err != nil {
 		h.log.Info("admin login refused: unreadable form", "remote", addr, "error", err)
 		writeError(w, http.StatusBadRequest, "unreadable form")
 		return

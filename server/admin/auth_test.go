@@ -3,6 +3,7 @@ package admin_test
 import (
 	"encoding/json"
 	"log/slog"
+	"mime/multipart"
 	"strings"
 	"testing"
 	"time"
@@ -171,5 +172,18 @@ func TestInit(t *testing.T) {
 	mustJSON(t, e2.get("/admin/init", "").body, &init)
 	if init["tokens"] != false {
 		t.Fatalf("init without an HMAC key: %v", init)
+	}
+}
+
+// TestLoginMultipart: the password may come as multipart form data, as
+// browsers send a FormData.
+func TestLoginMultipart(t *testing.T) {
+	e := newEnv(t, admin.Config{})
+	var body strings.Builder
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("password", testPassword)
+	_ = mw.Close()
+	if r := e.do("POST", "/admin/auth", "", mw.FormDataContentType(), body.String()); r.status != 200 || !strings.Contains(r.body, `"token"`) {
+		t.Fatalf("multipart login: %d %s", r.status, r.body)
 	}
 }
