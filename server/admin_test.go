@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -84,5 +85,16 @@ func TestAdminTokenReload(t *testing.T) {
 	}
 	if _, err := v.VerifyConnectToken(got.Token, false); err != nil {
 		t.Fatalf("token not signed with the reloaded key: %v", err)
+	}
+}
+
+// TestAdminPrefixConflict: a prefix another endpoint has is an error at
+// start, not a panic.
+func TestAdminPrefixConflict(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.Admin.Enabled, c.Admin.Insecure, c.Admin.HandlerPrefix = true, true, "/api"
+	if _, err := New(c, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "admin.handler_prefix") {
+		t.Fatalf("admin prefix /api: %v", err)
 	}
 }

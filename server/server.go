@@ -214,12 +214,25 @@ func (s *Server) adminRoutes() error {
 		return err
 	}
 	s.admin = h
-	mux := s.internalOr(a.External)
-	mux.Handle(h.Prefix()+"/", h)
+	if err := handle(s.internalOr(a.External), h.Prefix()+"/", h); err != nil {
+		return fmt.Errorf("admin.handler_prefix: %w", err)
+	}
 	if a.Insecure {
 		s.log.Warn("admin interface without login (admin.insecure): keep it on a trusted network", "prefix", h.Prefix()+"/")
 	}
 	s.log.Info("admin interface enabled", "prefix", h.Prefix()+"/", "external", a.External || s.cfg.HTTPServer.InternalPort == 0)
+	return nil
+}
+
+// handle registers h for pattern on mux, with an error where ServeMux
+// panics (a pattern another endpoint has, or one it cannot parse).
+func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cannot serve %q: %v", pattern, r)
+		}
+	}()
+	mux.Handle(pattern, h)
 	return nil
 }
 

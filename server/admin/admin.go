@@ -30,7 +30,7 @@ type Config struct {
 	// WebProxyAddress, when set, is the URL of a running development
 	// server of the web application, which the handler proxies to.
 	WebProxyAddress string
-	// Version and Edition are what init reports.
+	// Version is the server version init reports.
 	Version string
 	// TokenKey is the HMAC key of connection tokens
 	// (client.token.hmac_secret_key), and of subscription tokens unless
@@ -90,6 +90,9 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 	cfg.Prefix = strings.TrimRight(cfg.Prefix, "/")
 	if cfg.Prefix != "" && !strings.HasPrefix(cfg.Prefix, "/") {
 		cfg.Prefix = "/" + cfg.Prefix
+	}
+	if strings.ContainsAny(cfg.Prefix, "{} \t\n") {
+		return nil, fmt.Errorf("admin: prefix %q: no braces or spaces", cfg.Prefix)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
