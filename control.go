@@ -19,8 +19,6 @@ import (
 // intervals is dropped from Info.
 const NodeInfoInterval = 5 * time.Second
 
-const nodeInfoInterval = NodeInfoInterval
-
 // nodeRegistry holds what the other nodes announced.
 type nodeRegistry struct {
 	mu    sync.Mutex
@@ -47,7 +45,7 @@ func (r *nodeRegistry) live(self string) []NodeInfo {
 	defer r.mu.Unlock()
 	var out []NodeInfo
 	for id, s := range r.nodes {
-		if time.Since(s.at) > 3*nodeInfoInterval {
+		if time.Since(s.at) > 3*NodeInfoInterval {
 			delete(r.nodes, id)
 			continue
 		}

@@ -239,7 +239,7 @@ func (n *Node) Run() error {
 	}
 	n.announce()
 	n.wg.Go(func() { n.pinger.run(n.done) })
-	n.every(nodeInfoInterval, n.announce)
+	n.every(NodeInfoInterval, n.announce)
 	n.every(n.cfg.PresenceUpdateInterval, n.refreshPresence)
 	n.every(n.cfg.PositionCheckInterval, n.checkPositions)
 	n.log.Info("node running", "id", n.id, "name", n.name)
