@@ -54,6 +54,8 @@ type Node struct {
 	// what the last announce measured from it (see load.go).
 	published atomic.Int64
 	load      loadMeter
+	// surveys are the ClusterChannels calls waiting for other nodes.
+	surveys channelSurveys
 	// live holds every client whose transport is not closed yet,
 	// connected or not, and liveClients counts them: Shutdown closes them
 	// all and waits for their close frames.
