@@ -17,6 +17,7 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/internal/frontdoor"
+	"github.com/gyrehq/gyre/server/admin"
 	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/metrics"
@@ -82,6 +83,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	// one, the rpc method answers 104 "not found", as Centrifugo does.
 	s.exec = api.NewExecutor(node, api.Config{Logger: log})
 	s.routes()
+	if err := s.adminRoutes(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if s.grpcAPI, err = s.newGRPCAPI(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -181,6 +185,41 @@ func (s *Server) routes() {
 		s.internal.HandleFunc(p+"/symbol", pprof.Symbol)
 		s.internal.HandleFunc(p+"/trace", pprof.Trace)
 	}
+}
+
+// adminRoutes serves the admin interface when admin.enabled, on the
+// internal port unless admin.external.
+func (s *Server) adminRoutes() error {
+	a := s.cfg.Admin
+	if !a.Enabled {
+		return nil
+	}
+	subKey := ""
+	if st := s.cfg.Client.SubscriptionToken; st.Enabled {
+		subKey = st.Token.HMACSecretKey
+	}
+	h, err := admin.New(s.node, s.exec, admin.Config{
+		Prefix:               a.HandlerPrefix,
+		Password:             a.Password,
+		Secret:               a.Secret,
+		Insecure:             a.Insecure,
+		WebPath:              a.WebPath,
+		WebProxyAddress:      a.WebProxyAddress,
+		Version:              Version,
+		TokenKey:             s.cfg.Client.Token.HMACSecretKey,
+		SubscriptionTokenKey: subKey,
+		Logger:               s.log,
+	})
+	if err != nil {
+		return err
+	}
+	mux := s.internalOr(a.External)
+	mux.Handle(h.Prefix()+"/", h)
+	if a.Insecure {
+		s.log.Warn("admin interface without login (admin.insecure): keep it on a trusted network", "prefix", h.Prefix()+"/")
+	}
+	s.log.Info("admin interface enabled", "prefix", h.Prefix()+"/", "external", a.External || s.cfg.HTTPServer.InternalPort == 0)
+	return nil
 }
 
 // internalOr is the mux of an internal endpoint that may be asked to stay
