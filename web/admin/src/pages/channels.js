@@ -104,7 +104,9 @@ export function channelPage(main, ctx, channel) {
   return () => cleanups.forEach((fn) => fn());
 }
 
-function presenceSection(channel) {
+const PRESENCE_REFRESH_MS = 5000;
+
+function presenceSection(channel, cleanups) {
   const alert = alertBox();
   const tbody = h('tbody');
   const table = h(
@@ -120,6 +122,7 @@ function presenceSection(channel) {
     'section',
     { class: 'card', 'aria-labelledby': headingId },
     h('div', { class: 'section-head' }, h('h2', { id: headingId, text: 'Presence' }), refresh),
+    h('p', { class: 'muted small', text: 'Refreshed every 5 seconds.' }),
     alert.el,
     scrollTable(table, 'Presence table'),
   );
@@ -147,6 +150,8 @@ function presenceSection(channel) {
     }
   }
   load();
+  const timer = setInterval(load, PRESENCE_REFRESH_MS);
+  cleanups.push(() => clearInterval(timer));
   return section;
 }
 
