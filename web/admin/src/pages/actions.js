@@ -63,7 +63,7 @@ export function jsonError(text) {
 }
 
 /** actionsPage sends API methods through admin/api and shows the raw reply. */
-export function actionsPage(main) {
+export function actionsPage(main, ctx, presetChannel) {
   const alert = alertBox();
   const method = field(
     'Method',
@@ -200,6 +200,7 @@ export function actionsPage(main) {
     }
   }
 
+  if (presetChannel) channel.input.value = presetChannel;
   form.addEventListener('input', update);
   form.addEventListener('change', update);
   main.append(

@@ -99,6 +99,7 @@ export function channelPage(main, ctx, channel) {
   main.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/channels', text: 'Channels' }), ' / '),
     h('h1', { class: 'channel-name', text: channel }),
+    h('p', {}, h('a', { href: `#/actions/${encodeURIComponent(channel)}`, text: 'Publish into this channel' })),
     h('div', { class: 'grid' }, presenceSection(channel, cleanups), tailSection(channel, cleanups), historySection(channel, cleanups)),
   );
   return () => cleanups.forEach((fn) => fn());
