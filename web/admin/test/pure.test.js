@@ -31,3 +31,22 @@ test('formats', () => {
   assert.equal(rate(3.5), '3.5/s');
   assert.equal(rate(undefined), '–');
 });
+
+test('fromInfo maps the info method to the nodes table, metrics items when there', async () => {
+  const { fromInfo } = await import('../src/pages/status.js');
+  const [gyre, other] = fromInfo({
+    nodes: [
+      { uid: 'u1', name: 'a', version: '1', uptime: 5, num_clients: 2, num_subs: 3, metrics: { items: { gyre_publish_rate: 0.5, gyre_memory_bytes: 100, gyre_broker_healthy: 0 } } },
+      { uid: 'u2', name: 'b', process: { rss: 42 } },
+    ],
+  });
+  assert.equal(gyre.id, 'u1');
+  assert.equal(gyre.uptime_seconds, 5);
+  assert.equal(gyre.num_subs, 3);
+  assert.equal(gyre.publish_rate, 0.5);
+  assert.equal(gyre.memory_bytes, 100);
+  assert.equal(gyre.broker_healthy, false);
+  assert.equal(other.memory_bytes, 42);
+  assert.equal(other.broker_healthy, undefined);
+  assert.equal(other.publish_rate, undefined);
+});
