@@ -1,15 +1,18 @@
 package admin
 
 import (
+	"bytes"
 	"embed"
 	"errors"
 	"fmt"
+	"html"
 	"io/fs"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -78,13 +81,40 @@ func spa(prefix string, files fs.FS) http.Handler {
 				return
 			}
 		}
+		if strings.HasPrefix(name, "assets/") {
+			// A build's files that are not there (a page cached from an
+			// older build asks for them): the application would not do.
+			http.NotFound(w, r)
+			return
+		}
 		index, err := fs.ReadFile(files, "index.html")
 		if err != nil {
 			http.Error(w, "admin: the web application has no index.html", http.StatusNotFound)
 			return
 		}
+		if strings.Contains(name, "/") {
+			// Below the first level, the index's relative links would
+			// resolve against the wrong directory: anchor them at the
+			// application's root.
+			index = withBase(index, prefix+"/")
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		_, _ = w.Write(index)
 	})
+}
+
+// withBase adds <base href> to an index.html that has none, after <head>.
+func withBase(index []byte, href string) []byte {
+	lower := bytes.ToLower(index)
+	if bytes.Contains(lower, []byte("<base ")) {
+		return index
+	}
+	i := bytes.Index(lower, []byte("<head>"))
+	if i < 0 {
+		return index
+	}
+	i += len("<head>")
+	tag := `<base href="` + html.EscapeString(href) + `">`
+	return slices.Concat(index[:i], []byte(tag), index[i:])
 }

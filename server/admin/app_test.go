@@ -18,9 +18,15 @@ func TestPrefix(t *testing.T) {
 		if r := e.get("/", ""); r.status != 200 || !strings.Contains(r.body, "<html") {
 			t.Fatalf("prefix %q, app: %d %s", prefix, r.status, r.body)
 		}
-		// Client-side routes get the application.
-		if r := e.get("/channels/chat:index", ""); r.status != 200 || !strings.Contains(r.body, "<html") {
-			t.Fatalf("prefix %q, client route: %d", prefix, r.status)
+		// Client-side routes get the application; below the first level
+		// its relative links are anchored at the prefix.
+		if r := e.get("/channels/chat:index", ""); r.status != 200 || !strings.Contains(r.body, "<html") ||
+			!strings.Contains(r.body, `<base href="/ops/">`) {
+			t.Fatalf("prefix %q, client route: %d %s", prefix, r.status, r.body)
+		}
+		// A build's file that is not there is a 404, not the application.
+		if r := e.get("/assets/app-OLD.js", ""); r.status != 404 {
+			t.Fatalf("prefix %q, stale asset: %d", prefix, r.status)
 		}
 		tok := e.token()
 		if r := e.postJSON("/admin/api", tok, `{"method":"info","params":{}}`); r.status != 200 {
