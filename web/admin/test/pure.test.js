@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseTags, jsonError } from '../src/pages/actions.js';
 import { duration, bytes, rate } from '../src/format.js';
+import { payload } from '../src/pages/channels.js';
 
 test('parseTags reads key=value lines and skips blank ones', () => {
   assert.deepEqual(parseTags('kind=alert\n\n src = ui \nexpr=a=b'), { tags: { kind: 'alert', src: 'ui', expr: 'a=b' } });
@@ -49,4 +50,9 @@ test('fromInfo maps the info method to the nodes table, metrics items when there
   assert.equal(other.memory_bytes, 42);
   assert.equal(other.broker_healthy, undefined);
   assert.equal(other.publish_rate, undefined);
+});
+
+test('payload shows JSON data, or binary data as base64', () => {
+  assert.equal(payload({ data: { a: 1 } }), '{"a":1}');
+  assert.equal(payload({ b64data: 'AAE=' }), 'binary, base64: AAE=');
 });

@@ -73,6 +73,13 @@ export function compact(value) {
   return line !== undefined && line.length <= 100 ? line : pretty(value);
 }
 
+// payload is a publication's data as text: its JSON, or its bytes in
+// base64 when they are not JSON (the server sends those as b64data).
+export function payload(pub) {
+  if (pub.data === undefined && pub.b64data !== undefined) return `binary, base64: ${pub.b64data}`;
+  return compact(pub.data);
+}
+
 function pubItem(pub) {
   const tags = Object.entries(pub.tags || {});
   const who = pub.info && (pub.info.user || pub.info.client) ? `from ${pub.info.user || '(anonymous)'}${pub.info.client ? ` · ${pub.info.client}` : ''}` : '';
@@ -86,7 +93,7 @@ function pubItem(pub) {
       pub.time_ms ? h('span', { text: time(pub.time_ms) }) : null,
       who ? h('span', { text: who }) : null,
     ),
-    h('pre', { class: 'json', text: compact(pub.data) }),
+    h('pre', { class: 'json', text: payload(pub) }),
     tags.length
       ? h('p', { class: 'tags' }, h('span', { class: 'sr-only', text: 'Tags: ' }), tags.map(([k, v]) => h('span', { class: 'tag', text: `${k}=${v}` })))
       : null,
