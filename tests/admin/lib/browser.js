@@ -58,9 +58,12 @@ export async function newPage(browser, { width = 1280, height = 800 } = {}) {
 }
 
 // aria builds a puppeteer ARIA selector for the element of that role and
-// accessible name.
+// accessible name. "textbox" stands for any text field: an input of type
+// search is a searchbox and one of type number a spinbutton, and the tests
+// should not care which the app chose.
 export function aria(role, name) {
-  return `::-p-aria([name=${JSON.stringify(name)}][role=${JSON.stringify(role)}])`;
+  const roles = role === 'textbox' ? ['textbox', 'searchbox', 'spinbutton'] : [role];
+  return roles.map((r) => `::-p-aria([name=${JSON.stringify(name)}][role=${JSON.stringify(r)}])`).join(', ');
 }
 
 // byRole waits for the element and returns its handle.
