@@ -66,9 +66,10 @@ export function aria(role, name) {
   return roles.map((r) => `::-p-aria([name=${JSON.stringify(name)}][role=${JSON.stringify(r)}])`).join(', ');
 }
 
-// byRole waits for the element and returns its handle.
-export async function byRole(page, role, name) {
-  const el = await page.waitForSelector(aria(role, name), { visible: true });
+// byRole waits for the element and returns its handle. It must be visible,
+// unless visible is false (an empty list has no size, yet is there).
+export async function byRole(page, role, name, { visible = true } = {}) {
+  const el = await page.waitForSelector(aria(role, name), { visible });
   if (!el) throw new Error(`no ${role} named "${name}"`);
   return el;
 }
@@ -112,14 +113,22 @@ export async function waitForTextAt(page, selector, what, want, { timeout = WAIT
   }
 }
 
-// tabTo presses Tab until the element with that role and name has the focus.
-export async function tabTo(page, role, name, { presses = 40 } = {}) {
-  for (let i = 0; i < presses; i++) {
-    await page.keyboard.press('Tab');
+// tabTo presses Tab (Shift+Tab with back) until the element with that role
+// and name has the focus, and returns it.
+export async function tabTo(page, role, name, { back = false, presses = 40 } = {}) {
+  for (let i = 0; i <= presses; i++) {
     const el = await page.$(aria(role, name));
     if (el && await el.evaluate((node) => node === document.activeElement)) return el;
+    if (i === presses) break;
+    if (back) {
+      await page.keyboard.down('Shift');
+      await page.keyboard.press('Tab');
+      await page.keyboard.up('Shift');
+    } else {
+      await page.keyboard.press('Tab');
+    }
   }
-  throw new Error(`Tab never reached the ${role} "${name}"`);
+  throw new Error(`${back ? 'Shift+Tab' : 'Tab'} never reached the ${role} "${name}"`);
 }
 
 // login logs in from the login form with the given password (the configured

@@ -14,7 +14,11 @@ export const NODE_NAME = 'gyre-admin-test-node';
 // interface with a password and a secret, an HMAC key (so the Tokens page works),
 // a "chat" namespace with history and presence, and a "private" namespace where a
 // subscription needs a token. admin overrides or adds admin.* keys.
+//
+// GYRE_ADMIN_WEB_PATH=DIR runs the tests against the app built into DIR
+// (admin.web_path) instead of the one embedded in the binary.
 export function adminConfig(port, admin = {}) {
+  if (process.env.GYRE_ADMIN_WEB_PATH) admin = { web_path: process.env.GYRE_ADMIN_WEB_PATH, ...admin };
   return {
     http_server: { port },
     log: { level: 'info' },

@@ -44,7 +44,8 @@ test('the Filters page shows the filter tree and kept and dropped publications',
   assert.deepEqual(tree.vals, ['GOOG', 'AAPL'], treeText);
 
   await waitForText(page, 'list', 'Publications', 'dropped');
-  const items = await page.$$eval(`${aria('list', 'Publications')} > li, ${aria('list', 'Publications')} [role="listitem"]`, (els) => els.map((e) => e.innerText));
+  const list = await byRole(page, 'list', 'Publications');
+  const items = await list.$$eval('li', (els) => els.map((e) => e.innerText));
   assert.equal(items.length, 3, items.join('\n---\n'));
   const verdict = (ticker) => {
     const item = items.find((t) => t.includes(ticker));

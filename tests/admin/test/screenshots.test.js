@@ -53,7 +53,7 @@ test('every page, at 1280x800 and the status page at 360px', async () => {
   await screenshot(page, 'channels');
 
   await click(page, 'link', 'chat:lobby');
-  await byRole(page, 'list', 'Live tail');
+  await byRole(page, 'list', 'Live tail', { visible: false });
   await server.api('publish', { channel: 'chat:lobby', data: { text: 'live' }, tags: { ticker: 'GOOG' } });
   await waitForText(page, 'list', 'Live tail', 'live');
   await screenshot(page, 'channel');
