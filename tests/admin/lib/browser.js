@@ -167,10 +167,11 @@ export async function horizontalOverflow(page) {
 
 // screenshot saves the page when GYRE_ADMIN_SCREENSHOTS is set: into
 // docs/admin/ when it is "1", else into the directory it names.
-export async function screenshot(page, name) {
+// fullPage takes the whole page instead of the viewport.
+export async function screenshot(page, name, { fullPage = false } = {}) {
   const want = process.env.GYRE_ADMIN_SCREENSHOTS;
   if (!want) return;
   const dir = want === '1' ? new URL('../../../docs/admin/', import.meta.url).pathname : want;
   mkdirSync(dir, { recursive: true });
-  await page.screenshot({ path: join(dir, `${name}.png`) });
+  await page.screenshot({ path: join(dir, `${name}.png`), fullPage });
 }

@@ -56,7 +56,7 @@ test('every page, at 1280x800 and the status page at 360px', async () => {
   await byRole(page, 'list', 'Live tail', { visible: false });
   await server.api('publish', { channel: 'chat:lobby', data: { text: 'live' }, tags: { ticker: 'GOOG' } });
   await waitForText(page, 'list', 'Live tail', 'live');
-  await screenshot(page, 'channel');
+  await screenshot(page, 'channel', { fullPage: true });
 
   await go(page, 'Actions');
   await fill(page, 'combobox', 'Method', 'publish');
