@@ -27,6 +27,9 @@ type Client struct {
 	transport Transport
 	proto     protocol.Type
 	uni       bool
+	// hidden: the connection of Node.Tail, which no handler and no
+	// metric sees.
+	hidden bool
 	// declineCompaction: the client's SDK offers channel compaction but
 	// cannot use it (see compactionBroken).
 	declineCompaction bool
@@ -492,6 +495,9 @@ func (c *Client) close(d *Disconnect, flush bool) {
 			c.closeTransport(d)
 		}
 		close(c.closed)
+		if c.hidden {
+			return
+		}
 		c.node.obs.Disconnected(d.Code)
 		lvl := slog.LevelDebug
 		if d.Code >= 3500 && d.Code < 4000 || d == DisconnectSlow {

@@ -706,7 +706,7 @@ func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 	if push {
 		c.enqueuePush(&protocol.Push{Channel: s.channel, Unsubscribe: &protocol.Unsubscribe{Code: code, Reason: reason}})
 	}
-	if h := n.handlers.unsubscribe; h != nil {
+	if h := n.handlers.unsubscribe; h != nil && !c.hidden {
 		h(c, UnsubscribeEvent{Channel: s.channel, Code: code, Reason: reason})
 	}
 }

@@ -14,9 +14,12 @@ import (
 // any of them; each node applies them to its own connections. Nodes also
 // announce themselves periodically so that Info lists the whole cluster.
 
-// nodeInfoInterval is how often a node announces itself; a node not heard
-// of for three intervals is dropped from Info.
-const nodeInfoInterval = 5 * time.Second
+// NodeInfoInterval is how often a node announces itself (and measures
+// its publish rate, NodeInfo.PublishRate); a node not heard of for three
+// intervals is dropped from Info.
+const NodeInfoInterval = 5 * time.Second
+
+const nodeInfoInterval = NodeInfoInterval
 
 // nodeRegistry holds what the other nodes announced.
 type nodeRegistry struct {
@@ -86,7 +89,9 @@ func (n *Node) handleControl(data []byte) error {
 			ID: ni.Id, Name: ni.Name, Version: ni.Version,
 			NumClients: int(ni.NumClients), NumUsers: int(ni.NumUsers),
 			NumChannels: int(ni.NumChannels), NumSubs: int(ni.NumSubs),
-			Uptime: time.Duration(ni.UptimeSeconds) * time.Second,
+			Uptime:      time.Duration(ni.UptimeSeconds) * time.Second,
+			PublishRate: ni.PublishRate, MemoryBytes: ni.MemoryBytes,
+			BrokerHealthy: ni.BrokerHealthy, BrokerError: ni.BrokerError,
 		})
 	case cmd.Subscribe != nil:
 		s := cmd.Subscribe
@@ -108,12 +113,15 @@ func (n *Node) handleControl(data []byte) error {
 
 // announce tells the other nodes about this one.
 func (n *Node) announce() {
+	n.load.measure(n.published.Load())
 	i := n.LocalInfo()
 	err := n.sendControl(&controlpb.Command{Node: &controlpb.NodeInfo{
 		Id: i.ID, Name: i.Name, Version: i.Version,
 		NumClients: uint32(i.NumClients), NumUsers: uint32(i.NumUsers),
 		NumChannels: uint32(i.NumChannels), NumSubs: uint32(i.NumSubs),
 		UptimeSeconds: int64(i.Uptime / time.Second),
+		PublishRate:   i.PublishRate, MemoryBytes: i.MemoryBytes,
+		BrokerHealthy: i.BrokerHealthy, BrokerError: i.BrokerError,
 	}})
 	if err != nil {
 		n.log.Warn("announce node", "error", err)

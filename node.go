@@ -50,6 +50,10 @@ type Node struct {
 
 	handlers handlers
 	nodes    nodeRegistry
+	// published counts the publications this node published; load holds
+	// what the last announce measured from it (see load.go).
+	published atomic.Int64
+	load      loadMeter
 	// live holds every client whose transport is not closed yet,
 	// connected or not, and liveClients counts them: Shutdown closes them
 	// all and waits for their close frames.

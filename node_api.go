@@ -199,12 +199,22 @@ type NodeInfo struct {
 	NumChannels int
 	NumSubs     int
 	Uptime      time.Duration
+	// PublishRate is the publications per second the node published over
+	// its last announce interval (5 seconds).
+	PublishRate float64
+	// MemoryBytes is the memory the process holds from the OS.
+	MemoryBytes uint64
+	// BrokerHealthy and BrokerError are what Healthy said. A node of an
+	// older version that does not report them reads as not healthy with
+	// no error.
+	BrokerHealthy bool
+	BrokerError   string
 }
 
 // LocalInfo describes this node.
 func (n *Node) LocalInfo() NodeInfo {
 	users, channels, subs := n.hub.stats()
-	return NodeInfo{
+	info := NodeInfo{
 		ID:          n.id,
 		Name:        n.name,
 		Version:     n.cfg.Version,
@@ -214,6 +224,13 @@ func (n *Node) LocalInfo() NodeInfo {
 		NumSubs:     subs,
 		Uptime:      time.Since(n.startedAt),
 	}
+	info.PublishRate, info.MemoryBytes = n.load.get()
+	if err := n.Healthy(); err != nil {
+		info.BrokerError = err.Error()
+	} else {
+		info.BrokerHealthy = true
+	}
+	return info
 }
 
 // Healthy returns nil when the node can serve: its broker and presence

@@ -134,6 +134,13 @@ func (n *Node) PublishMany(items []PublishItem) {
 	// with writers it holds unwoken.
 	defer n.putBurst(b)
 	b.publish(items)
+	ok := 0
+	for i := range items {
+		if items[i].Err == nil {
+			ok++
+		}
+	}
+	n.published.Add(int64(ok))
 }
 
 // A burst publishes a batch and fans out what the broker hands back for

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/internal/frontdoor"
+	"github.com/gyrehq/gyre/server/admin"
 	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/metrics"
@@ -49,6 +50,7 @@ type Server struct {
 	// backend; proxyHeaders are the client request headers they forward.
 	proxyPool    *proxy.Pool
 	proxyHeaders []string
+	admin        *admin.Handler // nil when admin is off
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -82,6 +84,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	// one, the rpc method answers 104 "not found", as Centrifugo does.
 	s.exec = api.NewExecutor(node, api.Config{Logger: log})
 	s.routes()
+	if err := s.adminRoutes(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if s.grpcAPI, err = s.newGRPCAPI(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -181,6 +186,62 @@ func (s *Server) routes() {
 		s.internal.HandleFunc(p+"/symbol", pprof.Symbol)
 		s.internal.HandleFunc(p+"/trace", pprof.Trace)
 	}
+}
+
+// adminRoutes serves the admin interface when admin.enabled, on the
+// internal port unless admin.external.
+func (s *Server) adminRoutes() error {
+	a := s.cfg.Admin
+	if !a.Enabled {
+		return nil
+	}
+	connKey, subKey, separate := adminTokenKeys(s.cfg)
+	h, err := admin.New(s.node, s.exec, admin.Config{
+		Prefix:                     a.HandlerPrefix,
+		Password:                   a.Password,
+		Secret:                     a.Secret,
+		Insecure:                   a.Insecure,
+		WebPath:                    a.WebPath,
+		WebProxyAddress:            a.WebProxyAddress,
+		Version:                    Version,
+		TokenKey:                   connKey,
+		SubscriptionTokenKey:       subKey,
+		SeparateSubscriptionTokens: separate,
+		Logger:                     s.log,
+		OnAPICall:                  s.metrics.APICall,
+	})
+	if err != nil {
+		return err
+	}
+	s.admin = h
+	if err := handle(s.internalOr(a.External), h.Prefix()+"/", h); err != nil {
+		return fmt.Errorf("admin.handler_prefix: %w", err)
+	}
+	if a.Insecure {
+		s.log.Warn("admin interface without login (admin.insecure): keep it on a trusted network", "prefix", h.Prefix()+"/")
+	}
+	s.log.Info("admin interface enabled", "prefix", h.Prefix()+"/", "external", a.External || s.cfg.HTTPServer.InternalPort == 0)
+	return nil
+}
+
+// handle registers h for pattern on mux, with an error where ServeMux
+// panics (a pattern another endpoint has, or one it cannot parse).
+func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cannot serve %q: %v", pattern, r)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
+}
+
+// adminTokenKeys are the HMAC keys the admin token route signs
+// connection and subscription tokens with, and whether the latter are
+// separate.
+func adminTokenKeys(c *config.Config) (conn, sub string, separate bool) {
+	st := c.Client.SubscriptionToken
+	return c.Client.Token.HMACSecretKey, st.Token.HMACSecretKey, st.Enabled
 }
 
 // internalOr is the mux of an internal endpoint that may be asked to stay
@@ -341,6 +402,9 @@ func (s *Server) Reload(cfg *config.Config) error {
 	}
 	if err := s.node.SetTokenConfig(ncfg.Token, ncfg.SubscriptionToken); err != nil {
 		return fmt.Errorf("server: reload tokens: %w", err)
+	}
+	if s.admin != nil {
+		s.admin.SetTokenKeys(adminTokenKeys(cfg))
 	}
 	if keys := restartOnly(s.cfg, cfg); len(keys) > 0 {
 		s.log.Warn("config reload: these settings changed but apply only after a restart", "keys", keys)

@@ -137,6 +137,15 @@ type NodeInfo struct {
 	NumChannels   uint32                 `protobuf:"varint,6,opt,name=num_channels,json=numChannels,proto3" json:"num_channels,omitempty"`
 	NumSubs       uint32                 `protobuf:"varint,7,opt,name=num_subs,json=numSubs,proto3" json:"num_subs,omitempty"`
 	UptimeSeconds int64                  `protobuf:"varint,8,opt,name=uptime_seconds,json=uptimeSeconds,proto3" json:"uptime_seconds,omitempty"`
+	// Added later: a node that does not send them reads as 0 / false / "".
+	// publish_rate is publications per second over the last announce
+	// interval; memory_bytes the memory the process holds from the OS
+	// (minus what it released); broker_healthy and broker_error what
+	// Node.Healthy said.
+	PublishRate   float64 `protobuf:"fixed64,9,opt,name=publish_rate,json=publishRate,proto3" json:"publish_rate,omitempty"`
+	MemoryBytes   uint64  `protobuf:"varint,10,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	BrokerHealthy bool    `protobuf:"varint,11,opt,name=broker_healthy,json=brokerHealthy,proto3" json:"broker_healthy,omitempty"`
+	BrokerError   string  `protobuf:"bytes,12,opt,name=broker_error,json=brokerError,proto3" json:"broker_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -225,6 +234,34 @@ func (x *NodeInfo) GetUptimeSeconds() int64 {
 		return x.UptimeSeconds
 	}
 	return 0
+}
+
+func (x *NodeInfo) GetPublishRate() float64 {
+	if x != nil {
+		return x.PublishRate
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetMemoryBytes() uint64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetBrokerHealthy() bool {
+	if x != nil {
+		return x.BrokerHealthy
+	}
+	return false
+}
+
+func (x *NodeInfo) GetBrokerError() string {
+	if x != nil {
+		return x.BrokerError
+	}
+	return ""
 }
 
 type Subscribe struct {
@@ -601,7 +638,7 @@ const file_control_proto_rawDesc = "" +
 	"disconnect\x18\x06 \x01(\v2\x18.gyre.control.DisconnectR\n" +
 	"disconnect\x12/\n" +
 	"\arefresh\x18\a \x01(\v2\x15.gyre.control.RefreshR\arefresh\x125\n" +
-	"\temulation\x18\b \x01(\v2\x17.gyre.control.EmulationR\temulation\"\xeb\x01\n" +
+	"\temulation\x18\b \x01(\v2\x17.gyre.control.EmulationR\temulation\"\xfb\x02\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -611,7 +648,12 @@ const file_control_proto_rawDesc = "" +
 	"\tnum_users\x18\x05 \x01(\rR\bnumUsers\x12!\n" +
 	"\fnum_channels\x18\x06 \x01(\rR\vnumChannels\x12\x19\n" +
 	"\bnum_subs\x18\a \x01(\rR\anumSubs\x12%\n" +
-	"\x0euptime_seconds\x18\b \x01(\x03R\ruptimeSeconds\"k\n" +
+	"\x0euptime_seconds\x18\b \x01(\x03R\ruptimeSeconds\x12!\n" +
+	"\fpublish_rate\x18\t \x01(\x01R\vpublishRate\x12!\n" +
+	"\fmemory_bytes\x18\n" +
+	" \x01(\x04R\vmemoryBytes\x12%\n" +
+	"\x0ebroker_healthy\x18\v \x01(\bR\rbrokerHealthy\x12!\n" +
+	"\fbroker_error\x18\f \x01(\tR\vbrokerError\"k\n" +
 	"\tSubscribe\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12\x16\n" +

@@ -216,10 +216,24 @@ func (e *Executor) Info(_ context.Context, _ *InfoRequest) (InfoResult, error) {
 		out.Nodes = append(out.Nodes, NodeInfo{
 			UID: ni.ID, Name: ni.Name, Version: ni.Version, NumClients: ni.NumClients,
 			NumUsers: ni.NumUsers, NumChannels: ni.NumChannels, NumSubs: ni.NumSubs,
-			Uptime: int64(ni.Uptime.Seconds()),
+			Uptime:  int64(ni.Uptime.Seconds()),
+			Metrics: nodeMetrics(ni),
 		})
 	}
 	return out, nil
+}
+
+// nodeMetrics are the measurements a node reports in its node info.
+func nodeMetrics(ni gyre.NodeInfo) *NodeMetrics {
+	healthy := 0.0
+	if ni.BrokerHealthy {
+		healthy = 1
+	}
+	return &NodeMetrics{Interval: gyre.NodeInfoInterval.Seconds(), Items: map[string]float64{
+		"gyre_publish_rate":   ni.PublishRate,
+		"gyre_memory_bytes":   float64(ni.MemoryBytes),
+		"gyre_broker_healthy": healthy,
+	}}
 }
 
 // RPC calls a method of the application through Config.RPC. Without it

@@ -272,6 +272,10 @@ func TestInfo(t *testing.T) {
 			NumChannels int    `json:"num_channels"`
 			NumSubs     int    `json:"num_subs"`
 			Uptime      int64  `json:"uptime"`
+			Metrics     struct {
+				Interval float64            `json:"interval"`
+				Items    map[string]float64 `json:"items"`
+			} `json:"metrics"`
 		} `json:"nodes"`
 	}
 	// An empty body is an empty request.
@@ -285,5 +289,12 @@ func TestInfo(t *testing.T) {
 	}
 	if n.NumClients != 3 || n.NumUsers != 2 || n.NumChannels != 2 || n.NumSubs != 2 {
 		t.Fatalf("node counts %+v, want 3 clients, 2 users, 2 channels, 2 subscriptions", n)
+	}
+	m := n.Metrics
+	if m.Interval != 5 || m.Items["gyre_memory_bytes"] <= 0 || m.Items["gyre_broker_healthy"] != 1 {
+		t.Fatalf("node metrics %+v", m)
+	}
+	if _, ok := m.Items["gyre_publish_rate"]; !ok {
+		t.Fatalf("node metrics without gyre_publish_rate: %+v", m)
 	}
 }

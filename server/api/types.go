@@ -281,6 +281,16 @@ type NodeInfo struct {
 	NumSubs     int    `json:"num_subs"`
 	// Uptime in seconds.
 	Uptime int64 `json:"uptime"`
+	// Metrics is what the node measured over its last announce interval.
+	Metrics *NodeMetrics `json:"metrics,omitempty"`
+}
+
+// NodeMetrics are a node's measurements, named as in Centrifugo's info
+// (interval in seconds, items by name): gyre_publish_rate (publications
+// per second), gyre_memory_bytes and gyre_broker_healthy (1 or 0).
+type NodeMetrics struct {
+	Interval float64            `json:"interval"`
+	Items    map[string]float64 `json:"items"`
 }
 
 // InfoResult lists the nodes.

@@ -46,13 +46,13 @@ type HTTPAPI struct {
 
 // Admin configures the admin web interface.
 type Admin struct {
-	Enabled         bool   `key:"enabled" help:"Serve the admin web interface."`
-	HandlerPrefix   string `key:"handler_prefix" help:"URL path the admin interface is served under; empty serves it at the root."`
-	Password        string `key:"password" help:"Password to log into the admin interface."`
-	Secret          string `key:"secret" help:"Secret that signs admin session tokens."`
-	Insecure        bool   `key:"insecure" help:"No login for the admin interface (only behind a trusted network)."`
-	WebPath         string `key:"web_path" help:"Directory with a custom admin web application to serve instead of the built-in one."`
-	WebProxyAddress string `key:"web_proxy_address" help:"Address of a running admin web application to proxy to, for its development."`
+	Enabled         bool   `key:"enabled" help:"Serve the admin web interface (the app at handler_prefix/, its JSON routes under handler_prefix/admin/; see docs/admin.md). On the internal port when http_server.internal_port is set, unless external."`
+	HandlerPrefix   string `key:"handler_prefix" help:"URL path the admin interface is served under, such as /admin-ui; empty serves it at the root."`
+	Password        string `key:"password" help:"Password to log into the admin interface (compared in constant time; 10 failed logins a minute per address are then refused with 429). Required unless insecure."`
+	Secret          string `key:"secret" help:"Secret that signs admin session tokens (HMAC-SHA256, valid 24 hours); changing it logs everybody out. Required unless insecure."`
+	Insecure        bool   `key:"insecure" help:"No login for the admin interface: every admin route, the API included, is open (only behind a trusted network)."`
+	WebPath         string `key:"web_path" help:"Directory with another build of the admin web application (with an index.html) to serve instead of the embedded one."`
+	WebProxyAddress string `key:"web_proxy_address" help:"http(s) URL of a running development server of the admin web application to proxy the app to; the admin routes stay the server's."`
 	External        bool   `key:"external" help:"Serve the admin interface on the external port even when an internal port is set."`
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -95,6 +97,19 @@ func (v *validator) endpoints(c *Config) {
 		}
 		if a.Secret == "" {
 			v.fail("admin.secret", "must be set when admin.enabled is true and admin.insecure is false")
+		}
+	}
+	if a.Enabled && a.WebProxyAddress != "" {
+		if u, err := url.Parse(a.WebProxyAddress); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.fail("admin.web_proxy_address", "must be an http:// or https:// URL")
+		}
+		if a.WebPath != "" {
+			v.fail("admin.web_path", "cannot be set together with admin.web_proxy_address")
+		}
+	}
+	if a.Enabled && a.WebPath != "" {
+		if st, err := os.Stat(filepath.Join(a.WebPath, "index.html")); err != nil || st.IsDir() {
+			v.fail("admin.web_path", "must be a directory holding index.html")
 		}
 	}
 }

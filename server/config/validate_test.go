@@ -89,6 +89,15 @@ func TestValidateNamesTheKey(t *testing.T) {
 		}, "client.subscribe_to_user_personal_channel.single_connection", "needs presence"},
 		{"admin password", func(c *Config) { c.Admin.Enabled = true; c.Admin.Secret = "s" }, "admin.password", "must be set"},
 		{"admin secret", func(c *Config) { c.Admin.Enabled = true; c.Admin.Password = "p" }, "admin.secret", "must be set"},
+		{"admin web_path", func(c *Config) {
+			c.Admin.Enabled, c.Admin.Insecure, c.Admin.WebPath = true, true, "/nonexistent-admin-build"
+		}, "admin.web_path", "index.html"},
+		{"admin web_proxy_address", func(c *Config) {
+			c.Admin.Enabled, c.Admin.Insecure, c.Admin.WebProxyAddress = true, true, "localhost:5173"
+		}, "admin.web_proxy_address", "http://"},
+		{"admin web_path and proxy", func(c *Config) {
+			c.Admin.Enabled, c.Admin.Insecure, c.Admin.WebProxyAddress, c.Admin.WebPath = true, true, "http://localhost:5173", "."
+		}, "admin.web_path", "together"},
 		{"tls cert", func(c *Config) { c.HTTPServer.TLS = TLS{Enabled: true, KeyPEMFile: "k.pem"} }, "http_server.tls.cert_pem", "certificate"},
 		{"tls key", func(c *Config) {
 			c.UniGRPC = UniGRPC{Enabled: true, Port: 11000, TLS: TLS{Enabled: true, CertPEM: "c"}}
@@ -152,6 +161,9 @@ func TestValidateAccepts(t *testing.T) {
 		{"pings off", func(c *Config) { c.Client.PingInterval, c.Client.PongTimeout = -1, -1 }},
 		{"pong check off", func(c *Config) { c.Client.PongTimeout = -1 }},
 		{"admin insecure", func(c *Config) { c.Admin.Enabled, c.Admin.Insecure = true, true }},
+		{"admin web proxy", func(c *Config) {
+			c.Admin.Enabled, c.Admin.Insecure, c.Admin.WebProxyAddress = true, true, "http://localhost:5173"
+		}},
 		{"tls from files", func(c *Config) { c.HTTPServer.TLS = TLS{Enabled: true, CertPEMFile: "c.pem", KeyPEMFile: "k.pem"} }},
 		{"redis forms", func(c *Config) {
 			c.Engine.Type = "redis"

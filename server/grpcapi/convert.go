@@ -219,6 +219,9 @@ func infoResult(r api.InfoResult) *apipb.InfoResult {
 			NumChannels: uint32(n.NumChannels), NumSubs: uint32(n.NumSubs),
 			Uptime: uint32(n.Uptime),
 		}
+		if m := n.Metrics; m != nil {
+			out.Nodes[i].Metrics = &apipb.Metrics{Interval: m.Interval, Items: m.Items}
+		}
 	}
 	return out
 }

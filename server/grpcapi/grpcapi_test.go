@@ -199,6 +199,9 @@ func TestMethods(t *testing.T) {
 		if len(nodes) != 1 || nodes[0].GetUid() == "" || nodes[0].GetNumClients() != 1 {
 			t.Fatalf("nodes %v", nodes)
 		}
+		if m := nodes[0].GetMetrics(); m.GetInterval() != 5 || m.GetItems()["gyre_memory_bytes"] <= 0 || m.GetItems()["gyre_broker_healthy"] != 1 {
+			t.Fatalf("node metrics %v", m)
+		}
 	})
 	t.Run("rpc", func(t *testing.T) {
 		r, err := e.client.RPC(ctx, &apipb.RPCRequest{Method: "echo", Params: []byte(`{"q":1}`)})

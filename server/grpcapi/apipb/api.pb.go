@@ -2444,7 +2444,8 @@ func (*InfoRequest) Descriptor() ([]byte, []int) {
 	return file_api_proto_rawDescGZIP(), []int{41}
 }
 
-// Metrics is a node's metric snapshot; Gyre leaves it unset.
+// Metrics is a node's metric snapshot: Gyre sets gyre_publish_rate,
+// gyre_memory_bytes and gyre_broker_healthy over its announce interval.
 type Metrics struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Interval      float64                `protobuf:"fixed64,1,opt,name=interval,proto3" json:"interval,omitempty"`

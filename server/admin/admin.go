@@ -1,0 +1,261 @@
+package admin
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/server/api"
+)
+
+// Config configures the admin interface.
+type Config struct {
+	// Prefix is the URL path everything is served under ("" is the root).
+	Prefix string
+	// Password logs in; Secret signs the session tokens. Both are needed
+	// unless Insecure.
+	Password, Secret string
+	// Insecure serves every route without a token.
+	Insecure bool
+	// WebPath, when set, is a directory holding the web application to
+	// serve instead of the embedded one.
+	WebPath string
+	// WebProxyAddress, when set, is the URL of a running development
+	// server of the web application, which the handler proxies to.
+	WebProxyAddress string
+	// Version is the server version init reports.
+	Version string
+	// TokenKey is the HMAC key of connection tokens
+	// (client.token.hmac_secret_key), and of subscription tokens unless
+	// SeparateSubscriptionTokens, when SubscriptionTokenKey is theirs
+	// (client.subscription_token). An empty key leaves the token route
+	// answering 400 for its kind.
+	TokenKey, SubscriptionTokenKey string
+	SeparateSubscriptionTokens     bool
+	// Logger logs refusals; nil logs nothing.
+	Logger *slog.Logger
+	// OnAPICall, when set, is told about every call of the API route, as
+	// api.Config.OnCall.
+	OnAPICall func(method string, code uint32, d time.Duration)
+	// Now is the clock of session expiry and of the login rate limit;
+	// nil is time.Now.
+	Now func() time.Time
+	// SessionTTL is how long a session token is valid; 0 is 24 hours.
+	SessionTTL time.Duration
+	// LoginFailures failed logins within LoginWindow from one remote
+	// address make it wait; 0 means 10 within a minute.
+	LoginFailures int
+	LoginWindow   time.Duration
+	// PingInterval is how often the tail sends a comment to keep its
+	// stream open; 0 is 15 seconds.
+	PingInterval time.Duration
+}
+
+// Handler serves the admin interface.
+type Handler struct {
+	node   *gyre.Node
+	cfg    Config
+	log    *slog.Logger
+	mux    *http.ServeMux
+	api    *api.Handler
+	logins *loginLimiter
+	// keys are the HMAC keys of the token route, which a config reload
+	// may change (SetTokenKeys).
+	keys atomic.Pointer[tokenKeys]
+}
+
+type tokenKeys struct{ conn, sub string }
+
+// SetTokenKeys changes the HMAC keys the token route signs with, as
+// Config.TokenKey, SubscriptionTokenKey and SeparateSubscriptionTokens
+// (a server calls it when a config reload changes them).
+func (h *Handler) SetTokenKeys(conn, sub string, separate bool) {
+	if !separate {
+		sub = conn
+	}
+	h.keys.Store(&tokenKeys{conn: conn, sub: sub})
+}
+
+// New creates the admin handler of node n; the API route runs its methods
+// on exec (nil: an executor of its own), without the API key (the session
+// token stands for it).
+func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
+	cfg.Prefix = strings.TrimRight(cfg.Prefix, "/")
+	if cfg.Prefix != "" && !strings.HasPrefix(cfg.Prefix, "/") {
+		cfg.Prefix = "/" + cfg.Prefix
+	}
+	if strings.ContainsAny(cfg.Prefix, "{} \t\n") {
+		return nil, fmt.Errorf("admin: prefix %q: no braces or spaces", cfg.Prefix)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.SessionTTL == 0 {
+		cfg.SessionTTL = 24 * time.Hour
+	}
+	if cfg.LoginFailures == 0 {
+		cfg.LoginFailures = 10
+	}
+	if cfg.LoginWindow == 0 {
+		cfg.LoginWindow = time.Minute
+	}
+	if cfg.PingInterval == 0 {
+		cfg.PingInterval = 15 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{
+		node:   n,
+		cfg:    cfg,
+		log:    log,
+		mux:    http.NewServeMux(),
+		logins: newLoginLimiter(cfg.LoginFailures, cfg.LoginWindow, cfg.Now),
+	}
+	h.SetTokenKeys(cfg.TokenKey, cfg.SubscriptionTokenKey, cfg.SeparateSubscriptionTokens)
+	if exec == nil {
+		exec = api.NewExecutor(n, api.Config{Logger: log})
+	}
+	p := cfg.Prefix
+	h.api = api.NewHandlerFor(exec, api.Config{Insecure: true, Prefix: p + "/admin/api", Logger: log, OnCall: cfg.OnAPICall})
+	h.mux.HandleFunc("GET "+p+"/admin/init", h.init)
+	h.mux.HandleFunc("POST "+p+"/admin/auth", h.auth)
+	h.mux.Handle("POST "+p+"/admin/api", h.secure(h.api))
+	h.mux.Handle("GET "+p+"/admin/tail", h.secure(http.HandlerFunc(h.tail)))
+	h.mux.Handle("GET "+p+"/admin/nodes", h.secure(http.HandlerFunc(h.nodes)))
+	h.mux.Handle("POST "+p+"/admin/filter", h.secure(http.HandlerFunc(h.filter)))
+	h.mux.Handle("POST "+p+"/admin/token", h.secure(http.HandlerFunc(h.token)))
+	// Any other PREFIX/admin/ path is an unknown route, not a page of
+	// the application.
+	h.mux.HandleFunc(p+"/admin/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such admin route: "+r.Method+" "+r.URL.Path)
+	})
+	app, err := h.app()
+	if err != nil {
+		return nil, err
+	}
+	h.mux.Handle(p+"/", app)
+	return h, nil
+}
+
+// Prefix is the URL path the handler serves (its Config.Prefix, cleaned).
+// Mount the handler at Prefix+"/".
+func (h *Handler) Prefix() string { return h.cfg.Prefix }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// requestToken is the session token of r: "Authorization: token <t>", or
+// the token query parameter (EventSource cannot set headers).
+func requestToken(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); a != "" {
+		f := strings.Fields(a)
+		if len(f) == 2 && strings.EqualFold(f[0], "token") {
+			return f[1]
+		}
+		return ""
+	}
+	return r.URL.Query().Get("token")
+}
+
+// authenticated checks r's token; the error says why it is refused.
+func (h *Handler) authenticated(r *http.Request) error {
+	if h.cfg.Insecure {
+		return nil
+	}
+	if h.cfg.Secret == "" {
+		return fmt.Errorf("admin.secret is not set")
+	}
+	tok := requestToken(r)
+	if tok == "" {
+		return fmt.Errorf("no token")
+	}
+	return checkSession(h.cfg.Secret, tok, h.cfg.Now())
+}
+
+// secure lets through the requests with a valid session token.
+func (h *Handler) secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.authenticated(r); err != nil {
+			h.log.Info("admin request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())
+			writeError(w, http.StatusUnauthorized, "unauthorized")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *Handler) init(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"insecure":      h.cfg.Insecure,
+		"edition":       "oss",
+		"authenticated": h.authenticated(r) == nil,
+		"version":       h.cfg.Version,
+		"node_name":     h.node.Name(),
+		"tokens":        h.keys.Load().conn != "",
+	})
+}
+
+func (h *Handler) auth(w http.ResponseWriter, r *http.Request) {
+	addr := remoteHost(r)
+	if d := h.logins.wait(addr); d > 0 {
+		secs := int((d + time.Second - 1) / time.Second)
+		h.log.Warn("admin login refused: too many failed attempts", "remote", addr, "retry_after_seconds", secs)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", secs))
+		return
+	}
+	if h.cfg.Password == "" || h.cfg.Secret == "" {
+		h.log.Error("admin login refused: admin.password and admin.secret must be set", "remote", addr)
+		writeError(w, http.StatusBadRequest, "login is not configured")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	var err error
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		err = r.ParseMultipartForm(1 << 20)
+	} else {
+		err = r.ParseForm()
+	}
+	if err != nil {
+		h.log.Info("admin login refused: unreadable form", "remote", addr, "error", err)
+		writeError(w, http.StatusBadRequest, "unreadable form")
+		return
+	}
+	if !passwordMatches(r.PostForm.Get("password"), h.cfg.Password) {
+		h.logins.fail(addr)
+		h.log.Warn("admin login refused: wrong password", "remote", addr)
+		writeError(w, http.StatusBadRequest, "wrong password")
+		return
+	}
+	h.log.Info("admin login", "remote", addr)
+	writeJSON(w, http.StatusOK, map[string]string{"token": signSession(h.cfg.Secret, h.cfg.Now().Add(h.cfg.SessionTTL))})
+}
+
+// remoteHost is the address a login is counted against: the peer's IP.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers {"error": {"message": msg}}.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg}})
+}
