@@ -17,14 +17,15 @@ export const NODE_NAME = 'gyre-admin-test-node';
 //
 // GYRE_ADMIN_WEB_PATH=DIR runs the tests against the app built into DIR
 // (admin.web_path) instead of the one embedded in the binary.
-export function adminConfig(port, admin = {}) {
+// hmac false leaves out the HMAC key (no Tokens page).
+export function adminConfig(port, admin = {}, { hmac = true } = {}) {
   if (process.env.GYRE_ADMIN_WEB_PATH) admin = { web_path: process.env.GYRE_ADMIN_WEB_PATH, ...admin };
   return {
     http_server: { port },
     log: { level: 'info' },
     node: { name: NODE_NAME },
     admin: { enabled: true, password: ADMIN_PASSWORD, secret: ADMIN_SECRET, ...admin },
-    client: { token: { hmac_secret_key: HMAC_SECRET }, allowed_origins: ['*'] },
+    client: { ...(hmac ? { token: { hmac_secret_key: HMAC_SECRET } } : {}), allowed_origins: ['*'] },
     http_api: { key: API_KEY },
     health: { enabled: true },
     channel: {
@@ -50,8 +51,8 @@ export function adminConfig(port, admin = {}) {
 // startGyre starts gyre with adminConfig (admin keys overridden by admin) and
 // returns the SDK suite's server object plus adminUrl, the app's address
 // (with the handler prefix, ending in "/").
-export async function startGyre({ admin = {} } = {}) {
-  const server = await startServer({ config: (port) => adminConfig(port, admin) });
+export async function startGyre({ admin = {}, hmac = true } = {}) {
+  const server = await startServer({ config: (port) => adminConfig(port, admin, { hmac }) });
   const prefix = (admin.handler_prefix ?? '').replace(/\/+$/, '');
   server.prefix = prefix;
   server.adminUrl = `${server.httpUrl}${prefix}/`;

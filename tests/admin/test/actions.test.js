@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 
 import { startGyre } from '../lib/gyre.js';
 import { connect, subscribe } from '../lib/client.js';
-import { launch, newPage, aria, byRole, fill, click, openApp, go, waitForText } from '../lib/browser.js';
+import { launch, newPage, aria, byRole, fill, click, openApp, go, waitForText, waitForTextAt } from '../lib/browser.js';
 
 let server;
 let browser;
@@ -144,4 +144,51 @@ test('history_remove shows the reply and empties the history', async () => {
   assert.deepEqual(reply, { result: {} });
   const after = await server.api('history', { channel, limit: 10 });
   assert.equal(after.publications?.length ?? 0, 0, JSON.stringify(after));
+});
+
+test('the Data editor flags JSON that does not parse, and nothing is sent', async () => {
+  const page = await newPage(browser);
+  await openApp(page, server);
+  await go(page, 'Actions');
+  await fill(page, 'combobox', 'Method', 'publish');
+  await fill(page, 'textbox', 'Channel', 'chat:never');
+  await fill(page, 'textbox', 'Data', '{"text": ');
+  const data = await byRole(page, 'textbox', 'Data');
+  await page.waitForFunction((el) => el.getAttribute('aria-invalid') === 'true', {}, data);
+  await click(page, 'button', 'Send');
+  const alert = await waitForTextAt(page, '::-p-aria([role="alert"])', 'the alert', /json/i);
+  assert.match(alert, /invalid json/i);
+  assert.match(await waitForText(page, 'region', 'Reply', () => true), /nothing sent/i);
+  const history = await server.api('history', { channel: 'chat:never', limit: 1 });
+  assert.equal(history.publications?.length ?? 0, 0);
+});
+
+test('the channel view pages through history with Older and Newer', async () => {
+  const channel = 'chat:paged';
+  for (let i = 1; i <= 13; i++) await server.publish(channel, { n: i });
+  const page = await newPage(browser);
+  await openApp(page, server, `#/channels/${encodeURIComponent(channel)}`);
+  const items = async () => {
+    const list = await byRole(page, 'list', 'History', { visible: false });
+    return list.$$eval('li', (lis) => lis.map((li) => JSON.parse(li.querySelector('pre').textContent).n));
+  };
+  const until = async (want) => {
+    await page.waitForFunction(
+      (want) => {
+        const list = document.querySelector('[aria-label="History"]');
+        if (!list) return false;
+        const ns = [...list.querySelectorAll('li pre')].map((p) => { try { return JSON.parse(p.textContent).n; } catch { return null; } });
+        return JSON.stringify(ns) === JSON.stringify(want);
+      },
+      {},
+      want,
+    ).catch(async (err) => { throw new Error(`History shows ${JSON.stringify(await items())}, want ${JSON.stringify(want)}: ${err.message}`); });
+  };
+  // Newest first, a page (ten, the app's page size) at a time.
+  const newest = [13, 12, 11, 10, 9, 8, 7, 6, 5, 4];
+  await until(newest);
+  await click(page, 'button', 'Older');
+  await until([3, 2, 1]);
+  await click(page, 'button', 'Newer');
+  await until(newest);
 });

@@ -1,4 +1,5 @@
-// The app under admin.handler_prefix, and with admin.insecure (no login).
+// The app under admin.handler_prefix, with admin.insecure (no login), and
+// without an HMAC key (no tokens).
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,8 +15,8 @@ after(async () => {
   for (const s of servers) await s.stop();
 });
 
-async function start(admin) {
-  const s = await startGyre({ admin });
+async function start(admin, opts = {}) {
+  const s = await startGyre({ admin, ...opts });
   servers.push(s);
   browser ??= await launch();
   return s;
@@ -60,4 +61,14 @@ test('with admin.insecure the app opens without a login', async () => {
   await fill(page, 'textbox', 'Data', '{"open": true}');
   await click(page, 'button', 'Send');
   await waitForText(page, 'region', 'Reply', '"offset"');
+});
+
+test('without an HMAC key the Tokens page says so and offers no form', async () => {
+  const server = await start({}, { hmac: false });
+  const page = await newPage(browser);
+  await page.goto(server.adminUrl);
+  await login(page);
+  await go(page, 'Tokens');
+  await waitForText(page, 'heading', 'No HMAC key is configured', 'No HMAC key');
+  assert.equal(await page.$(aria('button', 'Generate')), null, 'a Generate button without a key');
 });
