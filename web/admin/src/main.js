@@ -92,7 +92,7 @@ function render() {
     state.cleanup = channelPage(main, ctx, arg);
     document.title = `${arg} · Channels · Gyre admin`;
   } else {
-    state.cleanup = route.page(main, ctx);
+    state.cleanup = route.page(main, ctx, arg);
     document.title = `${route.label} · Gyre admin`;
   }
   const heading = main.querySelector('h1');

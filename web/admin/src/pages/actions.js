@@ -63,14 +63,17 @@ export function jsonError(text) {
 }
 
 /** actionsPage sends API methods through admin/api and shows the raw reply. */
-export function actionsPage(main) {
+export function actionsPage(main, ctx, presetChannel) {
   const alert = alertBox();
   const method = field(
     'Method',
     h('select', { name: 'method' }, Object.keys(methods).map((m) => h('option', { value: m, text: m }))),
   );
-  const channel = field('Channel', h('input', { type: 'text', name: 'channel', autocomplete: 'off', spellcheck: 'false' }));
-  const channels = field('Channels', h('input', { type: 'text', name: 'channels', autocomplete: 'off', spellcheck: 'false' }), 'Comma separated.');
+  // One input serves as "Channel" and, for broadcast, "Channels" (comma separated), so
+  // that a value typed before switching the method is kept.
+  const channel = field('Channel', h('input', { type: 'text', name: 'channel', autocomplete: 'off', spellcheck: 'false' }), 'Comma separated.');
+  const channelLabel = channel.wrap.querySelector('label');
+  const channelHint = channel.wrap.querySelector('.hint');
   const user = field('User', h('input', { type: 'text', name: 'user', autocomplete: 'off', spellcheck: 'false' }));
   const data = field(
     'Data',
@@ -86,7 +89,7 @@ export function actionsPage(main) {
   tags.input.setAttribute('aria-describedby', `${tags.input.id}-hint ${tagsStatus.id}`);
   const help = h('p', { class: 'muted' });
   const send = h('button', { type: 'submit', text: 'Send' });
-  const fieldsByName = { channel, channels, user, data, tags };
+  const fieldsByName = { channel, user, data, tags };
 
   const requestView = h('pre', { class: 'json small-json' });
   const replyView = h('pre', { class: 'json', text: 'Nothing sent yet.' });
@@ -99,7 +102,6 @@ export function actionsPage(main) {
     method.wrap,
     help,
     channel.wrap,
-    channels.wrap,
     user.wrap,
     data.wrap,
     tags.wrap,
@@ -112,7 +114,7 @@ export function actionsPage(main) {
     const tagResult = parseTags(tags.input.value);
     return {
       channel: channel.input.value.trim(),
-      channels: channels.input.value.split(',').map((s) => s.trim()).filter(Boolean),
+      channels: channel.input.value.split(',').map((s) => s.trim()).filter(Boolean),
       user: user.input.value.trim(),
       data: jsonError(data.input.value) ? undefined : JSON.parse(data.input.value),
       tags: tagResult.tags,
@@ -135,11 +137,8 @@ export function actionsPage(main) {
     if (spec.fields.includes('tags')) {
       mark(tags, tagsStatus, parseTags(tags.input.value).error || '');
     }
-    for (const name of ['channel', 'channels', 'user']) {
-      if (!spec.fields.includes(name)) continue;
-      const f = fieldsByName[name];
-      f.input.removeAttribute('aria-invalid');
-    }
+    channel.input.removeAttribute('aria-invalid');
+    user.input.removeAttribute('aria-invalid');
     return problems[0] || '';
   }
 
@@ -150,7 +149,10 @@ export function actionsPage(main) {
 
   function update() {
     const spec = methods[method.input.value];
-    for (const [name, f] of Object.entries(fieldsByName)) f.wrap.hidden = !spec.fields.includes(name);
+    const broadcast = spec.fields.includes('channels');
+    for (const [name, f] of Object.entries(fieldsByName)) f.wrap.hidden = !spec.fields.includes(name) && !(name === 'channel' && broadcast);
+    channelLabel.textContent = broadcast ? 'Channels' : 'Channel';
+    channelHint.hidden = !broadcast;
     help.textContent = spec.help;
     const problem = validate();
     requestView.textContent = problem ? problem : pretty(body());
@@ -174,9 +176,9 @@ export function actionsPage(main) {
         return;
       }
       if (name === 'channels' && !values().channels.length) {
-        channels.input.setAttribute('aria-invalid', 'true');
+        channel.input.setAttribute('aria-invalid', 'true');
         alert.show('Channels: give at least one channel.');
-        channels.input.focus();
+        channel.input.focus();
         return;
       }
     }
@@ -198,6 +200,7 @@ export function actionsPage(main) {
     }
   }
 
+  if (presetChannel) channel.input.value = presetChannel;
   form.addEventListener('input', update);
   form.addEventListener('change', update);
   main.append(

@@ -67,6 +67,12 @@ export function channelsPage(main) {
 
 const PAGE_SIZE = 10;
 
+// compact prints short JSON on one line and longer JSON indented.
+export function compact(value) {
+  const line = JSON.stringify(value);
+  return line !== undefined && line.length <= 100 ? line : pretty(value);
+}
+
 function pubItem(pub) {
   const tags = Object.entries(pub.tags || {});
   const who = pub.info && (pub.info.user || pub.info.client) ? `from ${pub.info.user || '(anonymous)'}${pub.info.client ? ` · ${pub.info.client}` : ''}` : '';
@@ -80,7 +86,7 @@ function pubItem(pub) {
       pub.time_ms ? h('span', { text: time(pub.time_ms) }) : null,
       who ? h('span', { text: who }) : null,
     ),
-    h('pre', { class: 'json', text: pretty(pub.data) }),
+    h('pre', { class: 'json', text: compact(pub.data) }),
     tags.length
       ? h('p', { class: 'tags' }, h('span', { class: 'sr-only', text: 'Tags: ' }), tags.map(([k, v]) => h('span', { class: 'tag', text: `${k}=${v}` })))
       : null,
@@ -93,12 +99,15 @@ export function channelPage(main, ctx, channel) {
   main.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/channels', text: 'Channels' }), ' / '),
     h('h1', { class: 'channel-name', text: channel }),
-    h('div', { class: 'grid' }, presenceSection(channel, cleanups), historySection(channel, cleanups), tailSection(channel, cleanups)),
+    h('p', {}, h('a', { href: `#/actions/${encodeURIComponent(channel)}`, text: 'Publish into this channel' })),
+    h('div', { class: 'grid' }, presenceSection(channel, cleanups), tailSection(channel, cleanups), historySection(channel, cleanups)),
   );
   return () => cleanups.forEach((fn) => fn());
 }
 
-function presenceSection(channel) {
+const PRESENCE_REFRESH_MS = 5000;
+
+function presenceSection(channel, cleanups) {
   const alert = alertBox();
   const tbody = h('tbody');
   const table = h(
@@ -114,6 +123,7 @@ function presenceSection(channel) {
     'section',
     { class: 'card', 'aria-labelledby': headingId },
     h('div', { class: 'section-head' }, h('h2', { id: headingId, text: 'Presence' }), refresh),
+    h('p', { class: 'muted small', text: 'Refreshed every 5 seconds.' }),
     alert.el,
     scrollTable(table, 'Presence table'),
   );
@@ -141,6 +151,8 @@ function presenceSection(channel) {
     }
   }
   load();
+  const timer = setInterval(load, PRESENCE_REFRESH_MS);
+  cleanups.push(() => clearInterval(timer));
   return section;
 }
 
@@ -153,7 +165,7 @@ function historySection(channel) {
   const latest = h('button', { type: 'button', class: 'secondary', text: 'Latest', onclick: () => page('latest') });
   const section = h(
     'section',
-    { class: 'card', 'aria-labelledby': 'history-heading' },
+    { class: 'card wide', 'aria-labelledby': 'history-heading' },
     h('div', { class: 'section-head' }, h('h2', { id: 'history-heading', text: 'History' }), h('div', { class: 'buttons' }, latest, newer, older)),
     alert.el,
     status,
@@ -220,7 +232,7 @@ function tailSection(channel, cleanups) {
   const clear = h('button', { type: 'button', class: 'secondary', text: 'Clear', onclick: () => list.replaceChildren() });
   const section = h(
     'section',
-    { class: 'card wide', 'aria-labelledby': 'tail-heading' },
+    { class: 'card', 'aria-labelledby': 'tail-heading' },
     h('div', { class: 'section-head' }, h('h2', { id: 'tail-heading', text: 'Live tail' }), state, h('div', { class: 'buttons' }, pause, clear)),
     alert.el,
     h('p', { class: 'muted small', text: 'Publications into this channel, from any node, as they arrive (newest first, last 100 kept).' }),

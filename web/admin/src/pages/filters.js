@@ -1,5 +1,6 @@
 import { h, field, alertBox, pretty } from '../dom.js';
 import { request } from '../api.js';
+import { compact } from './channels.js';
 
 /** filtersPage tries a filter expression on a channel's recent history (admin/filter). */
 export function filtersPage(main) {
@@ -44,7 +45,7 @@ export function filtersPage(main) {
             'li',
             { class: `pub ${p.kept ? 'kept' : 'dropped'}` },
             h('div', { class: 'pub-meta' }, h('span', { class: `pill ${p.kept ? 'ok' : 'bad'}`, text: p.kept ? 'kept' : 'dropped' }), h('span', { class: 'offset', text: `#${p.offset}` })),
-            h('pre', { class: 'json', text: pretty(p.data) }),
+            h('pre', { class: 'json', text: compact(p.data) }),
             Object.keys(p.tags || {}).length
               ? h('p', { class: 'tags' }, h('span', { class: 'sr-only', text: 'Tags: ' }), Object.entries(p.tags).map(([k, v]) => h('span', { class: 'tag', text: `${k}=${v}` })))
               : null,

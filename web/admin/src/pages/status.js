@@ -8,20 +8,26 @@ const columns = ['Name', 'Version', 'Uptime', 'Clients', 'Users', 'Subscriptions
 
 // fromInfo maps the API info method's node entries to admin/nodes' shape, for a
 // server whose admin/nodes route is missing.
-function fromInfo(result) {
-  return (result.nodes || []).map((n) => ({
-    id: n.uid,
-    name: n.name,
-    version: n.version,
-    uptime_seconds: n.uptime,
-    num_clients: n.num_clients,
-    num_users: n.num_users,
-    num_subs: n.num_subs,
-    num_channels: n.num_channels,
-    publish_rate: undefined,
-    memory_bytes: n.process ? n.process.rss : undefined,
-    broker_healthy: undefined,
-  }));
+// Gyre's info adds metrics items (gyre_publish_rate, gyre_memory_bytes,
+// gyre_broker_healthy); other servers may have only process.rss or nothing.
+export function fromInfo(result) {
+  return (result.nodes || []).map((n) => {
+    const items = (n.metrics && n.metrics.items) || {};
+    const healthy = items.gyre_broker_healthy;
+    return {
+      id: n.uid,
+      name: n.name,
+      version: n.version,
+      uptime_seconds: n.uptime,
+      num_clients: n.num_clients,
+      num_users: n.num_users,
+      num_subs: n.num_subs,
+      num_channels: n.num_channels,
+      publish_rate: items.gyre_publish_rate,
+      memory_bytes: items.gyre_memory_bytes ?? (n.process ? n.process.rss : undefined),
+      broker_healthy: healthy === undefined ? undefined : healthy === 1,
+    };
+  });
 }
 
 function brokerCell(node) {

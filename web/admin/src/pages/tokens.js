@@ -56,12 +56,17 @@ export function tokensPage(main, ctx) {
       req.info = JSON.parse(info.input.value);
     }
     generate.disabled = true;
+    // The previous token goes at once, so that nobody copies it for the new one.
+    tokenText.textContent = 'Generating…';
+    copy.disabled = true;
+    copied.textContent = '';
     try {
       const reply = await request('admin/token', { method: 'POST', json: req });
       tokenText.textContent = reply.token;
       copy.disabled = false;
       copied.textContent = '';
     } catch (err) {
+      tokenText.textContent = 'No token: the request failed.';
       alert.show(err.message);
     } finally {
       generate.disabled = false;

@@ -1,0 +1,52 @@
+// Unit tests of the app's pure helpers: node --test (no browser needed).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseTags, jsonError } from '../src/pages/actions.js';
+import { duration, bytes, rate } from '../src/format.js';
+
+test('parseTags reads key=value lines and skips blank ones', () => {
+  assert.deepEqual(parseTags('kind=alert\n\n src = ui \nexpr=a=b'), { tags: { kind: 'alert', src: 'ui', expr: 'a=b' } });
+  assert.deepEqual(parseTags('  \n'), { tags: null });
+});
+
+test('parseTags names the line without a key', () => {
+  assert.equal(parseTags('a=1\nnovalue').error, 'Line 2: write key=value.');
+  assert.equal(parseTags('=x').error, 'Line 1: write key=value.');
+});
+
+test('jsonError is empty for JSON and says where a bad text breaks', () => {
+  assert.equal(jsonError('{"a": [1, 2]}'), '');
+  assert.equal(jsonError('"text"'), '');
+  const msg = jsonError('{\n  "a": 1,\n  oops\n}');
+  assert.match(msg, /^Invalid JSON at line 3, column 3/);
+  assert.match(jsonError('{"a":'), /^Invalid JSON/);
+});
+
+test('formats', () => {
+  assert.equal(duration(59), '59s');
+  assert.equal(duration(3725), '1h 2m');
+  assert.equal(duration(2 * 86400 + 3600), '2d 1h');
+  assert.equal(bytes(52428800), '50.0 MiB');
+  assert.equal(bytes(512), '512 B');
+  assert.equal(rate(3.5), '3.5/s');
+  assert.equal(rate(undefined), '–');
+});
+
+test('fromInfo maps the info method to the nodes table, metrics items when there', async () => {
+  const { fromInfo } = await import('../src/pages/status.js');
+  const [gyre, other] = fromInfo({
+    nodes: [
+      { uid: 'u1', name: 'a', version: '1', uptime: 5, num_clients: 2, num_subs: 3, metrics: { items: { gyre_publish_rate: 0.5, gyre_memory_bytes: 100, gyre_broker_healthy: 0 } } },
+      { uid: 'u2', name: 'b', process: { rss: 42 } },
+    ],
+  });
+  assert.equal(gyre.id, 'u1');
+  assert.equal(gyre.uptime_seconds, 5);
+  assert.equal(gyre.num_subs, 3);
+  assert.equal(gyre.publish_rate, 0.5);
+  assert.equal(gyre.memory_bytes, 100);
+  assert.equal(gyre.broker_healthy, false);
+  assert.equal(other.memory_bytes, 42);
+  assert.equal(other.broker_healthy, undefined);
+  assert.equal(other.publish_rate, undefined);
+});
