@@ -1,11 +1,12 @@
-// The app under admin.handler_prefix, with admin.insecure (no login), and
-// without an HMAC key (no tokens).
+// The app under other settings, each on its own server: admin.handler_prefix,
+// admin.insecure (no login), no HMAC key (no tokens), and the login limit
+// (which locks the test's address out of that server).
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startGyre, NODE_NAME } from '../lib/gyre.js';
-import { launch, newPage, aria, byRole, fill, click, login, go, waitForText } from '../lib/browser.js';
+import { startGyre, NODE_NAME, ADMIN_PASSWORD } from '../lib/gyre.js';
+import { launch, newPage, aria, byRole, fill, click, login, go, waitForText, waitForTextAt } from '../lib/browser.js';
 
 const servers = [];
 let browser;
@@ -71,4 +72,28 @@ test('without an HMAC key the Tokens page says so and offers no form', async () 
   await go(page, 'Tokens');
   await waitForText(page, 'heading', 'No HMAC key is configured', 'No HMAC key');
   assert.equal(await page.$(aria('button', 'Generate')), null, 'a Generate button without a key');
+});
+
+test('after too many wrong passwords the login says to wait, even for the right one', async () => {
+  const server = await start({});
+  const page = await newPage(browser);
+  await page.goto(server.adminUrl);
+  const alertText = () => waitForTextAt(page, '::-p-aria([role="alert"])', 'the alert', /\S/);
+  let refused = '';
+  // The limit is 10 failures a minute per address; the 11th try is refused.
+  for (let i = 0; i < 15 && !refused; i++) {
+    await fill(page, 'textbox', 'Password', `wrong-${i}`);
+    await click(page, 'button', 'Log in');
+    await page.waitForFunction(() => !document.querySelector('button[type="submit"]')?.disabled);
+    const shown = await alertText();
+    if (/too many/i.test(shown)) refused = shown;
+    else assert.match(shown, /wrong password/i);
+  }
+  assert.match(refused, /too many attempts/i);
+  assert.match(refused, /try again in \d+ seconds/i);
+  await fill(page, 'textbox', 'Password', ADMIN_PASSWORD);
+  await click(page, 'button', 'Log in');
+  await page.waitForFunction(() => !document.querySelector('button[type="submit"]')?.disabled);
+  assert.match(await alertText(), /too many/i);
+  assert.equal(await page.$(aria('navigation', 'Main')), null);
 });
