@@ -19,8 +19,6 @@ import (
 // intervals is dropped from Info.
 const NodeInfoInterval = 5 * time.Second
 
-const nodeInfoInterval = NodeInfoInterval
-
 // nodeRegistry holds what the other nodes announced.
 type nodeRegistry struct {
 	mu    sync.Mutex
@@ -30,15 +28,31 @@ type nodeRegistry struct {
 type seenNode struct {
 	info NodeInfo
 	at   time.Time
+	// answersChannels: the node answers ChannelsRequest.
+	answersChannels bool
 }
 
-func (r *nodeRegistry) update(info NodeInfo) {
+func (r *nodeRegistry) update(info NodeInfo, answersChannels bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.nodes == nil {
 		r.nodes = make(map[string]seenNode)
 	}
-	r.nodes[info.ID] = seenNode{info: info, at: time.Now()}
+	r.nodes[info.ID] = seenNode{info: info, at: time.Now(), answersChannels: answersChannels}
+}
+
+// answering returns the ids of the other nodes heard of recently that
+// answer ChannelsRequest.
+func (r *nodeRegistry) answering(self string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for id, s := range r.nodes {
+		if id != self && s.answersChannels && time.Since(s.at) <= 3*NodeInfoInterval {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // live returns the nodes heard of recently, dropping the others.
@@ -47,7 +61,7 @@ func (r *nodeRegistry) live(self string) []NodeInfo {
 	defer r.mu.Unlock()
 	var out []NodeInfo
 	for id, s := range r.nodes {
-		if time.Since(s.at) > 3*nodeInfoInterval {
+		if time.Since(s.at) > 3*NodeInfoInterval {
 			delete(r.nodes, id)
 			continue
 		}
@@ -92,7 +106,7 @@ func (n *Node) handleControl(data []byte) error {
 			Uptime:      time.Duration(ni.UptimeSeconds) * time.Second,
 			PublishRate: ni.PublishRate, MemoryBytes: ni.MemoryBytes,
 			BrokerHealthy: ni.BrokerHealthy, BrokerError: ni.BrokerError,
-		})
+		}, ni.AnswersChannels)
 	case cmd.Subscribe != nil:
 		s := cmd.Subscribe
 		n.subscribeLocal(s.User, s.Channel, ClientFilter{ClientID: s.Client, Session: s.Session})
@@ -107,6 +121,13 @@ func (n *Node) handleControl(data []byte) error {
 		n.refreshLocal(r.User, ClientFilter{ClientID: r.Client, Session: r.Session}, r.Expired, r.ExpireAt, r.Info)
 	case cmd.Emulation != nil:
 		n.handleEmulation(cmd.Emulation)
+	case cmd.ChannelsRequest != nil:
+		if cmd.From != n.id {
+			// Not on the broker's goroutine: the answer is a publish.
+			go n.answerChannels(cmd.From, cmd.ChannelsRequest)
+		}
+	case cmd.ChannelsReply != nil:
+		n.surveys.deliver(cmd.From, cmd.ChannelsReply)
 	}
 	return nil
 }
@@ -122,6 +143,7 @@ func (n *Node) announce() {
 		UptimeSeconds: int64(i.Uptime / time.Second),
 		PublishRate:   i.PublishRate, MemoryBytes: i.MemoryBytes,
 		BrokerHealthy: i.BrokerHealthy, BrokerError: i.BrokerError,
+		AnswersChannels: true,
 	}})
 	if err != nil {
 		n.log.Warn("announce node", "error", err)

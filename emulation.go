@@ -109,7 +109,7 @@ func (r *nodeRegistry) known(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.nodes[id]
-	return ok && time.Since(s.at) <= 3*nodeInfoInterval
+	return ok && time.Since(s.at) <= 3*NodeInfoInterval
 }
 
 // emulate hands the command frame of an emulation request to the session,
@@ -127,7 +127,7 @@ func (n *Node) emulate(nodeID, session string, frame []byte) error {
 		}
 		return nil
 	}
-	if !n.nodes.known(nodeID) && time.Since(n.startedAt) > 3*nodeInfoInterval {
+	if !n.nodes.known(nodeID) && time.Since(n.startedAt) > 3*NodeInfoInterval {
 		return errUnknownNode
 	}
 	err := n.sendControl(&controlpb.Command{To: nodeID, Emulation: &controlpb.Emulation{Session: session, Data: frame}})

@@ -54,6 +54,8 @@ type Node struct {
 	// what the last announce measured from it (see load.go).
 	published atomic.Int64
 	load      loadMeter
+	// surveys are the ClusterChannels calls waiting for other nodes.
+	surveys channelSurveys
 	// live holds every client whose transport is not closed yet,
 	// connected or not, and liveClients counts them: Shutdown closes them
 	// all and waits for their close frames.
@@ -239,7 +241,7 @@ func (n *Node) Run() error {
 	}
 	n.announce()
 	n.wg.Go(func() { n.pinger.run(n.done) })
-	n.every(nodeInfoInterval, n.announce)
+	n.every(NodeInfoInterval, n.announce)
 	n.every(n.cfg.PresenceUpdateInterval, n.refreshPresence)
 	n.every(n.cfg.PositionCheckInterval, n.checkPositions)
 	n.log.Info("node running", "id", n.id, "name", n.name)

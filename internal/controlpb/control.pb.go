@@ -30,15 +30,17 @@ type Command struct {
 	// from is the id of the node that sent the command.
 	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
 	// to is the id of the only node that should act; empty means every node.
-	To            string       `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
-	Node          *NodeInfo    `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
-	Subscribe     *Subscribe   `protobuf:"bytes,4,opt,name=subscribe,proto3" json:"subscribe,omitempty"`
-	Unsubscribe   *Unsubscribe `protobuf:"bytes,5,opt,name=unsubscribe,proto3" json:"unsubscribe,omitempty"`
-	Disconnect    *Disconnect  `protobuf:"bytes,6,opt,name=disconnect,proto3" json:"disconnect,omitempty"`
-	Refresh       *Refresh     `protobuf:"bytes,7,opt,name=refresh,proto3" json:"refresh,omitempty"`
-	Emulation     *Emulation   `protobuf:"bytes,8,opt,name=emulation,proto3" json:"emulation,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	To              string           `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Node            *NodeInfo        `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Subscribe       *Subscribe       `protobuf:"bytes,4,opt,name=subscribe,proto3" json:"subscribe,omitempty"`
+	Unsubscribe     *Unsubscribe     `protobuf:"bytes,5,opt,name=unsubscribe,proto3" json:"unsubscribe,omitempty"`
+	Disconnect      *Disconnect      `protobuf:"bytes,6,opt,name=disconnect,proto3" json:"disconnect,omitempty"`
+	Refresh         *Refresh         `protobuf:"bytes,7,opt,name=refresh,proto3" json:"refresh,omitempty"`
+	Emulation       *Emulation       `protobuf:"bytes,8,opt,name=emulation,proto3" json:"emulation,omitempty"`
+	ChannelsRequest *ChannelsRequest `protobuf:"bytes,9,opt,name=channels_request,json=channelsRequest,proto3" json:"channels_request,omitempty"`
+	ChannelsReply   *ChannelsReply   `protobuf:"bytes,10,opt,name=channels_reply,json=channelsReply,proto3" json:"channels_reply,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Command) Reset() {
@@ -127,6 +129,20 @@ func (x *Command) GetEmulation() *Emulation {
 	return nil
 }
 
+func (x *Command) GetChannelsRequest() *ChannelsRequest {
+	if x != nil {
+		return x.ChannelsRequest
+	}
+	return nil
+}
+
+func (x *Command) GetChannelsReply() *ChannelsReply {
+	if x != nil {
+		return x.ChannelsReply
+	}
+	return nil
+}
+
 type NodeInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -146,8 +162,11 @@ type NodeInfo struct {
 	MemoryBytes   uint64  `protobuf:"varint,10,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
 	BrokerHealthy bool    `protobuf:"varint,11,opt,name=broker_healthy,json=brokerHealthy,proto3" json:"broker_healthy,omitempty"`
 	BrokerError   string  `protobuf:"bytes,12,opt,name=broker_error,json=brokerError,proto3" json:"broker_error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// answers_channels: the node answers ChannelsRequest (older nodes do
+	// not, and are not waited for).
+	AnswersChannels bool `protobuf:"varint,13,opt,name=answers_channels,json=answersChannels,proto3" json:"answers_channels,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *NodeInfo) Reset() {
@@ -262,6 +281,13 @@ func (x *NodeInfo) GetBrokerError() string {
 		return x.BrokerError
 	}
 	return ""
+}
+
+func (x *NodeInfo) GetAnswersChannels() bool {
+	if x != nil {
+		return x.AnswersChannels
+	}
+	return false
 }
 
 type Subscribe struct {
@@ -623,11 +649,128 @@ func (x *Emulation) GetData() []byte {
 	return nil
 }
 
+// ChannelsRequest asks every node for its channels matching pattern
+// (path.Match syntax; empty matches all); each answers the sender with a
+// ChannelsReply of the same id.
+type ChannelsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Pattern       string                 `protobuf:"bytes,2,opt,name=pattern,proto3" json:"pattern,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelsRequest) Reset() {
+	*x = ChannelsRequest{}
+	mi := &file_control_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelsRequest) ProtoMessage() {}
+
+func (x *ChannelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelsRequest.ProtoReflect.Descriptor instead.
+func (*ChannelsRequest) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ChannelsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ChannelsRequest) GetPattern() string {
+	if x != nil {
+		return x.Pattern
+	}
+	return ""
+}
+
+// ChannelsReply is one node's answer: its channels and their numbers of
+// subscribers here.
+type ChannelsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Channels      map[string]uint32      `protobuf:"bytes,2,rep,name=channels,proto3" json:"channels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelsReply) Reset() {
+	*x = ChannelsReply{}
+	mi := &file_control_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelsReply) ProtoMessage() {}
+
+func (x *ChannelsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelsReply.ProtoReflect.Descriptor instead.
+func (*ChannelsReply) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ChannelsReply) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ChannelsReply) GetChannels() map[string]uint32 {
+	if x != nil {
+		return x.Channels
+	}
+	return nil
+}
+
+func (x *ChannelsReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
 	"\n" +
-	"\rcontrol.proto\x12\fgyre.control\"\xef\x02\n" +
+	"\rcontrol.proto\x12\fgyre.control\"\xfd\x03\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12*\n" +
@@ -638,7 +781,10 @@ const file_control_proto_rawDesc = "" +
 	"disconnect\x18\x06 \x01(\v2\x18.gyre.control.DisconnectR\n" +
 	"disconnect\x12/\n" +
 	"\arefresh\x18\a \x01(\v2\x15.gyre.control.RefreshR\arefresh\x125\n" +
-	"\temulation\x18\b \x01(\v2\x17.gyre.control.EmulationR\temulation\"\xfb\x02\n" +
+	"\temulation\x18\b \x01(\v2\x17.gyre.control.EmulationR\temulation\x12H\n" +
+	"\x10channels_request\x18\t \x01(\v2\x1d.gyre.control.ChannelsRequestR\x0fchannelsRequest\x12B\n" +
+	"\x0echannels_reply\x18\n" +
+	" \x01(\v2\x1b.gyre.control.ChannelsReplyR\rchannelsReply\"\xa6\x03\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -653,7 +799,8 @@ const file_control_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\n" +
 	" \x01(\x04R\vmemoryBytes\x12%\n" +
 	"\x0ebroker_healthy\x18\v \x01(\bR\rbrokerHealthy\x12!\n" +
-	"\fbroker_error\x18\f \x01(\tR\vbrokerError\"k\n" +
+	"\fbroker_error\x18\f \x01(\tR\vbrokerError\x12)\n" +
+	"\x10answers_channels\x18\r \x01(\bR\x0fanswersChannels\"k\n" +
 	"\tSubscribe\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12\x16\n" +
@@ -681,7 +828,17 @@ const file_control_proto_rawDesc = "" +
 	"\x04info\x18\x06 \x01(\fR\x04info\"9\n" +
 	"\tEmulation\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04dataB+Z)github.com/gyrehq/gyre/internal/controlpbb\x06proto3"
+	"\x04data\x18\x02 \x01(\fR\x04data\";\n" +
+	"\x0fChannelsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\apattern\x18\x02 \x01(\tR\apattern\"\xb9\x01\n" +
+	"\rChannelsReply\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12E\n" +
+	"\bchannels\x18\x02 \x03(\v2).gyre.control.ChannelsReply.ChannelsEntryR\bchannels\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x1a;\n" +
+	"\rChannelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01B+Z)github.com/gyrehq/gyre/internal/controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
@@ -695,15 +852,18 @@ func file_control_proto_rawDescGZIP() []byte {
 	return file_control_proto_rawDescData
 }
 
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_control_proto_goTypes = []any{
-	(*Command)(nil),     // 0: gyre.control.Command
-	(*NodeInfo)(nil),    // 1: gyre.control.NodeInfo
-	(*Subscribe)(nil),   // 2: gyre.control.Subscribe
-	(*Unsubscribe)(nil), // 3: gyre.control.Unsubscribe
-	(*Disconnect)(nil),  // 4: gyre.control.Disconnect
-	(*Refresh)(nil),     // 5: gyre.control.Refresh
-	(*Emulation)(nil),   // 6: gyre.control.Emulation
+	(*Command)(nil),         // 0: gyre.control.Command
+	(*NodeInfo)(nil),        // 1: gyre.control.NodeInfo
+	(*Subscribe)(nil),       // 2: gyre.control.Subscribe
+	(*Unsubscribe)(nil),     // 3: gyre.control.Unsubscribe
+	(*Disconnect)(nil),      // 4: gyre.control.Disconnect
+	(*Refresh)(nil),         // 5: gyre.control.Refresh
+	(*Emulation)(nil),       // 6: gyre.control.Emulation
+	(*ChannelsRequest)(nil), // 7: gyre.control.ChannelsRequest
+	(*ChannelsReply)(nil),   // 8: gyre.control.ChannelsReply
+	nil,                     // 9: gyre.control.ChannelsReply.ChannelsEntry
 }
 var file_control_proto_depIdxs = []int32{
 	1, // 0: gyre.control.Command.node:type_name -> gyre.control.NodeInfo
@@ -712,11 +872,14 @@ var file_control_proto_depIdxs = []int32{
 	4, // 3: gyre.control.Command.disconnect:type_name -> gyre.control.Disconnect
 	5, // 4: gyre.control.Command.refresh:type_name -> gyre.control.Refresh
 	6, // 5: gyre.control.Command.emulation:type_name -> gyre.control.Emulation
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	7, // 6: gyre.control.Command.channels_request:type_name -> gyre.control.ChannelsRequest
+	8, // 7: gyre.control.Command.channels_reply:type_name -> gyre.control.ChannelsReply
+	9, // 8: gyre.control.ChannelsReply.channels:type_name -> gyre.control.ChannelsReply.ChannelsEntry
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -730,7 +893,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -126,13 +126,26 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 	}
 	p := cfg.Prefix
 	h.api = api.NewHandlerFor(exec, api.Config{Insecure: true, Prefix: p + "/admin/api", Logger: log, OnCall: cfg.OnAPICall})
-	h.mux.HandleFunc("GET "+p+"/admin/init", h.init)
-	h.mux.HandleFunc("POST "+p+"/admin/auth", h.auth)
-	h.mux.Handle("POST "+p+"/admin/api", h.secure(h.api))
-	h.mux.Handle("GET "+p+"/admin/tail", h.secure(http.HandlerFunc(h.tail)))
-	h.mux.Handle("GET "+p+"/admin/nodes", h.secure(http.HandlerFunc(h.nodes)))
-	h.mux.Handle("POST "+p+"/admin/filter", h.secure(http.HandlerFunc(h.filter)))
-	h.mux.Handle("POST "+p+"/admin/token", h.secure(http.HandlerFunc(h.token)))
+	routes := []struct {
+		method, path string
+		h            http.Handler
+	}{
+		{"GET", "/admin/init", http.HandlerFunc(h.init)},
+		{"POST", "/admin/auth", http.HandlerFunc(h.auth)},
+		{"POST", "/admin/api", h.secure(h.api)},
+		{"GET", "/admin/tail", h.secure(http.HandlerFunc(h.tail))},
+		{"GET", "/admin/nodes", h.secure(http.HandlerFunc(h.nodes))},
+		{"POST", "/admin/filter", h.secure(http.HandlerFunc(h.filter))},
+		{"POST", "/admin/token", h.secure(http.HandlerFunc(h.token))},
+	}
+	for _, rt := range routes {
+		h.mux.Handle(rt.method+" "+p+rt.path, rt.h)
+		// The route with another method: 405, as Centrifugo answers.
+		h.mux.HandleFunc(p+rt.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", rt.method)
+			writeError(w, http.StatusMethodNotAllowed, "use "+rt.method)
+		})
+	}
 	// Any other PREFIX/admin/ path is an unknown route, not a page of
 	// the application.
 	h.mux.HandleFunc(p+"/admin/", func(w http.ResponseWriter, r *http.Request) {

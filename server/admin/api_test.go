@@ -35,7 +35,10 @@ func TestAPI(t *testing.T) {
 	if r := e.postJSON("/admin/api", "", `{"method":"info","params":{}}`); r.status != 401 {
 		t.Fatalf("without a token: %d %s", r.status, r.body)
 	}
-	if r := e.get("/admin/api", tok); r.status == 200 {
-		t.Fatalf("GET api: %d", r.status)
+	if r := e.get("/admin/api", tok); r.status != 405 || r.header.Get("Allow") != "POST" {
+		t.Fatalf("GET api: %d %v", r.status, r.header)
+	}
+	if r := e.postJSON("/admin/nodes", tok, ``); r.status != 405 || r.header.Get("Allow") != "GET" {
+		t.Fatalf("POST nodes: %d %v", r.status, r.header)
 	}
 }

@@ -1,9 +1,11 @@
 package admin_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/server/admin"
 )
 
@@ -32,7 +34,7 @@ func TestNodes(t *testing.T) {
 	e := newEnvOn(t, a, admin.Config{})
 	tok := e.token()
 	openTail(t, e, "news", tok) // one subscription on node-a
-	newNode(t, "node-b", addr, "adminnodes")
+	b := newNode(t, "node-b", addr, "adminnodes")
 	var got nodesReply
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -56,5 +58,14 @@ func TestNodes(t *testing.T) {
 	}
 	if got.Nodes[0].NumSubs != 1 || got.Nodes[0].NumChannels != 1 {
 		t.Errorf("node-a: %+v", got.Nodes[0])
+	}
+
+	// The API's channels lists those of both nodes.
+	if _, err := b.Tail(t.Context(), "chat:b", func(string, *gyre.Publication) {}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.postJSON("/admin/api", tok, `{"method":"channels","params":{}}`)
+	if r.status != 200 || !strings.Contains(r.body, `"news":{"num_clients":1}`) || !strings.Contains(r.body, `"chat:b":{"num_clients":1}`) {
+		t.Fatalf("channels of the cluster: %d %s", r.status, r.body)
 	}
 }

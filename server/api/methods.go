@@ -192,8 +192,8 @@ func (e *Executor) HistoryRemove(_ context.Context, r *ChannelRequest) (EmptyRes
 }
 
 // Channels lists the active channels of the cluster.
-func (e *Executor) Channels(_ context.Context, r *ChannelsRequest) (ChannelsResult, error) {
-	m, err := e.node.Channels(r.Pattern)
+func (e *Executor) Channels(ctx context.Context, r *ChannelsRequest) (ChannelsResult, error) {
+	m, err := e.node.ClusterChannels(ctx, r.Pattern)
 	if err != nil {
 		var ge *gyre.Error
 		if !errors.As(err, &ge) {
