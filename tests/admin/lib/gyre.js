@@ -17,9 +17,17 @@ export const NODE_NAME = 'gyre-admin-test-node';
 //
 // GYRE_ADMIN_WEB_PATH=DIR runs the tests against the app built into DIR
 // (admin.web_path) instead of the one embedded in the binary.
-// hmac false leaves out the HMAC key (no Tokens page).
-export function adminConfig(port, admin = {}, { hmac = true } = {}) {
+// hmac false leaves out the HMAC key (no Tokens page); extra replaces or adds
+// top-level sections (node, engine).
+export function adminConfig(port, admin = {}, { hmac = true, extra = {} } = {}) {
   if (process.env.GYRE_ADMIN_WEB_PATH) admin = { web_path: process.env.GYRE_ADMIN_WEB_PATH, ...admin };
+  return {
+    ...adminBase(port, admin, hmac),
+    ...extra,
+  };
+}
+
+function adminBase(port, admin, hmac) {
   return {
     http_server: { port },
     log: { level: 'info' },
@@ -51,8 +59,8 @@ export function adminConfig(port, admin = {}, { hmac = true } = {}) {
 // startGyre starts gyre with adminConfig (admin keys overridden by admin) and
 // returns the SDK suite's server object plus adminUrl, the app's address
 // (with the handler prefix, ending in "/").
-export async function startGyre({ admin = {}, hmac = true } = {}) {
-  const server = await startServer({ config: (port) => adminConfig(port, admin, { hmac }) });
+export async function startGyre({ admin = {}, hmac = true, extra = {} } = {}) {
+  const server = await startServer({ config: (port) => adminConfig(port, admin, { hmac, extra }) });
   const prefix = (admin.handler_prefix ?? '').replace(/\/+$/, '');
   server.prefix = prefix;
   server.adminUrl = `${server.httpUrl}${prefix}/`;
