@@ -4,7 +4,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { startGyre, NODE_NAME, ADMIN_PASSWORD } from '../lib/gyre.js';
-import { connect } from '../lib/client.js';
+import { connect, subscribe } from '../lib/client.js';
+import { contrastProblems } from '../lib/contrast.js';
 import {
   launch, newPage, aria, byRole, fill, click, login, go, waitForText, waitForTextAt, horizontalOverflow,
   tabTo as tabToEl,
@@ -126,3 +127,45 @@ test('at 360px wide no page scrolls sideways', async () => {
   }
 });
 
+
+test('every page has AA contrast, in the light and the dark colour scheme', async () => {
+  // Something in every part of the pages: a subscriber, a publication with tags.
+  const { client } = await connect(server, { user: 'contrast' });
+  await subscribe(client, 'chat:contrast');
+  await server.api('publish', { channel: 'chat:contrast', data: { text: 'shown' }, tags: { kind: 'check' } });
+  try {
+    for (const scheme of ['light', 'dark']) {
+      const page = await newPage(browser);
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: scheme }]);
+      const check = async (what) => {
+        const problems = await page.evaluate(contrastProblems);
+        assert.deepEqual(problems, [], `${scheme} scheme, ${what}:\n${problems.join('\n')}`);
+      };
+      await page.goto(server.adminUrl);
+      await fill(page, 'textbox', 'Password', 'wrong');
+      await click(page, 'button', 'Log in');
+      await waitForTextAt(page, '::-p-aria([role="alert"])', 'the alert', /wrong password/i);
+      await check('login with its alert');
+      await login(page);
+      const pages = {
+        Status: () => waitForText(page, 'table', 'Nodes', NODE_NAME),
+        Channels: () => waitForText(page, 'table', 'Channels', 'chat:contrast'),
+        Actions: () => byRole(page, 'button', 'Send'),
+        Filters: () => byRole(page, 'button', 'Apply'),
+        Tokens: () => byRole(page, 'button', 'Generate'),
+      };
+      for (const [name, shown] of Object.entries(pages)) {
+        await go(page, name);
+        await shown();
+        await check(name);
+      }
+      await go(page, 'Channels');
+      await click(page, 'link', 'chat:contrast');
+      await waitForText(page, 'region', 'History', 'shown');
+      await waitForText(page, 'region', 'Presence', 'contrast');
+      await check('the channel view');
+    }
+  } finally {
+    client.disconnect();
+  }
+});
