@@ -125,6 +125,10 @@ test('at 360px wide no page scrolls sideways', async () => {
     await shown();
     assert.equal(await horizontalOverflow(page), 0, `${name} page is wider than 360px`);
   }
+  await server.api('publish', { channel: 'chat:a-rather-long-channel-name-for-a-narrow-screen', data: { text: 'x'.repeat(200) }, tags: { kind: 'long' } });
+  await page.goto(`${server.adminUrl}#/channels/${encodeURIComponent('chat:a-rather-long-channel-name-for-a-narrow-screen')}`);
+  await waitForText(page, 'region', 'History', 'xxxx');
+  assert.equal(await horizontalOverflow(page), 0, 'the channel view is wider than 360px');
 });
 
 
