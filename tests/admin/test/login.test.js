@@ -44,10 +44,12 @@ test('log in, see the node on the Status page, log out', async () => {
   await go(page, 'Status');
   const nodes = await waitForText(page, 'table', 'Nodes', NODE_NAME);
   assert.ok(nodes.includes(NODE_NAME), nodes);
-  // The headers' text (their accessible names follow the CSS's letter case).
+  // The headers, in order, and each as a screen reader names it.
   const table = await byRole(page, 'table', 'Nodes');
   const headers = await table.$$eval('thead th', (ths) => ths.map((th) => th.textContent.trim()));
-  assert.deepEqual(headers, ['Name', 'Version', 'Uptime', 'Clients', 'Users', 'Subscriptions', 'Channels', 'Publish rate', 'Memory', 'Broker']);
+  const want = ['Name', 'Version', 'Uptime', 'Clients', 'Users', 'Subscriptions', 'Channels', 'Publish rate', 'Memory', 'Broker'];
+  assert.deepEqual(headers, want);
+  for (const name of want) await byRole(page, 'columnheader', name);
 
   // The page follows the cluster: a client that connects shows in the Clients
   // column at a later refresh (nodes report on their info interval).
