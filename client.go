@@ -54,6 +54,9 @@ type Client struct {
 	expTimer *time.Timer
 	// tokenChannels are the server-side channels the connect token named.
 	tokenChannels []string
+	// limits are the connection's command rate limits; nil when none
+	// apply. Set under mu once connected, then read by the command loop.
+	limits *clientLimits
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -268,6 +271,9 @@ func (c *Client) handleCommand(cmd *protocol.Command) bool {
 		c.badRequest("command without id")
 		return false
 	}
+	if c.limits != nil && !c.limits.allow(cmd) {
+		return c.overRateLimit(cmd)
+	}
 	var reply *protocol.Reply
 	var err error
 	switch {
@@ -477,7 +483,11 @@ func (c *Client) close(d *Disconnect, flush bool) {
 		user := c.user
 		subs := c.subs
 		c.subs = nil
+		limits := c.limits
 		c.mu.Unlock()
+		if limits != nil {
+			limits.release()
+		}
 		c.node.metas.Delete(c)
 		for _, s := range subs {
 			c.leave(s, UnsubscribeCodeDisconnect, "disconnect", false)
@@ -510,6 +520,17 @@ func (c *Client) close(d *Disconnect, flush bool) {
 			}
 		}
 	})
+}
+
+// overRateLimit answers a command refused by the rate limits: error 111,
+// or disconnect 3013 when the node is configured so.
+func (c *Client) overRateLimit(cmd *protocol.Command) bool {
+	c.node.log.Info("client command over rate limit", "client", c.id, "user", c.UserID(), "method", commandMethod(cmd), "disconnect", c.node.rates.disconnect)
+	if c.node.rates.disconnect {
+		c.Disconnect(DisconnectTooManyRequests)
+		return false
+	}
+	return c.finishCommand(cmd.Id, nil, ErrorTooManyRequests)
 }
 
 // closeTransport closes the transport with d, once. The node counts the

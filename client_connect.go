@@ -176,6 +176,12 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		c.staleTimer.Stop()
 		c.staleTimer = nil // an idle connection keeps no timer
 	}
+	// Under mu and only while connected: close swaps the state before it
+	// takes mu, so either it sees limits here and releases them, or they
+	// are never taken.
+	if n.rates != nil && c.state.Load() == stateConnected {
+		c.limits = n.rates.forClient(creds.UserID)
+	}
 	c.mu.Unlock()
 	n.hub.addClient(c)
 	n.pinger.add(c)

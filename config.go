@@ -78,6 +78,9 @@ type Config struct {
 	// UserConnectionLimit caps connections of one user on this node; 0
 	// means no limit.
 	UserConnectionLimit int
+	// RateLimit limits the commands of each connection and user; the zero
+	// value limits nothing.
+	RateLimit RateLimitConfig
 	// HistoryMaxPublicationLimit caps the limit a client may ask of
 	// history; 0 means 300.
 	HistoryMaxPublicationLimit int

@@ -21,11 +21,14 @@ import (
 // to the broker, and serves the library API. Create it with NewNode,
 // register handlers, call Run, then mount transport handlers.
 type Node struct {
-	id     string
-	name   string
-	cfg    Config
-	log    *slog.Logger
-	obs    Observer
+	id   string
+	name string
+	cfg  Config
+	log  *slog.Logger
+	obs  Observer
+	// rates holds the command rate limits; nil when none are set, so the
+	// command path pays one nil check.
+	rates  *rateLimits
 	broker broker.Broker
 	// direct is broker when it delivers within PublishMany (bursts use
 	// it), else nil; found once rather than asserted on every publish.
@@ -91,7 +94,12 @@ func NewNode(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	rates, err := newRateLimits(cfg.RateLimit)
+	if err != nil {
+		return nil, err
+	}
 	n := &Node{
+		rates:     rates,
 		id:        newID(),
 		cfg:       cfg,
 		log:       cfg.Logger,
