@@ -95,6 +95,14 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if err != nil {
 		return nil, nil, err
 	}
+	if creds == nil && req.Token == "" {
+		// Credentials of the context, if any, are copied: handlers may
+		// change what they are given.
+		if cc := credentialsFrom(c.ctx); cc != nil {
+			cp := *cc
+			creds = &cp
+		}
+	}
 	var channels []string
 	var replyData []byte
 	var extraSubs map[string]SubscribeOptions

@@ -292,7 +292,7 @@ func (c *Client) checkSubscribeLimits(channel string) error {
 	if _, ok := c.subs[channel]; ok {
 		return ErrorAlreadySubscribed
 	}
-	if len(c.subs) >= c.node.cfg.ChannelLimit {
+	if lim := c.node.cfg.ChannelLimit; lim > 0 && len(c.subs) >= lim {
 		return ErrorLimitExceeded
 	}
 	return nil

@@ -3,6 +3,7 @@ package gyre_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -153,6 +154,21 @@ func TestChannelLimit(t *testing.T) {
 	}
 	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "c"}); r.Error == nil || r.Error.Code != 106 {
 		t.Fatalf("reply %+v, want 106", r)
+	}
+}
+
+// TestChannelLimitNegative: a negative ChannelLimit means none (zero means
+// the default, 128).
+func TestChannelLimitNegative(t *testing.T) {
+	cfg := chatConfig()
+	cfg.ChannelLimit = -1
+	_, url := newTestNode(t, cfg)
+	c := dial(t, url, protocol.TypeJSON)
+	c.connect(connToken(t, "42", 0, nil))
+	for i := range 130 {
+		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: fmt.Sprintf("ch%d", i)}); r.Error != nil {
+			t.Fatalf("subscribe %d: %+v", i, r.Error)
+		}
 	}
 }
 

@@ -68,7 +68,8 @@ type Config struct {
 	// connect before it is closed with 3502; 0 means 10s.
 	StaleCloseDelay time.Duration
 
-	// ChannelLimit caps channels per connection; 0 means 128.
+	// ChannelLimit caps channels per connection; 0 means 128, negative
+	// means no limit.
 	ChannelLimit int
 	// QueueMaxSize caps the bytes waiting to be written to one connection;
 	// over it the connection is closed with 3008. 0 means 1 MiB.

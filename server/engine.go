@@ -23,7 +23,7 @@ func nodeConfig(c *config.Config) gyre.Config {
 		PingInterval:                      cl.PingInterval,
 		PongTimeout:                       cl.PongTimeout,
 		ExpiredCloseDelay:                 cl.ExpiredCloseDelay,
-		ChannelLimit:                      cl.ChannelLimit,
+		ChannelLimit:                      channelLimit(cl.ChannelLimit),
 		PositionCheckInterval:             cl.ChannelPositionCheckDelay,
 		StaleCloseDelay:                   cl.StaleCloseDelay,
 		ExpiredSubCloseDelay:              cl.ExpiredSubCloseDelay,
@@ -35,6 +35,45 @@ func nodeConfig(c *config.Config) gyre.Config {
 		PresenceUpdateInterval:            cl.PresenceUpdateInterval,
 		SubscribeToUserPersonalChannel:    cl.SubscribeToUserPersonalChannel.Enabled,
 		PersonalChannelNamespace:          cl.SubscribeToUserPersonalChannel.PersonalChannelNamespace,
+		RateLimit: gyre.RateLimitConfig{
+			Client:     commandRates(cl.RateLimit.ClientCommand),
+			User:       commandRates(cl.RateLimit.UserCommand),
+			Disconnect: cl.RateLimit.Disconnect,
+		},
+	}
+}
+
+// channelLimit maps client.channel_limit to the engine's: 0 means no
+// limit there, as in Centrifugo, while the engine's zero value means its
+// default (128, the key's default too).
+func channelLimit(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// commandRates takes the enabled buckets of c; a section that is off
+// gives none.
+func commandRates(c config.CommandRateLimit) gyre.CommandRates {
+	if !c.Enabled {
+		return gyre.CommandRates{}
+	}
+	b := func(cb config.CommandBuckets) []gyre.RateBucket {
+		if !cb.Enabled {
+			return nil
+		}
+		out := make([]gyre.RateBucket, 0, len(cb.Buckets))
+		for _, x := range cb.Buckets {
+			out = append(out, gyre.RateBucket{Interval: x.Interval, Rate: x.Rate})
+		}
+		return out
+	}
+	return gyre.CommandRates{
+		Total: b(c.Total), Default: b(c.Default),
+		Subscribe: b(c.Subscribe), Publish: b(c.Publish), History: b(c.History),
+		Presence: b(c.Presence), PresenceStats: b(c.PresenceStats), RPC: b(c.RPC),
+		Refresh: b(c.Refresh), SubRefresh: b(c.SubRefresh),
 	}
 }
 

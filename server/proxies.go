@@ -158,8 +158,9 @@ func (p *proxies) client() error {
 	if connect != nil {
 		p.s.node.OnConnecting(func(ctx context.Context, e gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
 			// A connection with a token is the token's to decide, as
-			// in Centrifugo.
-			if e.Token != "" {
+			// in Centrifugo; one authenticated by the user header
+			// (client.user_id_http_header) is the proxy in front's.
+			if e.Token != "" || e.Credentials != nil {
 				return gyre.ConnectingReply{}, nil
 			}
 			return connect.Connect(ctx, e)

@@ -51,6 +51,8 @@ type Server struct {
 	proxyPool    *proxy.Pool
 	proxyHeaders []string
 	admin        *admin.Handler // nil when admin is off
+	// connRate applies client.connection_rate_limit; nil without one.
+	connRate *connRate
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -73,6 +75,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.internal = s.mux
+	if lim := cfg.Client.ConnectionRateLimit; lim > 0 {
+		s.connRate = newConnRate(lim, log)
+	}
 	if cfg.HTTPServer.InternalPort != 0 {
 		s.internal = http.NewServeMux()
 	}
@@ -102,13 +107,35 @@ func (s *Server) Node() *gyre.Node { return s.node }
 // Handler is the server's HTTP handler (all endpoints on one port).
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// client wraps a client transport's handler: when proxies forward client
-// headers, the handler keeps them in the connection's context.
+// client wraps a client transport's handler: it counts new connections
+// against client.connection_rate_limit, takes the user from
+// client.user_id_http_header, and keeps the client headers proxies forward
+// in the connection's context.
 func (s *Server) client(h http.Handler) http.Handler {
-	if len(s.proxyHeaders) == 0 {
-		return h
+	if name := s.cfg.Client.UserIDHTTPHeader; name != "" {
+		h = userFromHeader(name, h)
 	}
-	return proxy.KeepHeaders(s.proxyHeaders, h)
+	if len(s.proxyHeaders) > 0 {
+		h = proxy.KeepHeaders(s.proxyHeaders, h)
+	}
+	if s.connRate != nil {
+		h = s.connRate.wrap(h)
+	}
+	return h
+}
+
+// userFromHeader authenticates connections whose request carries the
+// named header as the user it names (client.user_id_http_header): a proxy
+// in front that authenticated the request sets it, and must strip it from
+// what clients send. A request without it goes the usual way (token,
+// connect proxy, anonymous).
+func userFromHeader(name string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user := r.Header.Get(name); user != "" {
+			r = r.WithContext(gyre.WithCredentials(r.Context(), &gyre.Credentials{UserID: user}))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) routes() {
@@ -272,9 +299,10 @@ func (s *Server) Start() error {
 	}
 	hs := s.cfg.HTTPServer
 	ws := s.ws
-	if len(s.proxyHeaders) > 0 {
+	if len(s.proxyHeaders) > 0 || s.cfg.Client.UserIDHTTPHeader != "" || s.connRate != nil {
 		// The handshake must go through net/http so that the forwarded
-		// headers are kept (see client).
+		// headers, or the user's header, are seen and the connection
+		// rate is counted (see client).
 		ws = nil
 	}
 	ln, err := s.listen(hs.Address, hs.Port, s.mux, ws, s.tls)

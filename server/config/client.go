@@ -17,19 +17,20 @@ type Client struct {
 	ChannelLimit                      int                            `key:"channel_limit" default:"128" help:"Most channels one connection may subscribe to; 0 means no limit."`
 	QueueMaxSize                      int                            `key:"queue_max_size" default:"1048576" help:"Most bytes queued for one connection before it is closed with 3008 (slow); 0 means no limit."`
 	PresenceUpdateInterval            time.Duration                  `key:"presence_update_interval" default:"27s" min:"1ns" help:"How often a connection refreshes its presence entries."`
-	Concurrency                       int                            `key:"concurrency" help:"How many commands of one connection may run at once; 0 runs them one by one."`
+	Concurrency                       Unimplemented                  `key:"concurrency" help:"How many commands of one connection may run at once. Gyre runs a connection's commands one by one, in order (Centrifugo's behaviour with 0); a connection's slow RPC or proxy call delays its next commands."`
 	ChannelPositionCheckDelay         time.Duration                  `key:"channel_position_check_delay" default:"40s" min:"1ns" help:"How often positioned subscriptions check their stream position."`
 	ChannelPositionMaxTimeLag         time.Duration                  `key:"channel_position_max_time_lag" help:"How far a positioned subscription's position may lag before it counts as lost; 0 uses the engine default."`
 	ConnectionLimit                   int                            `key:"connection_limit" help:"Most connections on this node; 0 means no limit."`
 	UserConnectionLimit               int                            `key:"user_connection_limit" help:"Most connections of one user on this node; 0 means no limit."`
-	ConnectionRateLimit               int                            `key:"connection_rate_limit" help:"Most new connections per second on this node; 0 means no limit."`
+	ConnectionRateLimit               int                            `key:"connection_rate_limit" help:"Most new client connections per second on this node (up to this many at once, refilled continuously); over it a connection request is answered HTTP 503 before any upgrade. 0 means no limit."`
 	ConnectIncludeServerTime          bool                           `key:"connect_include_server_time" help:"Put the server time into the connect result."`
 	HistoryMaxPublicationLimit        int                            `key:"history_max_publication_limit" default:"300" help:"Most publications a client may get in one history call; 0 means no limit."`
 	RecoveryMaxPublicationLimit       int                            `key:"recovery_max_publication_limit" default:"300" help:"Most publications sent on recovery; with more missed the subscription is not recovered."`
 	InsecureSkipTokenSignatureVerify  bool                           `key:"insecure_skip_token_signature_verify" help:"Accept tokens without checking their signature (testing only)."`
-	UserIDHTTPHeader                  string                         `key:"user_id_http_header" help:"Take the user of a connection from this request header, set by a trusted proxy in front."`
+	UserIDHTTPHeader                  string                         `key:"user_id_http_header" help:"Take the user of a connection that sends no token from this request header, set by a trusted proxy in front (which must remove it from what clients send); connect proxies are not asked for such connections."`
 	Insecure                          bool                           `key:"insecure" help:"Accept any connection and subscription without tokens or permissions (testing only)."`
 	SubscribeToUserPersonalChannel    SubscribeToUserPersonalChannel `key:"subscribe_to_user_personal_channel" help:"Subscribe every authenticated connection to its user's personal channel on the server side."`
+	RateLimit                         ClientRateLimit                `key:"rate_limit" help:"Command rate limits per connection and per user (token buckets in memory on each node); see docs/limits.md."`
 
 	Proxy                                 ClientProxy   `key:"proxy" help:"Connect and refresh proxies to the application backend."`
 	ConnectProxyName                      string        `key:"connect_proxy_name" help:"Use this proxy from proxies for connect events instead of client.proxy.connect."`
