@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
 
 	"github.com/gyrehq/gyre/server/config"
 )
@@ -188,5 +189,50 @@ func TestUserIDHTTPHeader(t *testing.T) {
 	bare, _ := dialStatus(t, base, nil)
 	if _, closed := bare.connect(""); closed != 3501 {
 		t.Fatalf("connect without header or token: closed %d, want 3501", closed)
+	}
+}
+
+func TestAPIMaxRequestBodySize(t *testing.T) {
+	c := testConfig()
+	if c.HTTPAPI.MaxRequestBodySize != 16<<20 {
+		t.Fatalf("default http_api.max_request_body_size %d, want 16 MiB", c.HTTPAPI.MaxRequestBodySize)
+	}
+	c.HTTPAPI.MaxRequestBodySize = 100
+	_, base := newServer(t, c)
+	if status, body := post(t, base+"/api/info", `{}`); status != 200 {
+		t.Fatalf("small request: %d %s", status, body)
+	}
+	big := `{"channel":"a","data":{"x":"` + strings.Repeat("x", 100) + `"}}`
+	if status, _ := post(t, base+"/api/publish", big); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("request over the limit: status %d, want 413", status)
+	}
+}
+
+// TestWebsocketMessageSizeLimit: websocket.message_size_limit 0 means the
+// default, 64 KiB, not "no limit".
+func TestWebsocketMessageSizeLimit(t *testing.T) {
+	for _, tt := range []struct{ limit, size int }{{0, 64<<10 + 1}, {1000, 1001}} {
+		t.Run(strconv.Itoa(tt.limit), func(t *testing.T) {
+			c := testConfig()
+			c.WebSocket.MessageSizeLimit = tt.limit
+			_, base := newServer(t, c)
+			cl := dialConnect(t, base, "42")
+			// Just under the limit passes (a valid command padded with
+			// spaces).
+			cmd := `{"id":2,"ping":{}}`
+			if err := wsutil.WriteClientText(cl.conn, []byte(cmd+strings.Repeat(" ", tt.size-1-len(cmd)))); err != nil {
+				t.Fatal(err)
+			}
+			cl.id = 2
+			if _, closed := cl.replyOrClose(); closed != 0 {
+				t.Fatalf("message at the limit: closed %d", closed)
+			}
+			if err := wsutil.WriteClientText(cl.conn, []byte(cmd+strings.Repeat(" ", tt.size-len(cmd)))); err != nil {
+				t.Fatal(err)
+			}
+			if code := cl.waitClose(); code != 1009 {
+				t.Fatalf("message over the limit: closed %d, want 1009", code)
+			}
+		})
 	}
 }

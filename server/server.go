@@ -186,6 +186,7 @@ func (s *Server) routes() {
 			Key:                c.HTTPAPI.Key,
 			Insecure:           c.HTTPAPI.Insecure,
 			TransportErrorMode: c.HTTPAPI.ErrorMode == "transport",
+			MaxBodySize:        int64(c.HTTPAPI.MaxRequestBodySize),
 			Prefix:             prefix,
 			Logger:             s.log,
 			OnCall:             s.metrics.APICall,

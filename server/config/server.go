@@ -36,12 +36,13 @@ type TLS struct {
 
 // HTTPAPI configures the server HTTP API.
 type HTTPAPI struct {
-	Disabled      bool   `key:"disabled" help:"Turn the HTTP API off."`
-	HandlerPrefix string `key:"handler_prefix" default:"/api" help:"URL path the API is served under."`
-	Key           string `key:"key" help:"API key expected in X-API-Key, Authorization: apikey <key>, or ?api_key=."`
-	ErrorMode     string `key:"error_mode" enum:",transport" help:"transport maps API errors to HTTP status codes; empty always answers 200 with an error object."`
-	External      bool   `key:"external" help:"Serve the API on the external port even when an internal port is set."`
-	Insecure      bool   `key:"insecure" help:"Accept API requests without a key (only behind a trusted network)."`
+	Disabled           bool   `key:"disabled" help:"Turn the HTTP API off."`
+	HandlerPrefix      string `key:"handler_prefix" default:"/api" help:"URL path the API is served under."`
+	Key                string `key:"key" help:"API key expected in X-API-Key, Authorization: apikey <key>, or ?api_key=."`
+	ErrorMode          string `key:"error_mode" enum:",transport" help:"transport maps API errors to HTTP status codes; empty always answers 200 with an error object."`
+	External           bool   `key:"external" help:"Serve the API on the external port even when an internal port is set."`
+	Insecure           bool   `key:"insecure" help:"Accept API requests without a key (only behind a trusted network)."`
+	MaxRequestBodySize int    `key:"max_request_body_size" default:"16777216" min:"1" help:"Largest API request body in bytes; a larger one is refused with HTTP 413."`
 }
 
 // Admin configures the admin web interface.

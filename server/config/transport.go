@@ -13,7 +13,7 @@ type WebSocket struct {
 	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections, saving memory on mostly idle connections."`
 	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default."`
 	WriteTimeout       time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to one connection may take before it is closed."`
-	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming frame in bytes; larger ones close the connection. 0 means no limit."`
+	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming message in bytes; a larger one closes the connection with 1009. 0 means the default, 64 KiB, as in Centrifugo."`
 }
 
 // UniWebSocket configures the unidirectional WebSocket transport.
@@ -27,7 +27,7 @@ type UniWebSocket struct {
 	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections."`
 	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default."`
 	WriteTimeout       time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to one connection may take before it is closed."`
-	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming frame in bytes; 0 means no limit."`
+	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming message (the connect request) in bytes; a larger one closes the connection with 1009. 0 means the default, 64 KiB, as in Centrifugo."`
 	JoinPushMessages   bool          `key:"join_push_messages" help:"Put several pushes into one frame, newline- or length-delimited; the client must expect it."`
 }
 
