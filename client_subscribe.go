@@ -158,7 +158,7 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 		if !opts.AllowTagsFilter || req.Delta != "" {
 			return p, ErrorBadRequest
 		}
-		f, err := filter.Compile(req.Tf, filter.Limits{})
+		f, err := filter.Compile(req.Tf, n.cfg.TagsFilterLimits)
 		if err != nil {
 			n.log.Info("invalid tags filter", "client", c.id, "channel", req.Channel, "error", err)
 			return p, ErrorBadRequest

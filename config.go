@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/filter"
 	"github.com/gyrehq/gyre/token"
 )
 
@@ -82,6 +83,10 @@ type Config struct {
 	// RateLimit limits the commands of each connection and user; the zero
 	// value limits nothing.
 	RateLimit RateLimitConfig
+	// TagsFilterLimits bound the tags filters clients send with subscribe
+	// (tf); zero fields mean the filter package's defaults. Filters from
+	// tokens and handlers are trusted and not bounded.
+	TagsFilterLimits filter.Limits
 	// HistoryMaxPublicationLimit caps the limit a client may ask of
 	// history; 0 means 300.
 	HistoryMaxPublicationLimit int

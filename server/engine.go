@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/filter"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/token"
 )
@@ -35,6 +36,10 @@ func nodeConfig(c *config.Config) gyre.Config {
 		PresenceUpdateInterval:            cl.PresenceUpdateInterval,
 		SubscribeToUserPersonalChannel:    cl.SubscribeToUserPersonalChannel.Enabled,
 		PersonalChannelNamespace:          cl.SubscribeToUserPersonalChannel.PersonalChannelNamespace,
+		TagsFilterLimits: filter.Limits{
+			MaxDepth: cl.TagsFilter.MaxDepth, MaxNodes: cl.TagsFilter.MaxNodes,
+			MaxValues: cl.TagsFilter.MaxValues, MaxValueLen: cl.TagsFilter.MaxValueLength,
+		},
 		RateLimit: gyre.RateLimitConfig{
 			Client:     commandRates(cl.RateLimit.ClientCommand),
 			User:       commandRates(cl.RateLimit.UserCommand),

@@ -236,3 +236,30 @@ func TestWebsocketMessageSizeLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestTagsFilterLimits(t *testing.T) {
+	leaf := `{"key":"k","cmp":"eq","val":"v"}`
+	three := `{"op":"and","nodes":[` + leaf + `,` + leaf + `]}` // three nodes
+	for _, tt := range []struct {
+		maxNodes int
+		want     int
+	}{{0, 0}, {3, 0}, {2, 107}} {
+		t.Run(strconv.Itoa(tt.maxNodes), func(t *testing.T) {
+			c := testConfig()
+			c.Channel.WithoutNamespace.AllowTagsFilter = true
+			if tt.maxNodes > 0 {
+				c.Client.TagsFilter.MaxNodes = tt.maxNodes
+			}
+			_, base := newServer(t, c)
+			cl := dialConnect(t, base, "42")
+			r, closed := cl.call(`"subscribe":{"channel":"a","tf":` + three + `}`)
+			code := 0
+			if r.Error != nil {
+				code = r.Error.Code
+			}
+			if closed != 0 || code != tt.want {
+				t.Fatalf("subscribe with a three-node filter: error %d, closed %d; want error %d", code, closed, tt.want)
+			}
+		})
+	}
+}

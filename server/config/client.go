@@ -30,6 +30,7 @@ type Client struct {
 	UserIDHTTPHeader                  string                         `key:"user_id_http_header" help:"Take the user of a connection that sends no token from this request header, set by a trusted proxy in front (which must remove it from what clients send); connect proxies are not asked for such connections."`
 	Insecure                          bool                           `key:"insecure" help:"Accept any connection and subscription without tokens or permissions (testing only)."`
 	SubscribeToUserPersonalChannel    SubscribeToUserPersonalChannel `key:"subscribe_to_user_personal_channel" help:"Subscribe every authenticated connection to its user's personal channel on the server side."`
+	TagsFilter                        TagsFilterLimits               `key:"tags_filter" help:"Bounds on the publication tags filters clients send with subscribe; a filter over one is refused with error 107 (bad request)."`
 	RateLimit                         ClientRateLimit                `key:"rate_limit" help:"Command rate limits per connection and per user (token buckets in memory on each node); see docs/limits.md."`
 
 	Proxy                                 ClientProxy   `key:"proxy" help:"Connect and refresh proxies to the application backend."`

@@ -39,3 +39,11 @@ type RateBucket struct {
 	Interval time.Duration `key:"interval" min:"1ms" help:"Length of the bucket's period."`
 	Rate     int           `key:"rate" min:"1" help:"Commands allowed per interval; also the most allowed at once."`
 }
+
+// TagsFilterLimits bound a client's tags filter (the tf of subscribe).
+type TagsFilterLimits struct {
+	MaxDepth       int `key:"max_depth" default:"8" min:"1" help:"How deeply filter nodes may nest; one comparison has depth 1."`
+	MaxNodes       int `key:"max_nodes" default:"64" min:"1" help:"Most nodes in one filter, branches and leaves together."`
+	MaxValues      int `key:"max_values" default:"256" min:"1" help:"Most values in all in and nin lists of one filter together."`
+	MaxValueLength int `key:"max_value_length" default:"256" min:"1" help:"Longest key or value in a filter, in bytes."`
+}
