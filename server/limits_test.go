@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,5 +263,48 @@ func TestTagsFilterLimits(t *testing.T) {
 				t.Fatalf("subscribe with a three-node filter: error %d, closed %d; want error %d", code, closed, tt.want)
 			}
 		})
+	}
+}
+
+// TestUserIDHTTPHeaderWithConnectProxy: the connect proxy decides the
+// connections without the header, not those the proxy in front vouched
+// for.
+func TestUserIDHTTPHeaderWithConnectProxy(t *testing.T) {
+	var calls atomic.Int32
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"result":{"user":"from-backend"}}`))
+	}))
+	t.Cleanup(backend.Close)
+	c := testConfig()
+	c.Client.UserIDHTTPHeader = "X-User-Id"
+	c.Client.Proxy.Connect.Enabled = true
+	c.Client.Proxy.Connect.Endpoint = backend.URL
+	c.Channel.WithoutNamespace.Presence = true
+	_, base := newServer(t, c)
+
+	withHeader, _ := dialStatus(t, base, http.Header{"X-User-Id": {"alice"}})
+	if _, closed := withHeader.connect(""); closed != 0 {
+		t.Fatalf("connect with the header: closed %d", closed)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("connect proxy called %d times for a connection with the header", n)
+	}
+	without, _ := dialStatus(t, base, nil)
+	if _, closed := without.connect(""); closed != 0 {
+		t.Fatalf("connect without the header: closed %d", closed)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("connect proxy called %d times, want 1", n)
+	}
+	for _, cl := range []*rawClient{withHeader, without} {
+		if code := cl.subscribe("room"); code != 0 {
+			t.Fatalf("subscribe: error %d", code)
+		}
+	}
+	status, body := post(t, base+"/api/presence", `{"channel":"room"}`)
+	if status != 200 || !strings.Contains(body, `"user":"alice"`) || !strings.Contains(body, `"user":"from-backend"`) {
+		t.Fatalf("presence: %d %s; want alice and from-backend", status, body)
 	}
 }
