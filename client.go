@@ -525,7 +525,14 @@ func (c *Client) close(d *Disconnect, flush bool) {
 // overRateLimit answers a command refused by the rate limits: error 111,
 // or disconnect 3013 when the node is configured so.
 func (c *Client) overRateLimit(cmd *protocol.Command) bool {
-	c.node.log.Info("client command over rate limit", "client", c.id, "user", c.UserID(), "method", commandMethod(cmd), "disconnect", c.node.rates.disconnect)
+	// The first refusal of a connection is logged at info, the rest at
+	// debug: a client looping on a refused command must not flood the log.
+	lvl := slog.LevelDebug
+	if !c.limits.logged {
+		c.limits.logged = true
+		lvl = slog.LevelInfo
+	}
+	c.node.log.Log(c.ctx, lvl, "client command over rate limit", "client", c.id, "user", c.UserID(), "method", commandMethod(cmd), "disconnect", c.node.rates.disconnect)
 	if c.node.rates.disconnect {
 		c.Disconnect(DisconnectTooManyRequests)
 		return false

@@ -266,6 +266,9 @@ type clientLimits struct {
 	conn *commandLimiter // nil without client limits
 	user *commandLimiter // nil without user limits or for anonymous
 	name string          // user of the shared limiter
+	// logged is set once a refusal was logged at info; read and written
+	// by the connection's command loop only.
+	logged bool
 }
 
 func (r *rateLimits) forClient(user string) *clientLimits {
