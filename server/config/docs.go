@@ -190,9 +190,17 @@ Values come from four layers; each overrides the ones before it:
    Keys nest as tables: ` + "`{\"client\": {\"token\": {\"hmac_secret_key\": \"...\"}}}`" + `.
 3. **Environment variables**: ` + "`GYRE_`" + ` followed by the key path upper-cased, with dots as
    underscores: ` + "`GYRE_HTTP_SERVER_PORT=9000`, `GYRE_CLIENT_TOKEN_HMAC_SECRET_KEY=...`" + `.
-   The server may also read the same names with the ` + "`CENTRIFUGO_`" + ` prefix, with ` + "`GYRE_`" + `
-   winning. Kubernetes service variables such as ` + "`GYRE_PORT`" + ` are ignored silently.
+   The same names with Centrifugo's prefix are read too (` + "`CENTRIFUGO_HTTP_SERVER_PORT=9000`" + `), so
+   a container configured for Centrifugo keeps its settings; when both set one key, ` + "`GYRE_`" + `
+   wins. A variable with either prefix that names no key is logged as a warning, with the
+   closest known name when it looks like a typo. Kubernetes service variables such as
+   ` + "`GYRE_PORT`" + ` are ignored silently.
 4. **Command-line flags**, keyed by the same paths (` + "`--http_server.port=9000`" + `).
+
+Without a config file, ` + "`gyre`" + ` runs on development defaults (fresh secrets, open channels, a
+demo page) and layers the environment and flags over them: ` + "`GYRE_LOG_LEVEL=debug`" + ` changes the
+log level and leaves the development defaults in place, as ` + "`--log.level debug`" + ` does. A config
+file, even an empty ` + "`{}`" + `, is what turns development mode off.
 
 The result is then validated; the server refuses to start on an invalid value, with an
 error naming the key, e.g. ` + "`config: channel.namespaces[2].history_ttl: invalid duration \"5x\"`" + `.
@@ -221,7 +229,7 @@ restart; the reload logs a warning naming those keys.
 
 ## Unknown keys
 
-An unknown key in a file, or an unknown ` + "`GYRE_`" + ` variable, does not stop the server: it is
+An unknown key in a file, or an unknown ` + "`GYRE_`/`CENTRIFUGO_`" + ` variable, does not stop the server: it is
 logged as a warning, so that typos show and newer files still load.
 `
 
