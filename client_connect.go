@@ -155,6 +155,11 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if st, ok := c.transport.(sessionTransport); ok {
 		res.Session = st.Session()
 	}
+	if n.cfg.ConnectIncludeServerTime {
+		// Clients use it to correct their clock when they compute token
+		// expiry or show server times.
+		res.Time = time.Now().UnixMilli()
+	}
 	if creds.ExpireAt > 0 {
 		ttl := creds.ExpireAt - time.Now().Unix()
 		if ttl <= 0 {

@@ -46,6 +46,24 @@ func TestConnect(t *testing.T) {
 	})
 }
 
+func TestConnectIncludeServerTime(t *testing.T) {
+	protocols(t, func(t *testing.T, proto protocol.Type) {
+		_, url := newTestNode(t, chatConfig())
+		if res := dial(t, url, proto).connect(connToken(t, "42", time.Hour, nil)); res.Time != 0 {
+			t.Fatalf("time %d sent without connect_include_server_time", res.Time)
+		}
+		cfg := chatConfig()
+		cfg.ConnectIncludeServerTime = true
+		_, url = newTestNode(t, cfg)
+		before := time.Now().UnixMilli()
+		res := dial(t, url, proto).connect(connToken(t, "42", time.Hour, nil))
+		after := time.Now().UnixMilli()
+		if res.Time < before || res.Time > after {
+			t.Fatalf("connect result time %d, want the server time in Unix milliseconds, within [%d, %d]", res.Time, before, after)
+		}
+	})
+}
+
 func TestConnectRefused(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -92,8 +92,8 @@ type Config struct {
 	PresenceUpdateInterval time.Duration
 	// IdempotentResultTTL keeps publish idempotency keys; 0 means 5m.
 	IdempotentResultTTL time.Duration
-	// ConnectIncludeServerTime adds the server time to the connect result
-	// data. Reserved; not sent yet.
+	// ConnectIncludeServerTime puts the server time, in Unix milliseconds,
+	// into the connect result's time field.
 	ConnectIncludeServerTime bool
 	// SubscribeToUserPersonalChannel subscribes every authenticated
 	// connection to its user's personal channel (see PersonalChannel).

@@ -33,6 +33,7 @@ func nodeConfig(c *config.Config) gyre.Config {
 		HistoryMaxPublicationLimit:        cl.HistoryMaxPublicationLimit,
 		RecoveryMaxPublicationLimit:       cl.RecoveryMaxPublicationLimit,
 		PresenceUpdateInterval:            cl.PresenceUpdateInterval,
+		ConnectIncludeServerTime:          cl.ConnectIncludeServerTime,
 		SubscribeToUserPersonalChannel:    cl.SubscribeToUserPersonalChannel.Enabled,
 		PersonalChannelNamespace:          cl.SubscribeToUserPersonalChannel.PersonalChannelNamespace,
 	}
