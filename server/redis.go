@@ -25,12 +25,8 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) (*red
 	if err != nil {
 		return nil, fmt.Errorf("server: engine.redis.sentinel_tls: %w", err)
 	}
-	if r.HistoryUseLists {
-		log.Warn("config: engine.redis.history_use_lists is not supported; history is kept in Redis streams")
-	}
-	if r.PresenceHashFieldTTL {
-		log.Warn("config: engine.redis.presence_hash_field_ttl is not supported; presence entries expire through a sorted set")
-	}
+	// history_use_lists and presence_hash_field_ttl are reported by the
+	// config (they are tagged unsupported there).
 	e, err := redis.New(redis.Config{
 		Addresses:          r.Address,
 		ClusterAddresses:   r.ClusterAddress,

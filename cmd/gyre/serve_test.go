@@ -234,6 +234,25 @@ func TestEnvWithEmptyFile(t *testing.T) {
 	}
 }
 
+func TestUnsupportedKeyWarnsAtStart(t *testing.T) {
+	t.Parallel()
+	// The server starts, and says which key it ignores and what to do.
+	p := start(t, []string{"CENTRIFUGO_CLIENT_INSECURE_SKIP_TOKEN_SIGNATURE_VERIFY=true"}, "-c", writeFile(t, "config.json", `{"websocket":{"compression":true}}`), "--http_server.port", "0")
+	for _, key := range []string{"websocket.compression", "client.insecure_skip_token_signature_verify"} {
+		p.waitFor("warning about "+key, func() bool {
+			for _, l := range p.logs {
+				if msg, _ := l["msg"].(string); l["level"] == "WARN" && strings.Contains(msg, `"`+key+`" is not implemented by Gyre`) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if status, _ := httpPost(t, p.url()+"/api/info", "", `{}`); status == 0 {
+		t.Fatal("server not serving")
+	}
+}
+
 func TestDevDefaults(t *testing.T) {
 	t.Parallel()
 	p := start(t, nil, "--http_server.port", "0")

@@ -84,7 +84,7 @@ func (d *decoder) value(path string, f field, v reflect.Value, raw any) {
 		d.tables(path, v, raw)
 	case kindUnimplemented:
 		if inEffect(f, raw) {
-			d.warn("config: key %q is not implemented by Gyre and is ignored", path)
+			d.warnings = append(d.warnings, unsupportedWarning(path, f.instead))
 		}
 		v.Set(reflect.ValueOf(Unimplemented{value: raw}))
 	case kindInt, kindBool:

@@ -10,7 +10,7 @@ type Engine struct {
 
 // Broker chooses the PUB/SUB and history backend apart from the engine.
 type Broker struct {
-	Enabled bool        `key:"enabled" help:"Use this broker instead of the engine's."`
+	Enabled bool        `key:"enabled" help:"Use this broker instead of the engine's." unsupported:"Gyre takes PUB/SUB, history and presence from engine only; to use Redis set engine.type redis with engine.redis (there is no NATS broker), and remove broker."`
 	Type    string      `key:"type" default:"memory" enum:"memory,redis,nats" help:"memory, redis, or nats (PUB/SUB only, no history)."`
 	Redis   RedisBroker `key:"redis" help:"Redis used by the redis broker."`
 	Nats    Nats        `key:"nats" help:"NATS used by the nats broker."`
@@ -18,7 +18,7 @@ type Broker struct {
 
 // PresenceManager chooses the presence backend apart from the engine.
 type PresenceManager struct {
-	Enabled bool          `key:"enabled" help:"Use this presence manager instead of the engine's."`
+	Enabled bool          `key:"enabled" help:"Use this presence manager instead of the engine's." unsupported:"Gyre takes presence from engine only; set engine.type redis with engine.redis to keep presence in Redis, and remove presence_manager."`
 	Type    string        `key:"type" default:"memory" enum:"memory,redis" help:"memory or redis."`
 	Redis   RedisPresence `key:"redis" help:"Redis used by the redis presence manager."`
 }
@@ -47,14 +47,14 @@ type Redis struct {
 
 // RedisHistory holds the history options of a Redis broker.
 type RedisHistory struct {
-	HistoryUseLists bool `key:"history_use_lists" help:"Keep history in Redis lists instead of streams (no idempotent publish, no reverse order, no paging)."`
+	HistoryUseLists bool `key:"history_use_lists" help:"Keep history in Redis lists instead of streams (no idempotent publish, no reverse order, no paging)." unsupported:"Gyre keeps Redis history in streams only; remove the key (history in streams offers everything lists do)."`
 }
 
 // RedisPresenceOptions holds the presence options of a Redis presence manager.
 type RedisPresenceOptions struct {
 	PresenceTTL          time.Duration `key:"presence_ttl" default:"60s" min:"1ns" help:"How long a presence entry lives without being refreshed."`
-	PresenceHashFieldTTL bool          `key:"presence_hash_field_ttl" help:"Expire presence entries per hash field (Redis 7.4 and later)."`
-	PresenceUserMapping  bool          `key:"presence_user_mapping" help:"Keep a separate user count so presence_stats is cheap on large channels."`
+	PresenceHashFieldTTL bool          `key:"presence_hash_field_ttl" help:"Expire presence entries per hash field (Redis 7.4 and later)." unsupported:"Gyre expires presence entries through a sorted set, which works on every Redis version; remove the key."`
+	PresenceUserMapping  bool          `key:"presence_user_mapping" help:"Keep a separate user count so presence_stats is cheap on large channels." unsupported:"Gyre counts users for presence_stats from the presence set itself; remove the key."`
 }
 
 // RedisEngine is the Redis configuration of the redis engine.
@@ -84,5 +84,5 @@ type Nats struct {
 	WriteTimeout   time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to NATS may take."`
 	TLS            TLS           `key:"tls" help:"TLS towards NATS."`
 	AllowWildcards bool          `key:"allow_wildcards" help:"Let clients subscribe with NATS wildcards (no presence or join/leave for them)."`
-	RawMode        Unimplemented `key:"raw_mode" help:"Raw NATS subjects without Gyre's prefix and envelope."`
+	RawMode        Unimplemented `key:"raw_mode" help:"Raw NATS subjects without Gyre's prefix and envelope." unsupported:"Gyre has no NATS broker; use engine.type redis."`
 }

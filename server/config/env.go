@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -101,7 +102,19 @@ func (a *envApplier) apply(name, path string) {
 	var ke *KeyError
 	switch {
 	case errors.Is(err, ErrNotImplemented):
-		a.warnings = append(a.warnings, fmt.Sprintf("config: %s sets %q, which is not implemented by Gyre and is ignored", name, path))
+		w := fmt.Sprintf("config: %s sets %q, which is not implemented by Gyre and is ignored", name, path)
+		if v, f, _, rerr := resolve(reflect.ValueOf(a.c).Elem(), path); rerr == nil {
+			if f.instead != "" {
+				w += ": " + f.instead
+			}
+			// Kept, as a file's value is, so that Unsupported sees it.
+			var raw any
+			if json.Unmarshal([]byte(value), &raw) != nil {
+				raw = value
+			}
+			v.Set(reflect.ValueOf(Unimplemented{value: raw}))
+		}
+		a.warnings = append(a.warnings, w)
 	case errors.As(err, &ke):
 		a.errs = append(a.errs, fmt.Errorf("%w (from %s)", err, name))
 	case err != nil:

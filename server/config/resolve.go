@@ -53,6 +53,13 @@ func Resolve(s Sources) (*Config, []string, error) {
 	if err := c.Validate(); err != nil {
 		return nil, warnings, err
 	}
+	// Unimplemented keys were reported as they were read; keys that parse
+	// but have no effect yet are reported here, whichever layer set them.
+	for _, k := range c.Unsupported() {
+		if k.declared {
+			warnings = append(warnings, unsupportedWarning(k.Path, k.Instead))
+		}
+	}
 	warnings = append(warnings, c.Notices()...)
 	return c, warnings, nil
 }

@@ -37,9 +37,13 @@ type field struct {
 	enum      []string
 	precision string
 	nonEmpty  bool
-	index     []int
-	typ       reflect.Type
-	kind      kind
+	// instead, from the unsupported tag, says what to do instead of a key
+	// Gyre does not honour: an Unimplemented key, or a typed key that is
+	// parsed and validated but has no effect yet.
+	instead string
+	index   []int
+	typ     reflect.Type
+	kind    kind
 }
 
 var schemaCache sync.Map // reflect.Type -> []field
@@ -78,6 +82,7 @@ func collectFields(t reflect.Type, index []int, out *[]field) {
 			max:       sf.Tag.Get("max"),
 			precision: sf.Tag.Get("precision"),
 			nonEmpty:  sf.Tag.Get("nonempty") == "true",
+			instead:   sf.Tag.Get("unsupported"),
 			index:     idx,
 			typ:       sf.Type,
 			kind:      kindOf(sf.Type),
