@@ -132,6 +132,9 @@ func (d *decoder) tables(path string, v reflect.Value, raw any) {
 func inEffect(f field, raw any) bool {
 	switch raw.(type) {
 	case map[string]any, map[any]any, []any:
+		if f.anyValue {
+			return meaningful(raw)
+		}
 		return switchedOn(raw)
 	}
 	if s, err := toString(raw); err == nil && f.hasDef && s == f.def {

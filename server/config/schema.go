@@ -41,9 +41,12 @@ type field struct {
 	// Gyre does not honour: an Unimplemented key, or a typed key that is
 	// parsed and validated but has no effect yet.
 	instead string
-	index   []int
-	typ     reflect.Type
-	kind    kind
+	// anyValue marks an Unimplemented key holding a map of values (fixed
+	// headers, say) rather than a feature's table: any entry is in effect.
+	anyValue bool
+	index    []int
+	typ      reflect.Type
+	kind     kind
 }
 
 var schemaCache sync.Map // reflect.Type -> []field
@@ -83,6 +86,7 @@ func collectFields(t reflect.Type, index []int, out *[]field) {
 			precision: sf.Tag.Get("precision"),
 			nonEmpty:  sf.Tag.Get("nonempty") == "true",
 			instead:   sf.Tag.Get("unsupported"),
+			anyValue:  sf.Tag.Get("effect") == "any",
 			index:     idx,
 			typ:       sf.Type,
 			kind:      kindOf(sf.Type),
