@@ -60,7 +60,7 @@ type Admin struct {
 type Prometheus struct {
 	Enabled                bool   `key:"enabled" help:"Serve Prometheus metrics."`
 	HandlerPrefix          string `key:"handler_prefix" default:"/metrics" help:"URL path of the metrics endpoint."`
-	InstrumentHTTPHandlers bool   `key:"instrument_http_handlers" help:"Also measure the HTTP handlers (requests, durations)." unsupported:"Gyre's metrics cover connections, commands and the server API but not HTTP requests per handler; remove the key and measure HTTP at the proxy in front of Gyre."`
+	InstrumentHTTPHandlers bool   `key:"instrument_http_handlers" help:"Count and time the requests of each HTTP handler (client transports, API, health): gyre_http_requests_total and gyre_http_request_duration_seconds, labelled by handler."`
 }
 
 // Health configures the health check endpoint.
