@@ -113,6 +113,10 @@ func writeStatus(b *strings.Builder, t reflect.Type, path string) {
 			elem = f.typ.Elem()
 			p += "[]"
 		}
+		if f.kind == kindStruct && f.instead != "" {
+			fmt.Fprintf(b, "| `%s.*` | not supported: %s |\n", p, escapeCell(f.instead))
+			continue
+		}
 		if elem != nil {
 			// A section switched on by an unsupported enabled key is
 			// unsupported as a whole: its other keys mean nothing.

@@ -74,7 +74,7 @@ func TestUnsupportedKeysSayWhatInstead(t *testing.T) {
 	}
 	check(reflect.TypeFor[Config](), "")
 	doc := string(MarkdownReference())
-	for _, key := range []string{"`websocket.compression`", "`broker.*`", "`graphite`", "`client.connect_include_server_time` | supported"} {
+	for _, key := range []string{"`websocket.compression`", "`broker.nats.*`", "`graphite`", "`client.connect_include_server_time` | supported"} {
 		if !strings.Contains(doc, key) {
 			t.Errorf("the status table does not contain %s", key)
 		}

@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // Engine chooses where PUB/SUB, history and presence live.
 type Engine struct {
@@ -10,15 +13,25 @@ type Engine struct {
 
 // Broker chooses the PUB/SUB and history backend apart from the engine.
 type Broker struct {
-	Enabled bool        `key:"enabled" help:"Use this broker instead of the engine's." unsupported:"Gyre takes PUB/SUB, history and presence from engine only; to use Redis set engine.type redis with engine.redis (there is no NATS broker), and remove broker."`
+	Enabled bool        `key:"enabled" help:"Use this broker instead of the engine's."`
 	Type    string      `key:"type" default:"memory" enum:"memory,redis,nats" help:"memory, redis, or nats (PUB/SUB only, no history)."`
 	Redis   RedisBroker `key:"redis" help:"Redis used by the redis broker."`
-	Nats    Nats        `key:"nats" help:"NATS used by the nats broker."`
+	Nats    Nats        `key:"nats" help:"NATS used by the nats broker." unsupported:"Gyre has no NATS broker; use broker.type redis (or engine.type redis) for several nodes."`
+}
+
+// unsupported reports the one broker setting Gyre cannot honour: a
+// NATS broker switched on. The nats keys alone change nothing.
+func (b Broker) unsupported(path string) []UnsupportedKey {
+	if b.Enabled && b.Type == "nats" {
+		f, _ := lookupField(reflect.TypeFor[Broker](), "nats")
+		return []UnsupportedKey{{Path: path + ".type", Instead: f.instead, declared: true}}
+	}
+	return nil
 }
 
 // PresenceManager chooses the presence backend apart from the engine.
 type PresenceManager struct {
-	Enabled bool          `key:"enabled" help:"Use this presence manager instead of the engine's." unsupported:"Gyre takes presence from engine only; set engine.type redis with engine.redis to keep presence in Redis, and remove presence_manager."`
+	Enabled bool          `key:"enabled" help:"Use this presence manager instead of the engine's."`
 	Type    string        `key:"type" default:"memory" enum:"memory,redis" help:"memory or redis."`
 	Redis   RedisPresence `key:"redis" help:"Redis used by the redis presence manager."`
 }

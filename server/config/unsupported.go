@@ -47,11 +47,18 @@ func unsupportedIn(v reflect.Value, path string, out *[]UnsupportedKey) {
 			if inEffect(f, fv.Interface().(Unimplemented).value) {
 				*out = append(*out, UnsupportedKey{Path: p, Instead: f.instead})
 			}
-		case f.instead != "":
+		case f.instead != "" && f.kind != kindStruct:
 			if !atDefault(fv, f) {
 				*out = append(*out, UnsupportedKey{Path: p, Instead: f.instead, declared: true})
 			}
 		case f.kind == kindStruct:
+			// A table whose keys only matter together says itself what
+			// it cannot honour (Broker: the nats type switched on).
+			if u, ok := fv.Interface().(interface {
+				unsupported(string) []UnsupportedKey
+			}); ok {
+				*out = append(*out, u.unsupported(p)...)
+			}
 			unsupportedIn(fv, p, out)
 		case f.kind == kindStructs:
 			for i := range fv.Len() {
