@@ -98,6 +98,12 @@ type Config struct {
 	// SubscribeToUserPersonalChannel subscribes every authenticated
 	// connection to its user's personal channel (see PersonalChannel).
 	SubscribeToUserPersonalChannel bool
+	// SingleConnection, with SubscribeToUserPersonalChannel, keeps one
+	// connection per user: when a user connects while presence in the
+	// personal channel shows another connection, the others are closed
+	// with 3504 (connection limit), across nodes. It needs presence in the
+	// personal channel's namespace.
+	SingleConnection bool
 	// PersonalChannelNamespace is the namespace of personal channels; ""
 	// means channels without namespace.
 	PersonalChannelNamespace string

@@ -36,6 +36,7 @@ func nodeConfig(c *config.Config) gyre.Config {
 		ConnectIncludeServerTime:          cl.ConnectIncludeServerTime,
 		SubscribeToUserPersonalChannel:    cl.SubscribeToUserPersonalChannel.Enabled,
 		PersonalChannelNamespace:          cl.SubscribeToUserPersonalChannel.PersonalChannelNamespace,
+		SingleConnection:                  cl.SubscribeToUserPersonalChannel.SingleConnection,
 	}
 }
 

@@ -62,5 +62,5 @@ type SubscriptionToken struct {
 type SubscribeToUserPersonalChannel struct {
 	Enabled                  bool   `key:"enabled" help:"Turn the personal channel subscription on."`
 	PersonalChannelNamespace string `key:"personal_channel_namespace" help:"Namespace of the personal channel (namespace:#user); empty uses channels without namespace (#user)."`
-	SingleConnection         bool   `key:"single_connection" help:"Keep at most one connection per user, closing older ones; needs presence in the personal channel's namespace." unsupported:"Gyre does not close a user's other connections; limit them with client.user_connection_limit: 1 (which refuses a new connection instead of closing the old one)."`
+	SingleConnection         bool   `key:"single_connection" help:"Keep at most one connection per user, closing older ones; needs presence in the personal channel's namespace."`
 }

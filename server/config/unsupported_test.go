@@ -22,8 +22,8 @@ func TestUnsupported(t *testing.T) {
 		{"section configured but off", `{"broker": {"enabled": false, "type": "redis"}}`, nil, nil},
 		{"unimplemented in effect", `{"graphite": {"enabled": true}, "channel": {"namespaces": [{"name": "m", "subscription_type": "map"}]}}`, nil,
 			[]string{"channel.namespaces[0].subscription_type", "graphite"}},
-		{"from the environment", `{}`, []string{"CENTRIFUGO_GRAPHITE={\"enabled\":true}", "GYRE_CLIENT_SUBSCRIBE_TO_USER_PERSONAL_CHANNEL_SINGLE_CONNECTION=true"},
-			[]string{"client.subscribe_to_user_personal_channel.single_connection", "graphite"}},
+		{"from the environment", `{}`, []string{"CENTRIFUGO_GRAPHITE={\"enabled\":true}", "GYRE_WEBSOCKET_COMPRESSION=true"},
+			[]string{"graphite", "websocket.compression"}},
 		{"from the environment, off", `{}`, []string{"CENTRIFUGO_GRAPHITE={\"enabled\":false}"}, nil},
 	}
 	for _, tt := range tests {
