@@ -68,9 +68,41 @@ func (c *Client) afterConnect(subs []*subscription) {
 	for _, s := range subs {
 		s.activate(s.offset.Load())
 	}
+	if n := c.node; n.cfg.SingleConnection && n.cfg.SubscribeToUserPersonalChannel {
+		if !c.keepSingleConnection() {
+			return
+		}
+	}
 	if h := c.node.handlers.connect; h != nil {
 		h(c)
 	}
+}
+
+// keepSingleConnection closes the user's other connections when presence
+// in the personal channel (which now holds this one) counts more than one.
+// Presence is what makes it work across nodes. It returns false when this
+// connection had to be closed instead: without presence it cannot tell.
+func (c *Client) keepSingleConnection() bool {
+	n, user := c.node, c.UserID()
+	if user == "" {
+		return true
+	}
+	ch := n.PersonalChannel(user)
+	stats, err := n.PresenceStats(ch)
+	if err != nil {
+		n.log.Error("single connection: presence stats of the personal channel failed", "channel", ch, "user", user, "client", c.id, "error", err)
+		c.Disconnect(DisconnectServerError)
+		return false
+	}
+	if stats.NumClients < 2 {
+		return true
+	}
+	if err := n.Disconnect(user, DisconnectConnectionLimit, ClientFilter{}, []string{c.id}); err != nil {
+		n.log.Error("single connection: closing the user's other connections failed", "user", user, "client", c.id, "error", err)
+		c.Disconnect(DisconnectServerError)
+		return false
+	}
+	return true
 }
 
 // compactionBroken reports whether a client that names itself name on a
@@ -162,6 +194,11 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	}
 	if st, ok := c.transport.(sessionTransport); ok {
 		res.Session = st.Session()
+	}
+	if n.cfg.ConnectIncludeServerTime {
+		// Clients use it to correct their clock when they compute token
+		// expiry or show server times.
+		res.Time = time.Now().UnixMilli()
 	}
 	if creds.ExpireAt > 0 {
 		ttl := creds.ExpireAt - time.Now().Unix()

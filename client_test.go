@@ -47,6 +47,52 @@ func TestConnect(t *testing.T) {
 	})
 }
 
+func TestConnectIncludeServerTime(t *testing.T) {
+	protocols(t, func(t *testing.T, proto protocol.Type) {
+		_, url := newTestNode(t, chatConfig())
+		if res := dial(t, url, proto).connect(connToken(t, "42", time.Hour, nil)); res.Time != 0 {
+			t.Fatalf("time %d sent without connect_include_server_time", res.Time)
+		}
+		cfg := chatConfig()
+		cfg.ConnectIncludeServerTime = true
+		_, url = newTestNode(t, cfg)
+		before := time.Now().UnixMilli()
+		res := dial(t, url, proto).connect(connToken(t, "42", time.Hour, nil))
+		after := time.Now().UnixMilli()
+		if res.Time < before || res.Time > after {
+			t.Fatalf("connect result time %d, want the server time in Unix milliseconds, within [%d, %d]", res.Time, before, after)
+		}
+	})
+}
+
+func TestSingleConnection(t *testing.T) {
+	protocols(t, func(t *testing.T, proto protocol.Type) {
+		cfg := chatConfig()
+		cfg.SubscribeToUserPersonalChannel = true
+		cfg.PersonalChannelNamespace = "personal"
+		cfg.SingleConnection = true
+		cfg.Channels.Namespaces = append(cfg.Channels.Namespaces, gyre.Namespace{Name: "personal", ChannelOptions: gyre.ChannelOptions{Presence: true}})
+		_, url := newTestNode(t, cfg)
+		first := dial(t, url, proto)
+		first.connect(connToken(t, "42", time.Hour, nil))
+		other := dial(t, url, proto)
+		other.connect(connToken(t, "7", time.Hour, nil))
+		second := dial(t, url, proto)
+		second.connect(connToken(t, "42", time.Hour, nil))
+		if ce := first.WaitClose(); uint16(ce.Code) != 3504 {
+			t.Fatalf("first connection of user 42 closed with %d %q, want 3504 (connection limit)", ce.Code, ce.Reason)
+		}
+		// The new connection and the other user's stay.
+		for name, c := range map[string]*testClient{"second": second, "other user": other} {
+			if r, ce := c.TryCall(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "#42"}}); ce != nil {
+				t.Fatalf("%s connection closed (%d) after the second connect of user 42", name, ce.Code)
+			} else if r == nil {
+				t.Fatalf("%s: no reply", name)
+			}
+		}
+	})
+}
+
 func TestConnectRefused(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -101,12 +101,18 @@ type Config struct {
 	PresenceUpdateInterval time.Duration
 	// IdempotentResultTTL keeps publish idempotency keys; 0 means 5m.
 	IdempotentResultTTL time.Duration
-	// ConnectIncludeServerTime adds the server time to the connect result
-	// data. Reserved; not sent yet.
+	// ConnectIncludeServerTime puts the server time, in Unix milliseconds,
+	// into the connect result's time field.
 	ConnectIncludeServerTime bool
 	// SubscribeToUserPersonalChannel subscribes every authenticated
 	// connection to its user's personal channel (see PersonalChannel).
 	SubscribeToUserPersonalChannel bool
+	// SingleConnection, with SubscribeToUserPersonalChannel, keeps one
+	// connection per user: when a user connects while presence in the
+	// personal channel shows another connection, the others are closed
+	// with 3504 (connection limit), across nodes. It needs presence in the
+	// personal channel's namespace.
+	SingleConnection bool
 	// PersonalChannelNamespace is the namespace of personal channels; ""
 	// means channels without namespace.
 	PersonalChannelNamespace string

@@ -34,8 +34,10 @@ func nodeConfig(c *config.Config) gyre.Config {
 		HistoryMaxPublicationLimit:        cl.HistoryMaxPublicationLimit,
 		RecoveryMaxPublicationLimit:       cl.RecoveryMaxPublicationLimit,
 		PresenceUpdateInterval:            cl.PresenceUpdateInterval,
+		ConnectIncludeServerTime:          cl.ConnectIncludeServerTime,
 		SubscribeToUserPersonalChannel:    cl.SubscribeToUserPersonalChannel.Enabled,
 		PersonalChannelNamespace:          cl.SubscribeToUserPersonalChannel.PersonalChannelNamespace,
+		SingleConnection:                  cl.SubscribeToUserPersonalChannel.SingleConnection,
 		TagsFilterLimits: filter.Limits{
 			MaxDepth: cl.TagsFilter.MaxDepth, MaxNodes: cl.TagsFilter.MaxNodes,
 			MaxValues: cl.TagsFilter.MaxValues, MaxValueLen: cl.TagsFilter.MaxValueLength,

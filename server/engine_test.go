@@ -22,6 +22,8 @@ func TestNodeConfig(t *testing.T) {
 	c.Client.QueueMaxSize = 1234
 	c.Client.SubscribeToUserPersonalChannel.Enabled = true
 	c.Client.SubscribeToUserPersonalChannel.PersonalChannelNamespace = "personal"
+	c.Client.SubscribeToUserPersonalChannel.SingleConnection = true
+	c.Client.ConnectIncludeServerTime = true
 	c.Channel.HistoryMetaTTL = time.Hour
 	c.Channel.NamespaceBoundary = "/"
 	c.Channel.WithoutNamespace.Presence = true
@@ -46,7 +48,8 @@ func TestNodeConfig(t *testing.T) {
 		{"subscription token", n.SubscriptionToken.Enabled && n.SubscriptionToken.HMACSecretKey == "sub-secret"},
 		{"ping", n.PingInterval == 20*time.Second && n.PongTimeout == 5*time.Second},
 		{"limits", n.ChannelLimit == 7 && n.QueueMaxSize == 1234},
-		{"personal channel", n.SubscribeToUserPersonalChannel && n.PersonalChannelNamespace == "personal"},
+		{"personal channel", n.SubscribeToUserPersonalChannel && n.PersonalChannelNamespace == "personal" && n.SingleConnection},
+		{"connect time", n.ConnectIncludeServerTime},
 		{"boundary", n.Channels.NamespaceBoundary == "/"},
 		{"without namespace", n.Channels.WithoutNamespace.Presence},
 		// "stream" is the default recovery mode, which the engine spells "".

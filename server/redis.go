@@ -3,33 +3,73 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/broker/redis"
 	"github.com/gyrehq/gyre/server/config"
 )
 
-// useRedisEngine puts a Redis broker and presence manager into ncfg when
-// the config asks for engine.type redis. It returns the engine to close on
-// shutdown, or nil.
-func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) (*redis.Engine, error) {
-	if c.Engine.Type != "redis" {
-		return nil, nil
+// useRedisEngine puts the Redis broker and presence manager into ncfg that
+// the config asks for: engine.type redis for both, then broker and
+// presence_manager, when enabled, for one each. It returns the engines it
+// opened, to close on shutdown.
+func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) ([]*redis.Engine, error) {
+	var engines []*redis.Engine
+	open := func(path string, r config.Redis, presenceTTL time.Duration) (*redis.Engine, error) {
+		e, err := newRedisEngine(path, r, c.Channel.HistoryMetaTTL, presenceTTL, log)
+		if err == nil {
+			engines = append(engines, e)
+		}
+		return e, err
 	}
-	r := c.Engine.Redis
+	if c.Engine.Type == "redis" {
+		e, err := open("engine.redis", c.Engine.Redis.Redis, c.Engine.Redis.PresenceTTL)
+		if err != nil {
+			return engines, err
+		}
+		ncfg.Broker, ncfg.PresenceManager = e.Broker(), e.PresenceManager()
+	}
+	if b := c.Broker; b.Enabled {
+		switch b.Type {
+		case "redis":
+			e, err := open("broker.redis", b.Redis.Redis, 0)
+			if err != nil {
+				return engines, err
+			}
+			ncfg.Broker = e.Broker()
+		case "memory":
+			ncfg.Broker = nil // the node's own memory broker
+		}
+		// nats: reported by the config as unsupported; the engine's
+		// broker stays.
+	}
+	if p := c.PresenceManager; p.Enabled {
+		switch p.Type {
+		case "redis":
+			e, err := open("presence_manager.redis", p.Redis.Redis, p.Redis.PresenceTTL)
+			if err != nil {
+				return engines, err
+			}
+			ncfg.PresenceManager = e.PresenceManager()
+		case "memory":
+			ncfg.PresenceManager = nil // the node's own memory presence
+		}
+	}
+	return engines, nil
+}
+
+// newRedisEngine connects to the Redis that r describes; path names the
+// config table in errors. A presenceTTL of 0 keeps the engine's default
+// (the engine is then used for its broker only).
+func newRedisEngine(path string, r config.Redis, historyMetaTTL, presenceTTL time.Duration, log *slog.Logger) (*redis.Engine, error) {
 	tlsCfg, err := clientTLS(r.TLS)
 	if err != nil {
-		return nil, fmt.Errorf("server: engine.redis.tls: %w", err)
+		return nil, fmt.Errorf("server: %s.tls: %w", path, err)
 	}
 	sentinelTLS, err := clientTLS(r.SentinelTLS)
 	if err != nil {
-		return nil, fmt.Errorf("server: engine.redis.sentinel_tls: %w", err)
-	}
-	if r.HistoryUseLists {
-		log.Warn("config: engine.redis.history_use_lists is not supported; history is kept in Redis streams")
-	}
-	if r.PresenceHashFieldTTL {
-		log.Warn("config: engine.redis.presence_hash_field_ttl is not supported; presence entries expire through a sorted set")
+		return nil, fmt.Errorf("server: %s.sentinel_tls: %w", path, err)
 	}
 	e, err := redis.New(redis.Config{
 		Addresses:          r.Address,
@@ -49,14 +89,12 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) (*red
 		Prefix:             r.Prefix,
 		ConnectTimeout:     r.ConnectTimeout,
 		IOTimeout:          r.IOTimeout,
-		HistoryMetaTTL:     c.Channel.HistoryMetaTTL,
-		PresenceTTL:        r.PresenceTTL,
+		HistoryMetaTTL:     historyMetaTTL,
+		PresenceTTL:        presenceTTL,
 		Logger:             log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("server: redis engine: %w", err)
+		return nil, fmt.Errorf("server: %s: %w", path, err)
 	}
-	ncfg.Broker = e.Broker()
-	ncfg.PresenceManager = e.PresenceManager()
 	return e, nil
 }

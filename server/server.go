@@ -138,6 +138,15 @@ func userFromHeader(name string, next http.Handler) http.Handler {
 	})
 }
 
+// instrument wraps a handler so that the HTTP metrics count its requests,
+// when prometheus.instrument_http_handlers asks for it.
+func (s *Server) instrument(handler string, h http.Handler) http.Handler {
+	if !s.cfg.Prometheus.InstrumentHTTPHandlers {
+		return h
+	}
+	return s.metrics.InstrumentHTTP(handler, h)
+}
+
 func (s *Server) routes() {
 	c := s.cfg
 	if !c.WebSocket.Disabled {
@@ -146,43 +155,43 @@ func (s *Server) routes() {
 			WriteTimeout:     c.WebSocket.WriteTimeout,
 			AllowedOrigins:   c.Client.AllowedOrigins,
 		})
-		s.mux.Handle(c.WebSocket.HandlerPrefix, s.client(s.ws))
+		s.mux.Handle(c.WebSocket.HandlerPrefix, s.instrument("websocket", s.client(s.ws)))
 	}
 	origins := c.Client.AllowedOrigins
 	if c.HTTPStream.Enabled {
-		s.mux.Handle(c.HTTPStream.HandlerPrefix, s.client(gyre.NewHTTPStreamHandler(s.node, gyre.StreamConfig{
+		s.mux.Handle(c.HTTPStream.HandlerPrefix, s.instrument("http_stream", s.client(gyre.NewHTTPStreamHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.HTTPStream.MaxRequestBodySize), AllowedOrigins: origins,
-		})))
+		}))))
 	}
 	if c.SSE.Enabled {
-		s.mux.Handle(c.SSE.HandlerPrefix, s.client(gyre.NewSSEHandler(s.node, gyre.StreamConfig{
+		s.mux.Handle(c.SSE.HandlerPrefix, s.instrument("sse", s.client(gyre.NewSSEHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.SSE.MaxRequestBodySize), AllowedOrigins: origins,
-		})))
+		}))))
 	}
 	if c.HTTPStream.Enabled || c.SSE.Enabled {
-		s.mux.Handle(c.Emulation.HandlerPrefix, gyre.NewEmulationHandler(s.node, gyre.EmulationConfig{
+		s.mux.Handle(c.Emulation.HandlerPrefix, s.instrument("emulation", gyre.NewEmulationHandler(s.node, gyre.EmulationConfig{
 			MaxRequestBodySize: int64(c.Emulation.MaxRequestBodySize), AllowedOrigins: origins,
-		}))
+		})))
 	}
 	if u := c.UniWebSocket; u.Enabled {
-		s.mux.Handle(u.HandlerPrefix, s.client(gyre.NewUniWebsocketHandler(s.node, gyre.UniWebsocketConfig{
+		s.mux.Handle(u.HandlerPrefix, s.instrument("uni_websocket", s.client(gyre.NewUniWebsocketHandler(s.node, gyre.UniWebsocketConfig{
 			MessageSizeLimit: int64(u.MessageSizeLimit), WriteTimeout: u.WriteTimeout,
 			AllowedOrigins: origins, JoinPushMessages: u.JoinPushMessages,
-		})))
+		}))))
 	}
 	if c.UniSSE.Enabled {
-		s.mux.Handle(c.UniSSE.HandlerPrefix, s.client(gyre.NewUniSSEHandler(s.node, gyre.StreamConfig{
+		s.mux.Handle(c.UniSSE.HandlerPrefix, s.instrument("uni_sse", s.client(gyre.NewUniSSEHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.UniSSE.MaxRequestBodySize), AllowedOrigins: origins,
-		})))
+		}))))
 	}
 	if c.UniHTTPStream.Enabled {
-		s.mux.Handle(c.UniHTTPStream.HandlerPrefix, s.client(gyre.NewUniHTTPStreamHandler(s.node, gyre.StreamConfig{
+		s.mux.Handle(c.UniHTTPStream.HandlerPrefix, s.instrument("uni_http_stream", s.client(gyre.NewUniHTTPStreamHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.UniHTTPStream.MaxRequestBodySize), AllowedOrigins: origins,
-		})))
+		}))))
 	}
 	if !c.HTTPAPI.Disabled {
 		prefix := c.HTTPAPI.HandlerPrefix
-		h := api.NewHandlerFor(s.exec, api.Config{
+		var h http.Handler = api.NewHandlerFor(s.exec, api.Config{
 			Key:                c.HTTPAPI.Key,
 			Insecure:           c.HTTPAPI.Insecure,
 			TransportErrorMode: c.HTTPAPI.ErrorMode == "transport",
@@ -191,6 +200,7 @@ func (s *Server) routes() {
 			Logger:             s.log,
 			OnCall:             s.metrics.APICall,
 		})
+		h = s.instrument("api", h)
 		mux := s.internalOr(c.HTTPAPI.External)
 		mux.Handle(prefix+"/", h)
 		// The legacy form (the method in the body) posts to the prefix
@@ -201,7 +211,7 @@ func (s *Server) routes() {
 		}
 	}
 	if c.Health.Enabled {
-		s.internal.HandleFunc(c.Health.HandlerPrefix, s.health)
+		s.internal.Handle(c.Health.HandlerPrefix, s.instrument("health", http.HandlerFunc(s.health)))
 	}
 	if c.Prometheus.Enabled {
 		s.internal.Handle(c.Prometheus.HandlerPrefix, s.metrics.Handler())

@@ -70,9 +70,11 @@ func usage(w io.Writer) error {
   gyre version
   gyre bench SCENARIO --url ws://HOST:PORT/connection/websocket [...]   load test (idle, fanout, channels, connect)
 
-Without a config file and without GYRE_ environment variables, gyre runs on
-development defaults: fresh secrets, open channels, a demo page.
-Every config key can be set as --key.path VALUE or GYRE_KEY_PATH=VALUE.
+Without a config file, gyre runs on development defaults: fresh secrets, open
+channels, a demo page; environment variables and flags change single keys over
+them. A config file (even an empty {} one) turns development mode off.
+Every config key can be set as --key.path VALUE or GYRE_KEY_PATH=VALUE
+(CENTRIFUGO_KEY_PATH=VALUE is read too; GYRE_ wins).
 `)
 	return err
 }

@@ -57,7 +57,17 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	environ := os.Environ()
-	cfg, warnings, err := config.Resolve(config.Sources{File: path, Environ: environ, Flags: flags})
+	// Without a config file the server runs on development defaults, and
+	// the environment and flags are layered over them: setting one key
+	// (GYRE_LOG_LEVEL=debug, --log.level debug) changes that key and
+	// nothing else. A config file, even an empty one, is what leaves
+	// development mode.
+	dev := path == ""
+	src := config.Sources{File: path, Environ: environ, Flags: flags}
+	if dev {
+		src.Base = func(c *config.Config) { server.DevDefaults(c) }
+	}
+	cfg, warnings, err := config.Resolve(src)
 	if err != nil {
 		return err
 	}
@@ -76,11 +86,15 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	for _, w := range warnings {
 		log.Warn("config: " + w)
 	}
-	dev := path == "" && !hasEnv(environ, config.DefaultEnvPrefix+"_")
 	var secret, apiKey string
 	if dev {
-		secret, apiKey = server.DevDefaults(cfg)
-		log.Warn("no config file: running on development defaults (open channels, fresh secrets)")
+		secret, apiKey = cfg.Client.Token.HMACSecretKey, cfg.HTTPAPI.Key
+		msg := "no config file: running on development defaults (open channels, fresh secrets); give one with -c, even an empty {} file, to leave them"
+		if env := configEnv(environ); len(env) > 0 {
+			log.Warn(msg, "environment_over_defaults", env)
+		} else {
+			log.Warn(msg)
+		}
 	}
 	srv, err := server.New(cfg, log)
 	if err != nil {
@@ -154,13 +168,21 @@ func reload(srv *server.Server, path string, flags map[string]string, log *slog.
 // connects left behind (internal/memtrim).
 const memtrimPeriod = 5 * time.Second
 
-func hasEnv(environ []string, prefix string) bool {
+// configEnv names the variables of environ that may set config keys (those
+// with a prefix config.EnvPrefixes lists), so that the log says what was
+// layered over the development defaults.
+func configEnv(environ []string) []string {
+	var names []string
 	for _, kv := range environ {
-		if strings.HasPrefix(kv, prefix) {
-			return true
+		name, _, _ := strings.Cut(kv, "=")
+		for _, p := range config.EnvPrefixes {
+			if strings.HasPrefix(name, p+"_") {
+				names = append(names, name)
+				break
+			}
 		}
 	}
-	return false
+	return names
 }
 
 // printDevWelcome tells someone who started gyre without a config how to

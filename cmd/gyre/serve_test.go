@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -180,17 +181,75 @@ func TestPortFromEnvAndFlags(t *testing.T) {
 
 func TestEnvWithoutFile(t *testing.T) {
 	t.Parallel()
-	// A GYRE_ variable alone means "configured": no development defaults,
-	// so no demo page and no generated secrets.
-	p := start(t, []string{"GYRE_HTTP_SERVER_PORT=0", "GYRE_HTTP_API_KEY=env-key", "GYRE_HEALTH_ENABLED=true"})
-	if out := p.stdoutText(); out != "" {
-		t.Fatalf("stdout %q, want nothing", out)
+	// Without a config file, variables are layered over the development
+	// defaults as flags are: the key they set changes (here the API key,
+	// from Centrifugo's name, and the history size, where GYRE_ wins), the
+	// other development defaults stay, and the log says so.
+	p := start(t, []string{
+		"GYRE_HTTP_SERVER_PORT=0",
+		"CENTRIFUGO_HTTP_API_KEY=env-key",
+		"CENTRIFUGO_CHANNEL_WITHOUT_NAMESPACE_HISTORY_SIZE=2",
+		"GYRE_CHANNEL_WITHOUT_NAMESPACE_HISTORY_SIZE=3",
+	})
+	l := p.waitLog("no config file: running on development defaults (open channels, fresh secrets); give one with -c, even an empty {} file, to leave them", nil)
+	if env := fmt.Sprint(l["environment_over_defaults"]); !strings.Contains(env, "CENTRIFUGO_HTTP_API_KEY") || !strings.Contains(env, "GYRE_HTTP_SERVER_PORT") {
+		t.Errorf("development-defaults log names the variables %q, want the API key and port variables", env)
 	}
+	p.waitFor("welcome", func() bool { return strings.Contains(p.stdout.String(), "env-key") })
+	for i := range 5 {
+		body := fmt.Sprintf(`{"channel":"demo","data":{"n":%d}}`, i)
+		if status, b := httpPost(t, p.url()+"/api/publish", "env-key", body); status != http.StatusOK {
+			t.Fatalf("publish with the key from the environment: status %d: %s", status, b)
+		}
+	}
+	status, b := httpPost(t, p.url()+"/api/history", "env-key", `{"channel":"demo","limit":-1}`)
+	if status != http.StatusOK {
+		t.Fatalf("history: status %d: %s", status, b)
+	}
+	var hist struct {
+		Result struct {
+			Publications []json.RawMessage `json:"publications"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(b, &hist); err != nil || len(hist.Result.Publications) != 3 {
+		t.Fatalf("history %s: want 3 publications (history_size from GYRE_, over CENTRIFUGO_)", b)
+	}
+	if status, _ := httpGet(t, p.url()+"/"); status != http.StatusOK {
+		t.Fatalf("demo page: status %d, want 200 (development defaults kept)", status)
+	}
+}
+
+func TestEnvWithEmptyFile(t *testing.T) {
+	t.Parallel()
+	// An empty config file leaves development mode, environment or not.
+	p := start(t, []string{"CENTRIFUGO_HTTP_API_KEY=env-key"}, "-c", writeFile(t, "config.json", `{}`), "--http_server.port", "0")
 	if status, _ := httpPost(t, p.url()+"/api/info", "env-key", `{}`); status != http.StatusOK {
-		t.Fatalf("API with the key from the environment: status %d", status)
+		t.Fatalf("API with the key from CENTRIFUGO_HTTP_API_KEY: status %d", status)
 	}
 	if status, _ := httpGet(t, p.url()+"/"); status != http.StatusNotFound {
 		t.Fatalf("demo page: status %d, want 404", status)
+	}
+	if out := p.stdoutText(); out != "" {
+		t.Fatalf("stdout %q, want nothing", out)
+	}
+}
+
+func TestUnsupportedKeyWarnsAtStart(t *testing.T) {
+	t.Parallel()
+	// The server starts, and says which key it ignores and what to do.
+	p := start(t, []string{"CENTRIFUGO_CLIENT_INSECURE_SKIP_TOKEN_SIGNATURE_VERIFY=true"}, "-c", writeFile(t, "config.json", `{"websocket":{"compression":true}}`), "--http_server.port", "0")
+	for _, key := range []string{"websocket.compression", "client.insecure_skip_token_signature_verify"} {
+		p.waitFor("warning about "+key, func() bool {
+			for _, l := range p.logs {
+				if msg, _ := l["msg"].(string); l["level"] == "WARN" && strings.Contains(msg, `"`+key+`" is not implemented by Gyre`) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if status, _ := httpPost(t, p.url()+"/api/info", "", `{}`); status == 0 {
+		t.Fatal("server not serving")
 	}
 }
 

@@ -65,15 +65,25 @@ func genConfig(args []string, stdout io.Writer) error {
 func checkConfig(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("checkconfig")
 	path := fs.String("c", "config.json", "file to check")
+	allow := fs.Bool("allow-unsupported", false, "accept keys Gyre does not implement (they are ignored), e.g. while migrating from Centrifugo")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	_, warnings, err := config.Resolve(config.Sources{File: *path, Environ: os.Environ()})
+	cfg, warnings, err := config.Resolve(config.Sources{File: *path, Environ: os.Environ()})
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if err != nil {
 		return err
+	}
+	// A key that would change what Centrifugo does but that Gyre ignores
+	// makes the server behave differently from what the file says: that
+	// fails the check unless the user accepts it.
+	if unsupported := cfg.Unsupported(); len(unsupported) > 0 && !*allow {
+		for _, k := range unsupported {
+			fmt.Fprintln(stderr, "unsupported:", k)
+		}
+		return fmt.Errorf("%s sets %d key(s) Gyre does not implement; remove them, or pass --allow-unsupported to accept that they are ignored", *path, len(unsupported))
 	}
 	_, err = fmt.Fprintf(stdout, "%s is valid\n", *path)
 	return err

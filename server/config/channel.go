@@ -14,7 +14,7 @@ type Channel struct {
 	UserSeparator     string         `key:"user_separator" default:"," nonempty:"true" help:"Separates users in a user-limited channel name."`
 
 	Proxy                 ChannelProxy  `key:"proxy" help:"Default subscribe, publish, sub_refresh and subscribe_stream proxies."`
-	PublicationDataFormat Unimplemented `key:"publication_data_format" help:"Validation of publication data format."`
+	PublicationDataFormat Unimplemented `key:"publication_data_format" help:"Validation of publication data format." unsupported:"Gyre does not check publication data; validate it in a publish proxy (channel.proxy.publish) or in the backend that calls the server API."`
 }
 
 // Namespace is a named set of channel options: a channel named ns:rest takes
@@ -65,6 +65,6 @@ type ChannelOptions struct {
 	SubscribeStreamProxyEnabled       bool          `key:"subscribe_stream_proxy_enabled" help:"Stream subscriptions of these channels from the backend over gRPC (docs/proxy.md): the backend answers the subscribe and then sends publications for that subscriber alone."`
 	SubscribeStreamProxyName          string        `key:"subscribe_stream_proxy_name" default:"default" help:"Proxy for subscription streams: \"default\" (channel.proxy.subscribe_stream) or a name from proxies."`
 	SubscribeStreamProxyBidirectional bool          `key:"subscribe_stream_proxy_bidirectional" help:"Make subscription streams bidirectional (client publications go to the backend stream)."`
-	PublicationDataFormat             Unimplemented `key:"publication_data_format" help:"Validation of publication data format."`
-	SubscriptionType                  Unimplemented `key:"subscription_type" help:"Keyed-state (map) subscriptions."`
+	PublicationDataFormat             Unimplemented `key:"publication_data_format" help:"Validation of publication data format." unsupported:"Gyre does not check publication data; validate it in a publish proxy (channel.proxy.publish) or in the backend that calls the server API."`
+	SubscriptionType                  Unimplemented `key:"subscription_type" help:"Keyed-state (map) subscriptions." unsupported:"Gyre has stream subscriptions only; keep keyed state in the application and publish changes to an ordinary channel."`
 }

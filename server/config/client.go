@@ -17,16 +17,16 @@ type Client struct {
 	ChannelLimit                      int                            `key:"channel_limit" default:"128" help:"Most channels one connection may subscribe to; 0 means no limit."`
 	QueueMaxSize                      int                            `key:"queue_max_size" default:"1048576" help:"Most bytes queued for one connection before it is closed with 3008 (slow); 0 means no limit."`
 	PresenceUpdateInterval            time.Duration                  `key:"presence_update_interval" default:"27s" min:"1ns" help:"How often a connection refreshes its presence entries."`
-	Concurrency                       Unimplemented                  `key:"concurrency" help:"How many commands of one connection may run at once. Gyre runs a connection's commands one by one, in order (Centrifugo's behaviour with 0); a connection's slow RPC or proxy call delays its next commands."`
+	Concurrency                       Unimplemented                  `key:"concurrency" help:"How many commands of one connection may run at once." unsupported:"Gyre runs a connection's commands one by one, in order (Centrifugo's behaviour with 0): remove the key; a connection's slow RPC or proxy call delays its next commands."`
 	ChannelPositionCheckDelay         time.Duration                  `key:"channel_position_check_delay" default:"40s" min:"1ns" help:"How often positioned subscriptions check their stream position."`
-	ChannelPositionMaxTimeLag         time.Duration                  `key:"channel_position_max_time_lag" help:"How far a positioned subscription's position may lag before it counts as lost; 0 uses the engine default."`
+	ChannelPositionMaxTimeLag         time.Duration                  `key:"channel_position_max_time_lag" help:"How far a positioned subscription's position may lag before it counts as lost; 0 uses the engine default." unsupported:"Gyre checks a positioned subscription's offset and epoch every channel_position_check_delay, without a time lag allowance; remove the key, or lower channel_position_check_delay."`
 	ConnectionLimit                   int                            `key:"connection_limit" help:"Most connections on this node; 0 means no limit."`
 	UserConnectionLimit               int                            `key:"user_connection_limit" help:"Most connections of one user on this node; 0 means no limit."`
 	ConnectionRateLimit               int                            `key:"connection_rate_limit" help:"Most new client connections per second on this node (up to this many at once, refilled continuously); over it a connection request is answered HTTP 503 before any upgrade. 0 means no limit."`
 	ConnectIncludeServerTime          bool                           `key:"connect_include_server_time" help:"Put the server time into the connect result."`
 	HistoryMaxPublicationLimit        int                            `key:"history_max_publication_limit" default:"300" help:"Most publications a client may get in one history call; 0 means no limit."`
 	RecoveryMaxPublicationLimit       int                            `key:"recovery_max_publication_limit" default:"300" help:"Most publications sent on recovery; with more missed the subscription is not recovered."`
-	InsecureSkipTokenSignatureVerify  bool                           `key:"insecure_skip_token_signature_verify" help:"Accept tokens without checking their signature (testing only)."`
+	InsecureSkipTokenSignatureVerify  bool                           `key:"insecure_skip_token_signature_verify" help:"Accept tokens without checking their signature (testing only)." unsupported:"Gyre always checks token signatures; for tests sign tokens with gyre gentoken, or connect without a token using client.insecure."`
 	UserIDHTTPHeader                  string                         `key:"user_id_http_header" help:"Take the user of a connection that sends no token from this request header, set by a trusted proxy in front (which must remove it from what clients send); connect proxies are not asked for such connections."`
 	Insecure                          bool                           `key:"insecure" help:"Accept any connection and subscription without tokens or permissions (testing only)."`
 	SubscribeToUserPersonalChannel    SubscribeToUserPersonalChannel `key:"subscribe_to_user_personal_channel" help:"Subscribe every authenticated connection to its user's personal channel on the server side."`
@@ -36,7 +36,7 @@ type Client struct {
 	Proxy                                 ClientProxy   `key:"proxy" help:"Connect and refresh proxies to the application backend."`
 	ConnectProxyName                      string        `key:"connect_proxy_name" help:"Use this proxy from proxies for connect events instead of client.proxy.connect."`
 	RefreshProxyName                      string        `key:"refresh_proxy_name" help:"Use this proxy from proxies for refresh events instead of client.proxy.refresh."`
-	ConnectCodeToUnidirectionalDisconnect Unimplemented `key:"connect_code_to_unidirectional_disconnect" help:"Mapping of connect error codes to disconnect codes on unidirectional transports."`
+	ConnectCodeToUnidirectionalDisconnect Unimplemented `key:"connect_code_to_unidirectional_disconnect" help:"Mapping of connect error codes to disconnect codes on unidirectional transports." unsupported:"Gyre sends unidirectional clients the connect error's own disconnect code; map codes in the client if it needs others."`
 }
 
 // Token configures how tokens are verified. Several key kinds may be set at

@@ -35,16 +35,16 @@ type Config struct {
 
 	RPC                      RPC           `key:"rpc" help:"Client RPC namespaces and RPC proxying."`
 	Proxies                  []NamedProxy  `key:"proxies" help:"Named proxies to the application backend, chosen per namespace by name."`
-	Consumers                Unimplemented `key:"consumers" help:"Consumers of external queues (Kafka, PostgreSQL outbox ...)."`
-	WebTransport             Unimplemented `key:"webtransport" help:"The WebTransport transport."`
-	OpenTelemetry            Unimplemented `key:"opentelemetry" help:"OpenTelemetry tracing."`
-	Graphite                 Unimplemented `key:"graphite" help:"Metrics export to Graphite."`
-	Swagger                  Unimplemented `key:"swagger" help:"Swagger UI for the server API."`
-	UsageStats               Unimplemented `key:"usage_stats" help:"Anonymous usage statistics."`
-	Dev                      Unimplemented `key:"dev" help:"Development test page."`
-	Init                     Unimplemented `key:"init" help:"Connection initialization endpoint."`
-	MapBroker                Unimplemented `key:"map_broker" help:"Broker for keyed-state (map) subscriptions."`
-	EnableUnreleasedFeatures Unimplemented `key:"enable_unreleased_features" help:"Switch for unreleased Centrifugo features."`
+	Consumers                Unimplemented `key:"consumers" help:"Consumers of external queues (Kafka, PostgreSQL outbox ...)." unsupported:"Gyre does not read queues; have a small worker consume Kafka or the outbox table and call the server API (publish, broadcast)."`
+	WebTransport             Unimplemented `key:"webtransport" help:"The WebTransport transport." unsupported:"Use the WebSocket transport, or SSE/HTTP streaming where WebSocket is blocked."`
+	OpenTelemetry            Unimplemented `key:"opentelemetry" help:"OpenTelemetry tracing." unsupported:"Gyre has no tracing; use the Prometheus metrics (prometheus.enabled) and the logs."`
+	Graphite                 Unimplemented `key:"graphite" help:"Metrics export to Graphite." unsupported:"Gyre exports Prometheus metrics only (prometheus.enabled); scrape them, or forward them to Graphite with a Prometheus exporter."`
+	Swagger                  Unimplemented `key:"swagger" help:"Swagger UI for the server API." unsupported:"Gyre serves no Swagger UI; the server API is described in docs/api.md."`
+	UsageStats               Unimplemented `key:"usage_stats" help:"Anonymous usage statistics." unsupported:"Gyre sends no usage statistics; remove the key."`
+	Dev                      Unimplemented `key:"dev" help:"Development test page." unsupported:"Start gyre without a config file for development defaults and a demo page."`
+	Init                     Unimplemented `key:"init" help:"Connection initialization endpoint." unsupported:"Gyre has no connection initialization endpoint; fetch what the page needs from the application before connecting."`
+	MapBroker                Unimplemented `key:"map_broker" help:"Broker for keyed-state (map) subscriptions." unsupported:"Gyre has no keyed-state subscriptions (see subscription_type); remove the key."`
+	EnableUnreleasedFeatures Unimplemented `key:"enable_unreleased_features" help:"Switch for unreleased Centrifugo features." unsupported:"Gyre has none of Centrifugo's unreleased features; remove the key."`
 }
 
 // Log configures logging.
@@ -61,7 +61,7 @@ type Shutdown struct {
 // Node identifies this node among others.
 type Node struct {
 	Name                         string        `key:"name" help:"Human-readable node name shown in the admin UI and info; empty derives one from host name and port."`
-	InfoMetricsAggregateInterval time.Duration `key:"info_metrics_aggregate_interval" default:"60s" min:"1ns" help:"How often per-node counters are aggregated for info and metrics."`
+	InfoMetricsAggregateInterval time.Duration `key:"info_metrics_aggregate_interval" default:"60s" min:"1ns" help:"How often per-node counters are aggregated for info and metrics." unsupported:"Gyre reports its counters in info and metrics as they are, not aggregated over an interval; remove the key."`
 }
 
 // Unimplemented holds the value of a Centrifugo key that Gyre recognises but

@@ -84,7 +84,7 @@ func (d *decoder) value(path string, f field, v reflect.Value, raw any) {
 		d.tables(path, v, raw)
 	case kindUnimplemented:
 		if inEffect(f, raw) {
-			d.warn("config: key %q is not implemented by Gyre and is ignored", path)
+			d.warnings = append(d.warnings, unsupportedWarning(path, f.instead))
 		}
 		v.Set(reflect.ValueOf(Unimplemented{value: raw}))
 	case kindInt, kindBool:
@@ -132,6 +132,9 @@ func (d *decoder) tables(path string, v reflect.Value, raw any) {
 func inEffect(f field, raw any) bool {
 	switch raw.(type) {
 	case map[string]any, map[any]any, []any:
+		if f.anyValue {
+			return meaningful(raw)
+		}
 		return switchedOn(raw)
 	}
 	if s, err := toString(raw); err == nil && f.hasDef && s == f.def {

@@ -10,7 +10,8 @@
 //  1. defaults ([Default]),
 //  2. a JSON, YAML or TOML file ([Load], [LoadBytes]),
 //  3. environment variables ([Config.ApplyEnv]): the prefix, then the key path
-//     upper-cased with dots turned into underscores, e.g. GYRE_HTTP_SERVER_PORT,
+//     upper-cased with dots turned into underscores, e.g. GYRE_HTTP_SERVER_PORT;
+//     [Resolve] reads CENTRIFUGO_ and then GYRE_ ([EnvPrefixes]), so GYRE_ wins,
 //  4. command-line values keyed by path ([Config.Set], [Config.SetAll]),
 //
 // and is then checked by [Config.Validate]. [Resolve] runs all of it in that
@@ -20,8 +21,11 @@
 //
 // Unknown keys never stop the server: they come back as warnings for the
 // caller to log, so that a typo is visible and a newer file still loads.
-// Centrifugo keys for features Gyre does not have (proxies, consumers, RPC
-// namespaces ...) are recognised, ignored, and reported as warnings when set.
+// Centrifugo keys for features Gyre does not have (consumers, WebTransport,
+// WebSocket compression ...) are recognised, ignored, and reported as
+// warnings when set so that they would change behaviour; each says what to
+// do instead (the unsupported struct tag). [Config.Unsupported] lists them,
+// for checkconfig to refuse.
 // Invalid values are fatal; every error names the key path, for example
 //
 //	config: channel.namespaces[2].history_ttl: invalid duration "5x"

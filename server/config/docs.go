@@ -49,9 +49,12 @@ func MarkdownReference() []byte {
 	writeTableHead(&b)
 	writeRows(&b, reflect.TypeFor[Namespace](), "")
 	b.WriteString(docUnimplementedIntro)
-	b.WriteString("| Key | What it does in Centrifugo |\n| --- | --- |\n")
+	b.WriteString("| Key | What it does in Centrifugo | What to do instead |\n| --- | --- | --- |\n")
 	writeUnimplemented(&b, root, "")
 	writeUnimplemented(&b, channelOptionsType, "channel.namespaces[].")
+	b.WriteString(docStatusIntro)
+	b.WriteString("| Key | Status in Gyre |\n| --- | --- |\n")
+	writeStatus(&b, root, "")
 	return []byte(b.String())
 }
 
@@ -87,13 +90,79 @@ func writeUnimplemented(b *strings.Builder, t reflect.Type, path string) {
 		p := path + f.key
 		switch {
 		case f.kind == kindUnimplemented:
-			fmt.Fprintf(b, "| `%s` | %s |\n", p, escapeCell(f.help))
+			fmt.Fprintf(b, "| `%s` | %s | %s |\n", p, escapeCell(f.help), escapeCell(f.instead))
 		case f.kind == kindStruct && f.typ != channelOptionsType:
 			writeUnimplemented(b, f.typ, p+".")
 		case itemRows(f):
 			writeUnimplemented(b, f.typ.Elem(), p+"[].")
 		}
 	}
+}
+
+// writeStatus writes one row per key, tables of keys as one row when none
+// of their keys is unsupported, so that the table names every Centrifugo
+// key (Gyre declares them all) and what becomes of it.
+func writeStatus(b *strings.Builder, t reflect.Type, path string) {
+	for _, f := range fieldsOf(t) {
+		p := path + f.key
+		var elem reflect.Type
+		switch {
+		case f.kind == kindStruct:
+			elem = f.typ
+		case f.kind == kindStructs:
+			elem = f.typ.Elem()
+			p += "[]"
+		}
+		if f.kind == kindStruct && f.instead != "" {
+			fmt.Fprintf(b, "| `%s.*` | not supported: %s |\n", p, escapeCell(f.instead))
+			continue
+		}
+		if elem != nil {
+			// A section switched on by an unsupported enabled key is
+			// unsupported as a whole: its other keys mean nothing.
+			if instead, ok := unsupportedSection(elem); ok {
+				fmt.Fprintf(b, "| `%s.*` | not supported: %s |\n", p, escapeCell(instead))
+				continue
+			}
+		}
+		switch {
+		case f.kind == kindUnimplemented || f.instead != "":
+			fmt.Fprintf(b, "| `%s` | not supported: %s |\n", p, escapeCell(f.instead))
+		case elem != nil && hasUnsupported(elem):
+			writeStatus(b, elem, p+".")
+		case elem != nil:
+			fmt.Fprintf(b, "| `%s.*` | supported |\n", p)
+		default:
+			fmt.Fprintf(b, "| `%s` | supported |\n", p)
+		}
+	}
+}
+
+// unsupportedSection tells whether the table type t is switched on by an
+// enabled key that Gyre does not support, and what to do instead.
+func unsupportedSection(t reflect.Type) (string, bool) {
+	for _, f := range fieldsOf(t) {
+		if f.key == "enabled" && f.instead != "" {
+			return f.instead, true
+		}
+	}
+	return "", false
+}
+
+// hasUnsupported reports whether a table type holds, at any depth, a key
+// Gyre does not honour.
+func hasUnsupported(t reflect.Type) bool {
+	for _, f := range fieldsOf(t) {
+		switch {
+		case f.kind == kindUnimplemented || f.instead != "":
+			return true
+		case f.kind == kindStruct && hasUnsupported(f.typ):
+			return true
+		case f.kind == kindStructs && hasUnsupported(f.typ.Elem()):
+			return true
+		}
+	}
+	return false
 }
 
 func typeName(f field) string {
@@ -142,6 +211,9 @@ func defaultText(f field) string {
 // describeField is the help text followed by the limits Validate enforces.
 func describeField(f field) string {
 	parts := []string{f.help}
+	if f.instead != "" {
+		parts = []string{"**Not supported by Gyre** (accepted, no effect): " + f.instead}
+	}
 	if f.enum != nil {
 		parts = append(parts, "One of: "+describeEnum(f.enum)+".")
 	}
@@ -190,9 +262,17 @@ Values come from four layers; each overrides the ones before it:
    Keys nest as tables: ` + "`{\"client\": {\"token\": {\"hmac_secret_key\": \"...\"}}}`" + `.
 3. **Environment variables**: ` + "`GYRE_`" + ` followed by the key path upper-cased, with dots as
    underscores: ` + "`GYRE_HTTP_SERVER_PORT=9000`, `GYRE_CLIENT_TOKEN_HMAC_SECRET_KEY=...`" + `.
-   The server may also read the same names with the ` + "`CENTRIFUGO_`" + ` prefix, with ` + "`GYRE_`" + `
-   winning. Kubernetes service variables such as ` + "`GYRE_PORT`" + ` are ignored silently.
+   The same names with Centrifugo's prefix are read too (` + "`CENTRIFUGO_HTTP_SERVER_PORT=9000`" + `), so
+   a container configured for Centrifugo keeps its settings; when both set one key, ` + "`GYRE_`" + `
+   wins. A variable with either prefix that names no key is logged as a warning, with the
+   closest known name when it looks like a typo. Kubernetes service variables such as
+   ` + "`GYRE_PORT`" + ` are ignored silently.
 4. **Command-line flags**, keyed by the same paths (` + "`--http_server.port=9000`" + `).
+
+Without a config file, ` + "`gyre`" + ` runs on development defaults (fresh secrets, open channels, a
+demo page) and layers the environment and flags over them: ` + "`GYRE_LOG_LEVEL=debug`" + ` changes the
+log level and leaves the development defaults in place, as ` + "`--log.level debug`" + ` does. A config
+file, even an empty ` + "`{}`" + `, is what turns development mode off.
 
 The result is then validated; the server refuses to start on an invalid value, with an
 error naming the key, e.g. ` + "`config: channel.namespaces[2].history_ttl: invalid duration \"5x\"`" + `.
@@ -221,8 +301,20 @@ restart; the reload logs a warning naming those keys.
 
 ## Unknown keys
 
-An unknown key in a file, or an unknown ` + "`GYRE_`" + ` variable, does not stop the server: it is
+An unknown key in a file, or an unknown ` + "`GYRE_`/`CENTRIFUGO_`" + ` variable, does not stop the server: it is
 logged as a warning, so that typos show and newer files still load.
+`
+
+const docStatusIntro = `
+## Every Centrifugo key and its status
+
+Gyre reads every key of Centrifugo v6's configuration. This table, generated from the same
+declarations as the rest of this page, says for each one whether Gyre honours it; a row
+ending in ` + "`.*`" + ` stands for all the keys of a table, every one supported. A key that is not
+supported is still accepted, so that a Centrifugo file loads unchanged; when it is set to a
+value that would change what Centrifugo does, the server logs a warning naming it at
+start-up and ` + "`gyre checkconfig`" + ` fails (exit status 1) unless given ` + "`--allow-unsupported`" + `.
+
 `
 
 const docUnimplementedIntro = `
@@ -230,7 +322,8 @@ const docUnimplementedIntro = `
 
 These Centrifugo keys are recognised but have no effect in Gyre. A value that would turn
 the feature on (a ` + "`true`" + `, a non-empty list, a scalar other than its default) logs a
-warning; it never stops the server, and a dump of Centrifugo's defaults loads silently.
+warning and fails ` + "`gyre checkconfig`" + ` unless ` + "`--allow-unsupported`" + ` is given; it never stops the
+server, and a dump of Centrifugo's defaults loads silently.
 The ` + "`channel.namespaces[]`" + ` keys apply to ` + "`channel.without_namespace`" + ` too.
 
 `

@@ -52,3 +52,31 @@ func TestEveryKeyDocumented(t *testing.T) {
 func isChannelOptionPath(path string) bool {
 	return strings.HasPrefix(path, "channel.without_namespace.")
 }
+
+// TestUnsupportedKeysSayWhatInstead: a user told that a key is ignored is
+// also told what to do about it.
+func TestUnsupportedKeysSayWhatInstead(t *testing.T) {
+	var check func(typ reflect.Type, path string)
+	check = func(typ reflect.Type, path string) {
+		for _, f := range fieldsOf(typ) {
+			p := joinPath(path, f.key)
+			switch f.kind {
+			case kindUnimplemented:
+				if f.instead == "" {
+					t.Errorf("%s is Unimplemented but has no unsupported tag saying what to do instead", p)
+				}
+			case kindStruct:
+				check(f.typ, p)
+			case kindStructs:
+				check(f.typ.Elem(), p+"[]")
+			}
+		}
+	}
+	check(reflect.TypeFor[Config](), "")
+	doc := string(MarkdownReference())
+	for _, key := range []string{"`websocket.compression`", "`broker.nats.*`", "`graphite`", "`client.connect_include_server_time` | supported"} {
+		if !strings.Contains(doc, key) {
+			t.Errorf("the status table does not contain %s", key)
+		}
+	}
+}

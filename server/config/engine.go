@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // Engine chooses where PUB/SUB, history and presence live.
 type Engine struct {
@@ -13,7 +16,17 @@ type Broker struct {
 	Enabled bool        `key:"enabled" help:"Use this broker instead of the engine's."`
 	Type    string      `key:"type" default:"memory" enum:"memory,redis,nats" help:"memory, redis, or nats (PUB/SUB only, no history)."`
 	Redis   RedisBroker `key:"redis" help:"Redis used by the redis broker."`
-	Nats    Nats        `key:"nats" help:"NATS used by the nats broker."`
+	Nats    Nats        `key:"nats" help:"NATS used by the nats broker." unsupported:"Gyre has no NATS broker; use broker.type redis (or engine.type redis) for several nodes."`
+}
+
+// unsupported reports the one broker setting Gyre cannot honour: a
+// NATS broker switched on. The nats keys alone change nothing.
+func (b Broker) unsupported(path string) []UnsupportedKey {
+	if b.Enabled && b.Type == "nats" {
+		f, _ := lookupField(reflect.TypeFor[Broker](), "nats")
+		return []UnsupportedKey{{Path: path + ".type", Instead: f.instead, declared: true}}
+	}
+	return nil
 }
 
 // PresenceManager chooses the presence backend apart from the engine.
@@ -47,14 +60,14 @@ type Redis struct {
 
 // RedisHistory holds the history options of a Redis broker.
 type RedisHistory struct {
-	HistoryUseLists bool `key:"history_use_lists" help:"Keep history in Redis lists instead of streams (no idempotent publish, no reverse order, no paging)."`
+	HistoryUseLists bool `key:"history_use_lists" help:"Keep history in Redis lists instead of streams (no idempotent publish, no reverse order, no paging)." unsupported:"Gyre keeps Redis history in streams only; remove the key (history in streams offers everything lists do)."`
 }
 
 // RedisPresenceOptions holds the presence options of a Redis presence manager.
 type RedisPresenceOptions struct {
 	PresenceTTL          time.Duration `key:"presence_ttl" default:"60s" min:"1ns" help:"How long a presence entry lives without being refreshed."`
-	PresenceHashFieldTTL bool          `key:"presence_hash_field_ttl" help:"Expire presence entries per hash field (Redis 7.4 and later)."`
-	PresenceUserMapping  bool          `key:"presence_user_mapping" help:"Keep a separate user count so presence_stats is cheap on large channels."`
+	PresenceHashFieldTTL bool          `key:"presence_hash_field_ttl" help:"Expire presence entries per hash field (Redis 7.4 and later)." unsupported:"Gyre expires presence entries through a sorted set, which works on every Redis version; remove the key."`
+	PresenceUserMapping  bool          `key:"presence_user_mapping" help:"Keep a separate user count so presence_stats is cheap on large channels." unsupported:"Gyre counts users for presence_stats from the presence set itself; remove the key."`
 }
 
 // RedisEngine is the Redis configuration of the redis engine.
@@ -84,5 +97,5 @@ type Nats struct {
 	WriteTimeout   time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to NATS may take."`
 	TLS            TLS           `key:"tls" help:"TLS towards NATS."`
 	AllowWildcards bool          `key:"allow_wildcards" help:"Let clients subscribe with NATS wildcards (no presence or join/leave for them)."`
-	RawMode        Unimplemented `key:"raw_mode" help:"Raw NATS subjects without Gyre's prefix and envelope."`
+	RawMode        Unimplemented `key:"raw_mode" help:"Raw NATS subjects without Gyre's prefix and envelope." unsupported:"Gyre has no NATS broker; use engine.type redis."`
 }

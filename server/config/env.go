@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -11,6 +12,14 @@ import (
 
 // DefaultEnvPrefix is the prefix of Gyre's environment variables.
 const DefaultEnvPrefix = "GYRE"
+
+// CentrifugoEnvPrefix is the prefix of Centrifugo's environment variables,
+// read too so that a container configured for Centrifugo keeps its settings.
+const CentrifugoEnvPrefix = "CENTRIFUGO"
+
+// EnvPrefixes are the prefixes Resolve reads by default, lowest precedence
+// first: a GYRE_ variable wins over the CENTRIFUGO_ one for the same key.
+var EnvPrefixes = []string{CentrifugoEnvPrefix, DefaultEnvPrefix}
 
 // EnvName is the environment variable of a key path with the given prefix:
 // EnvName("GYRE", "client.token.hmac_secret_key") is
@@ -67,7 +76,7 @@ func (c *Config) ApplyEnv(prefix string, environ []string) ([]string, error) {
 	a.applyNamespaces(p)
 	for _, name := range sortedKeys(vars) {
 		if !a.used[name] && !isPlatformEnv(p, name) {
-			a.warnings = append(a.warnings, fmt.Sprintf("config: unknown environment variable %s ignored", name))
+			a.warnings = append(a.warnings, unknownEnvWarning(name, a.c.knownEnvNames(p)))
 		}
 	}
 	return a.warnings, errors.Join(a.errs...)
@@ -93,7 +102,19 @@ func (a *envApplier) apply(name, path string) {
 	var ke *KeyError
 	switch {
 	case errors.Is(err, ErrNotImplemented):
-		a.warnings = append(a.warnings, fmt.Sprintf("config: %s sets %q, which is not implemented by Gyre and is ignored", name, path))
+		w := fmt.Sprintf("config: %s sets %q, which is not implemented by Gyre and is ignored", name, path)
+		if v, f, _, rerr := resolve(reflect.ValueOf(a.c).Elem(), path); rerr == nil {
+			if f.instead != "" {
+				w += ": " + f.instead
+			}
+			// Kept, as a file's value is, so that Unsupported sees it.
+			var raw any
+			if json.Unmarshal([]byte(value), &raw) != nil {
+				raw = value
+			}
+			v.Set(reflect.ValueOf(Unimplemented{value: raw}))
+		}
+		a.warnings = append(a.warnings, w)
 	case errors.As(err, &ke):
 		a.errs = append(a.errs, fmt.Errorf("%w (from %s)", err, name))
 	case err != nil:
@@ -123,6 +144,74 @@ func envIndex(prefix string) map[string]string {
 		index[EnvName(prefix, path)] = path
 	})
 	return index
+}
+
+// knownEnvNames lists every variable name the configuration c understands
+// with the prefix p, namespace options included.
+func (c *Config) knownEnvNames(p string) []string {
+	names := make([]string, 0, 256)
+	for name := range envIndex(p) {
+		names = append(names, name)
+	}
+	optionType := reflect.TypeFor[Namespace]()
+	for _, ns := range c.Channel.Namespaces {
+		nsPrefix := p + "CHANNEL_NAMESPACES_" + namespaceEnvName(ns.Name) + "_"
+		walkLeaves(optionType, "", func(key string, _ field) {
+			if key != "name" {
+				names = append(names, nsPrefix+strings.ToUpper(strings.ReplaceAll(key, ".", "_")))
+			}
+		})
+	}
+	return names
+}
+
+// unknownEnvWarning names a variable no key matches and, when one known
+// name is close enough to be a typo of it, suggests that name.
+func unknownEnvWarning(name string, known []string) string {
+	msg := fmt.Sprintf("config: unknown environment variable %s ignored", name)
+	if s := closest(name, known); s != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	return msg
+}
+
+// closest returns the candidate nearest to s by edit distance when that
+// distance is small for the length of s (a typo, not another word), or "".
+// Ties go to the first in sorted order, so the answer does not change
+// between runs.
+func closest(s string, candidates []string) string {
+	limit := max(2, len(s)/5)
+	best, bestDist := "", limit+1
+	sorted := slices.Clone(candidates)
+	slices.Sort(sorted)
+	for _, c := range sorted {
+		if d := editDistance(s, c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, counted in bytes
+// (variable names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // platformEnv matches variables that Kubernetes injects for a Service whose

@@ -202,7 +202,7 @@ func TestUnknownKeysWarn(t *testing.T) {
 		`config: unknown key "channel_options" ignored`,
 		`config: unknown key "client.tokn" ignored`,
 		`config: unknown key "foo" ignored`,
-		`config: key "consumers" is not implemented by Gyre and is ignored`,
+		`config: key "consumers" is not implemented by Gyre and is ignored: Gyre does not read queues; have a small worker consume Kafka or the outbox table and call the server API (publish, broadcast).`,
 	}
 	slices.Sort(warnings)
 	slices.Sort(want)

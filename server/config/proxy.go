@@ -21,7 +21,7 @@ type Proxy struct {
 type ProxyHTTP struct {
 	TLS                    TLS                     `key:"tls" help:"TLS of https:// endpoints: CA to trust, client certificate, server name."`
 	StatusToCodeTransforms []StatusToCodeTransform `key:"status_to_code_transforms" help:"Turn HTTP statuses of the backend into client errors or disconnects instead of 100."`
-	StaticHeaders          Unimplemented           `key:"static_headers" help:"Fixed headers added to every HTTP proxy request."`
+	StaticHeaders          Unimplemented           `effect:"any" key:"static_headers" help:"Fixed headers added to every HTTP proxy request." unsupported:"Put fixed headers in a reverse proxy in front of the backend, or pass them from the client with http_headers."`
 }
 
 // StatusToCodeTransform turns one HTTP status of the backend into an error
@@ -51,7 +51,7 @@ type ProxyGRPC struct {
 	CredentialsKey   string        `key:"credentials_key" help:"Metadata key sent with every call (per-RPC credentials)."`
 	CredentialsValue string        `key:"credentials_value" help:"Value of credentials_key."`
 	Compression      bool          `key:"compression" help:"Compress calls with gzip."`
-	StaticMetadata   Unimplemented `key:"static_metadata" help:"Fixed metadata added to every gRPC proxy call."`
+	StaticMetadata   Unimplemented `effect:"any" key:"static_metadata" help:"Fixed metadata added to every gRPC proxy call." unsupported:"Pass fixed values with grpc.credentials_key and grpc.credentials_value, or from the client with grpc_metadata."`
 }
 
 // NamedProxy is a proxy in the top-level proxies list, referred to by name

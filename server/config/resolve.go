@@ -5,14 +5,18 @@ type Sources struct {
 	// File is the path of a JSON, YAML or TOML file; empty reads none.
 	File string
 	// EnvPrefixes are the prefixes of environment variables, applied in
-	// order so later ones win; empty means just GYRE. Use
-	// []string{"CENTRIFUGO", "GYRE"} to honour Centrifugo's variables too.
+	// order so later ones win; empty means EnvPrefixes (CENTRIFUGO, then
+	// GYRE). Use []string{"GYRE"} to ignore Centrifugo's variables.
 	EnvPrefixes []string
 	// Environ holds the environment as "NAME=value" (os.Environ()).
 	Environ []string
 	// Flags maps key paths to values from the command line, e.g.
 	// "http_server.port": "9000".
 	Flags map[string]string
+	// Base, when set and File is empty, changes the defaults before the
+	// environment and flags are applied, so that both can still override
+	// what it sets. The server uses it for its development defaults.
+	Base func(*Config)
 }
 
 // Resolve builds the configuration from defaults, file, environment and
@@ -20,6 +24,9 @@ type Sources struct {
 // unknown and unimplemented keys and variables.
 func Resolve(s Sources) (*Config, []string, error) {
 	c := Default()
+	if s.Base != nil && s.File == "" {
+		s.Base(c)
+	}
 	var warnings []string
 	if s.File != "" {
 		loaded, w, err := Load(s.File)
@@ -31,7 +38,7 @@ func Resolve(s Sources) (*Config, []string, error) {
 	}
 	prefixes := s.EnvPrefixes
 	if len(prefixes) == 0 {
-		prefixes = []string{DefaultEnvPrefix}
+		prefixes = EnvPrefixes
 	}
 	for _, p := range prefixes {
 		w, err := c.ApplyEnv(p, s.Environ)
@@ -45,6 +52,13 @@ func Resolve(s Sources) (*Config, []string, error) {
 	}
 	if err := c.Validate(); err != nil {
 		return nil, warnings, err
+	}
+	// Unimplemented keys were reported as they were read; keys that parse
+	// but have no effect yet are reported here, whichever layer set them.
+	for _, k := range c.Unsupported() {
+		if k.declared {
+			warnings = append(warnings, unsupportedWarning(k.Path, k.Instead))
+		}
 	}
 	warnings = append(warnings, c.Notices()...)
 	return c, warnings, nil

@@ -37,9 +37,16 @@ type field struct {
 	enum      []string
 	precision string
 	nonEmpty  bool
-	index     []int
-	typ       reflect.Type
-	kind      kind
+	// instead, from the unsupported tag, says what to do instead of a key
+	// Gyre does not honour: an Unimplemented key, or a typed key that is
+	// parsed and validated but has no effect yet.
+	instead string
+	// anyValue marks an Unimplemented key holding a map of values (fixed
+	// headers, say) rather than a feature's table: any entry is in effect.
+	anyValue bool
+	index    []int
+	typ      reflect.Type
+	kind     kind
 }
 
 var schemaCache sync.Map // reflect.Type -> []field
@@ -78,6 +85,8 @@ func collectFields(t reflect.Type, index []int, out *[]field) {
 			max:       sf.Tag.Get("max"),
 			precision: sf.Tag.Get("precision"),
 			nonEmpty:  sf.Tag.Get("nonempty") == "true",
+			instead:   sf.Tag.Get("unsupported"),
+			anyValue:  sf.Tag.Get("effect") == "any",
 			index:     idx,
 			typ:       sf.Type,
 			kind:      kindOf(sf.Type),

@@ -9,8 +9,8 @@ type HTTPServer struct {
 	TLS             TLS           `key:"tls" help:"TLS of the HTTP server."`
 	TLSExternal     bool          `key:"tls_external" help:"Use TLS only on the external port, leaving the internal port plain."`
 	InternalTLS     TLS           `key:"internal_tls" help:"TLS of the internal port when it differs from tls."`
-	TLSAutocert     Unimplemented `key:"tls_autocert" help:"Automatic certificates from an ACME provider."`
-	HTTP3           Unimplemented `key:"http3" help:"HTTP/3 support."`
+	TLSAutocert     Unimplemented `key:"tls_autocert" help:"Automatic certificates from an ACME provider." unsupported:"Obtain certificates outside Gyre (certbot, a TLS-terminating proxy) and give them with http_server.tls."`
+	HTTP3           Unimplemented `key:"http3" help:"HTTP/3 support." unsupported:"Gyre serves HTTP/1.1 and HTTP/2; put an HTTP/3-capable proxy in front if clients need it."`
 }
 
 // TLS configures a TLS endpoint or client. Certificates and keys may be given
@@ -61,7 +61,7 @@ type Admin struct {
 type Prometheus struct {
 	Enabled                bool   `key:"enabled" help:"Serve Prometheus metrics."`
 	HandlerPrefix          string `key:"handler_prefix" default:"/metrics" help:"URL path of the metrics endpoint."`
-	InstrumentHTTPHandlers bool   `key:"instrument_http_handlers" help:"Also measure the HTTP handlers (requests, durations)."`
+	InstrumentHTTPHandlers bool   `key:"instrument_http_handlers" help:"Count and time the requests of each HTTP handler (client transports, API, health): gyre_http_requests_total and gyre_http_request_duration_seconds, labelled by handler."`
 }
 
 // Health configures the health check endpoint.

@@ -6,12 +6,12 @@ import "time"
 type WebSocket struct {
 	Disabled           bool          `key:"disabled" help:"Turn the WebSocket endpoint off."`
 	HandlerPrefix      string        `key:"handler_prefix" default:"/connection/websocket" help:"URL path of the WebSocket endpoint."`
-	Compression        bool          `key:"compression" help:"Offer permessage-deflate compression."`
-	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing."`
-	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only."`
-	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default."`
-	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections, saving memory on mostly idle connections."`
-	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default."`
+	Compression        bool          `key:"compression" help:"Offer permessage-deflate compression." unsupported:"Gyre's WebSocket transports have no permessage-deflate, so messages go uncompressed; remove the key (or compress at a proxy that understands WebSocket compression)."`
+	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
+	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
+	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre reads frames from a small pooled buffer that grows only for large messages; remove the key and bound memory with message_size_limit."`
+	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections, saving memory on mostly idle connections." unsupported:"Gyre always shares write buffers between connections; remove the key."`
+	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre writes frames from pooled buffers sized to each message; remove the key."`
 	WriteTimeout       time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to one connection may take before it is closed."`
 	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming message in bytes; a larger one closes the connection with 1009. 0 means the default, 64 KiB, as in Centrifugo."`
 }
@@ -20,12 +20,12 @@ type WebSocket struct {
 type UniWebSocket struct {
 	Enabled            bool          `key:"enabled" help:"Serve the unidirectional WebSocket endpoint."`
 	HandlerPrefix      string        `key:"handler_prefix" default:"/connection/uni_websocket" help:"URL path of the endpoint."`
-	Compression        bool          `key:"compression" help:"Offer permessage-deflate compression."`
-	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing."`
-	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only."`
-	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default."`
-	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections."`
-	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default."`
+	Compression        bool          `key:"compression" help:"Offer permessage-deflate compression." unsupported:"Gyre's WebSocket transports have no permessage-deflate, so messages go uncompressed; remove the key (or compress at a proxy that understands WebSocket compression)."`
+	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
+	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
+	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre reads frames from a small pooled buffer that grows only for large messages; remove the key and bound memory with message_size_limit."`
+	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections." unsupported:"Gyre always shares write buffers between connections; remove the key."`
+	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre writes frames from pooled buffers sized to each message; remove the key."`
 	WriteTimeout       time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to one connection may take before it is closed."`
 	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming message (the connect request) in bytes; a larger one closes the connection with 1009. 0 means the default, 64 KiB, as in Centrifugo."`
 	JoinPushMessages   bool          `key:"join_push_messages" help:"Put several pushes into one frame, newline- or length-delimited; the client must expect it."`
@@ -50,7 +50,7 @@ type UniSSE struct {
 	Enabled                   bool          `key:"enabled" help:"Serve the unidirectional SSE endpoint."`
 	HandlerPrefix             string        `key:"handler_prefix" default:"/connection/uni_sse" help:"URL path of the endpoint."`
 	MaxRequestBodySize        int           `key:"max_request_body_size" default:"65536" min:"1" help:"Largest body of a POST connect request in bytes."`
-	ConnectCodeToHTTPResponse Unimplemented `key:"connect_code_to_http_response" help:"Mapping of connect error codes to HTTP responses."`
+	ConnectCodeToHTTPResponse Unimplemented `key:"connect_code_to_http_response" help:"Mapping of connect error codes to HTTP responses." unsupported:"Gyre answers a refused connect with the error in the stream; map codes in the client if it needs HTTP statuses."`
 }
 
 // UniHTTPStream configures the unidirectional HTTP streaming transport.
@@ -58,7 +58,7 @@ type UniHTTPStream struct {
 	Enabled                   bool          `key:"enabled" help:"Serve the unidirectional HTTP streaming endpoint."`
 	HandlerPrefix             string        `key:"handler_prefix" default:"/connection/uni_http_stream" help:"URL path of the endpoint."`
 	MaxRequestBodySize        int           `key:"max_request_body_size" default:"65536" min:"1" help:"Largest connect request body in bytes."`
-	ConnectCodeToHTTPResponse Unimplemented `key:"connect_code_to_http_response" help:"Mapping of connect error codes to HTTP responses."`
+	ConnectCodeToHTTPResponse Unimplemented `key:"connect_code_to_http_response" help:"Mapping of connect error codes to HTTP responses." unsupported:"Gyre answers a refused connect with the error in the stream; map codes in the client if it needs HTTP statuses."`
 }
 
 // UniGRPC configures the unidirectional gRPC transport.

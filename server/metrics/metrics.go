@@ -32,6 +32,8 @@ type Metrics struct {
 	disconnects   *prometheus.CounterVec
 	apiCalls      *prometheus.CounterVec
 	apiTime       *prometheus.HistogramVec
+	httpRequests  *prometheus.CounterVec
+	httpTime      *prometheus.HistogramVec
 
 	// Children of the vectors by label, so the hot path skips the label
 	// hashing of WithLabelValues.
@@ -81,8 +83,17 @@ func New() *Metrics {
 		Help:    "Duration of server API calls, by method.",
 		Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10),
 	}, []string{"method"})
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "http", Name: "requests_total",
+		Help: "HTTP requests to instrumented handlers (prometheus.instrument_http_handlers), by handler, method and status code.",
+	}, []string{"handler", "method", "code"})
+	m.httpTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "http", Name: "request_duration_seconds",
+		Help:    "Duration of HTTP requests to instrumented handlers, by handler and method; for streaming transports, the life of the stream.",
+		Buckets: prometheus.ExponentialBuckets(1e-4, 4, 10),
+	}, []string{"handler", "method"})
 	m.reg.MustRegister(m.commands, m.sent, m.broadcastTime, m.frameMessages, m.frameBytes,
-		m.disconnects, m.apiCalls, m.apiTime,
+		m.disconnects, m.apiCalls, m.apiTime, m.httpRequests, m.httpTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -104,6 +115,16 @@ func (m *Metrics) Bind(n *gyre.Node) {
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// InstrumentHTTP wraps h so that its requests are counted and timed under
+// the label handler. The wrapper keeps the writer's optional interfaces
+// (http.Flusher, http.Hijacker), so streaming and WebSocket handlers work
+// through it.
+func (m *Metrics) InstrumentHTTP(handler string, h http.Handler) http.Handler {
+	labels := prometheus.Labels{"handler": handler}
+	return promhttp.InstrumentHandlerCounter(m.httpRequests.MustCurryWith(labels),
+		promhttp.InstrumentHandlerDuration(m.httpTime.MustCurryWith(labels), h))
 }
 
 func child(cache *sync.Map, vec *prometheus.CounterVec, label string) prometheus.Counter {
