@@ -54,6 +54,9 @@ type Client struct {
 	expTimer *time.Timer
 	// tokenChannels are the server-side channels the connect token named.
 	tokenChannels []string
+	// tokenSubs are the connect token's subs claim: server-side channels
+	// with their own info, data and option overrides.
+	tokenSubs map[string]SubscribeOptions
 
 	closeOnce sync.Once
 	closed    chan struct{}

@@ -219,6 +219,9 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	for ch, o := range extraSubs {
 		subscribe(ch, &o)
 	}
+	for ch, o := range c.tokenSubs {
+		subscribe(ch, &o)
+	}
 	return res, subs, nil
 }
 
@@ -258,8 +261,11 @@ func (c *Client) credentialsFromToken(tok string) (*Credentials, []byte, error) 
 		return nil, nil, DisconnectPermissionDenied
 	}
 	c.tokenChannels = ct.Channels
-	for ch := range ct.Subs {
-		c.tokenChannels = append(c.tokenChannels, ch)
+	if len(ct.Subs) > 0 {
+		c.tokenSubs = make(map[string]SubscribeOptions, len(ct.Subs))
+		for ch, o := range ct.Subs {
+			c.tokenSubs[ch] = SubscribeOptions{ChanInfo: o.Info, Data: o.Data, Override: tokenOverride(o.Override)}
+		}
 	}
 	return &Credentials{UserID: ct.UserID, ExpireAt: ct.ExpireAt, Info: ct.Info}, ct.Meta, nil
 }
@@ -380,4 +386,19 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 	}
 	c.renew(expireAt, info)
 	return &protocol.Reply{Refresh: res}, nil
+}
+
+// tokenOverride turns a token's override claim into the engine's; nil when
+// the claim overrides nothing.
+func tokenOverride(o token.Override) *SubscribeOverride {
+	if o == (token.Override{}) {
+		return nil
+	}
+	return &SubscribeOverride{
+		Presence:           o.Presence,
+		JoinLeave:          o.JoinLeave,
+		ForcePushJoinLeave: o.ForcePushJoinLeave,
+		ForceRecovery:      o.ForceRecovery,
+		ForcePositioning:   o.ForcePositioning,
+	}
 }

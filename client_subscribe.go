@@ -197,7 +197,8 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 		if err != nil {
 			return p, err
 		}
-		p.chanInfo, p.expireAt = st.Info, st.ExpireAt
+		p.chanInfo, p.data, p.expireAt = st.Info, st.Data, st.ExpireAt
+		p.override(tokenOverride(st.Override))
 		tree, err := tokenFilter(st.TagsFilter, st.FilterExpr)
 		if err == nil {
 			err = p.enforceFilter(tree)
