@@ -39,16 +39,22 @@ func nodeConfig(c *config.Config) gyre.Config {
 }
 
 func tokenConfig(t config.Token) token.Config {
+	var prevUntil time.Time
+	if t.HMACPreviousSecretKeyValidUntil > 0 {
+		prevUntil = time.Unix(t.HMACPreviousSecretKeyValidUntil, 0)
+	}
 	return token.Config{
-		HMACSecretKey:      t.HMACSecretKey,
-		RSAPublicKey:       t.RSAPublicKey,
-		ECDSAPublicKey:     t.ECDSAPublicKey,
-		JWKSPublicEndpoint: t.JWKSPublicEndpoint,
-		Audience:           t.Audience,
-		AudienceRegex:      t.AudienceRegex,
-		Issuer:             t.Issuer,
-		IssuerRegex:        t.IssuerRegex,
-		UserIDClaim:        t.UserIDClaim,
+		HMACSecretKey:                   t.HMACSecretKey,
+		HMACPreviousSecretKey:           t.HMACPreviousSecretKey,
+		HMACPreviousSecretKeyValidUntil: prevUntil,
+		RSAPublicKey:                    t.RSAPublicKey,
+		ECDSAPublicKey:                  t.ECDSAPublicKey,
+		JWKSPublicEndpoint:              t.JWKSPublicEndpoint,
+		Audience:                        t.Audience,
+		AudienceRegex:                   t.AudienceRegex,
+		Issuer:                          t.Issuer,
+		IssuerRegex:                     t.IssuerRegex,
+		UserIDClaim:                     t.UserIDClaim,
 	}
 }
 
