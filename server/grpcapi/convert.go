@@ -47,9 +47,28 @@ func streamPosition(p *apipb.StreamPosition) *api.StreamPosition {
 func subscribeRequest(r *apipb.SubscribeRequest) *api.SubscribeRequest {
 	return &api.SubscribeRequest{
 		Channel: r.GetChannel(), User: r.GetUser(), Client: r.GetClient(), Session: r.GetSession(),
-		Info: r.GetInfo(), Data: r.GetData(), RecoverSince: streamPosition(r.GetRecoverSince()),
-		ExpireAt: r.GetExpireAt(),
+		Info: r.GetInfo(), B64Info: r.GetB64Info(), Data: r.GetData(), B64Data: r.GetB64Data(),
+		RecoverSince: streamPosition(r.GetRecoverSince()), ExpireAt: r.GetExpireAt(),
+		Override: subscribeOverride(r.GetOverride()),
 	}
+}
+
+func subscribeOverride(o *apipb.SubscribeOptionOverride) *api.SubscribeOverride {
+	if o == nil {
+		return nil
+	}
+	return &api.SubscribeOverride{
+		Presence: boolValue(o.GetPresence()), JoinLeave: boolValue(o.GetJoinLeave()),
+		ForceRecovery: boolValue(o.GetForceRecovery()), ForcePositioning: boolValue(o.GetForcePositioning()),
+		ForcePushJoinLeave: boolValue(o.GetForcePushJoinLeave()),
+	}
+}
+
+func boolValue(b *apipb.BoolValue) *api.BoolValue {
+	if b == nil {
+		return nil
+	}
+	return &api.BoolValue{Value: b.GetValue()}
 }
 
 func unsubscribeRequest(r *apipb.UnsubscribeRequest) *api.UnsubscribeRequest {

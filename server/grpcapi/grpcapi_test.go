@@ -125,10 +125,28 @@ func TestMethods(t *testing.T) {
 		ur, err := e.client.Unsubscribe(ctx, &apipb.UnsubscribeRequest{User: "42", Channel: "plain:srv"})
 		noErr(t, "unsubscribe", err, ur.GetError())
 		c.WaitPush("unsubscribe push", func(p *protocol.Push) bool { return p.GetChannel() == "plain:srv" && p.GetUnsubscribe() != nil })
-		r, _ = e.client.Subscribe(ctx, &apipb.SubscribeRequest{User: "42"})
-		wantErr(t, "subscribe without channel", r.GetError(), 107)
 		ur, _ = e.client.Unsubscribe(ctx, &apipb.UnsubscribeRequest{User: "42"})
 		wantErr(t, "unsubscribe without channel", ur.GetError(), 107)
+		r, _ = e.client.Subscribe(ctx, &apipb.SubscribeRequest{User: "42"})
+		wantErr(t, "subscribe without channel", r.GetError(), 107)
+		r, _ = e.client.Subscribe(ctx, &apipb.SubscribeRequest{User: "42", Channel: "plain:x", B64Info: "%%"})
+		wantErr(t, "subscribe with a bad b64info", r.GetError(), 107)
+	})
+	t.Run("subscribe with options", func(t *testing.T) {
+		r, err := e.client.Subscribe(ctx, &apipb.SubscribeRequest{
+			User: "42", Channel: "pres:opts", Data: []byte(`{"d":1}`), Info: []byte(`{"i":1}`),
+			Override: &apipb.SubscribeOptionOverride{Presence: &apipb.BoolValue{Value: false}},
+		})
+		noErr(t, "subscribe", err, r.GetError())
+		p := c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.GetChannel() == "pres:opts" && p.GetSubscribe() != nil })
+		if string(p.GetSubscribe().GetData()) != `{"d":1}` {
+			t.Fatalf("subscribe push data %q", p.GetSubscribe().GetData())
+		}
+		pr, err := e.client.PresenceStats(ctx, &apipb.PresenceStatsRequest{Channel: "pres:opts"})
+		noErr(t, "presence_stats", err, pr.GetError())
+		if pr.GetResult().GetNumClients() != 0 {
+			t.Fatalf("presence with the override off: %v", pr.GetResult())
+		}
 	})
 	t.Run("presence", func(t *testing.T) {
 		r, err := e.client.Presence(ctx, &apipb.PresenceRequest{Channel: "pres:room"})

@@ -1,0 +1,87 @@
+package gyre_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/protocol"
+)
+
+// TestNodeSubscribeWith: the options of a server-side subscription made
+// through the node reach the subscriber on any engine: data in the
+// subscribe push, channel info in presence, override of the channel's
+// presence, the publications after recover_since as pushes right after
+// the subscribe push, and expire_at ending the subscription.
+func TestNodeSubscribeWith(t *testing.T) {
+	brokers(t, func(t *testing.T, br testBroker) {
+		cfg := chatConfig()
+		cfg.ExpiredSubCloseDelay = time.Millisecond
+		n, url := newTestNode(t, br.config(t, cfg))
+		c := dial(t, url, protocol.TypeJSON)
+		c.connect(connToken(t, "alice", 0, nil))
+
+		var since gyre.StreamPosition
+		for i, d := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
+			r, err := n.Publish("chat:rec", []byte(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				since = gyre.StreamPosition{Offset: r.Offset, Epoch: r.Epoch}
+			}
+		}
+		err := n.SubscribeWith("alice", "chat:rec", gyre.ClientFilter{}, gyre.ServerSubscribeOptions{
+			SubscribeOptions: gyre.SubscribeOptions{ChanInfo: []byte(`{"seat":1}`), Data: []byte(`{"hi":1}`)},
+			RecoverSince:     &since,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil && p.Channel == "chat:rec" })
+		if string(p.Subscribe.Data) != `{"hi":1}` || p.Subscribe.Offset != since.Offset || p.Subscribe.Epoch != since.Epoch {
+			t.Fatalf("subscribe push %+v, want data {\"hi\":1} at offset %d", p.Subscribe, since.Offset)
+		}
+		pubs := c.WaitPubs("chat:rec", 2)
+		if string(pubs[0].Data) != `{"n":2}` || string(pubs[1].Data) != `{"n":3}` {
+			t.Fatalf("recovered %q %q, want n 2 and 3", pubs[0].Data, pubs[1].Data)
+		}
+		pres, err := n.Presence("chat:rec")
+		if err != nil || len(pres) != 1 {
+			t.Fatalf("presence %v %v", pres, err)
+		}
+		for _, ci := range pres {
+			if string(ci.ChanInfo) != `{"seat":1}` {
+				t.Fatalf("chan info %q", ci.ChanInfo)
+			}
+		}
+
+		off := false
+		err = n.SubscribeWith("alice", "chat:quiet", gyre.ClientFilter{}, gyre.ServerSubscribeOptions{
+			SubscribeOptions: gyre.SubscribeOptions{Override: &gyre.SubscribeOverride{Presence: &off}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil && p.Channel == "chat:quiet" })
+		if pres, err := n.Presence("chat:quiet"); err != nil || len(pres) != 0 {
+			t.Fatalf("presence with the override off: %v %v", pres, err)
+		}
+
+		// An expire_at already past refuses the subscription; a near one
+		// ends it (no sub-refresh handler on this node).
+		if err := n.SubscribeWith("alice", "chat:past", gyre.ClientFilter{}, gyre.ServerSubscribeOptions{ExpireAt: time.Now().Add(-time.Minute).Unix()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.SubscribeWith("alice", "chat:brief", gyre.ClientFilter{}, gyre.ServerSubscribeOptions{ExpireAt: time.Now().Unix() + 1}); err != nil {
+			t.Fatal(err)
+		}
+		c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil && p.Channel == "chat:brief" })
+		c.WaitPush("unsubscribe push at expiry", func(p *protocol.Push) bool { return p.Unsubscribe != nil && p.Channel == "chat:brief" })
+		for _, p := range c.Pushes() {
+			if p.Channel == "chat:past" {
+				t.Fatalf("push for a subscription expired before it began: %+v", p)
+			}
+		}
+	})
+}
