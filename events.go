@@ -146,6 +146,10 @@ type PublishReply struct {
 	IdempotencyKey string
 	// Delta makes the publication a delta candidate (see WithDelta).
 	Delta bool
+	// Version and VersionEpoch drop the publication when it is not newer
+	// than the channel's last (see WithVersion).
+	Version      uint64
+	VersionEpoch string
 }
 
 // PublishHandler decides a client's publish. When set, it replaces the

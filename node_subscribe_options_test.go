@@ -85,3 +85,36 @@ func TestNodeSubscribeWith(t *testing.T) {
 		}
 	})
 }
+
+// TestPublishVersion: Node.Publish with WithVersion drops a stale
+// publication on every engine: the result is Suppressed at the top, and
+// neither history nor subscribers get it.
+func TestPublishVersion(t *testing.T) {
+	brokers(t, func(t *testing.T, br testBroker) {
+		n, url := newTestNode(t, br.config(t, chatConfig()))
+		c := dial(t, url, protocol.TypeJSON)
+		c.connect(connToken(t, "alice", 0, nil))
+		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:v"}); r.Error != nil {
+			t.Fatal(r.Error)
+		}
+		first, err := n.Publish("chat:v", []byte(`{"v":1}`), gyre.WithVersion(1, "e"))
+		if err != nil || first.Suppressed {
+			t.Fatalf("first: %+v %v", first, err)
+		}
+		stale, err := n.Publish("chat:v", []byte(`{"v":0}`), gyre.WithVersion(1, "e"))
+		if err != nil || !stale.Suppressed || stale.StreamPosition != first.StreamPosition {
+			t.Fatalf("stale: %+v %v, want suppressed at %+v", stale, err, first.StreamPosition)
+		}
+		if _, err := n.Publish("chat:v", []byte(`{"v":2}`), gyre.WithVersion(2, "e")); err != nil {
+			t.Fatal(err)
+		}
+		pubs := c.WaitPubs("chat:v", 2)
+		if string(pubs[0].Data) != `{"v":1}` || string(pubs[1].Data) != `{"v":2}` {
+			t.Fatalf("delivered %q %q", pubs[0].Data, pubs[1].Data)
+		}
+		hist, _, err := n.History("chat:v", -1, nil, false)
+		if err != nil || len(hist) != 2 {
+			t.Fatalf("history: %d publications, %v; want 2", len(hist), err)
+		}
+	})
+}

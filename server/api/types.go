@@ -110,10 +110,17 @@ type PublishFlags struct {
 	Tags           map[string]string `json:"tags"`
 	IdempotencyKey string            `json:"idempotency_key"`
 	Delta          bool              `json:"delta"`
+	// Version and VersionEpoch drop a publication that is not newer than
+	// the channel's last (channels with history; see gyre.WithVersion).
+	Version      uint64 `json:"version"`
+	VersionEpoch string `json:"version_epoch"`
 }
 
 func (f *PublishFlags) options() gyre.PublishOptions {
-	return gyre.PublishOptions{Tags: f.Tags, IdempotencyKey: f.IdempotencyKey, SkipHistory: f.SkipHistory, UseDelta: f.Delta}
+	return gyre.PublishOptions{
+		Tags: f.Tags, IdempotencyKey: f.IdempotencyKey, SkipHistory: f.SkipHistory, UseDelta: f.Delta,
+		Version: f.Version, VersionEpoch: f.VersionEpoch,
+	}
 }
 
 // PublishResult is the place of a publication in its channel's history

@@ -6,9 +6,6 @@ import (
 )
 
 // Conversions between the protobuf messages and the executor's types.
-// Fields of Centrifugo's messages that Gyre does not act on (publish
-// version and version_epoch, subscribe b64info, b64data and override) are
-// dropped here.
 
 func publishRequest(r *apipb.PublishRequest) *api.PublishRequest {
 	return &api.PublishRequest{
@@ -23,10 +20,13 @@ func publishFlags(r interface {
 	GetTags() map[string]string
 	GetIdempotencyKey() string
 	GetDelta() bool
+	GetVersion() uint64
+	GetVersionEpoch() string
 }) api.PublishFlags {
 	return api.PublishFlags{
 		SkipHistory: r.GetSkipHistory(), Tags: r.GetTags(),
 		IdempotencyKey: r.GetIdempotencyKey(), Delta: r.GetDelta(),
+		Version: r.GetVersion(), VersionEpoch: r.GetVersionEpoch(),
 	}
 }
 

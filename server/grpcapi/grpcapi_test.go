@@ -105,6 +105,18 @@ func TestMethods(t *testing.T) {
 		wantErr(t, "unknown namespace", r.GetError(), 102)
 		r, _ = e.client.Publish(ctx, &apipb.PublishRequest{Channel: "plain:b", B64Data: "%%%"})
 		wantErr(t, "bad b64data", r.GetError(), 107)
+		v, err := e.client.Publish(ctx, &apipb.PublishRequest{Channel: "hist:v", Data: []byte(`{}`), Version: 2, VersionEpoch: "e"})
+		noErr(t, "publish with a version", err, v.GetError())
+		stale, err := e.client.Publish(ctx, &apipb.PublishRequest{Channel: "hist:v", Data: []byte(`{}`), Version: 2, VersionEpoch: "e"})
+		noErr(t, "publish of a stale version", err, stale.GetError())
+		if stale.GetResult().GetOffset() != v.GetResult().GetOffset() {
+			t.Fatalf("stale version: offset %d, want the top %d", stale.GetResult().GetOffset(), v.GetResult().GetOffset())
+		}
+		h, err := e.client.History(ctx, &apipb.HistoryRequest{Channel: "hist:v", Limit: -1})
+		noErr(t, "history", err, h.GetError())
+		if n := len(h.GetResult().GetPublications()); n != 1 {
+			t.Fatalf("history has %d publications, want 1 (the stale one dropped)", n)
+		}
 	})
 	t.Run("broadcast", func(t *testing.T) {
 		r, err := e.client.Broadcast(ctx, &apipb.BroadcastRequest{Channels: []string{"hist:a", "nope:b", ""}, Data: []byte(`{}`)})
