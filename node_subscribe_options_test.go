@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -117,4 +118,49 @@ func TestPublishVersion(t *testing.T) {
 			t.Fatalf("history: %d publications, %v; want 2", len(hist), err)
 		}
 	})
+}
+
+// TestNodeSubscribeWithOtherNode: the options travel in the control
+// message to the node holding the user's connection.
+func TestNodeSubscribeWithOtherNode(t *testing.T) {
+	b := testBroker{name: "redis", redis: redistest.Start(t)}
+	a, _ := newTestNode(t, b.sameRedis(t, chatConfig(), "subscribewith"))
+	_, urlB := newTestNode(t, b.sameRedis(t, chatConfig(), "subscribewith"))
+	c := dial(t, urlB, protocol.TypeProtobuf)
+	c.connect(connToken(t, "zoe", 0, nil))
+
+	first, err := a.Publish("chat:far", []byte(`{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Publish("chat:far", []byte(`{"n":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	off := false
+	err = a.SubscribeWith("zoe", "chat:far", gyre.ClientFilter{}, gyre.ServerSubscribeOptions{
+		SubscribeOptions: gyre.SubscribeOptions{
+			ChanInfo: []byte(`{"far":1}`), Data: []byte("\x00bin"),
+			Override: &gyre.SubscribeOverride{JoinLeave: &off},
+		},
+		RecoverSince: &first.StreamPosition,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil && p.Channel == "chat:far" })
+	if string(p.Subscribe.Data) != "\x00bin" {
+		t.Fatalf("subscribe push data %q", p.Subscribe.Data)
+	}
+	if pubs := c.WaitPubs("chat:far", 1); string(pubs[0].Data) != `{"n":2}` {
+		t.Fatalf("recovered %q, want n 2", pubs[0].Data)
+	}
+	pres, err := a.Presence("chat:far")
+	if err != nil || len(pres) != 1 {
+		t.Fatalf("presence %v %v", pres, err)
+	}
+	for _, ci := range pres {
+		if string(ci.ChanInfo) != `{"far":1}` {
+			t.Fatalf("chan info %q", ci.ChanInfo)
+		}
+	}
 }
