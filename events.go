@@ -55,8 +55,9 @@ type ConnectingReply struct {
 	Meta []byte
 }
 
-// SubscribeOptions are the options of one server-side subscription given
-// by a ConnectingReply.
+// SubscribeOptions are the options of one server-side subscription: given
+// by a ConnectingReply, by the subs claim of a connection token, or to
+// Node.SubscribeWith.
 type SubscribeOptions struct {
 	// ChanInfo is attached to the subscription (presence, join/leave).
 	ChanInfo []byte
