@@ -52,8 +52,6 @@ type Client struct {
 	expireAt int64
 	subs     map[string]*subscription
 	expTimer *time.Timer
-	// tokenChannels are the server-side channels the connect token named.
-	tokenChannels []string
 	// limits are the connection's command rate limits; nil when none
 	// apply. Set under mu once connected, then read by the command loop.
 	limits *clientLimits
@@ -257,9 +255,15 @@ func (c *Client) handleCommand(cmd *protocol.Command) bool {
 		return false
 	}
 	if cmd.Send != nil {
-		if h := c.node.handlers.message; h != nil {
-			h(c, cmd.Send.Data)
+		// send has no reply: a client whose messages nobody reads would
+		// never learn it. Closing with 3508, as Centrifugo does, tells it.
+		h := c.node.handlers.message
+		if h == nil {
+			c.node.log.Info("send command refused: no message handler", "client", c.id, "user", c.UserID())
+			c.Disconnect(DisconnectNotAvailable)
+			return false
 		}
+		h(c, cmd.Send.Data)
 		return true
 	}
 	if cmd.Id == 0 {

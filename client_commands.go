@@ -55,7 +55,8 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 			if rep.Data != nil {
 				data = rep.Data
 			}
-			po = PublishOptions{Tags: rep.Tags, SkipHistory: rep.SkipHistory, IdempotencyKey: rep.IdempotencyKey, UseDelta: rep.Delta}
+			po = PublishOptions{Tags: rep.Tags, SkipHistory: rep.SkipHistory, IdempotencyKey: rep.IdempotencyKey, UseDelta: rep.Delta,
+				Version: rep.Version, VersionEpoch: rep.VersionEpoch}
 		}
 	}
 	if !handled && !c.channelPermission(req.Channel, opts.AllowPublishForClient, opts.AllowPublishForSubscriber, opts.AllowPublishForAnonymous) {

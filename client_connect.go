@@ -123,10 +123,11 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if n.closing.Load() {
 		return nil, nil, DisconnectShutdown
 	}
-	creds, meta, err := c.credentialsFromToken(req.Token)
+	grant, err := c.grantFromToken(req.Token)
 	if err != nil {
 		return nil, nil, err
 	}
+	creds, meta := grant.creds, grant.meta
 	if creds == nil && req.Token == "" {
 		// Credentials of the context, if any, are copied: handlers may
 		// change what they are given.
@@ -244,7 +245,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		c.renew(creds.ExpireAt, nil)
 	}
 
-	channels = append(channels, c.tokenChannels...)
+	channels = append(channels, grant.channels...)
 	if n.cfg.SubscribeToUserPersonalChannel && creds.UserID != "" {
 		channels = append(channels, n.PersonalChannel(creds.UserID))
 	}
@@ -270,6 +271,9 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	for ch, o := range extraSubs {
 		subscribe(ch, &o)
 	}
+	for ch, o := range grant.subs {
+		subscribe(ch, &o)
+	}
 	return res, subs, nil
 }
 
@@ -281,38 +285,56 @@ func tokenTimeError(err error) bool {
 	return errors.Is(err, token.ErrTokenExpired) || errors.Is(err, token.ErrTokenNotValidYet)
 }
 
-// credentialsFromToken verifies a connect token. No token gives nil
-// credentials; a bad one disconnects with 3500, one that is expired or not
-// valid yet is 109.
-func (c *Client) credentialsFromToken(tok string) (*Credentials, []byte, error) {
+// connectGrant is what a verified connect token gives a connection: its
+// credentials and meta, and the server-side subscriptions it names
+// (channels, and subs with their own options). It lives only as long as
+// the connect.
+type connectGrant struct {
+	creds    *Credentials
+	meta     []byte
+	channels []string
+	subs     map[string]SubscribeOptions
+}
+
+// grantFromToken verifies a connect token. No token gives an empty grant;
+// a bad one disconnects with 3500, one that is expired or not valid yet
+// is 109.
+func (c *Client) grantFromToken(tok string) (connectGrant, error) {
 	if tok == "" {
-		return nil, nil, nil
+		return connectGrant{}, nil
 	}
 	n := c.node
 	v := n.verifier.Load()
 	if v == nil {
 		if n.handlers.connecting != nil {
-			return nil, nil, nil
+			return connectGrant{}, nil
 		}
 		n.log.Info("connect token refused: no token keys configured", "client", c.id)
-		return nil, nil, DisconnectInvalidToken
+		return connectGrant{}, DisconnectInvalidToken
 	}
 	ct, err := v.VerifyConnectToken(tok, false)
 	if err != nil {
 		if tokenTimeError(err) {
-			return nil, nil, ErrorTokenExpired
+			return connectGrant{}, ErrorTokenExpired
 		}
 		n.log.Info("invalid connect token", "client", c.id, "error", err)
-		return nil, nil, DisconnectInvalidToken
+		return connectGrant{}, DisconnectInvalidToken
 	}
 	if ct.UserID == "" && n.cfg.DisallowAnonymousConnectionTokens {
-		return nil, nil, DisconnectPermissionDenied
+		return connectGrant{}, DisconnectPermissionDenied
 	}
-	c.tokenChannels = ct.Channels
-	for ch := range ct.Subs {
-		c.tokenChannels = append(c.tokenChannels, ch)
+	g := connectGrant{
+		creds:    &Credentials{UserID: ct.UserID, ExpireAt: ct.ExpireAt, Info: ct.Info},
+		meta:     ct.Meta,
+		channels: ct.Channels,
 	}
-	return &Credentials{UserID: ct.UserID, ExpireAt: ct.ExpireAt, Info: ct.Info}, ct.Meta, nil
+	if len(ct.Subs) > 0 {
+		g.subs = make(map[string]SubscribeOptions, len(ct.Subs))
+		for ch, o := range ct.Subs {
+			g.subs[ch] = SubscribeOptions{ChanInfo: o.Info, Data: o.Data, Override: tokenOverride(o.Override)}
+		}
+	}
+	return g, nil
 }
 
 // renew sets the connection's credentials: expireAt (Unix seconds, 0 for
@@ -431,4 +453,19 @@ func (c *Client) refreshCmd(req *protocol.RefreshRequest) (*protocol.Reply, erro
 	}
 	c.renew(expireAt, info)
 	return &protocol.Reply{Refresh: res}, nil
+}
+
+// tokenOverride turns a token's override claim into the engine's; nil when
+// the claim overrides nothing.
+func tokenOverride(o token.Override) *SubscribeOverride {
+	if o == (token.Override{}) {
+		return nil
+	}
+	return &SubscribeOverride{
+		Presence:           o.Presence,
+		JoinLeave:          o.JoinLeave,
+		ForcePushJoinLeave: o.ForcePushJoinLeave,
+		ForceRecovery:      o.ForceRecovery,
+		ForcePositioning:   o.ForcePositioning,
+	}
 }

@@ -197,7 +197,8 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 		if err != nil {
 			return p, err
 		}
-		p.chanInfo, p.expireAt = st.Info, st.ExpireAt
+		p.chanInfo, p.data, p.expireAt = st.Info, st.Data, st.ExpireAt
+		p.override(tokenOverride(st.Override))
 		tree, err := tokenFilter(st.TagsFilter, st.FilterExpr)
 		if err == nil {
 			err = p.enforceFilter(tree)
@@ -333,6 +334,14 @@ func (c *Client) verifySubscribeToken(tok, channel string) (token.SubscribeToken
 // (token channels, connecting handler, personal channel).
 // o, when not nil, holds options the connecting handler gave.
 func (c *Client) subscribeServerSide(channel string, req *protocol.SubscribeRequest, o *SubscribeOptions) (*subscription, *protocol.SubscribeResult, error) {
+	return c.subscribeServerSideWith(channel, req, o, 0)
+}
+
+// subscribeServerSideWith is subscribeServerSide with an expiry (Unix
+// seconds, 0: never). A server-side subscription cannot be refreshed by
+// the client: the node's sub-refresh handler, when there is one, is asked
+// at expiry; without one the subscription ends.
+func (c *Client) subscribeServerSideWith(channel string, req *protocol.SubscribeRequest, o *SubscribeOptions, expireAt int64) (*subscription, *protocol.SubscribeResult, error) {
 	rules := c.node.rules.Load()
 	opts, pattern, err := rules.lookupSubscribe(channel)
 	if err != nil {
@@ -355,6 +364,10 @@ func (c *Client) subscribeServerSide(channel string, req *protocol.SubscribeRequ
 		p.chanInfo, p.data = o.ChanInfo, o.Data
 		p.override(o.Override)
 		p.positioned = p.positioned || p.recoverable
+	}
+	if expireAt > 0 {
+		p.expireAt = expireAt
+		p.serverRefresh = c.node.handlers.subRefresh != nil
 	}
 	if pattern {
 		p.patternOnly(rules)

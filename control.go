@@ -109,7 +109,7 @@ func (n *Node) handleControl(data []byte) error {
 		}, ni.AnswersChannels)
 	case cmd.Subscribe != nil:
 		s := cmd.Subscribe
-		n.subscribeLocal(s.User, s.Channel, ClientFilter{ClientID: s.Client, Session: s.Session})
+		n.subscribeLocal(s.User, s.Channel, ClientFilter{ClientID: s.Client, Session: s.Session}, serverSubscribeFromControl(s))
 	case cmd.Unsubscribe != nil:
 		u := cmd.Unsubscribe
 		n.unsubscribeLocal(u.User, u.Channel, ClientFilter{ClientID: u.Client, Session: u.Session})

@@ -55,8 +55,9 @@ type ConnectingReply struct {
 	Meta []byte
 }
 
-// SubscribeOptions are the options of one server-side subscription given
-// by a ConnectingReply.
+// SubscribeOptions are the options of one server-side subscription: given
+// by a ConnectingReply, by the subs claim of a connection token, or to
+// Node.SubscribeWith.
 type SubscribeOptions struct {
 	// ChanInfo is attached to the subscription (presence, join/leave).
 	ChanInfo []byte
@@ -146,6 +147,10 @@ type PublishReply struct {
 	IdempotencyKey string
 	// Delta makes the publication a delta candidate (see WithDelta).
 	Delta bool
+	// Version and VersionEpoch drop the publication when it is not newer
+	// than the channel's last (see WithVersion).
+	Version      uint64
+	VersionEpoch string
 }
 
 // PublishHandler decides a client's publish. When set, it replaces the

@@ -220,6 +220,8 @@ func (n *Node) OnHistory(h ChannelPermissionHandler) { n.handlers.history = h }
 func (n *Node) OnRPC(h RPCHandler) { n.handlers.rpc = h }
 
 // OnMessage sets the handler of asynchronous client messages (send).
+// Without one, a client that sends is disconnected with 3508 (not
+// available), as Centrifugo does: send has no reply to carry an error.
 func (n *Node) OnMessage(h MessageHandler) { n.handlers.message = h }
 
 // OnRefresh sets the handler of connection refreshes.

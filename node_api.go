@@ -107,18 +107,80 @@ func (f ClientFilter) match(c *Client) bool {
 // channel may be a pattern where its namespace allows wildcard
 // subscriptions.
 func (n *Node) Subscribe(user, channel string, f ClientFilter) error {
+	return n.SubscribeWith(user, channel, f, ServerSubscribeOptions{})
+}
+
+// ServerSubscribeOptions are the options of a subscription made with
+// Node.SubscribeWith.
+type ServerSubscribeOptions struct {
+	// ChanInfo, Data and Override as for a connecting handler's
+	// subscriptions: Data goes out in the subscribe push.
+	SubscribeOptions
+	// ExpireAt, in Unix seconds, ends the subscription then unless the
+	// node's sub-refresh handler prolongs it; 0: never.
+	ExpireAt int64
+	// RecoverSince, when set and the channel is recoverable, sends the
+	// publications after this position right after the subscribe push.
+	RecoverSince *StreamPosition
+}
+
+// SubscribeWith is Subscribe with per-subscription options.
+func (n *Node) SubscribeWith(user, channel string, f ClientFilter, o ServerSubscribeOptions) error {
 	if _, _, err := n.rules.Load().lookupSubscribe(channel); err != nil {
 		return err
 	}
-	return n.sendControl(&controlpb.Command{Subscribe: &controlpb.Subscribe{User: user, Channel: channel, Client: f.ClientID, Session: f.Session}})
+	cmd := &controlpb.Subscribe{
+		User: user, Channel: channel, Client: f.ClientID, Session: f.Session,
+		Info: o.ChanInfo, Data: o.Data, ExpireAt: o.ExpireAt, Override: overrideToControl(o.Override),
+	}
+	if o.RecoverSince != nil {
+		cmd.Recover, cmd.Offset, cmd.Epoch = true, o.RecoverSince.Offset, o.RecoverSince.Epoch
+	}
+	return n.sendControl(&controlpb.Command{Subscribe: cmd})
 }
 
-func (n *Node) subscribeLocal(user, channel string, f ClientFilter) {
+func overrideToControl(o *SubscribeOverride) *controlpb.SubscribeOverride {
+	if o == nil {
+		return nil
+	}
+	return &controlpb.SubscribeOverride{
+		Presence: o.Presence, JoinLeave: o.JoinLeave, ForcePushJoinLeave: o.ForcePushJoinLeave,
+		ForceRecovery: o.ForceRecovery, ForcePositioning: o.ForcePositioning,
+	}
+}
+
+func overrideFromControl(o *controlpb.SubscribeOverride) *SubscribeOverride {
+	if o == nil {
+		return nil
+	}
+	return &SubscribeOverride{
+		Presence: o.Presence, JoinLeave: o.JoinLeave, ForcePushJoinLeave: o.ForcePushJoinLeave,
+		ForceRecovery: o.ForceRecovery, ForcePositioning: o.ForcePositioning,
+	}
+}
+
+// serverSubscribeFromControl reads the options of a Subscribe command.
+func serverSubscribeFromControl(s *controlpb.Subscribe) ServerSubscribeOptions {
+	o := ServerSubscribeOptions{
+		SubscribeOptions: SubscribeOptions{ChanInfo: s.Info, Data: s.Data, Override: overrideFromControl(s.Override)},
+		ExpireAt:         s.ExpireAt,
+	}
+	if s.Recover {
+		o.RecoverSince = &StreamPosition{Offset: s.Offset, Epoch: s.Epoch}
+	}
+	return o
+}
+
+func (n *Node) subscribeLocal(user, channel string, f ClientFilter, o ServerSubscribeOptions) {
+	var req *protocol.SubscribeRequest
+	if o.RecoverSince != nil {
+		req = &protocol.SubscribeRequest{Recover: true, Offset: o.RecoverSince.Offset, Epoch: o.RecoverSince.Epoch}
+	}
 	for _, c := range n.hub.userClients(user) {
 		if !f.match(c) || c.state.Load() != stateConnected {
 			continue
 		}
-		s, res, err := c.subscribeServerSide(channel, nil, nil)
+		s, res, err := c.subscribeServerSideWith(channel, req, &o.SubscribeOptions, o.ExpireAt)
 		if errors.Is(err, ErrorAlreadySubscribed) {
 			continue
 		}
@@ -127,6 +189,11 @@ func (n *Node) subscribeLocal(user, channel string, f ClientFilter) {
 			continue
 		}
 		c.enqueuePush(subscribePush(channel, res))
+		// The subscribe push has no room for publications: recovered
+		// ones follow it as publication pushes, before anything live.
+		for _, pub := range res.Publications {
+			c.enqueuePush(&protocol.Push{Channel: channel, Pub: pub})
+		}
 		s.activate(s.offset.Load())
 	}
 }

@@ -30,6 +30,9 @@ type PublishOptions struct {
 	SkipHistory    bool
 	UseDelta       bool
 	ClientInfo     *ClientInfo
+	// Version and VersionEpoch drop stale publications: see WithVersion.
+	Version      uint64
+	VersionEpoch string
 }
 
 // PublishOption sets one publish knob.
@@ -62,11 +65,22 @@ func WithClientInfo(info *ClientInfo) PublishOption {
 	return func(o *PublishOptions) { o.ClientInfo = info }
 }
 
+// WithVersion gives the publication a version: in a channel with history,
+// a publication whose version is not greater than the last published
+// one's (of the same epoch; an empty epoch matches any) is dropped, and
+// the result is Suppressed with the stream's top. It keeps a state
+// pushed from several places, or retried, from going back in time. A
+// new epoch starts the versions again. 0 means no version.
+func WithVersion(version uint64, epoch string) PublishOption {
+	return func(o *PublishOptions) { o.Version, o.VersionEpoch = version, epoch }
+}
+
 // PublishResult is where a publication landed in its stream.
 type PublishResult struct {
 	StreamPosition
 	// Suppressed is true when an idempotency key matched an earlier
-	// publish and nothing was sent.
+	// publish, or the version was not newer than the channel's (see
+	// WithVersion), and nothing was sent.
 	Suppressed bool
 }
 
@@ -268,6 +282,9 @@ func (n *Node) brokerPublishOptions(rules *channelRules, channel string, chOpts 
 		bo.HistorySize = chOpts.HistorySize
 		bo.HistoryTTL = chOpts.HistoryTTL
 		bo.HistoryMetaTTL = chOpts.HistoryMetaTTL
+		// Versions live in the stream's meta: without history there is
+		// nothing to compare with, as in Centrifugo.
+		bo.Version, bo.VersionEpoch = o.Version, o.VersionEpoch
 	}
 	if chOpts.AllowWildcardSubscriptions {
 		bo.PatternScope, _ = rules.patternScope(channel)

@@ -487,3 +487,93 @@ func TestUniConnectTokenFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectTokenSubsOptions: each channel of the subs claim keeps its
+// own info, data and overrides: data comes back in the connect result,
+// info is the subscriber's channel info in presence, and override turns
+// presence off in a namespace that has it.
+func TestConnectTokenSubsOptions(t *testing.T) {
+	n, url := newTestNode(t, tokenTestConfig())
+	seated := nextChannel("chat:seated-")
+	hidden := nextChannel("chat:hidden-")
+	c := dial(t, url, protocol.TypeJSON)
+	res := c.connect(signWith(t, testSecret, with(goodClaims("42", ""), "subs", map[string]any{
+		seated: map[string]any{"info": map[string]any{"seat": 7}, "data": map[string]any{"hello": 1}},
+		hidden: map[string]any{"override": map[string]any{"presence": map[string]any{"value": false}}},
+	})))
+	if sr := res.Subs[seated]; sr == nil || string(sr.Data) != `{"hello":1}` {
+		t.Fatalf("connect subs[%s] = %+v, want data {\"hello\":1}", seated, sr)
+	}
+	if sr := res.Subs[hidden]; sr == nil {
+		t.Fatalf("connect subs %v, want %s", res.Subs, hidden)
+	}
+	p, err := n.Presence(seated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) != 1 {
+		t.Fatalf("presence of %s: %v, want the one subscriber", seated, p)
+	}
+	for _, ci := range p {
+		if string(ci.ChanInfo) != `{"seat":7}` {
+			t.Errorf("chan info %q, want {\"seat\":7}", ci.ChanInfo)
+		}
+	}
+	if p, err := n.Presence(hidden); err != nil || len(p) != 0 {
+		t.Errorf("presence of %s: %v %v, want none (override off)", hidden, p, err)
+	}
+}
+
+// TestConnectTokenSubsBinaryData: b64data reaches a protobuf client as
+// the bytes it encodes.
+func TestConnectTokenSubsBinaryData(t *testing.T) {
+	_, url := newTestNode(t, tokenTestConfig())
+	ch := nextChannel("srv-")
+	c := dial(t, url, protocol.TypeProtobuf)
+	res := c.connect(signWith(t, testSecret, with(goodClaims("42", ""), "subs", map[string]any{
+		ch: map[string]any{"b64data": "AAEC"},
+	})))
+	if sr := res.Subs[ch]; sr == nil || string(sr.Data) != "\x00\x01\x02" {
+		t.Fatalf("connect subs[%s] = %+v, want data 00 01 02", ch, sr)
+	}
+}
+
+// TestSubscribeTokenDataAndOverride: a subscription token's data is in
+// the subscribe result, its info in presence, and its override applies.
+func TestSubscribeTokenDataAndOverride(t *testing.T) {
+	n, url := newTestNode(t, tokenTestConfig())
+	c := dial(t, url, protocol.TypeJSON)
+	connectGood(t, c, "42")
+	ch := nextChannel("chat:d-")
+	hidden := nextChannel("chat:h-")
+	tok := signWith(t, testSecret, with(with(goodClaims("42", ch),
+		"data", map[string]any{"welcome": true}),
+		"info", map[string]any{"role": "mod"}))
+	r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch, Token: tok})
+	if r.Error != nil {
+		t.Fatalf("subscribe: %+v", r.Error)
+	}
+	if string(r.Subscribe.Data) != `{"welcome":true}` {
+		t.Errorf("subscribe data %q, want {\"welcome\":true}", r.Subscribe.Data)
+	}
+	p, err := n.Presence(ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) != 1 {
+		t.Fatalf("presence %v, want the subscriber", p)
+	}
+	for _, ci := range p {
+		if string(ci.ChanInfo) != `{"role":"mod"}` {
+			t.Errorf("chan info %q", ci.ChanInfo)
+		}
+	}
+	tok = signWith(t, testSecret, with(goodClaims("42", hidden),
+		"override", map[string]any{"presence": map[string]any{"value": false}}))
+	if r := c.Subscribe(&protocol.SubscribeRequest{Channel: hidden, Token: tok}); r.Error != nil {
+		t.Fatalf("subscribe: %+v", r.Error)
+	}
+	if p, err := n.Presence(hidden); err != nil || len(p) != 0 {
+		t.Errorf("presence of %s: %v %v, want none (override off)", hidden, p, err)
+	}
+}

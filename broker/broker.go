@@ -93,6 +93,13 @@ type PublishOptions struct {
 	// UseDelta asks subscribers that negotiated delta compression to receive
 	// this publication as a delta against the previous one.
 	UseDelta bool
+	// Version, when positive and history is on, drops the publication
+	// (Suppressed, at the stream's top) unless it is greater than the
+	// version of the last versioned publication kept in the stream's
+	// meta, when VersionEpoch is empty or equals that publication's. The
+	// version and its epoch are stored with the meta and go with it.
+	Version      uint64
+	VersionEpoch string
 	// PatternScope, when set, names the pattern scope of the channel (its
 	// namespace, when the namespace allows wildcard subscriptions): besides
 	// the channel's own subscribers, the publication goes to every node
@@ -178,8 +185,9 @@ type Broker interface {
 	Unsubscribe(channel string) error
 	// Publish stores (when history is on) and delivers a publication. It
 	// returns the stream position given to it; suppressed is true when an
-	// idempotency key matched an earlier publish and nothing was sent. It
-	// is PublishMany with one item.
+	// idempotency key matched an earlier publish, or the version was stale
+	// (PublishOptions.Version), and nothing was sent. It is PublishMany
+	// with one item.
 	Publish(channel string, data []byte, opts PublishOptions) (sp StreamPosition, suppressed bool, err error)
 	// PublishMany publishes items in order, as many Publish calls would,
 	// and sets each item's Position and Suppressed, or Err. A broker with a
@@ -227,7 +235,8 @@ type PublishItem struct {
 
 	Position StreamPosition
 	// Suppressed: an idempotency key matched an earlier publish and
-	// nothing was sent; Position is the earlier publish's.
+	// nothing was sent, Position being the earlier publish's; or the
+	// version was stale, Position being the stream's top.
 	Suppressed bool
 	Err        error
 }

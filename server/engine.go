@@ -85,16 +85,22 @@ func commandRates(c config.CommandRateLimit) gyre.CommandRates {
 }
 
 func tokenConfig(t config.Token) token.Config {
+	var prevUntil time.Time
+	if t.HMACPreviousSecretKeyValidUntil > 0 {
+		prevUntil = time.Unix(t.HMACPreviousSecretKeyValidUntil, 0)
+	}
 	return token.Config{
-		HMACSecretKey:      t.HMACSecretKey,
-		RSAPublicKey:       t.RSAPublicKey,
-		ECDSAPublicKey:     t.ECDSAPublicKey,
-		JWKSPublicEndpoint: t.JWKSPublicEndpoint,
-		Audience:           t.Audience,
-		AudienceRegex:      t.AudienceRegex,
-		Issuer:             t.Issuer,
-		IssuerRegex:        t.IssuerRegex,
-		UserIDClaim:        t.UserIDClaim,
+		HMACSecretKey:                   t.HMACSecretKey,
+		HMACPreviousSecretKey:           t.HMACPreviousSecretKey,
+		HMACPreviousSecretKeyValidUntil: prevUntil,
+		RSAPublicKey:                    t.RSAPublicKey,
+		ECDSAPublicKey:                  t.ECDSAPublicKey,
+		JWKSPublicEndpoint:              t.JWKSPublicEndpoint,
+		Audience:                        t.Audience,
+		AudienceRegex:                   t.AudienceRegex,
+		Issuer:                          t.Issuer,
+		IssuerRegex:                     t.IssuerRegex,
+		UserIDClaim:                     t.UserIDClaim,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"time"
 )
 
 // Config says which keys and claims a Verifier accepts. Its zero value is
@@ -18,6 +19,15 @@ type Config struct {
 	// HMACSecretKey enables HS256/384/512 with this shared secret. Empty:
 	// HMAC tokens are refused.
 	HMACSecretKey string
+	// HMACPreviousSecretKey is the secret HMACSecretKey replaced: tokens
+	// signed with it are still accepted, so that rotating the secret does
+	// not refuse every token handed out before. Empty: only the current
+	// secret is accepted.
+	HMACPreviousSecretKey string
+	// HMACPreviousSecretKeyValidUntil ends the acceptance of the previous
+	// secret at this time (by the server's clock, not by a claim that
+	// whoever holds the old secret could choose). Zero: no end.
+	HMACPreviousSecretKeyValidUntil time.Time
 	// RSAPublicKey is a PEM public key (PKIX, PKCS#1 or a certificate) that
 	// enables RS256/384/512 and PS256/384/512. Empty: refused.
 	RSAPublicKey string
@@ -81,6 +91,23 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	v.parser = newParser(v.acceptedAlgs())
 	if v.hmacKey != nil && v.jwks == nil {
 		v.hmacFast = newFastHMAC(v.hmacKey)
+	}
+	if cfg.HMACPreviousSecretKey != "" {
+		if cfg.HMACSecretKey == "" {
+			return nil, errors.New("token: Config.HMACPreviousSecretKey needs Config.HMACSecretKey (the key that replaced it)")
+		}
+		if cfg.HMACPreviousSecretKey == cfg.HMACSecretKey {
+			return nil, errors.New("token: Config.HMACPreviousSecretKey equals Config.HMACSecretKey")
+		}
+		// The previous key checks the same claims; it only signs differently.
+		prev := cfg
+		prev.HMACSecretKey, prev.HMACPreviousSecretKey = cfg.HMACPreviousSecretKey, ""
+		prev.RSAPublicKey, prev.ECDSAPublicKey, prev.JWKSPublicEndpoint = "", "", ""
+		pv, err := NewVerifier(prev)
+		if err != nil {
+			return nil, err
+		}
+		v.previous, v.previousUntil = pv, cfg.HMACPreviousSecretKeyValidUntil
 	}
 	return v, nil
 }

@@ -14,3 +14,8 @@ func WithoutFastHMAC(v *Verifier) *Verifier {
 	c.hmacFast = nil
 	return &c
 }
+
+// SetClock makes v read the time from now.
+func SetClock(v *Verifier, now func() time.Time) {
+	v.now = now
+}

@@ -33,6 +33,12 @@ type Verifier struct {
 	audience, issuer     string
 	audienceRe, issuerRe *regexp.Regexp
 	userIDClaim          string
+
+	// previous verifies HMAC tokens signed with the secret the current one
+	// replaced, until previousUntil (zero: for ever); nil without one.
+	previous      *Verifier
+	previousUntil time.Time
+	now           func() time.Time // time.Now; tests move it
 }
 
 var (
@@ -105,6 +111,34 @@ func (v *Verifier) verify(token string, claims jwt.Claims, reg *jwt.RegisteredCl
 	if len(token) > MaxTokenLength {
 		return invalid("token is %d bytes, limit %d", len(token), MaxTokenLength)
 	}
+	err := v.verifySignature(token, claims)
+	if err != nil && v.previous != nil && v.previousAccepted() {
+		if v.previous.verifySignature(token, claims) == nil {
+			err = nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return v.checkClaims(reg, v.clock(), skipExpiry)
+}
+
+// previousAccepted reports whether the previous HMAC secret still verifies
+// tokens.
+func (v *Verifier) previousAccepted() bool {
+	return v.previousUntil.IsZero() || v.clock().Before(v.previousUntil)
+}
+
+func (v *Verifier) clock() time.Time {
+	if v.now != nil {
+		return v.now()
+	}
+	return time.Now()
+}
+
+// verifySignature checks the signature of token and decodes its payload
+// into claims.
+func (v *Verifier) verifySignature(token string, claims jwt.Claims) error {
 	handled := false
 	if v.hmacFast != nil {
 		var err error
@@ -117,7 +151,7 @@ func (v *Verifier) verify(token string, claims jwt.Claims, reg *jwt.RegisteredCl
 			return fmt.Errorf("%w: %w", ErrInvalidToken, err)
 		}
 	}
-	return v.checkClaims(reg, time.Now(), skipExpiry)
+	return nil
 }
 
 // checkClaims validates audience, issuer and time. The time checks come

@@ -58,6 +58,7 @@ func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, op
 		{"PublishCopiesInput", testPublishCopiesInput},
 		{"Idempotency", testIdempotency},
 		{"IdempotencyExpiry", testIdempotencyExpiry},
+		{"Version", testVersion},
 		{"OrderOnePublisher", testOrderOnePublisher},
 		{"OrderConcurrentPublishers", testOrderConcurrentPublishers},
 		{"Delta", testDelta},

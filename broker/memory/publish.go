@@ -126,11 +126,18 @@ func (b *Broker) append(st *stream, data []byte, opts broker.PublishOptions, now
 		}
 	}
 
+	withHistory := opts.HistorySize > 0 && opts.HistoryTTL > 0
+	versioned := withHistory && opts.Version > 0
+	if versioned && st.stale(opts.Version, opts.VersionEpoch) {
+		return rp, st.position(), true
+	}
 	pub := newPublication(data, opts, now)
 	metaTTL := orDefault(opts.HistoryMetaTTL, b.cfg.HistoryMetaTTL)
-	withHistory := opts.HistorySize > 0 && opts.HistoryTTL > 0
 	if withHistory {
 		st.ensureMeta(nowNano + int64(metaTTL))
+		if versioned {
+			st.version, st.versionEpoch = opts.Version, opts.VersionEpoch
+		}
 		st.top++
 		pub.Offset = st.top
 		st.hist.push(histEntry{pub: pub, expires: nowNano + int64(opts.HistoryTTL)}, opts.HistorySize)

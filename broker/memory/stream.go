@@ -19,6 +19,10 @@ type stream struct {
 	top         uint64
 	metaExpires int64 // Unix nanoseconds
 	hist        ring
+	// version and versionEpoch are those of the last versioned
+	// publication; part of the meta.
+	version      uint64
+	versionEpoch string
 
 	last        *broker.Publication // previous publication for delta, nil when unknown
 	lastExpires int64
@@ -43,6 +47,7 @@ type idemKey struct {
 func (s *stream) expire(now int64) {
 	if s.epoch != "" && s.metaExpires <= now {
 		s.epoch, s.top = "", 0
+		s.version, s.versionEpoch = 0, ""
 		s.hist.reset()
 	}
 	s.hist.dropExpired(now)
@@ -62,9 +67,16 @@ func (s *stream) idle() bool {
 func (s *stream) ensureMeta(metaExpires int64) {
 	if s.epoch == "" {
 		s.epoch, s.top = newEpoch(), 0
+		s.version, s.versionEpoch = 0, ""
 		s.hist.reset()
 	}
 	s.metaExpires = max(s.metaExpires, metaExpires)
+}
+
+// stale reports whether a publication of this version and epoch is not
+// newer than the stream's last versioned one.
+func (s *stream) stale(version uint64, epoch string) bool {
+	return s.epoch != "" && (epoch == "" || epoch == s.versionEpoch) && version <= s.version
 }
 
 func (s *stream) position() broker.StreamPosition {

@@ -105,6 +105,10 @@ func (b *Broker) prepare(c *publishCall) error {
 		size, ttl = int64(opts.HistorySize), millis(opts.HistoryTTL)
 		epoch = newEpoch()
 	}
+	var version uint64
+	if size > 0 {
+		version = opts.Version
+	}
 	var idemTTL int64
 	if opts.IdempotencyKey != "" {
 		keys[2] = idemKey(base, it.Channel, opts.IdempotencyKey)
@@ -131,6 +135,8 @@ func (b *Broker) prepare(c *publishCall) error {
 		b.e.publishCommand(),
 		scopeName,
 		scopeChannel,
+		strconv.FormatUint(version, 10),
+		opts.VersionEpoch,
 	}
 	return nil
 }

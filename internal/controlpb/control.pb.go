@@ -291,11 +291,23 @@ func (x *NodeInfo) GetAnswersChannels() bool {
 }
 
 type Subscribe struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
-	Channel       string                 `protobuf:"bytes,2,opt,name=channel,proto3" json:"channel,omitempty"`
-	Client        string                 `protobuf:"bytes,3,opt,name=client,proto3" json:"client,omitempty"`
-	Session       string                 `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	User    string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Channel string                 `protobuf:"bytes,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	Client  string                 `protobuf:"bytes,3,opt,name=client,proto3" json:"client,omitempty"`
+	Session string                 `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	// Added later; a node that does not send them subscribes with the
+	// channel's options. info: channel info for presence and join/leave;
+	// data: sent to the client in the subscribe push; expire_at: Unix
+	// seconds when the subscription expires (0: never); recover, offset,
+	// epoch: recover the publications after that position.
+	Info          []byte             `protobuf:"bytes,5,opt,name=info,proto3" json:"info,omitempty"`
+	Data          []byte             `protobuf:"bytes,6,opt,name=data,proto3" json:"data,omitempty"`
+	ExpireAt      int64              `protobuf:"varint,7,opt,name=expire_at,json=expireAt,proto3" json:"expire_at,omitempty"`
+	Recover       bool               `protobuf:"varint,8,opt,name=recover,proto3" json:"recover,omitempty"`
+	Offset        uint64             `protobuf:"varint,9,opt,name=offset,proto3" json:"offset,omitempty"`
+	Epoch         string             `protobuf:"bytes,10,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Override      *SubscribeOverride `protobuf:"bytes,11,opt,name=override,proto3" json:"override,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -358,6 +370,133 @@ func (x *Subscribe) GetSession() string {
 	return ""
 }
 
+func (x *Subscribe) GetInfo() []byte {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *Subscribe) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *Subscribe) GetExpireAt() int64 {
+	if x != nil {
+		return x.ExpireAt
+	}
+	return 0
+}
+
+func (x *Subscribe) GetRecover() bool {
+	if x != nil {
+		return x.Recover
+	}
+	return false
+}
+
+func (x *Subscribe) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *Subscribe) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *Subscribe) GetOverride() *SubscribeOverride {
+	if x != nil {
+		return x.Override
+	}
+	return nil
+}
+
+// SubscribeOverride turns channel options on or off for one
+// subscription; an absent field keeps the channel's.
+type SubscribeOverride struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Presence           *bool                  `protobuf:"varint,1,opt,name=presence,proto3,oneof" json:"presence,omitempty"`
+	JoinLeave          *bool                  `protobuf:"varint,2,opt,name=join_leave,json=joinLeave,proto3,oneof" json:"join_leave,omitempty"`
+	ForcePushJoinLeave *bool                  `protobuf:"varint,3,opt,name=force_push_join_leave,json=forcePushJoinLeave,proto3,oneof" json:"force_push_join_leave,omitempty"`
+	ForceRecovery      *bool                  `protobuf:"varint,4,opt,name=force_recovery,json=forceRecovery,proto3,oneof" json:"force_recovery,omitempty"`
+	ForcePositioning   *bool                  `protobuf:"varint,5,opt,name=force_positioning,json=forcePositioning,proto3,oneof" json:"force_positioning,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *SubscribeOverride) Reset() {
+	*x = SubscribeOverride{}
+	mi := &file_control_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeOverride) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeOverride) ProtoMessage() {}
+
+func (x *SubscribeOverride) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeOverride.ProtoReflect.Descriptor instead.
+func (*SubscribeOverride) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SubscribeOverride) GetPresence() bool {
+	if x != nil && x.Presence != nil {
+		return *x.Presence
+	}
+	return false
+}
+
+func (x *SubscribeOverride) GetJoinLeave() bool {
+	if x != nil && x.JoinLeave != nil {
+		return *x.JoinLeave
+	}
+	return false
+}
+
+func (x *SubscribeOverride) GetForcePushJoinLeave() bool {
+	if x != nil && x.ForcePushJoinLeave != nil {
+		return *x.ForcePushJoinLeave
+	}
+	return false
+}
+
+func (x *SubscribeOverride) GetForceRecovery() bool {
+	if x != nil && x.ForceRecovery != nil {
+		return *x.ForceRecovery
+	}
+	return false
+}
+
+func (x *SubscribeOverride) GetForcePositioning() bool {
+	if x != nil && x.ForcePositioning != nil {
+		return *x.ForcePositioning
+	}
+	return false
+}
+
 type Unsubscribe struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
@@ -370,7 +509,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +521,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +534,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Unsubscribe) GetUser() string {
@@ -440,7 +579,7 @@ type Disconnect struct {
 
 func (x *Disconnect) Reset() {
 	*x = Disconnect{}
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -452,7 +591,7 @@ func (x *Disconnect) String() string {
 func (*Disconnect) ProtoMessage() {}
 
 func (x *Disconnect) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -465,7 +604,7 @@ func (x *Disconnect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Disconnect.ProtoReflect.Descriptor instead.
 func (*Disconnect) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Disconnect) GetUser() string {
@@ -524,7 +663,7 @@ type Refresh struct {
 
 func (x *Refresh) Reset() {
 	*x = Refresh{}
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +675,7 @@ func (x *Refresh) String() string {
 func (*Refresh) ProtoMessage() {}
 
 func (x *Refresh) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +688,7 @@ func (x *Refresh) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refresh.ProtoReflect.Descriptor instead.
 func (*Refresh) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{5}
+	return file_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Refresh) GetUser() string {
@@ -607,7 +746,7 @@ type Emulation struct {
 
 func (x *Emulation) Reset() {
 	*x = Emulation{}
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +758,7 @@ func (x *Emulation) String() string {
 func (*Emulation) ProtoMessage() {}
 
 func (x *Emulation) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +771,7 @@ func (x *Emulation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Emulation.ProtoReflect.Descriptor instead.
 func (*Emulation) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{6}
+	return file_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Emulation) GetSession() string {
@@ -662,7 +801,7 @@ type ChannelsRequest struct {
 
 func (x *ChannelsRequest) Reset() {
 	*x = ChannelsRequest{}
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +813,7 @@ func (x *ChannelsRequest) String() string {
 func (*ChannelsRequest) ProtoMessage() {}
 
 func (x *ChannelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +826,7 @@ func (x *ChannelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelsRequest.ProtoReflect.Descriptor instead.
 func (*ChannelsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{7}
+	return file_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ChannelsRequest) GetId() string {
@@ -717,7 +856,7 @@ type ChannelsReply struct {
 
 func (x *ChannelsReply) Reset() {
 	*x = ChannelsReply{}
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +868,7 @@ func (x *ChannelsReply) String() string {
 func (*ChannelsReply) ProtoMessage() {}
 
 func (x *ChannelsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +881,7 @@ func (x *ChannelsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelsReply.ProtoReflect.Descriptor instead.
 func (*ChannelsReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{8}
+	return file_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ChannelsReply) GetId() string {
@@ -800,12 +939,32 @@ const file_control_proto_rawDesc = "" +
 	" \x01(\x04R\vmemoryBytes\x12%\n" +
 	"\x0ebroker_healthy\x18\v \x01(\bR\rbrokerHealthy\x12!\n" +
 	"\fbroker_error\x18\f \x01(\tR\vbrokerError\x12)\n" +
-	"\x10answers_channels\x18\r \x01(\bR\x0fanswersChannels\"k\n" +
+	"\x10answers_channels\x18\r \x01(\bR\x0fanswersChannels\"\xb5\x02\n" +
 	"\tSubscribe\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12\x16\n" +
 	"\x06client\x18\x03 \x01(\tR\x06client\x12\x18\n" +
-	"\asession\x18\x04 \x01(\tR\asession\"m\n" +
+	"\asession\x18\x04 \x01(\tR\asession\x12\x12\n" +
+	"\x04info\x18\x05 \x01(\fR\x04info\x12\x12\n" +
+	"\x04data\x18\x06 \x01(\fR\x04data\x12\x1b\n" +
+	"\texpire_at\x18\a \x01(\x03R\bexpireAt\x12\x18\n" +
+	"\arecover\x18\b \x01(\bR\arecover\x12\x16\n" +
+	"\x06offset\x18\t \x01(\x04R\x06offset\x12\x14\n" +
+	"\x05epoch\x18\n" +
+	" \x01(\tR\x05epoch\x12;\n" +
+	"\boverride\x18\v \x01(\v2\x1f.gyre.control.SubscribeOverrideR\boverride\"\xcd\x02\n" +
+	"\x11SubscribeOverride\x12\x1f\n" +
+	"\bpresence\x18\x01 \x01(\bH\x00R\bpresence\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"join_leave\x18\x02 \x01(\bH\x01R\tjoinLeave\x88\x01\x01\x126\n" +
+	"\x15force_push_join_leave\x18\x03 \x01(\bH\x02R\x12forcePushJoinLeave\x88\x01\x01\x12*\n" +
+	"\x0eforce_recovery\x18\x04 \x01(\bH\x03R\rforceRecovery\x88\x01\x01\x120\n" +
+	"\x11force_positioning\x18\x05 \x01(\bH\x04R\x10forcePositioning\x88\x01\x01B\v\n" +
+	"\t_presenceB\r\n" +
+	"\v_join_leaveB\x18\n" +
+	"\x16_force_push_join_leaveB\x11\n" +
+	"\x0f_force_recoveryB\x14\n" +
+	"\x12_force_positioning\"m\n" +
 	"\vUnsubscribe\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12\x16\n" +
@@ -852,34 +1011,36 @@ func file_control_proto_rawDescGZIP() []byte {
 	return file_control_proto_rawDescData
 }
 
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_control_proto_goTypes = []any{
-	(*Command)(nil),         // 0: gyre.control.Command
-	(*NodeInfo)(nil),        // 1: gyre.control.NodeInfo
-	(*Subscribe)(nil),       // 2: gyre.control.Subscribe
-	(*Unsubscribe)(nil),     // 3: gyre.control.Unsubscribe
-	(*Disconnect)(nil),      // 4: gyre.control.Disconnect
-	(*Refresh)(nil),         // 5: gyre.control.Refresh
-	(*Emulation)(nil),       // 6: gyre.control.Emulation
-	(*ChannelsRequest)(nil), // 7: gyre.control.ChannelsRequest
-	(*ChannelsReply)(nil),   // 8: gyre.control.ChannelsReply
-	nil,                     // 9: gyre.control.ChannelsReply.ChannelsEntry
+	(*Command)(nil),           // 0: gyre.control.Command
+	(*NodeInfo)(nil),          // 1: gyre.control.NodeInfo
+	(*Subscribe)(nil),         // 2: gyre.control.Subscribe
+	(*SubscribeOverride)(nil), // 3: gyre.control.SubscribeOverride
+	(*Unsubscribe)(nil),       // 4: gyre.control.Unsubscribe
+	(*Disconnect)(nil),        // 5: gyre.control.Disconnect
+	(*Refresh)(nil),           // 6: gyre.control.Refresh
+	(*Emulation)(nil),         // 7: gyre.control.Emulation
+	(*ChannelsRequest)(nil),   // 8: gyre.control.ChannelsRequest
+	(*ChannelsReply)(nil),     // 9: gyre.control.ChannelsReply
+	nil,                       // 10: gyre.control.ChannelsReply.ChannelsEntry
 }
 var file_control_proto_depIdxs = []int32{
-	1, // 0: gyre.control.Command.node:type_name -> gyre.control.NodeInfo
-	2, // 1: gyre.control.Command.subscribe:type_name -> gyre.control.Subscribe
-	3, // 2: gyre.control.Command.unsubscribe:type_name -> gyre.control.Unsubscribe
-	4, // 3: gyre.control.Command.disconnect:type_name -> gyre.control.Disconnect
-	5, // 4: gyre.control.Command.refresh:type_name -> gyre.control.Refresh
-	6, // 5: gyre.control.Command.emulation:type_name -> gyre.control.Emulation
-	7, // 6: gyre.control.Command.channels_request:type_name -> gyre.control.ChannelsRequest
-	8, // 7: gyre.control.Command.channels_reply:type_name -> gyre.control.ChannelsReply
-	9, // 8: gyre.control.ChannelsReply.channels:type_name -> gyre.control.ChannelsReply.ChannelsEntry
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	1,  // 0: gyre.control.Command.node:type_name -> gyre.control.NodeInfo
+	2,  // 1: gyre.control.Command.subscribe:type_name -> gyre.control.Subscribe
+	4,  // 2: gyre.control.Command.unsubscribe:type_name -> gyre.control.Unsubscribe
+	5,  // 3: gyre.control.Command.disconnect:type_name -> gyre.control.Disconnect
+	6,  // 4: gyre.control.Command.refresh:type_name -> gyre.control.Refresh
+	7,  // 5: gyre.control.Command.emulation:type_name -> gyre.control.Emulation
+	8,  // 6: gyre.control.Command.channels_request:type_name -> gyre.control.ChannelsRequest
+	9,  // 7: gyre.control.Command.channels_reply:type_name -> gyre.control.ChannelsReply
+	3,  // 8: gyre.control.Subscribe.override:type_name -> gyre.control.SubscribeOverride
+	10, // 9: gyre.control.ChannelsReply.channels:type_name -> gyre.control.ChannelsReply.ChannelsEntry
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -887,13 +1048,14 @@ func file_control_proto_init() {
 	if File_control_proto != nil {
 		return
 	}
+	file_control_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

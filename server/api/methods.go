@@ -99,7 +99,25 @@ func (e *Executor) Subscribe(_ context.Context, r *SubscribeRequest) (EmptyResul
 	if r.User == "" && r.Client == "" {
 		return EmptyResult{}, &Error{107, "bad request: user or client required"}
 	}
-	return EmptyResult{}, e.node.Subscribe(r.User, r.Channel, clientFilter(r.Client, r.Session))
+	info, err := optionalPayload(r.Info, r.B64Info, "b64info")
+	if err != nil {
+		return EmptyResult{}, err
+	}
+	data, err := optionalPayload(r.Data, r.B64Data, "b64data")
+	if err != nil {
+		return EmptyResult{}, err
+	}
+	if r.ExpireAt < 0 {
+		return EmptyResult{}, &Error{107, "bad request: expire_at is negative"}
+	}
+	o := gyre.ServerSubscribeOptions{
+		SubscribeOptions: gyre.SubscribeOptions{ChanInfo: info, Data: data, Override: r.Override.engine()},
+		ExpireAt:         r.ExpireAt,
+	}
+	if r.RecoverSince != nil {
+		o.RecoverSince = &gyre.StreamPosition{Offset: r.RecoverSince.Offset, Epoch: r.RecoverSince.Epoch}
+	}
+	return EmptyResult{}, e.node.SubscribeWith(r.User, r.Channel, clientFilter(r.Client, r.Session), o)
 }
 
 // Unsubscribe removes a user's connections from a channel.

@@ -110,10 +110,17 @@ type PublishFlags struct {
 	Tags           map[string]string `json:"tags"`
 	IdempotencyKey string            `json:"idempotency_key"`
 	Delta          bool              `json:"delta"`
+	// Version and VersionEpoch drop a publication that is not newer than
+	// the channel's last (channels with history; see gyre.WithVersion).
+	Version      uint64 `json:"version"`
+	VersionEpoch string `json:"version_epoch"`
 }
 
 func (f *PublishFlags) options() gyre.PublishOptions {
-	return gyre.PublishOptions{Tags: f.Tags, IdempotencyKey: f.IdempotencyKey, SkipHistory: f.SkipHistory, UseDelta: f.Delta}
+	return gyre.PublishOptions{
+		Tags: f.Tags, IdempotencyKey: f.IdempotencyKey, SkipHistory: f.SkipHistory, UseDelta: f.Delta,
+		Version: f.Version, VersionEpoch: f.VersionEpoch,
+	}
 }
 
 // PublishResult is the place of a publication in its channel's history
@@ -149,17 +156,71 @@ type StreamPosition struct {
 }
 
 // SubscribeRequest subscribes a user's connections (or one client or
-// session of it) to Channel from the server side. Info, Data,
-// RecoverSince and ExpireAt are read and not acted on yet.
+// session of it) to Channel from the server side. Info (or B64Info) is
+// the subscriber's channel info, Data (or B64Data) goes out in the
+// subscribe push, RecoverSince sends the publications after it,
+// ExpireAt ends the subscription, Override changes channel options for
+// it.
 type SubscribeRequest struct {
-	Channel      string          `json:"channel"`
-	User         string          `json:"user"`
-	Client       string          `json:"client"`
-	Session      string          `json:"session"`
-	Info         Payload         `json:"info"`
-	Data         Payload         `json:"data"`
-	RecoverSince *StreamPosition `json:"recover_since"`
-	ExpireAt     int64           `json:"expire_at"`
+	Channel      string             `json:"channel"`
+	User         string             `json:"user"`
+	Client       string             `json:"client"`
+	Session      string             `json:"session"`
+	Info         Payload            `json:"info"`
+	B64Info      string             `json:"b64info"`
+	Data         Payload            `json:"data"`
+	B64Data      string             `json:"b64data"`
+	RecoverSince *StreamPosition    `json:"recover_since"`
+	ExpireAt     int64              `json:"expire_at"`
+	Override     *SubscribeOverride `json:"override"`
+}
+
+// BoolValue wraps a bool that may be absent.
+type BoolValue struct {
+	Value bool `json:"value"`
+}
+
+// SubscribeOverride turns channel options on or off for one
+// subscription; an absent field keeps the channel's.
+type SubscribeOverride struct {
+	Presence           *BoolValue `json:"presence"`
+	JoinLeave          *BoolValue `json:"join_leave"`
+	ForceRecovery      *BoolValue `json:"force_recovery"`
+	ForcePositioning   *BoolValue `json:"force_positioning"`
+	ForcePushJoinLeave *BoolValue `json:"force_push_join_leave"`
+}
+
+func (b *BoolValue) ptr() *bool {
+	if b == nil {
+		return nil
+	}
+	v := b.Value
+	return &v
+}
+
+func (o *SubscribeOverride) engine() *gyre.SubscribeOverride {
+	if o == nil {
+		return nil
+	}
+	return &gyre.SubscribeOverride{
+		Presence: o.Presence.ptr(), JoinLeave: o.JoinLeave.ptr(), ForcePushJoinLeave: o.ForcePushJoinLeave.ptr(),
+		ForceRecovery: o.ForceRecovery.ptr(), ForcePositioning: o.ForcePositioning.ptr(),
+	}
+}
+
+// optionalPayload picks b64 (base64) when set, else raw; null is none.
+func optionalPayload(raw Payload, b64, name string) ([]byte, error) {
+	if b64 != "" {
+		b, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return nil, &Error{107, "bad request: " + name + ": " + err.Error()}
+		}
+		return b, nil
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	return raw, nil
 }
 
 // UnsubscribeRequest removes a user's connections (or one client or

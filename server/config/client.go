@@ -42,15 +42,19 @@ type Client struct {
 // Token configures how tokens are verified. Several key kinds may be set at
 // once; the token's alg header selects which one applies.
 type Token struct {
-	HMACSecretKey      string `key:"hmac_secret_key" help:"Secret for HS256, HS384 and HS512 tokens."`
-	RSAPublicKey       string `key:"rsa_public_key" help:"RSA public key for RS* and PS* tokens: PEM, base64 of PEM, or a file path."`
-	ECDSAPublicKey     string `key:"ecdsa_public_key" help:"ECDSA public key for ES* tokens: PEM, base64 of PEM, or a file path."`
-	JWKSPublicEndpoint string `key:"jwks_public_endpoint" help:"HTTP(S) URL of a JSON Web Key Set to verify tokens with."`
-	Audience           string `key:"audience" help:"Required aud claim; empty checks none."`
-	AudienceRegex      string `key:"audience_regex" help:"Regular expression the aud claim must match."`
-	Issuer             string `key:"issuer" help:"Required iss claim; empty checks none."`
-	IssuerRegex        string `key:"issuer_regex" help:"Regular expression the iss claim must match."`
-	UserIDClaim        string `key:"user_id_claim" help:"Claim holding the user ID instead of sub; letters and underscores."`
+	HMACSecretKey string `key:"hmac_secret_key" help:"Secret for HS256, HS384 and HS512 tokens."`
+	// The previous secret is kept during a rotation so that tokens signed
+	// before it verify until they are replaced.
+	HMACPreviousSecretKey           string `key:"hmac_previous_secret_key" help:"The HMAC secret hmac_secret_key replaced: tokens signed with it are still accepted during a key rotation."`
+	HMACPreviousSecretKeyValidUntil int64  `key:"hmac_previous_secret_key_valid_until" min:"0" help:"Unix time (seconds) from which tokens signed with hmac_previous_secret_key are refused, by the server's clock; 0 accepts them until the key is removed."`
+	RSAPublicKey                    string `key:"rsa_public_key" help:"RSA public key for RS* and PS* tokens: PEM, base64 of PEM, or a file path."`
+	ECDSAPublicKey                  string `key:"ecdsa_public_key" help:"ECDSA public key for ES* tokens: PEM, base64 of PEM, or a file path."`
+	JWKSPublicEndpoint              string `key:"jwks_public_endpoint" help:"HTTP(S) URL of a JSON Web Key Set to verify tokens with."`
+	Audience                        string `key:"audience" help:"Required aud claim; empty checks none."`
+	AudienceRegex                   string `key:"audience_regex" help:"Regular expression the aud claim must match."`
+	Issuer                          string `key:"issuer" help:"Required iss claim; empty checks none."`
+	IssuerRegex                     string `key:"issuer_regex" help:"Regular expression the iss claim must match."`
+	UserIDClaim                     string `key:"user_id_claim" help:"Claim holding the user ID instead of sub; letters and underscores."`
 }
 
 // SubscriptionToken configures subscription tokens apart from connection

@@ -34,6 +34,13 @@ func (v *validator) token(path string, t *Token) {
 	}
 	v.regex(path+".audience_regex", t.AudienceRegex)
 	v.regex(path+".issuer_regex", t.IssuerRegex)
+	switch {
+	case t.HMACPreviousSecretKey == "":
+	case t.HMACSecretKey == "":
+		v.fail(path+".hmac_previous_secret_key", "set without hmac_secret_key (the secret that replaced it)")
+	case t.HMACPreviousSecretKey == t.HMACSecretKey:
+		v.fail(path+".hmac_previous_secret_key", "equals hmac_secret_key: a rotation moves the old secret here and sets a new hmac_secret_key")
+	}
 	if t.RSAPublicKey != "" {
 		if _, err := ParseRSAPublicKey(t.RSAPublicKey); err != nil {
 			v.fail(path+".rsa_public_key", "%v", err)

@@ -51,6 +51,11 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"handler prefix", func(c *Config) { c.WebSocket.HandlerPrefix = "ws" }, "websocket.handler_prefix", "must start with '/'"},
 		{"compression level", func(c *Config) { c.WebSocket.CompressionLevel = 10 }, "websocket.compression_level", "greater than 9"},
 		{"negative limit", func(c *Config) { c.Client.ChannelLimit = -1 }, "client.channel_limit", "less than 0"},
+		{"previous hmac secret alone", func(c *Config) { c.Client.Token.HMACPreviousSecretKey = "old" }, "client.token.hmac_previous_secret_key", "without hmac_secret_key"},
+		{"previous hmac secret unchanged", func(c *Config) {
+			c.Client.SubscriptionToken.HMACSecretKey, c.Client.SubscriptionToken.HMACPreviousSecretKey = "s", "s"
+		}, "client.subscription_token.hmac_previous_secret_key", "equals hmac_secret_key"},
+		{"negative previous valid until", func(c *Config) { c.Client.Token.HMACPreviousSecretKeyValidUntil = -1 }, "client.token.hmac_previous_secret_key_valid_until", "less than 0"},
 		{"zero body size", func(c *Config) { c.SSE.MaxRequestBodySize = 0 }, "sse.max_request_body_size", "less than 1"},
 		{"zero shutdown", func(c *Config) { c.Shutdown.Timeout = 0 }, "shutdown.timeout", "must be positive"},
 		{"negative delay", func(c *Config) { c.Client.ExpiredCloseDelay = -time.Second }, "client.expired_close_delay", "must not be negative"},

@@ -6,9 +6,6 @@ import (
 )
 
 // Conversions between the protobuf messages and the executor's types.
-// Fields of Centrifugo's messages that Gyre does not act on (publish
-// version and version_epoch, subscribe b64info, b64data and override) are
-// dropped here.
 
 func publishRequest(r *apipb.PublishRequest) *api.PublishRequest {
 	return &api.PublishRequest{
@@ -23,10 +20,13 @@ func publishFlags(r interface {
 	GetTags() map[string]string
 	GetIdempotencyKey() string
 	GetDelta() bool
+	GetVersion() uint64
+	GetVersionEpoch() string
 }) api.PublishFlags {
 	return api.PublishFlags{
 		SkipHistory: r.GetSkipHistory(), Tags: r.GetTags(),
 		IdempotencyKey: r.GetIdempotencyKey(), Delta: r.GetDelta(),
+		Version: r.GetVersion(), VersionEpoch: r.GetVersionEpoch(),
 	}
 }
 
@@ -47,9 +47,28 @@ func streamPosition(p *apipb.StreamPosition) *api.StreamPosition {
 func subscribeRequest(r *apipb.SubscribeRequest) *api.SubscribeRequest {
 	return &api.SubscribeRequest{
 		Channel: r.GetChannel(), User: r.GetUser(), Client: r.GetClient(), Session: r.GetSession(),
-		Info: r.GetInfo(), Data: r.GetData(), RecoverSince: streamPosition(r.GetRecoverSince()),
-		ExpireAt: r.GetExpireAt(),
+		Info: r.GetInfo(), B64Info: r.GetB64Info(), Data: r.GetData(), B64Data: r.GetB64Data(),
+		RecoverSince: streamPosition(r.GetRecoverSince()), ExpireAt: r.GetExpireAt(),
+		Override: subscribeOverride(r.GetOverride()),
 	}
+}
+
+func subscribeOverride(o *apipb.SubscribeOptionOverride) *api.SubscribeOverride {
+	if o == nil {
+		return nil
+	}
+	return &api.SubscribeOverride{
+		Presence: boolValue(o.GetPresence()), JoinLeave: boolValue(o.GetJoinLeave()),
+		ForceRecovery: boolValue(o.GetForceRecovery()), ForcePositioning: boolValue(o.GetForcePositioning()),
+		ForcePushJoinLeave: boolValue(o.GetForcePushJoinLeave()),
+	}
+}
+
+func boolValue(b *apipb.BoolValue) *api.BoolValue {
+	if b == nil {
+		return nil
+	}
+	return &api.BoolValue{Value: b.GetValue()}
 }
 
 func unsubscribeRequest(r *apipb.UnsubscribeRequest) *api.UnsubscribeRequest {

@@ -105,6 +105,18 @@ func TestMethods(t *testing.T) {
 		wantErr(t, "unknown namespace", r.GetError(), 102)
 		r, _ = e.client.Publish(ctx, &apipb.PublishRequest{Channel: "plain:b", B64Data: "%%%"})
 		wantErr(t, "bad b64data", r.GetError(), 107)
+		v, err := e.client.Publish(ctx, &apipb.PublishRequest{Channel: "hist:v", Data: []byte(`{}`), Version: 2, VersionEpoch: "e"})
+		noErr(t, "publish with a version", err, v.GetError())
+		stale, err := e.client.Publish(ctx, &apipb.PublishRequest{Channel: "hist:v", Data: []byte(`{}`), Version: 2, VersionEpoch: "e"})
+		noErr(t, "publish of a stale version", err, stale.GetError())
+		if stale.GetResult().GetOffset() != v.GetResult().GetOffset() {
+			t.Fatalf("stale version: offset %d, want the top %d", stale.GetResult().GetOffset(), v.GetResult().GetOffset())
+		}
+		h, err := e.client.History(ctx, &apipb.HistoryRequest{Channel: "hist:v", Limit: -1})
+		noErr(t, "history", err, h.GetError())
+		if n := len(h.GetResult().GetPublications()); n != 1 {
+			t.Fatalf("history has %d publications, want 1 (the stale one dropped)", n)
+		}
 	})
 	t.Run("broadcast", func(t *testing.T) {
 		r, err := e.client.Broadcast(ctx, &apipb.BroadcastRequest{Channels: []string{"hist:a", "nope:b", ""}, Data: []byte(`{}`)})
@@ -125,10 +137,28 @@ func TestMethods(t *testing.T) {
 		ur, err := e.client.Unsubscribe(ctx, &apipb.UnsubscribeRequest{User: "42", Channel: "plain:srv"})
 		noErr(t, "unsubscribe", err, ur.GetError())
 		c.WaitPush("unsubscribe push", func(p *protocol.Push) bool { return p.GetChannel() == "plain:srv" && p.GetUnsubscribe() != nil })
-		r, _ = e.client.Subscribe(ctx, &apipb.SubscribeRequest{User: "42"})
-		wantErr(t, "subscribe without channel", r.GetError(), 107)
 		ur, _ = e.client.Unsubscribe(ctx, &apipb.UnsubscribeRequest{User: "42"})
 		wantErr(t, "unsubscribe without channel", ur.GetError(), 107)
+		r, _ = e.client.Subscribe(ctx, &apipb.SubscribeRequest{User: "42"})
+		wantErr(t, "subscribe without channel", r.GetError(), 107)
+		r, _ = e.client.Subscribe(ctx, &apipb.SubscribeRequest{User: "42", Channel: "plain:x", B64Info: "%%"})
+		wantErr(t, "subscribe with a bad b64info", r.GetError(), 107)
+	})
+	t.Run("subscribe with options", func(t *testing.T) {
+		r, err := e.client.Subscribe(ctx, &apipb.SubscribeRequest{
+			User: "42", Channel: "pres:opts", Data: []byte(`{"d":1}`), Info: []byte(`{"i":1}`),
+			Override: &apipb.SubscribeOptionOverride{Presence: &apipb.BoolValue{Value: false}},
+		})
+		noErr(t, "subscribe", err, r.GetError())
+		p := c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.GetChannel() == "pres:opts" && p.GetSubscribe() != nil })
+		if string(p.GetSubscribe().GetData()) != `{"d":1}` {
+			t.Fatalf("subscribe push data %q", p.GetSubscribe().GetData())
+		}
+		pr, err := e.client.PresenceStats(ctx, &apipb.PresenceStatsRequest{Channel: "pres:opts"})
+		noErr(t, "presence_stats", err, pr.GetError())
+		if pr.GetResult().GetNumClients() != 0 {
+			t.Fatalf("presence with the override off: %v", pr.GetResult())
+		}
 	})
 	t.Run("presence", func(t *testing.T) {
 		r, err := e.client.Presence(ctx, &apipb.PresenceRequest{Channel: "pres:room"})

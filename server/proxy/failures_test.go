@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,7 +216,7 @@ func TestBinaryPayloads(t *testing.T) {
 }
 
 // TestUnappliedFields: result fields Gyre does not apply (capabilities,
-// per-subscription filters and expiry of connect subs, versions) are
+// per-subscription filters and expiry of connect subs) are
 // named in a warning instead of being dropped in silence, and the rest of
 // the result still works.
 func TestUnappliedFields(t *testing.T) {
@@ -227,7 +228,6 @@ func TestUnappliedFields(t *testing.T) {
 			b.setBody("connect", `{"result":{"user":"7","caps":[{"channels":["x"],"allow":["sub"]}],
 				"subs":{"news:c":{"expire_at":99,"server_tags_filter":{"key":"a","cmp":"eq","val":"b"}}}}}`)
 			b.setBody("subscribe", `{"result":{"allow":["pub"]}}`)
-			b.setBody("publish", `{"result":{"version":3,"version_epoch":"e"}}`)
 
 			c, res := connect(t, g)
 			if res.Subs["news:c"] == nil {
@@ -236,13 +236,9 @@ func TestUnappliedFields(t *testing.T) {
 			if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:u"}); r.Error != nil {
 				t.Fatalf("subscribe: %v", r.Error)
 			}
-			if r := c.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "chat:u", Data: []byte(`{}`)}}); r.Error != nil {
-				t.Fatalf("publish: %v", r.Error)
-			}
 			for call, fields := range map[string][]string{
 				"Connect":   {"caps", "subs.news:c.expire_at", "subs.news:c.server_tags_filter"},
 				"Subscribe": {"allow"},
-				"Publish":   {"version"},
 			} {
 				logs := g.log.Find(slog.LevelWarn, "proxy: result fields Gyre does not apply", map[string]string{"call": call})
 				if len(logs) == 0 {
@@ -254,6 +250,47 @@ func TestUnappliedFields(t *testing.T) {
 						t.Errorf("%s: warning fields %q lack %s", call, logs[0].Attr("fields"), f)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestPublishVersion: the publish proxy's version and version_epoch are
+// applied: a publication whose version is not newer than the channel's
+// last is dropped (the client's publish still succeeds, as in
+// Centrifugo), and the subscribers never see it.
+func TestPublishVersion(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			b, b2 := newBackend(t), newBackend(t)
+			defaultAnswers(b)
+			g := startGyre(t, proxyConfig(kind, b, b2))
+			versions := []int{2, 1, 2, 3}
+			var calls atomic.Int64
+			b.set("publish", func(map[string]any) answer {
+				v := versions[calls.Add(1)-1]
+				return ok(fmt.Sprintf(`{"result":{"version":%d,"version_epoch":"e"}}`, v))
+			})
+			c, _ := connect(t, g)
+			if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:ver"}); r.Error != nil {
+				t.Fatalf("subscribe: %v", r.Error)
+			}
+			for i := range versions {
+				data := fmt.Sprintf(`{"i":%d}`, i)
+				if r := c.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: "chat:ver", Data: []byte(data)}}); r.Error != nil {
+					t.Fatalf("publish %d: %v", i, r.Error)
+				}
+			}
+			pubs := c.WaitPubs("chat:ver", 2)
+			if len(pubs) != 2 || string(pubs[0].Data) != `{"i":0}` || string(pubs[1].Data) != `{"i":3}` {
+				var got []string
+				for _, p := range pubs {
+					got = append(got, string(p.Data))
+				}
+				t.Fatalf("delivered %q, want the publications of versions 2 and 3 only", got)
+			}
+			if logs := g.log.Find(slog.LevelWarn, "proxy: result fields Gyre does not apply", map[string]string{"call": "Publish"}); len(logs) != 0 {
+				t.Fatalf("warning about version fields: %v", logs)
 			}
 		})
 	}

@@ -358,12 +358,10 @@ func (p *Proxy) Publish(ctx context.Context, c *gyre.Client, e gyre.PublishEvent
 	if err != nil {
 		return gyre.PublishReply{}, p.bad("Publish", c.ID(), fmt.Errorf("b64data: %w", err))
 	}
-	if r.Version != 0 || r.VersionEpoch != "" {
-		p.unapplied("Publish", c.ID(), "version", "version_epoch")
-	}
 	return gyre.PublishReply{
 		Data: data, Tags: r.Tags, SkipHistory: r.SkipHistory,
 		IdempotencyKey: r.IdempotencyKey, Delta: r.Delta,
+		Version: r.Version, VersionEpoch: r.VersionEpoch,
 	}, nil
 }
 

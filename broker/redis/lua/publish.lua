@@ -18,17 +18,29 @@
 -- ARGV[9] publish command: PUBLISH or SPUBLISH
 -- ARGV[10] pub/sub channel of the pattern scope, "" for none
 -- ARGV[11] the channel's name, sent with the publication to the scope
+-- ARGV[12] version, "0" for none (history only)
+-- ARGV[13] version epoch
 -- Returns {offset, epoch, suppressed (0 or 1)}.
 local stream, meta, idem = KEYS[1], KEYS[2], KEYS[3]
 local channel, pub = ARGV[1], ARGV[2]
 local size, ttl, metaTTL = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local delta, idemTTL = ARGV[7] == '1', tonumber(ARGV[8])
+local version, versionEpoch = tonumber(ARGV[12]), ARGV[13]
 
 if idemTTL > 0 then
   local seen = redis.call('GET', idem)
   if seen then
     local o, e = string.match(seen, '^(%d+):(.*)$')
     return {tonumber(o), e, 1}
+  end
+end
+
+-- A stale version (not above the meta's last one, of the same epoch or
+-- with no epoch given) publishes nothing and answers the stream's top.
+if size > 0 and version > 0 then
+  local m = redis.call('HMGET', meta, 'e', 'o', 'v', 've')
+  if m[1] and m[3] and (versionEpoch == '' or versionEpoch == m[4]) and version <= tonumber(m[3]) then
+    return {tonumber(m[2]), m[1], 1}
   end
 end
 
@@ -59,6 +71,9 @@ if size > 0 then
     redis.call('HSET', meta, 'e', epoch, 'o', 0)
   end
   offset = redis.call('HINCRBY', meta, 'o', 1)
+  if version > 0 then
+    redis.call('HSET', meta, 'v', ARGV[12], 've', versionEpoch)
+  end
   local now = redis.call('TIME')
   local expires = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + ttl
   redis.call('XADD', stream, 'MAXLEN', size, offset .. '-0', 'd', pub, 'x', expires)
