@@ -3,6 +3,7 @@ package token
 import (
 	"crypto/ecdsa"
 	"crypto/rsa"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -109,12 +110,12 @@ func (v *Verifier) verify(token string, claims jwt.Claims, reg *jwt.RegisteredCl
 	if v.hmacFast != nil {
 		var err error
 		if handled, err = v.hmacFast.verify(token, claims); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+			return wrapInvalid(err)
 		}
 	}
 	if !handled {
 		if _, err := v.parser.ParseWithClaims(token, claims, v.keyFunc); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+			return wrapInvalid(err)
 		}
 	}
 	return v.checkClaims(reg, time.Now(), skipExpiry)
@@ -167,4 +168,14 @@ func (v *Verifier) checkIssuer(iss string) error {
 		}
 	}
 	return nil
+}
+
+// wrapInvalid marks err as ErrInvalidToken, once: an error that already
+// wraps it (the payload checks call invalid) is returned as it is, so that
+// a message never reads "token: invalid token: token: invalid token: ...".
+func wrapInvalid(err error) error {
+	if errors.Is(err, ErrInvalidToken) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidToken, err)
 }
