@@ -134,7 +134,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad JSON", "c.json", `{"log": `, "parse JSON"},
 		{"trailing JSON", "c.json", `{} {}`, "data after"},
 		{"bad YAML", "c.yaml", "log: [", "parse YAML"},
-		{"bad TOML", "c.toml", "[log\nlevel = 1", "parse TOML: line"},
+		{"bad TOML", "c.toml", "[log\nlevel = 1", "c.toml:1:5: parse TOML"},
 		{"top level list", "c.json", `[1]`, "top level must be a table"},
 		{"wrong type", "c.json", `{"client": {"channel_limit": "many"}}`, `config: client.channel_limit: invalid integer "many"`},
 		{"table expected", "c.yaml", "client: 5", "config: client: expected a table, got 5"},
