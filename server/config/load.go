@@ -150,4 +150,3 @@ func normalizeFormat(format string) string {
 		return f
 	}
 }
-
