@@ -198,9 +198,9 @@ func TestUnknownKeysWarn(t *testing.T) {
 		t.Errorf("known keys next to unknown ones must still load; channel_limit = %d", c.Client.ChannelLimit)
 	}
 	want := []string{
-		`config: unknown key "channel.namespaces[0].presense" ignored`,
+		`config: unknown key "channel.namespaces[0].presense" ignored (did you mean "presence"?)`,
 		`config: unknown key "channel_options" ignored`,
-		`config: unknown key "client.tokn" ignored`,
+		`config: unknown key "client.tokn" ignored (did you mean "token"?)`,
 		`config: unknown key "foo" ignored`,
 		`config: key "consumers" is not implemented by Gyre and is ignored`,
 	}
