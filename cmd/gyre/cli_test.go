@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -153,5 +154,52 @@ func TestChecksubtoken(t *testing.T) {
 				t.Fatalf("stderr says invalid token %d times: %s", n, errOut)
 			}
 		})
+	}
+}
+
+// TestConfigWarningsSaidOnce: a config warning is logged at start and on
+// reload with one "config:" prefix, and with its suggestion.
+func TestConfigWarningsSaidOnce(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, "config.json", `{"client": {"token": {"hmac_secret_key": "s"}}, "http_server": {"prot": 1}}`)
+	p := start(t, nil, "-c", path, "--http_server.port", "0")
+	const want = `config: unknown key "http_server.prot" ignored (did you mean "port"?)`
+	p.waitLog(want, nil)
+	p.signal(syscall.SIGHUP)
+	p.waitLog("config reloaded", nil)
+	p.waitFor("the warning again on reload", func() bool {
+		n := 0
+		for _, l := range p.logs {
+			if l["msg"] == want {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if strings.Contains(p.stderrText(), "config: config:") {
+		t.Fatalf("doubled prefix in the log:\n%s", p.stderrText())
+	}
+}
+
+// TestConfigSyntaxErrorPosition: checkconfig and the server name the
+// file, line and column of a syntax error.
+func TestConfigSyntaxErrorPosition(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{\n  \"client\": {\n    \"channel_limit\": 5,,\n  }\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"checkconfig"}, {"-c", "config.json"}} {
+		code, _, errOut := runTool(t, dir, args...)
+		if code == 0 || !strings.Contains(errOut, "config.json:3:24: parse JSON: invalid character ','") || strings.Count(errOut, "config.json") != 1 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "typo.json"), []byte(`{"client": {"channel_limt": 5}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runTool(t, dir, "checkconfig", "-c", "typo.json")
+	if !strings.Contains(errOut, `unknown key "client.channel_limt" ignored (did you mean "channel_limit"?)`) {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }

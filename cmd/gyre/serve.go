@@ -228,11 +228,20 @@ func newLogger(level string, w io.Writer) *slog.Logger {
 	default:
 		l = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: l}
+	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: durationsAsText}
 	if f, ok := w.(*os.File); ok && isTerminal(f) {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// durationsAsText writes a time.Duration attribute as "30s" in the JSON
+// log too (slog's JSON handler writes nanoseconds, which read as a bug).
+func durationsAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 func isTerminal(f *os.File) bool {
