@@ -101,9 +101,11 @@ func TestGentokenAnonymousWarning(t *testing.T) {
 	if sub := jwtClaims(t, strings.TrimSpace(out))["sub"]; sub != "" {
 		t.Fatalf("sub %v, want empty", sub)
 	}
-	code, _, errOut = runTool(t, dir, "gentoken", "-u", "alice")
-	if code != 0 || strings.Contains(errOut, "anonymous") {
-		t.Fatalf("with -u: exit %d, stderr %q", code, errOut)
+	for _, args := range [][]string{{"-u", "alice"}, {"--user", "alice", "--ttl", "60", "--config", "config.json"}, {"-q"}} {
+		code, out, errOut := runTool(t, dir, append([]string{"gentoken"}, args...)...)
+		if code != 0 || strings.Contains(errOut, "anonymous") || strings.Count(out, ".") != 2 {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
 	}
 }
 

@@ -117,6 +117,7 @@ func genConfig(args []string, stdout io.Writer) error {
 func checkConfig(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("checkconfig")
 	path := fs.String("c", "config.json", "file to check")
+	fs.StringVar(path, "config", "config.json", "same as -c")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -158,13 +159,19 @@ func genToken(args []string, stdout, stderr io.Writer, sub bool) error {
 	}
 	fs := newFlagSet(name)
 	path := fs.String("c", "config.json", "config with client.token.hmac_secret_key")
+	fs.StringVar(path, "config", "config.json", "same as -c")
 	user := fs.String("u", "", "user id (sub claim)")
+	fs.StringVar(user, "user", "", "same as -u")
+	quiet := fs.Bool("q", false, "no warning about an anonymous token")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	channel := new(string)
 	if sub {
 		fs.StringVar(channel, "s", "", "`channel` the token allows")
+		fs.StringVar(channel, "channel", "", "same as -s")
 	}
 	ttl := ttlFlag(defaultTokenTTL)
 	fs.Var(&ttl, "t", "time to live: seconds (60) or a Go duration (1h, 90s); 0 never expires")
+	fs.Var(&ttl, "ttl", "same as -t")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -174,7 +181,7 @@ func genToken(args []string, stdout, stderr io.Writer, sub bool) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
 	}
-	if *user == "" {
+	if *user == "" && !*quiet {
 		// An empty sub is a valid claim, so this is no error; but a
 		// forgotten -u gives a token that connects as nobody.
 		fmt.Fprintf(stderr, "warning: no -u USER: the token is anonymous (empty user)\n")
@@ -244,6 +251,7 @@ func checkToken(args []string, stdout io.Writer, sub bool) error {
 	}
 	fs := newFlagSet(name)
 	path := fs.String("c", "config.json", "config with the token keys")
+	fs.StringVar(path, "config", "config.json", "same as -c")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
