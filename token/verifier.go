@@ -3,6 +3,7 @@ package token
 import (
 	"crypto/ecdsa"
 	"crypto/rsa"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -143,12 +144,12 @@ func (v *Verifier) verifySignature(token string, claims jwt.Claims) error {
 	if v.hmacFast != nil {
 		var err error
 		if handled, err = v.hmacFast.verify(token, claims); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+			return wrapInvalid(err)
 		}
 	}
 	if !handled {
 		if _, err := v.parser.ParseWithClaims(token, claims, v.keyFunc); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+			return wrapInvalid(err)
 		}
 	}
 	return nil
@@ -201,4 +202,14 @@ func (v *Verifier) checkIssuer(iss string) error {
 		}
 	}
 	return nil
+}
+
+// wrapInvalid marks err as ErrInvalidToken, once: an error that already
+// wraps it (the payload checks call invalid) is returned as it is, so that
+// a message never reads "token: invalid token: token: invalid token: ...".
+func wrapInvalid(err error) error {
+	if errors.Is(err, ErrInvalidToken) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidToken, err)
 }

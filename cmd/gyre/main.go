@@ -9,12 +9,14 @@
 //	gyre gentoken -u USER [-t 3600] [-c config.json]       a connection token (-t: seconds or 1h; default a week)
 //	gyre gensubtoken -u USER -s CHANNEL [-t 3600] [-c ...] a subscription token
 //	gyre checktoken [-c config.json] TOKEN                 verify a connection token
+//	gyre checksubtoken [-c config.json] TOKEN              verify a subscription token
 //	gyre filter 'EXPR'                                     print a tags filter expression as a JSON tree
 //	gyre version
 //	gyre bench SCENARIO --url ws://...                     load test any Centrifugo-compatible server
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +30,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	err := dispatch(args, stdout, stderr)
+	var help *helpRequested
+	if errors.As(err, &help) {
+		_, err = io.WriteString(stdout, help.text)
+	}
+	return err
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "genconfig":
@@ -37,18 +48,24 @@ func run(args []string, stdout, stderr io.Writer) error {
 		case "defaultconfig":
 			return defaultConfig(args[1:], stdout)
 		case "gentoken":
-			return genToken(args[1:], stdout, false)
+			return genToken(args[1:], stdout, stderr, false)
 		case "gensubtoken":
-			return genToken(args[1:], stdout, true)
+			return genToken(args[1:], stdout, stderr, true)
 		case "checktoken":
-			return checkToken(args[1:], stdout)
+			return checkToken(args[1:], stdout, false)
+		case "checksubtoken":
+			return checkToken(args[1:], stdout, true)
 		case "filter":
 			return filterCmd(args[1:], stdout)
-		case "version":
+		case "version", "--version", "-version", "-v":
 			return printVersion(stdout)
 		case "bench":
 			return runBench(args[1:], stdout, stderr)
-		case "help", "-h", "--help":
+		case "help", "-h", "--help", "-help":
+			if len(args) > 1 && args[1] != "serve" {
+				// gyre help SUBCOMMAND is SUBCOMMAND -h.
+				return dispatch([]string{args[1], "-h"}, stdout, stderr)
+			}
 			return usage(stdout)
 		}
 	}
@@ -56,7 +73,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 func usage(w io.Writer) error {
-	_, err := fmt.Fprint(w, `Usage:
+	_, err := io.WriteString(w, usageText)
+	return err
+}
+
+const usageText = `Usage:
   gyre [-c config.json] [--KEY.PATH VALUE ...]   run the server
   gyre genconfig [-c config.json] [-f json|yaml|toml]
   gyre checkconfig -c config.json
@@ -66,8 +87,9 @@ func usage(w io.Writer) error {
                                       TTL: seconds (60) or a Go duration (1h, 90s);
                                       0 never expires; default 604800 (a week)
   gyre checktoken [-c config.json] TOKEN
+  gyre checksubtoken [-c config.json] TOKEN
   gyre filter 'EXPR'                  print the tags filter tree of an expression
-  gyre version
+  gyre version                        (or gyre --version)
   gyre bench SCENARIO --url ws://HOST:PORT/connection/websocket [...]   load test (idle, fanout, channels, connect)
 
 Without a config file, gyre runs on development defaults: fresh secrets, open
@@ -75,6 +97,5 @@ channels, a demo page; environment variables and flags change single keys over
 them. A config file (even an empty {} one) turns development mode off.
 Every config key can be set as --key.path VALUE or GYRE_KEY_PATH=VALUE
 (CENTRIFUGO_KEY_PATH=VALUE is read too; GYRE_ wins).
-`)
-	return err
-}
+"gyre SUBCOMMAND -h" describes a subcommand and its flags.
+`

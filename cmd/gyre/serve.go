@@ -29,6 +29,12 @@ func parseServeArgs(args []string) (path string, flags map[string]string, err er
 			return "", nil, fmt.Errorf("unexpected argument %q", a)
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch name {
+		case "h", "help":
+			return "", nil, &helpRequested{text: usageText}
+		case "version", "v":
+			return "", nil, errVersionRequested
+		}
 		if !hasValue {
 			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
 				value = args[i+1]
@@ -51,8 +57,15 @@ func parseServeArgs(args []string) (path string, flags map[string]string, err er
 	return path, flags, nil
 }
 
+// errVersionRequested is returned by parseServeArgs for --version among
+// the server's flags.
+var errVersionRequested = errors.New("version requested")
+
 func serve(args []string, stdout, stderr io.Writer) error {
 	path, flags, err := parseServeArgs(args)
+	if errors.Is(err, errVersionRequested) {
+		return printVersion(stdout)
+	}
 	if err != nil {
 		return err
 	}
@@ -84,7 +97,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		defer os.Remove(cfg.PIDFile)
 	}
 	for _, w := range warnings {
-		log.Warn("config: " + w)
+		log.Warn(w)
 	}
 	var secret, apiKey string
 	if dev {
@@ -155,7 +168,7 @@ func reload(srv *server.Server, path string, flags map[string]string, log *slog.
 		return
 	}
 	for _, w := range warnings {
-		log.Warn("config: " + w)
+		log.Warn(w)
 	}
 	if err := srv.Reload(cfg); err != nil {
 		log.Error("config reload failed; keeping the running config", "error", err)
@@ -237,11 +250,20 @@ func newLogger(level string, w io.Writer) *slog.Logger {
 	default:
 		l = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: l}
+	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: durationsAsText}
 	if f, ok := w.(*os.File); ok && isTerminal(f) {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// durationsAsText writes a time.Duration attribute as "30s" in the JSON
+// log too (slog's JSON handler writes nanoseconds, which read as a bug).
+func durationsAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 func isTerminal(f *os.File) bool {

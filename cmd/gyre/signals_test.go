@@ -89,7 +89,10 @@ func TestSIGTERMShutdown(t *testing.T) {
 			if code := p.wait(time.Minute); code != 0 {
 				t.Fatalf("exit %d after %v; stderr:\n%s", code, sig, p.stderrText())
 			}
-			p.waitLog("shutting down", nil)
+			// Durations are logged as durations, not nanoseconds.
+			if l := p.waitLog("shutting down", nil); l["timeout"] != "10s" {
+				t.Fatalf("shutting down logged timeout %#v, want \"10s\"", l["timeout"])
+			}
 		})
 	}
 }

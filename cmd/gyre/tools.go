@@ -8,12 +8,31 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gyrehq/gyre/server"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/token"
 )
+
+// synopses are the first lines of each subcommand's -h; the flags follow.
+var synopses = map[string]string{
+	"genconfig":     "gyre genconfig [-c FILE] [-f json|yaml|toml]\n\nWrite a config with fresh secrets (never over an existing file). Without -c the file is\nconfig.json, config.yaml or config.toml after -f.",
+	"checkconfig":   "gyre checkconfig [-c FILE]\n\nValidate a config file with the environment (GYRE_*, CENTRIFUGO_*) applied; exit 1 when it is invalid.",
+	"defaultconfig": "gyre defaultconfig [-f json|yaml|toml]\n\nPrint every key with its default value.",
+	"gentoken":      "gyre gentoken -u USER [-t TTL] [-c FILE]\n\nPrint an HS256 connection token signed with client.token.hmac_secret_key.\nWithout -u the token is anonymous (empty user).",
+	"gensubtoken":   "gyre gensubtoken -u USER -s CHANNEL [-t TTL] [-c FILE]\n\nPrint an HS256 subscription token, signed with client.subscription_token.hmac_secret_key\nwhen client.subscription_token.enabled, else client.token.hmac_secret_key.",
+	"checktoken":    "gyre checktoken [-c FILE] TOKEN\n\nVerify a connection token with the config's client.token keys; print its claims or the error.",
+	"checksubtoken": "gyre checksubtoken [-c FILE] TOKEN\n\nVerify a subscription token with the config's keys (client.subscription_token when enabled,\nelse client.token); print its claims or the error.",
+	"filter":        "gyre filter [-format] 'EXPR'\n\nPrint the tags filter tree (the tf of a subscribe) of an expression; with -format, read a\ntree and print it as an expression.",
+}
+
+// helpRequested is returned by parse for -h or --help: run prints the text
+// on stdout and exits 0.
+type helpRequested struct{ text string }
+
+func (h *helpRequested) Error() string { return "help requested" }
 
 func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -23,23 +42,56 @@ func newFlagSet(name string) *flag.FlagSet {
 
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &helpRequested{text: flagUsage(fs)}
+		}
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
 	return nil
 }
 
+// flagUsage is the synopsis of fs's subcommand followed by its flags.
+func flagUsage(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s\n", synopses[fs.Name()])
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		b.WriteString("\nFlags:\n")
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return b.String()
+}
+
 // genConfig writes a config with fresh secrets, refusing to overwrite.
 func genConfig(args []string, stdout io.Writer) error {
 	fs := newFlagSet("genconfig")
-	path := fs.String("c", "config.json", "file to write")
-	format := fs.String("f", "", "json, yaml or toml (default: from the file extension)")
+	var path, format string
+	fs.StringVar(&path, "c", "", "`file` to write (default config.json, or config.yaml/config.toml after -f)")
+	fs.StringVar(&path, "config", "", "same as -c")
+	fs.StringVar(&format, "f", "", "json, yaml or toml (default: from the file extension, else json)")
+	fs.StringVar(&format, "format", "", "same as -f")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	f := *format
-	if f == "" {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("genconfig: unexpected argument %q (the file goes after -c)", fs.Arg(0))
+	}
+	f := format
+	switch {
+	case path == "" && f == "":
+		path, f = "config.json", "json"
+	case path == "":
+		ext := f
+		if ext == "yml" {
+			ext = "yaml"
+		}
+		path = "config." + ext
+	case f == "":
 		var err error
-		if f, err = config.FormatOf(*path); err != nil {
+		if f, err = config.FormatOf(path); err != nil {
 			return err
 		}
 	}
@@ -47,7 +99,7 @@ func genConfig(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	out, err := os.OpenFile(*path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("genconfig: %w", err)
 	}
@@ -58,7 +110,7 @@ func genConfig(args []string, stdout io.Writer) error {
 	if err := out.Close(); err != nil {
 		return fmt.Errorf("genconfig: %w", err)
 	}
-	_, err = fmt.Fprintf(stdout, "wrote %s\n", *path)
+	_, err = fmt.Fprintf(stdout, "wrote %s\n", path)
 	return err
 }
 
@@ -66,6 +118,7 @@ func checkConfig(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("checkconfig")
 	path := fs.String("c", "config.json", "file to check")
 	allow := fs.Bool("allow-unsupported", false, "accept keys Gyre does not implement (they are ignored), e.g. while migrating from Centrifugo")
+	fs.StringVar(path, "config", "config.json", "same as -c")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -109,22 +162,39 @@ func loadForTokens(path string) (*config.Config, error) {
 	return cfg, err
 }
 
-func genToken(args []string, stdout io.Writer, sub bool) error {
+func genToken(args []string, stdout, stderr io.Writer, sub bool) error {
 	name := "gentoken"
 	if sub {
 		name = "gensubtoken"
 	}
 	fs := newFlagSet(name)
 	path := fs.String("c", "config.json", "config with client.token.hmac_secret_key")
+	fs.StringVar(path, "config", "config.json", "same as -c")
 	user := fs.String("u", "", "user id (sub claim)")
-	channel := fs.String("s", "", "channel (subscription tokens)")
+	fs.StringVar(user, "user", "", "same as -u")
+	quiet := fs.Bool("q", false, "no warning about an anonymous token")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
+	channel := new(string)
+	if sub {
+		fs.StringVar(channel, "s", "", "`channel` the token allows")
+		fs.StringVar(channel, "channel", "", "same as -s")
+	}
 	ttl := ttlFlag(defaultTokenTTL)
 	fs.Var(&ttl, "t", "time to live: seconds (60) or a Go duration (1h, 90s); 0 never expires")
+	fs.Var(&ttl, "ttl", "same as -t")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if sub && *channel == "" {
 		return errors.New("gensubtoken: -s CHANNEL is required")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	if *user == "" && !*quiet {
+		// An empty sub is a valid claim, so this is no error; but a
+		// forgotten -u gives a token that connects as nobody.
+		fmt.Fprintf(stderr, "warning: no -u USER: the token is anonymous (empty user)\n")
 	}
 	cfg, err := loadForTokens(*path)
 	if err != nil {
@@ -184,38 +254,75 @@ func (f *ttlFlag) Set(s string) error {
 // (about 292 years).
 const maxTTLSeconds = math.MaxInt64 / int64(time.Second)
 
-func checkToken(args []string, stdout io.Writer) error {
-	fs := newFlagSet("checktoken")
+func checkToken(args []string, stdout io.Writer, sub bool) error {
+	name := "checktoken"
+	if sub {
+		name = "checksubtoken"
+	}
+	fs := newFlagSet(name)
 	path := fs.String("c", "config.json", "config with the token keys")
+	fs.StringVar(path, "config", "config.json", "same as -c")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("checktoken: give one token")
+		return fmt.Errorf("%s: give one token", name)
 	}
 	cfg, err := loadForTokens(*path)
 	if err != nil {
 		return err
 	}
-	t := cfg.Client.Token
-	v, err := token.NewVerifier(token.Config{
-		HMACSecretKey: t.HMACSecretKey, RSAPublicKey: t.RSAPublicKey, ECDSAPublicKey: t.ECDSAPublicKey,
-		JWKSPublicEndpoint: t.JWKSPublicEndpoint, Audience: t.Audience, AudienceRegex: t.AudienceRegex,
-		Issuer: t.Issuer, IssuerRegex: t.IssuerRegex, UserIDClaim: t.UserIDClaim,
-	})
+	keys := cfg.Client.Token
+	if sub && cfg.Client.SubscriptionToken.Enabled {
+		keys = cfg.Client.SubscriptionToken.Token
+	}
+	v, err := token.NewVerifier(verifierConfig(keys))
 	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if sub {
+		st, err := v.VerifySubscribeToken(fs.Arg(0), false)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "valid subscription token for user %q, channel %q, expires %s\n", st.UserID, st.Channel, expiry(st.ExpireAt))
+		if err == nil && len(st.Info) > 0 {
+			_, err = fmt.Fprintf(stdout, "info: %s\n", st.Info)
+		}
+		if err == nil && len(st.Data) > 0 {
+			_, err = fmt.Fprintf(stdout, "data: %s\n", st.Data)
+		}
 		return err
 	}
 	ct, err := v.VerifyConnectToken(fs.Arg(0), false)
 	if err != nil {
 		return err
 	}
-	exp := "never"
-	if ct.ExpireAt > 0 {
-		exp = time.Unix(ct.ExpireAt, 0).UTC().Format(time.RFC3339)
+	_, err = fmt.Fprintf(stdout, "valid token for user %q, expires %s\n", ct.UserID, expiry(ct.ExpireAt))
+	if err == nil && len(ct.Info) > 0 {
+		_, err = fmt.Fprintf(stdout, "info: %s\n", ct.Info)
 	}
-	_, err = fmt.Fprintf(stdout, "valid token for user %q, expires %s\n", ct.UserID, exp)
+	if err == nil && len(ct.Channels) > 0 {
+		_, err = fmt.Fprintf(stdout, "channels: %s\n", strings.Join(ct.Channels, ", "))
+	}
 	return err
+}
+
+// verifierConfig is the token package's view of a config's token keys.
+func verifierConfig(t config.Token) token.Config {
+	return token.Config{
+		HMACSecretKey: t.HMACSecretKey, RSAPublicKey: t.RSAPublicKey, ECDSAPublicKey: t.ECDSAPublicKey,
+		JWKSPublicEndpoint: t.JWKSPublicEndpoint, Audience: t.Audience, AudienceRegex: t.AudienceRegex,
+		Issuer: t.Issuer, IssuerRegex: t.IssuerRegex, UserIDClaim: t.UserIDClaim,
+	}
+}
+
+// expiry is a token's expiry time for people: "never" or RFC 3339 UTC.
+func expiry(at int64) string {
+	if at <= 0 {
+		return "never"
+	}
+	return time.Unix(at, 0).UTC().Format(time.RFC3339)
 }
 
 func printVersion(w io.Writer) error {

@@ -220,7 +220,7 @@ func (h *Handler) auth(w http.ResponseWriter, r *http.Request) {
 	addr := remoteHost(r)
 	if d := h.logins.wait(addr); d > 0 {
 		secs := int((d + time.Second - 1) / time.Second)
-		h.log.Warn("admin login refused: too many failed attempts", "remote", addr, "retry_after_seconds", secs)
+		h.log.Warn("admin login refused: too many failed attempts", "remote", addr, "retry_after", time.Duration(secs)*time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", secs))
 		return

@@ -64,7 +64,7 @@ func (d *decoder) table(path string, v reflect.Value, raw any) {
 			continue
 		}
 		if !ok {
-			d.warn("config: unknown key %q ignored", p)
+			d.warn("config: unknown key %q ignored%s", p, didYouMean(v.Type(), k))
 			continue
 		}
 		d.value(joinPath(path, f.key), f, v.FieldByIndex(f.index), m[k])

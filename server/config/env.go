@@ -169,49 +169,11 @@ func (c *Config) knownEnvNames(p string) []string {
 // name is close enough to be a typo of it, suggests that name.
 func unknownEnvWarning(name string, known []string) string {
 	msg := fmt.Sprintf("config: unknown environment variable %s ignored", name)
-	if s := closest(name, known); s != "" {
+	// Variable names are long: a fifth of the name, at least 2 edits.
+	if s := closest(name, slices.Sorted(slices.Values(known)), max(2, len(name)/5)); s != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", s)
 	}
 	return msg
-}
-
-// closest returns the candidate nearest to s by edit distance when that
-// distance is small for the length of s (a typo, not another word), or "".
-// Ties go to the first in sorted order, so the answer does not change
-// between runs.
-func closest(s string, candidates []string) string {
-	limit := max(2, len(s)/5)
-	best, bestDist := "", limit+1
-	sorted := slices.Clone(candidates)
-	slices.Sort(sorted)
-	for _, c := range sorted {
-		if d := editDistance(s, c); d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, counted in bytes
-// (variable names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // platformEnv matches variables that Kubernetes injects for a Service whose

@@ -36,6 +36,6 @@ func ExampleLoadBytes() {
 	fmt.Println(c.Validate())
 	// Output:
 	// 20s 5m0s
-	// [config: unknown key "clinet" ignored]
+	// [config: unknown key "clinet" ignored (did you mean "client"?)]
 	// config: channel.namespaces[0].history_ttl: must be set when history_size is set
 }

@@ -60,6 +60,11 @@ func Load(path string) (*Config, []string, error) {
 		return nil, nil, err
 	}
 	c, warnings, err := LoadBytes(data, format)
+	var se *SyntaxError
+	if errors.As(err, &se) {
+		se.File = path
+		return nil, warnings, se
+	}
 	if err != nil {
 		return nil, warnings, fmt.Errorf("%w (in %s)", err, path)
 	}
@@ -110,18 +115,20 @@ func parse(data []byte, format string) (any, error) {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber() // keep integers exact
 		if err := dec.Decode(&tree); err != nil {
-			return nil, fmt.Errorf("config: parse JSON: %w", err)
+			return nil, jsonSyntaxError(data, err)
 		}
 		if dec.More() {
-			return nil, errors.New("config: parse JSON: data after the top-level value")
+			off := dec.InputOffset()
+			line, col := lineColumn(data, int(off)+len(data[off:])-len(bytes.TrimLeft(data[off:], " \t\r\n")))
+			return nil, &SyntaxError{Format: FormatJSON, Line: line, Column: col, Err: errors.New("data after the top-level value")}
 		}
 	case FormatYAML:
 		if err := yaml.Unmarshal(data, &tree); err != nil {
-			return nil, fmt.Errorf("config: parse YAML: %w", err)
+			return nil, yamlSyntaxError(err)
 		}
 	case FormatTOML:
 		if err := toml.Unmarshal(data, &tree); err != nil {
-			return nil, fmt.Errorf("config: parse TOML: %w", describeTOMLError(err))
+			return nil, tomlSyntaxError(err)
 		}
 	default:
 		return nil, fmt.Errorf("config: unknown format %q: use json, yaml or toml", format)
@@ -142,14 +149,4 @@ func normalizeFormat(format string) string {
 	default:
 		return f
 	}
-}
-
-// describeTOMLError adds the line and column that go-toml knows.
-func describeTOMLError(err error) error {
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		row, col := de.Position()
-		return fmt.Errorf("line %d, column %d: %w", row, col, err)
-	}
-	return err
 }

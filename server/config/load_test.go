@@ -134,7 +134,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad JSON", "c.json", `{"log": `, "parse JSON"},
 		{"trailing JSON", "c.json", `{} {}`, "data after"},
 		{"bad YAML", "c.yaml", "log: [", "parse YAML"},
-		{"bad TOML", "c.toml", "[log\nlevel = 1", "parse TOML: line"},
+		{"bad TOML", "c.toml", "[log\nlevel = 1", "c.toml:1:5: parse TOML"},
 		{"top level list", "c.json", `[1]`, "top level must be a table"},
 		{"wrong type", "c.json", `{"client": {"channel_limit": "many"}}`, `config: client.channel_limit: invalid integer "many"`},
 		{"table expected", "c.yaml", "client: 5", "config: client: expected a table, got 5"},
@@ -198,9 +198,9 @@ func TestUnknownKeysWarn(t *testing.T) {
 		t.Errorf("known keys next to unknown ones must still load; channel_limit = %d", c.Client.ChannelLimit)
 	}
 	want := []string{
-		`config: unknown key "channel.namespaces[0].presense" ignored`,
+		`config: unknown key "channel.namespaces[0].presense" ignored (did you mean "presence"?)`,
 		`config: unknown key "channel_options" ignored`,
-		`config: unknown key "client.tokn" ignored`,
+		`config: unknown key "client.tokn" ignored (did you mean "token"?)`,
 		`config: unknown key "foo" ignored`,
 		`config: key "consumers" is not implemented by Gyre and is ignored: Gyre does not read queues; have a small worker consume Kafka or the outbox table and call the server API (publish, broadcast).`,
 	}
