@@ -177,9 +177,11 @@ func (n *Node) SetTokenConfig(conn token.Config, sub SubscriptionTokenConfig) er
 	return nil
 }
 
-// newVerifier returns nil when no key is configured: tokens are refused.
+// newVerifier returns nil when no key is configured (and signatures are
+// checked): tokens are refused.
 func newVerifier(cfg token.Config) (*token.Verifier, error) {
-	if cfg.HMACSecretKey == "" && cfg.RSAPublicKey == "" && cfg.ECDSAPublicKey == "" && cfg.JWKSPublicEndpoint == "" {
+	if cfg.HMACSecretKey == "" && cfg.RSAPublicKey == "" && cfg.ECDSAPublicKey == "" && cfg.JWKSPublicEndpoint == "" &&
+		!cfg.InsecureSkipSignatureVerify {
 		return nil, nil
 	}
 	return token.NewVerifier(cfg)

@@ -16,8 +16,8 @@ func nodeConfig(c *config.Config) gyre.Config {
 		Name:                              c.Node.Name,
 		Version:                           Version,
 		Channels:                          channelConfig(c),
-		Token:                             tokenConfig(cl.Token),
-		SubscriptionToken:                 gyre.SubscriptionTokenConfig{Enabled: cl.SubscriptionToken.Enabled, Config: tokenConfig(cl.SubscriptionToken.Token)},
+		Token:                             tokenConfig(cl.Token, cl.InsecureSkipTokenSignatureVerify),
+		SubscriptionToken:                 gyre.SubscriptionTokenConfig{Enabled: cl.SubscriptionToken.Enabled, Config: tokenConfig(cl.SubscriptionToken.Token, cl.InsecureSkipTokenSignatureVerify)},
 		Insecure:                          cl.Insecure,
 		AllowAnonymousConnectWithoutToken: cl.AllowAnonymousConnectWithoutToken,
 		DisallowAnonymousConnectionTokens: cl.DisallowAnonymousConnectionTokens,
@@ -84,13 +84,17 @@ func commandRates(c config.CommandRateLimit) gyre.CommandRates {
 	}
 }
 
-func tokenConfig(t config.Token) token.Config {
+// tokenConfig is the token package's configuration of t; skipSignature is
+// client.insecure_skip_token_signature_verify, which covers both kinds of
+// token.
+func tokenConfig(t config.Token, skipSignature bool) token.Config {
 	var prevUntil time.Time
 	if t.HMACPreviousSecretKeyValidUntil > 0 {
 		prevUntil = time.Unix(t.HMACPreviousSecretKeyValidUntil, 0)
 	}
 	return token.Config{
 		HMACSecretKey:                   t.HMACSecretKey,
+		InsecureSkipSignatureVerify:     skipSignature,
 		HMACPreviousSecretKey:           t.HMACPreviousSecretKey,
 		HMACPreviousSecretKeyValidUntil: prevUntil,
 		RSAPublicKey:                    t.RSAPublicKey,

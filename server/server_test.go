@@ -600,3 +600,20 @@ type bufferedConn struct {
 }
 
 func (c bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// TestInsecureSkipTokenSignatureVerify: the key lets a token signed with
+// another secret connect, as Centrifugo's does; without it the token is
+// refused with 3500.
+func TestInsecureSkipTokenSignatureVerify(t *testing.T) {
+	t.Parallel()
+	_, base := newServer(t, testConfig())
+	if _, closed := dial(t, base).connect(signToken(t, "someone else's secret", "eve")); closed != 3500 {
+		t.Fatalf("without the key: close %d, want 3500", closed)
+	}
+	c := testConfig()
+	c.Client.InsecureSkipTokenSignatureVerify = true
+	_, base = newServer(t, c)
+	if _, closed := dial(t, base).connect(signToken(t, "someone else's secret", "eve")); closed != 0 {
+		t.Fatalf("with the key: close %d, want a connection", closed)
+	}
+}

@@ -30,6 +30,8 @@ type Verifier struct {
 	// hmacFast checks HMAC tokens without golang-jwt's generic parsing
 	// (hmacfast.go); nil without an HMAC secret.
 	hmacFast *fastHMAC
+	// skipSignature accepts any signature (Config.InsecureSkipSignatureVerify).
+	skipSignature bool
 
 	audience, issuer     string
 	audienceRe, issuerRe *regexp.Regexp
@@ -140,6 +142,12 @@ func (v *Verifier) clock() time.Time {
 // verifySignature checks the signature of token and decodes its payload
 // into claims.
 func (v *Verifier) verifySignature(token string, claims jwt.Claims) error {
+	if v.skipSignature {
+		if _, _, err := v.parser.ParseUnverified(token, claims); err != nil {
+			return wrapInvalid(err)
+		}
+		return nil
+	}
 	handled := false
 	if v.hmacFast != nil {
 		var err error
