@@ -10,7 +10,7 @@ type WebSocket struct {
 	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
 	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
 	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre reads frames from a small pooled buffer that grows only for large messages; remove the key and bound memory with message_size_limit."`
-	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections, saving memory on mostly idle connections." unsupported:"Gyre always shares write buffers between connections; remove the key."`
+	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections, saving memory on mostly idle connections. Gyre always does: true is what it does anyway."`
 	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre writes frames from pooled buffers sized to each message; remove the key."`
 	WriteTimeout       time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to one connection may take before it is closed."`
 	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming message in bytes; a larger one closes the connection with 1009. 0 means the default, 64 KiB, as in Centrifugo."`
@@ -24,7 +24,7 @@ type UniWebSocket struct {
 	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
 	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
 	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre reads frames from a small pooled buffer that grows only for large messages; remove the key and bound memory with message_size_limit."`
-	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections." unsupported:"Gyre always shares write buffers between connections; remove the key."`
+	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections. Gyre always does: true is what it does anyway."`
 	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre writes frames from pooled buffers sized to each message; remove the key."`
 	WriteTimeout       time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to one connection may take before it is closed."`
 	MessageSizeLimit   int           `key:"message_size_limit" default:"65536" help:"Largest incoming message (the connect request) in bytes; a larger one closes the connection with 1009. 0 means the default, 64 KiB, as in Centrifugo."`
