@@ -97,6 +97,12 @@ func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) {
 		}
 		s.mu.Unlock()
 	}
+	// The subscription may have been activated since the caller's covers
+	// check: activation set the position the subscriber was told of,
+	// which may already count this publication.
+	if s.covers(offset) {
+		return
+	}
 	if offset > 0 {
 		s.offset.Store(offset)
 	}
