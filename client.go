@@ -209,7 +209,7 @@ func (c *Client) HandleFrame(frame []byte) bool {
 	if c.state.Load() == stateClosed {
 		return false
 	}
-	cmds, err := protocol.DecodeCommands(c.proto, frame, nil)
+	cmds, err := c.node.decoder.DecodeCommands(c.proto, frame, nil)
 	if err != nil {
 		c.node.log.Info("malformed command frame", "client", c.id, "user", c.UserID(), "error", err)
 		c.Disconnect(DisconnectBadRequest)

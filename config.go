@@ -83,6 +83,11 @@ type Config struct {
 	// RateLimit limits the commands of each connection and user; the zero
 	// value limits nothing.
 	RateLimit RateLimitConfig
+	// MaxJSONDepth bounds how deep JSON objects and arrays nest in a
+	// client's commands, data included; deeper commands are malformed
+	// (the connection is closed with 3501). 0 means
+	// protocol.DefaultMaxJSONDepth (256).
+	MaxJSONDepth int
 	// TagsFilterLimits bound the tags filters clients send with subscribe
 	// (tf); zero fields mean the filter package's defaults. Filters from
 	// tokens and handlers are trusted and not bounded.

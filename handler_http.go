@@ -142,7 +142,7 @@ var errMalformedConnect = errors.New("gyre: malformed connect request")
 
 // decodeConnectRequest reads the ConnectRequest JSON of a unidirectional
 // client; empty input is an empty request.
-func decodeConnectRequest(data []byte) (*protocol.ConnectRequest, error) {
+func decodeConnectRequest(d protocol.CommandDecoder, data []byte) (*protocol.ConnectRequest, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return &protocol.ConnectRequest{}, nil
@@ -157,7 +157,7 @@ func decodeConnectRequest(data []byte) (*protocol.ConnectRequest, error) {
 	wrapped = append(wrapped, `{"connect":`...)
 	wrapped = append(wrapped, data...)
 	wrapped = append(wrapped, '}')
-	cmd, err := protocol.DecodeCommand(protocol.TypeJSON, wrapped)
+	cmd, err := d.DecodeCommand(protocol.TypeJSON, wrapped)
 	if err != nil {
 		return nil, errors.Join(errMalformedConnect, err)
 	}

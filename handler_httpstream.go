@@ -40,7 +40,7 @@ func (h *HTTPStreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isProtobufBody(r) {
 		proto, format = protocol.TypeProtobuf, httpstream.Delimited
 	}
-	cmds, err := protocol.DecodeCommands(proto, body, nil)
+	cmds, err := h.node.decoder.DecodeCommands(proto, body, nil)
 	if err != nil || len(cmds) == 0 {
 		h.node.log.Info("http_stream: malformed commands", "remote", r.RemoteAddr, "error", err)
 		http.Error(w, "malformed commands in request body", http.StatusBadRequest)

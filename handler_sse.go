@@ -37,7 +37,7 @@ func (h *SSEHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cf_connect too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	cmds, err := protocol.DecodeCommands(protocol.TypeJSON, []byte(raw[0]), nil)
+	cmds, err := h.node.decoder.DecodeCommands(protocol.TypeJSON, []byte(raw[0]), nil)
 	if err != nil || len(cmds) == 0 {
 		h.node.log.Info("sse: malformed cf_connect", "remote", r.RemoteAddr, "error", err)
 		http.Error(w, "malformed cf_connect: expected JSON commands", http.StatusBadRequest)

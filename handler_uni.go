@@ -38,7 +38,7 @@ func (h *UniHTTPStreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request)
 		bodyError(w, err)
 		return
 	}
-	req, err := decodeConnectRequest(body)
+	req, err := decodeConnectRequest(h.node.decoder, body)
 	if err != nil {
 		h.node.log.Info("uni_http_stream: malformed connect request", "remote", r.RemoteAddr, "error", err)
 		http.Error(w, "malformed connect request: expected a JSON object", http.StatusBadRequest)
@@ -82,7 +82,7 @@ func (h *UniSSEHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		raw = []byte(v)
 	}
-	req, err := decodeConnectRequest(raw)
+	req, err := decodeConnectRequest(h.node.decoder, raw)
 	if err != nil {
 		h.node.log.Info("uni_sse: malformed connect request", "remote", r.RemoteAddr, "error", err)
 		http.Error(w, "malformed connect request: expected a JSON object", http.StatusBadRequest)

@@ -91,7 +91,7 @@ func (h *UniWebsocketHandler) connect(c *Client, conn *websocket.Conn, r *http.R
 		}
 		raw = payload
 	}
-	req, err := decodeConnectRequest(raw)
+	req, err := decodeConnectRequest(h.node.decoder, raw)
 	if err != nil {
 		h.node.log.Info("uni_websocket: malformed connect request", "client", c.id, "remote", r.RemoteAddr, "error", err)
 		c.Disconnect(DisconnectBadRequest)

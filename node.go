@@ -14,6 +14,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/memory"
+	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/token"
 )
 
@@ -28,8 +29,10 @@ type Node struct {
 	obs  Observer
 	// rates holds the command rate limits; nil when none are set, so the
 	// command path pays one nil check.
-	rates  *rateLimits
-	broker broker.Broker
+	rates *rateLimits
+	// decoder reads clients' commands with the configured bounds.
+	decoder protocol.CommandDecoder
+	broker  broker.Broker
 	// direct is broker when it delivers within PublishMany (bursts use
 	// it), else nil; found once rather than asserted on every publish.
 	direct broker.DirectPublisher
@@ -100,6 +103,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		rates:     rates,
+		decoder:   protocol.CommandDecoder{MaxJSONDepth: cfg.MaxJSONDepth},
 		id:        newID(),
 		cfg:       cfg,
 		log:       cfg.Logger,

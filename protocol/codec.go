@@ -13,13 +13,38 @@ import (
 // the client's pong. An empty frame holds no commands. Errors wrap ErrMalformed, and dst
 // then holds the commands decoded before the bad one.
 func DecodeCommands(t Type, frame []byte, dst []*Command) ([]*Command, error) {
-	return decodeFrame(t, frame, dst, decodeCommandJSON)
+	return CommandDecoder{}.DecodeCommands(t, frame, dst)
 }
 
 // DecodeCommand decodes one unframed command: a JSON object, or protobuf bytes without
 // a length prefix.
 func DecodeCommand(t Type, data []byte) (*Command, error) {
-	return decodeOne[Command](t, data, decodeCommandJSON)
+	return CommandDecoder{}.DecodeCommand(t, data)
+}
+
+// DefaultMaxJSONDepth is how deep JSON objects and arrays, raw values
+// included, may nest in what the decoders read unless told otherwise: no
+// real message nests more than a few levels, and the bound keeps hostile
+// input from driving the recursive decoder into a huge stack.
+const DefaultMaxJSONDepth = 256
+
+// CommandDecoder decodes clients' commands with its own bounds; its zero
+// value is DecodeCommands' and DecodeCommand's.
+type CommandDecoder struct {
+	// MaxJSONDepth bounds the nesting of JSON objects and arrays in a
+	// command, raw values (data) included; deeper input is malformed. 0
+	// means DefaultMaxJSONDepth.
+	MaxJSONDepth int
+}
+
+// DecodeCommands is DecodeCommands with d's bounds.
+func (d CommandDecoder) DecodeCommands(t Type, frame []byte, dst []*Command) ([]*Command, error) {
+	return decodeFrame(t, frame, dst, d.MaxJSONDepth, decodeCommandJSON)
+}
+
+// DecodeCommand is DecodeCommand with d's bounds.
+func (d CommandDecoder) DecodeCommand(t Type, data []byte) (*Command, error) {
+	return decodeOne[Command](t, data, d.MaxJSONDepth, decodeCommandJSON)
 }
 
 // AppendCommand appends one framed command to dst, as a client sends it: see
@@ -43,12 +68,12 @@ func AppendReply(dst []byte, t Type, r *Reply) ([]byte, error) {
 
 // DecodeReplies decodes every reply of one frame, the client side of DecodeCommands.
 func DecodeReplies(t Type, frame []byte, dst []*Reply) ([]*Reply, error) {
-	return decodeFrame(t, frame, dst, decodeReplyJSON)
+	return decodeFrame(t, frame, dst, 0, decodeReplyJSON)
 }
 
 // DecodeReply decodes one unframed reply.
 func DecodeReply(t Type, data []byte) (*Reply, error) {
-	return decodeOne[Reply](t, data, decodeReplyJSON)
+	return decodeOne[Reply](t, data, 0, decodeReplyJSON)
 }
 
 // AppendPush appends a bare Push framed like AppendReply. Unidirectional transports send
@@ -59,17 +84,17 @@ func AppendPush(dst []byte, t Type, p *Push) ([]byte, error) {
 
 // DecodePushes decodes every bare push of one frame, as a unidirectional client reads it.
 func DecodePushes(t Type, frame []byte, dst []*Push) ([]*Push, error) {
-	return decodeFrame(t, frame, dst, decodePushJSON)
+	return decodeFrame(t, frame, dst, 0, decodePushJSON)
 }
 
 // DecodePush decodes one unframed bare push.
 func DecodePush(t Type, data []byte) (*Push, error) {
-	return decodeOne[Push](t, data, decodePushJSON)
+	return decodeOne[Push](t, data, 0, decodePushJSON)
 }
 
 // DecodeEmulationRequest decodes the body of a request to the emulation endpoint.
 func DecodeEmulationRequest(t Type, data []byte) (*EmulationRequest, error) {
-	return decodeOne[EmulationRequest](t, data, decodeEmulationRequestJSON)
+	return decodeOne[EmulationRequest](t, data, 0, decodeEmulationRequestJSON)
 }
 
 // EncodeEmulationRequest encodes the body of a request to the emulation endpoint.
@@ -132,7 +157,7 @@ func AppendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 // centrifuge-js sends the data of an EmulationRequest as a JSON string holding the
 // command frame. Errors wrap ErrMalformed.
 func UnquoteJSONString(raw []byte) ([]byte, error) {
-	r := getReader(raw)
+	r := getReader(raw, 0)
 	defer putReader(r)
 	if r.peek() != '"' {
 		r.fail("expected string")

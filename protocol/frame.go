@@ -17,9 +17,13 @@ type vtMessage interface {
 // readerPool keeps decoders, and the scratch space they grew, across frames.
 var readerPool = sync.Pool{New: func() any { return new(jsonReader) }}
 
-func getReader(data []byte) *jsonReader {
+func getReader(data []byte, maxDepth int) *jsonReader {
 	r := readerPool.Get().(*jsonReader)
 	r.reset(data)
+	r.maxDepth = maxDepth
+	if maxDepth <= 0 {
+		r.maxDepth = DefaultMaxJSONDepth
+	}
 	return r
 }
 
@@ -37,10 +41,10 @@ func putReader(r *jsonReader) {
 func decodeFrame[T any, P interface {
 	*T
 	vtMessage
-}](t Type, frame []byte, dst []P, decodeJSON func(*jsonReader, *T)) ([]P, error) {
+}](t Type, frame []byte, dst []P, maxDepth int, decodeJSON func(*jsonReader, *T)) ([]P, error) {
 	switch t {
 	case TypeJSON:
-		return decodeFrameJSON(frame, dst, decodeJSON)
+		return decodeFrameJSON(frame, dst, maxDepth, decodeJSON)
 	case TypeProtobuf:
 		return decodeFrameProtobuf(frame, dst)
 	}
@@ -53,8 +57,8 @@ func decodeFrame[T any, P interface {
 func decodeFrameJSON[T any, P interface {
 	*T
 	vtMessage
-}](frame []byte, dst []P, decode func(*jsonReader, *T)) ([]P, error) {
-	r := getReader(frame)
+}](frame []byte, dst []P, maxDepth int, decode func(*jsonReader, *T)) ([]P, error) {
+	r := getReader(frame, maxDepth)
 	defer putReader(r)
 	for {
 		c := r.peek()
@@ -102,10 +106,10 @@ func decodeFrameProtobuf[T any, P interface {
 func decodeOne[T any, P interface {
 	*T
 	vtMessage
-}](t Type, data []byte, decodeJSON func(*jsonReader, *T)) (P, error) {
+}](t Type, data []byte, maxDepth int, decodeJSON func(*jsonReader, *T)) (P, error) {
 	switch t {
 	case TypeJSON:
-		r := getReader(data)
+		r := getReader(data, maxDepth)
 		defer putReader(r)
 		if r.peek() != '{' {
 			r.fail("expected object")

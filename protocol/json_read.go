@@ -7,20 +7,18 @@ import (
 	"unicode/utf8"
 )
 
-// maxJSONDepth bounds the nesting of objects and arrays, raw values included, so that
-// hostile input cannot drive the recursive decoder into a huge stack.
-const maxJSONDepth = 256
-
 // jsonReader is a single-pass JSON decoder that writes straight into the generated
 // message structs. It keeps the first error and turns every later call into a no-op, so
 // message decoders read as a plain sequence of field reads with one check at the end.
 type jsonReader struct {
-	data    []byte
-	pos     int
-	depth   int
-	err     error
-	key     []byte // key of the current field; valid until the next field call
-	scratch []byte // unescaped keys live here
+	data  []byte
+	pos   int
+	depth int
+	// maxDepth bounds depth (CommandDecoder.MaxJSONDepth).
+	maxDepth int
+	err      error
+	key      []byte // key of the current field; valid until the next field call
+	scratch  []byte // unescaped keys live here
 }
 
 func (r *jsonReader) reset(data []byte) {
@@ -93,7 +91,7 @@ func (r *jsonReader) literal(lit string) {
 
 func (r *jsonReader) enter() bool {
 	r.depth++
-	if r.depth > maxJSONDepth {
+	if r.depth > r.maxDepth {
 		r.fail("nested too deep")
 		return false
 	}

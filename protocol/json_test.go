@@ -322,7 +322,7 @@ func TestJSONDepthLimit(t *testing.T) {
 		bad   bool
 	}{
 		{"shallow", 10, false},
-		{"deep", maxJSONDepth, true},
+		{"deep", DefaultMaxJSONDepth, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := DecodeCommand(TypeJSON, []byte(`{"subscribe":{"tf":`+nest(tt.depth)+`}}`))
@@ -334,6 +334,25 @@ func TestJSONDepthLimit(t *testing.T) {
 				t.Fatalf("raw depth %d: err %v", tt.depth, err)
 			}
 		})
+	}
+}
+
+// TestCommandDecoderMaxJSONDepth: a decoder's own bound replaces the
+// default, lower or higher.
+func TestCommandDecoderMaxJSONDepth(t *testing.T) {
+	raw := func(n int) []byte {
+		return []byte(`{"send":{"data":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}`)
+	}
+	low := CommandDecoder{MaxJSONDepth: 4}
+	if _, err := low.DecodeCommand(TypeJSON, raw(2)); err != nil {
+		t.Fatalf("depth 2 under 4: %v", err)
+	}
+	if _, err := low.DecodeCommands(TypeJSON, raw(5), nil); err == nil {
+		t.Fatal("depth 5 passed a bound of 4")
+	}
+	high := CommandDecoder{MaxJSONDepth: 1000}
+	if _, err := high.DecodeCommand(TypeJSON, raw(DefaultMaxJSONDepth+10)); err != nil {
+		t.Fatalf("depth %d under 1000: %v", DefaultMaxJSONDepth+10, err)
 	}
 }
 

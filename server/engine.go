@@ -38,6 +38,7 @@ func nodeConfig(c *config.Config) gyre.Config {
 		SubscribeToUserPersonalChannel:    cl.SubscribeToUserPersonalChannel.Enabled,
 		PersonalChannelNamespace:          cl.SubscribeToUserPersonalChannel.PersonalChannelNamespace,
 		SingleConnection:                  cl.SubscribeToUserPersonalChannel.SingleConnection,
+		MaxJSONDepth:                      cl.MaxJSONDepth,
 		TagsFilterLimits: filter.Limits{
 			MaxDepth: cl.TagsFilter.MaxDepth, MaxNodes: cl.TagsFilter.MaxNodes,
 			MaxValues: cl.TagsFilter.MaxValues, MaxValueLen: cl.TagsFilter.MaxValueLength,
@@ -95,6 +96,7 @@ func tokenConfig(t config.Token, skipSignature bool) token.Config {
 	return token.Config{
 		HMACSecretKey:                   t.HMACSecretKey,
 		InsecureSkipSignatureVerify:     skipSignature,
+		MaxLength:                       t.MaxLength,
 		HMACPreviousSecretKey:           t.HMACPreviousSecretKey,
 		HMACPreviousSecretKeyValidUntil: prevUntil,
 		RSAPublicKey:                    t.RSAPublicKey,

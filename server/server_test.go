@@ -617,3 +617,30 @@ func TestInsecureSkipTokenSignatureVerify(t *testing.T) {
 		t.Fatalf("with the key: close %d, want a connection", closed)
 	}
 }
+
+// TestClientProtocolLimits: client.max_json_depth and
+// client.token.max_length bound what a client sends, from the config.
+func TestClientProtocolLimits(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.Client.MaxJSONDepth = 4
+	c.Client.Token.MaxLength = 64
+	_, base := newServer(t, c)
+
+	// A connect token longer than 64 bytes is refused; real tokens of
+	// this key are, so the key's bound is what refuses them.
+	if _, closed := dial(t, base).connect(signToken(t, testSecret, "alice")); closed != 3500 {
+		t.Fatalf("token over max_length: close %d, want 3500", closed)
+	}
+
+	c = testConfig()
+	c.Client.MaxJSONDepth = 4
+	_, base = newServer(t, c)
+	cl := dialConnect(t, base, "bob")
+	if _, closed := cl.call(`"publish":{"channel":"chat:a","data":[[1]]}`); closed != 0 {
+		t.Fatalf("data nested 2 deep under a bound of 4: closed %d", closed)
+	}
+	if _, closed := cl.call(`"publish":{"channel":"chat:a","data":[[[[[1]]]]]}`); closed != 3501 {
+		t.Fatalf("data nested 5 deep over a bound of 4: close %d, want 3501", closed)
+	}
+}

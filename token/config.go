@@ -28,6 +28,9 @@ type Config struct {
 	// secret at this time (by the server's clock, not by a claim that
 	// whoever holds the old secret could choose). Zero: no end.
 	HMACPreviousSecretKeyValidUntil time.Time
+	// MaxLength is the longest token accepted, in bytes; longer ones are
+	// refused before any decoding. 0 means DefaultMaxTokenLength.
+	MaxLength int
 	// InsecureSkipSignatureVerify accepts tokens without checking their
 	// signature (the claims are still checked): for development and tests
 	// only, where anyone can then connect as anyone. It works without any
@@ -77,6 +80,10 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 		issuer:        cfg.Issuer,
 		userIDClaim:   cfg.UserIDClaim,
 		skipSignature: cfg.InsecureSkipSignatureVerify,
+		maxLength:     cfg.MaxLength,
+	}
+	if v.maxLength <= 0 {
+		v.maxLength = DefaultMaxTokenLength
 	}
 	if cfg.HMACSecretKey != "" {
 		v.hmacKey = []byte(cfg.HMACSecretKey)

@@ -58,6 +58,6 @@
 // claims JSON, and for HMAC the JSON dominates: HS256 takes about 10-15µs and
 // 48 allocations on one core of a shared 2-core EPYC, i.e. tens of thousands
 // of tokens per second; RS256 (2048-bit) about 50µs, ES256 about 110µs (see
-// bench_test.go). Tokens longer than [MaxTokenLength] are refused before any
+// bench_test.go). Tokens longer than [DefaultMaxTokenLength] (or [Config].MaxLength) are refused before any
 // decoding, bounding the work an unauthenticated peer can cause.
 package token

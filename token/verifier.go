@@ -12,10 +12,11 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// MaxTokenLength is the longest token string accepted, in bytes. Longer ones
+// DefaultMaxTokenLength is the longest token string accepted, in bytes,
+// unless Config.MaxLength says otherwise. Longer ones
 // are refused before decoding so that junk costs nothing; real tokens, even
 // with many channels, stay far below it.
-const MaxTokenLength = 64 << 10
+const DefaultMaxTokenLength = 64 << 10
 
 // Verifier checks tokens against one immutable set of keys and rules.
 // Build it with NewVerifier; it is safe for concurrent use.
@@ -32,6 +33,8 @@ type Verifier struct {
 	hmacFast *fastHMAC
 	// skipSignature accepts any signature (Config.InsecureSkipSignatureVerify).
 	skipSignature bool
+	// maxLength is Config.MaxLength, or its default.
+	maxLength int
 
 	audience, issuer     string
 	audienceRe, issuerRe *regexp.Regexp
@@ -111,8 +114,8 @@ func (v *Verifier) verify(token string, claims jwt.Claims, reg *jwt.RegisteredCl
 	if token == "" {
 		return invalid("empty token")
 	}
-	if len(token) > MaxTokenLength {
-		return invalid("token is %d bytes, limit %d", len(token), MaxTokenLength)
+	if len(token) > v.maxLength {
+		return invalid("token is %d bytes, limit %d", len(token), v.maxLength)
 	}
 	err := v.verifySignature(token, claims)
 	if err != nil && v.previous != nil && v.previousAccepted() {

@@ -160,7 +160,7 @@ func TestMalformed(t *testing.T) {
 		{"override not an object", signed(header, enc([]byte(`{"subs":{"c":{"override":{"presence":true}}}}`)))},
 		{"bad b64info", signed(header, enc([]byte(`{"b64info":"%%%"}`)))},
 		{"bad b64data in subs", signed(header, enc([]byte(`{"subs":{"c":{"b64data":"%%%"}}}`)))},
-		{"huge", valid + strings.Repeat("A", token.MaxTokenLength)},
+		{"huge", valid + strings.Repeat("A", token.DefaultMaxTokenLength)},
 	}
 	v := hmacVerifier(t)
 	for _, tt := range tests {

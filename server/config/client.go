@@ -30,6 +30,7 @@ type Client struct {
 	UserIDHTTPHeader                  string                         `key:"user_id_http_header" help:"Take the user of a connection that sends no token from this request header, set by a trusted proxy in front (which must remove it from what clients send); connect proxies are not asked for such connections."`
 	Insecure                          bool                           `key:"insecure" help:"Accept any connection and subscription without tokens or permissions (testing only)."`
 	SubscribeToUserPersonalChannel    SubscribeToUserPersonalChannel `key:"subscribe_to_user_personal_channel" help:"Subscribe every authenticated connection to its user's personal channel on the server side."`
+	MaxJSONDepth                      int                            `key:"max_json_depth" default:"256" min:"2" help:"How deep JSON objects and arrays may nest in a client's command, its data included; a deeper command closes the connection with 3501 (bad request)."`
 	TagsFilter                        TagsFilterLimits               `key:"tags_filter" help:"Bounds on the publication tags filters clients send with subscribe; a filter over one is refused with error 107 (bad request)."`
 	RateLimit                         ClientRateLimit                `key:"rate_limit" help:"Command rate limits per connection and per user (token buckets in memory on each node); see docs/limits.md."`
 
@@ -47,6 +48,7 @@ type Token struct {
 	// before it verify until they are replaced.
 	HMACPreviousSecretKey           string `key:"hmac_previous_secret_key" help:"The HMAC secret hmac_secret_key replaced: tokens signed with it are still accepted during a key rotation."`
 	HMACPreviousSecretKeyValidUntil int64  `key:"hmac_previous_secret_key_valid_until" min:"0" help:"Unix time (seconds) from which tokens signed with hmac_previous_secret_key are refused, by the server's clock; 0 accepts them until the key is removed."`
+	MaxLength                       int    `key:"max_length" default:"65536" min:"64" help:"Longest token accepted, in bytes; a longer connection token is refused with 3500 (invalid token), a longer subscription token with error 103, before any decoding."`
 	RSAPublicKey                    string `key:"rsa_public_key" help:"RSA public key for RS* and PS* tokens: PEM, base64 of PEM, or a file path."`
 	ECDSAPublicKey                  string `key:"ecdsa_public_key" help:"ECDSA public key for ES* tokens: PEM, base64 of PEM, or a file path."`
 	JWKSPublicEndpoint              string `key:"jwks_public_endpoint" help:"HTTP(S) URL of a JSON Web Key Set to verify tokens with."`
