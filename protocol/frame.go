@@ -20,9 +20,8 @@ var readerPool = sync.Pool{New: func() any { return new(jsonReader) }}
 func getReader(data []byte, maxDepth int) *jsonReader {
 	r := readerPool.Get().(*jsonReader)
 	r.reset(data)
-	r.maxDepth = maxDepth
-	if maxDepth <= 0 {
-		r.maxDepth = DefaultMaxJSONDepth
+	if maxDepth > 0 {
+		r.maxDepth = maxDepth
 	}
 	return r
 }

@@ -25,6 +25,7 @@ func (r *jsonReader) reset(data []byte) {
 	r.data = data
 	r.pos = 0
 	r.depth = 0
+	r.maxDepth = DefaultMaxJSONDepth
 	r.err = nil
 	r.key = nil
 }
