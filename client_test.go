@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -65,31 +66,45 @@ func TestConnectIncludeServerTime(t *testing.T) {
 	})
 }
 
+// TestSingleConnection: a user's new connection closes the older ones
+// with 3504, on one node and, through Redis, on another node.
 func TestSingleConnection(t *testing.T) {
-	protocols(t, func(t *testing.T, proto protocol.Type) {
-		cfg := chatConfig()
-		cfg.SubscribeToUserPersonalChannel = true
-		cfg.PersonalChannelNamespace = "personal"
-		cfg.SingleConnection = true
-		cfg.Channels.Namespaces = append(cfg.Channels.Namespaces, gyre.Namespace{Name: "personal", ChannelOptions: gyre.ChannelOptions{Presence: true}})
-		_, url := newTestNode(t, cfg)
-		first := dial(t, url, proto)
-		first.connect(connToken(t, "42", time.Hour, nil))
-		other := dial(t, url, proto)
-		other.connect(connToken(t, "7", time.Hour, nil))
-		second := dial(t, url, proto)
-		second.connect(connToken(t, "42", time.Hour, nil))
-		if ce := first.WaitClose(); uint16(ce.Code) != 3504 {
-			t.Fatalf("first connection of user 42 closed with %d %q, want 3504 (connection limit)", ce.Code, ce.Reason)
-		}
-		// The new connection and the other user's stay.
-		for name, c := range map[string]*testClient{"second": second, "other user": other} {
-			if r, ce := c.TryCall(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "#42"}}); ce != nil {
-				t.Fatalf("%s connection closed (%d) after the second connect of user 42", name, ce.Code)
-			} else if r == nil {
-				t.Fatalf("%s: no reply", name)
+	brokers(t, func(t *testing.T, b testBroker) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			cfg := chatConfig()
+			cfg.SubscribeToUserPersonalChannel = true
+			cfg.PersonalChannelNamespace = "personal"
+			cfg.SingleConnection = true
+			cfg.Channels.Namespaces = append(cfg.Channels.Namespaces, gyre.Namespace{Name: "personal", ChannelOptions: gyre.ChannelOptions{Presence: true}})
+			url, secondURL := "", ""
+			if b.redis == nil {
+				_, url = newTestNode(t, cfg)
+				secondURL = url
+			} else {
+				// The second connection lands on another node of the
+				// cluster: the first must go all the same.
+				prefix := "single" + strconv.FormatInt(redisPrefixes.Add(1), 10)
+				_, url = newTestNode(t, b.sameRedis(t, cfg, prefix))
+				_, secondURL = newTestNode(t, b.sameRedis(t, cfg, prefix))
 			}
-		}
+			first := dial(t, url, proto)
+			first.connect(connToken(t, "42", time.Hour, nil))
+			other := dial(t, url, proto)
+			other.connect(connToken(t, "7", time.Hour, nil))
+			second := dial(t, secondURL, proto)
+			second.connect(connToken(t, "42", time.Hour, nil))
+			if ce := first.WaitClose(); uint16(ce.Code) != 3504 {
+				t.Fatalf("first connection of user 42 closed with %d %q, want 3504 (connection limit)", ce.Code, ce.Reason)
+			}
+			// The new connection and the other user's stay.
+			for name, c := range map[string]*testClient{"second": second, "other user": other} {
+				if r, ce := c.TryCall(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: "#42"}}); ce != nil {
+					t.Fatalf("%s connection closed (%d) after the second connect of user 42", name, ce.Code)
+				} else if r == nil {
+					t.Fatalf("%s: no reply", name)
+				}
+			}
+		})
 	})
 }
 
