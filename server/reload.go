@@ -28,7 +28,9 @@ func restartOnly(running, next *config.Config) []string {
 
 func appliedOnReload(key string) bool {
 	switch {
-	case strings.HasPrefix(key, "client.token."), strings.HasPrefix(key, "client.subscription_token."):
+	case strings.HasPrefix(key, "client.token."), strings.HasPrefix(key, "client.subscription_token."),
+		key == "client.insecure_skip_token_signature_verify":
+		// The token settings Reload hands to the node (tokenConfig).
 		return true
 	case strings.HasPrefix(key, "channel.proxy."):
 		return false

@@ -249,6 +249,7 @@ func TestReloadRestartOnly(t *testing.T) {
 	applied := testConfig()
 	applied.Channel.Namespaces[0].Presence = true
 	applied.Client.Token.HMACSecretKey = "rotated"
+	applied.Client.InsecureSkipTokenSignatureVerify = true
 	if err := s.Reload(applied); err != nil {
 		t.Fatal(err)
 	}
