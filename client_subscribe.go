@@ -49,6 +49,10 @@ type subscribeParams struct {
 	since   broker.StreamPosition
 	// rejectUnrecovered: answer 112 rather than recovered=false.
 	rejectUnrecovered bool
+	// recoverRefused: the client asked to recover a subscription that has
+	// no stream to recover from (a pattern); the result says recovery
+	// failed.
+	recoverRefused bool
 	// filter is the client's tags filter ANDed with any the server
 	// enforces; delta asks for delta compression.
 	filter *filter.Filter
@@ -225,6 +229,7 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 	}
 	if pattern {
 		p.patternOnly(rules)
+		p.recoverRefused = req.Recover
 	}
 	if p.stream != nil {
 		p.streamOnly()
@@ -371,6 +376,7 @@ func (c *Client) subscribeServerSideWith(channel string, req *protocol.Subscribe
 	}
 	if pattern {
 		p.patternOnly(rules)
+		p.recoverRefused = req != nil && req.Recover
 	}
 	if req != nil && req.Recover && p.recoverable {
 		p.recover = true
@@ -434,6 +440,13 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 		return nil, nil, DisconnectConnectionClosed
 	}
 	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta, Id: s.channelID}
+	if p.recoverRefused {
+		// Like any recovery that cannot return what was missed:
+		// recovered (and recoverable) false, never 112, which would
+		// have a client that asked for it (subscribe flag 2) reload and
+		// ask again for ever.
+		res.WasRecovering = true
+	}
 	if p.expireAt > 0 {
 		ttl := p.expireAt - time.Now().Unix()
 		if ttl <= 0 {
@@ -692,6 +705,21 @@ func (c *Client) Unsubscribe(channel string, code uint32, reason string) {
 	}
 	c.mu.Unlock()
 	if s != nil {
+		c.leave(s, code, reason, true)
+	}
+}
+
+// unsubscribeSub is Unsubscribe of s itself: nothing happens when s is no
+// longer the client's subscription to its channel (the client left, or
+// subscribed again since).
+func (c *Client) unsubscribeSub(s *subscription, code uint32, reason string) {
+	c.mu.Lock()
+	current := c.subs != nil && c.subs[s.channel] == s
+	if current {
+		delete(c.subs, s.channel)
+	}
+	c.mu.Unlock()
+	if current {
 		c.leave(s, code, reason, true)
 	}
 }

@@ -27,7 +27,11 @@ type patternHub struct {
 type patternScope struct {
 	index *match.Index[*patternSubs]
 	// byName holds the index's patterns too, for the writers, which look
-	// up and list them; guarded by patternHub.mu.
+	// up and list them. Writers change it holding patternHub.mu and mu;
+	// mu alone lets the broker's goroutine list it (eachSubscriber)
+	// without waiting for patternHub.mu, which is held across broker
+	// round trips.
+	mu     sync.Mutex
 	byName map[string]*patternSubs
 }
 
@@ -71,7 +75,9 @@ func (h *patternHub) add(s *subscription, scope, name string, subscribeScope fun
 			// The name was checked when the subscription was authorized.
 			return err
 		}
+		ps.mu.Lock()
 		ps.byName[name] = g
+		ps.mu.Unlock()
 	}
 	g.list.Store(g.list.Load().withSub(s))
 	return nil
@@ -99,7 +105,9 @@ func (h *patternHub) remove(s *subscription, scope, name string, unsubscribeScop
 		return
 	}
 	ps.index.Delete(name)
+	ps.mu.Lock()
 	delete(ps.byName, name)
+	ps.mu.Unlock()
 	if len(ps.byName) == 0 {
 		h.replaceScope(scope, nil)
 		unsubscribeScope(scope)
@@ -134,6 +142,26 @@ func (h *patternHub) each(fn func(pattern string, numSubs int)) {
 	for _, ps := range *m {
 		for _, g := range ps.byName {
 			fn(g.pattern, g.list.Load().len())
+		}
+	}
+}
+
+// eachSubscriber calls fn for every subscription to a pattern of scope
+// held here (none when the scope has none).
+func (h *patternHub) eachSubscriber(scope string, fn func(s *subscription)) {
+	ps := h.scope(scope)
+	if ps == nil {
+		return
+	}
+	ps.mu.Lock()
+	groups := make([]*patternSubs, 0, len(ps.byName))
+	for _, g := range ps.byName {
+		groups = append(groups, g)
+	}
+	ps.mu.Unlock()
+	for _, g := range groups {
+		for s := range g.list.Load().all() {
+			fn(s)
 		}
 	}
 }

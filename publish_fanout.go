@@ -16,6 +16,7 @@ type brokerEvents struct{ n *Node }
 var (
 	_ broker.EventHandler            = (*brokerEvents)(nil)
 	_ broker.SubscriptionLostHandler = (*brokerEvents)(nil)
+	_ broker.PatternScopeLostHandler = (*brokerEvents)(nil)
 )
 
 // HandleRuns fans out what the broker handed over together, waking each
@@ -277,18 +278,8 @@ func (e *brokerEvents) HandleSubscriptionLost(channels []string) error {
 			if s.recoverable || s.positioned {
 				// No live publication may reach the subscriber after the
 				// gap: it would move the client's position past what it
-				// missed, and recovery from there would skip it. This runs
-				// on the goroutine that delivers the channel's
-				// publications, so closing here is in order with them.
-				s.close()
-			}
-			switch {
-			case s.serverSide && (s.recoverable || s.positioned):
-				// The client cannot resubscribe a server-side
-				// subscription: it reconnects and recovers at connect.
-				go s.client.Disconnect(DisconnectInsufficientState)
-			case s.recoverable || s.positioned:
-				go s.client.Unsubscribe(ch, UnsubscribeCodeInsufficientState, "insufficient state")
+				// missed, and recovery from there would skip it.
+				loseState(s)
 			}
 		}
 	}
@@ -296,4 +287,19 @@ func (e *brokerEvents) HandleSubscriptionLost(channels []string) error {
 		n.log.Warn("broker subscriptions were interrupted; recoverable subscribers resubscribe", "channels", len(channels))
 	}
 	return nil
+}
+
+// loseState ends s, which may have missed publications, and tells its
+// client that it lost state: an unsubscribe push 2500, after which the
+// SDK subscribes again (recovering where it can), or, for a server-side
+// subscription, which the client cannot subscribe again, disconnect 3010,
+// after which it reconnects. It must run on the goroutine that delivers
+// s's publications (see subscription.interrupt). It reports false when s
+// was closed already, and nobody is told.
+func loseState(s *subscription) bool {
+	c := s.client
+	if s.serverSide {
+		return s.interrupt(func() { c.Disconnect(DisconnectInsufficientState) })
+	}
+	return s.interrupt(func() { c.unsubscribeSub(s, UnsubscribeCodeInsufficientState, "insufficient state") })
 }

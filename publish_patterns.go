@@ -78,3 +78,26 @@ func patternPush(pattern, channel string, pp *protocol.Publication, pub *broker.
 		sizeHint: pushSizeHint(pattern, pub) + len(channel),
 	}
 }
+
+// HandlePatternScopeLost is called by brokers that can lose their pattern
+// scope subscriptions (a Redis connection dropped) once the scopes are
+// subscribed again, in order with their publications: publications of
+// their channels may have been missed in between. A pattern subscription
+// has no stream to recover from, so every pattern subscriber of the
+// scopes here is told it lost state (unsubscribe 2500, server-side ones
+// disconnect 3010) and subscribes again; none is left with a silent gap.
+func (e *brokerEvents) HandlePatternScopeLost(scopes []string) error {
+	n := e.n
+	told := 0
+	for _, scope := range scopes {
+		n.hub.patterns.eachSubscriber(scope, func(s *subscription) {
+			if loseState(s) {
+				told++
+			}
+		})
+	}
+	if told > 0 {
+		n.log.Warn("broker pattern scopes were interrupted; pattern subscribers resubscribe", "scopes", len(scopes), "subscribers", told)
+	}
+	return nil
+}

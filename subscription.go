@@ -72,6 +72,9 @@ type subscription struct {
 	mu sync.Mutex
 	// held publications that arrived while pending.
 	held []heldMessage
+	// tellLost, set on a pending subscription whose delivery had a gap
+	// (interrupt), is run by activate instead of activating.
+	tellLost func()
 	// stream, when set, feeds the subscription besides its channel.
 	stream *subStream
 }
@@ -174,6 +177,11 @@ func (s *subscription) skip(offset uint64) {
 // after the subscribe reply was enqueued.
 func (s *subscription) activate(top uint64) {
 	s.mu.Lock()
+	if tell := s.tellLost; tell != nil && s.state.Load() == subPending {
+		s.tellLost = nil
+		s.closeAndTell(tell)
+		return
+	}
 	defer s.mu.Unlock()
 	if s.state.Load() != subPending {
 		return
@@ -200,4 +208,37 @@ func (s *subscription) close() {
 	s.held = nil
 	s.mu.Unlock()
 	s.stream.end()
+}
+
+// interrupt ends s after a gap in what its broker delivered: it closes s
+// and runs tell, on a goroutine of its own, to let the client know. It is
+// called on the goroutine that delivers s's publications, so that nothing
+// delivered after the gap reaches s before it is closed. A pending
+// subscription is closed and told by activate, right after its subscribe
+// reply, so that the client never hears of the loss before it hears of
+// the subscription; until then what arrives is held, and dropped. A
+// subscription already closed is left alone (told is false).
+func (s *subscription) interrupt(tell func()) (told bool) {
+	s.mu.Lock()
+	switch s.state.Load() {
+	case subPending:
+		s.tellLost = tell
+		s.mu.Unlock()
+		return true
+	case subClosed:
+		s.mu.Unlock()
+		return false
+	}
+	s.closeAndTell(tell)
+	return true
+}
+
+// closeAndTell closes s, whose mu is held and released here, and runs
+// tell on a goroutine of its own.
+func (s *subscription) closeAndTell(tell func()) {
+	s.state.Store(subClosed)
+	s.held = nil
+	s.mu.Unlock()
+	s.stream.end()
+	go tell()
 }

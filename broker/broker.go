@@ -293,3 +293,20 @@ type HealthChecker interface {
 type SubscriptionLostHandler interface {
 	HandleSubscriptionLost(channels []string) error
 }
+
+// PatternScopeLostHandler may be implemented by an EventHandler. A
+// PatternBroker that can lose its scope subscriptions (a Redis connection
+// dropped, or dropped by Redis for reading too slowly) calls it once it
+// has subscribed the scopes again, on the path that delivers their
+// publications and in order with them: the scopes' publications handed
+// over before the call were published before the interruption, those
+// after it are live, and any published in between may never be handed
+// over. A broker that received a publication of a scope and cannot hand
+// it over (it does not decode) reports the scope at that place too. It
+// may name scopes that missed nothing, never miss one that did.
+//
+// Pattern subscriptions have no stream to recover from, so the engine
+// tells every pattern subscriber of the scopes to subscribe again.
+type PatternScopeLostHandler interface {
+	HandlePatternScopeLost(scopes []string) error
+}

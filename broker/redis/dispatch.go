@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -8,6 +9,11 @@ import (
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 )
+
+// errUndecodable marks a pub/sub message that could not be decoded. It
+// may have been a publication, which this node's subscribers then never
+// get: dispatch reports its channel (or scope) lost at its place.
+var errUndecodable = errors.New("redis: undecodable pub/sub message")
 
 // dispatchMax bounds how many pub/sub messages work takes from the queue
 // at a time, and so how many publications one HandleRuns call carries.
@@ -63,10 +69,7 @@ type dispatcher struct {
 func (d *dispatcher) dispatch(events []event) {
 	for _, ev := range events {
 		if ev.lost {
-			d.flushRuns()
-			if ch, ok := strings.CutPrefix(ev.name, d.s.prefix); ok {
-				d.lost = append(d.lost, ch)
-			}
+			d.lose(ev.name)
 			continue
 		}
 		d.flushLost()
@@ -74,10 +77,22 @@ func (d *dispatcher) dispatch(events []event) {
 			// It cannot come from a Gyre node of this version, and
 			// stopping delivery would hurt every other channel.
 			d.s.b.log.Error("redis: deliver pub/sub message", "redis", d.s.where, "channel", ev.name, "error", err)
+			if errors.Is(err, errUndecodable) {
+				d.lose(ev.name)
+			}
 		}
 	}
 	d.flushRuns()
 	d.flushLost()
+}
+
+// lose reports the channel (or scope) of pub/sub name lost after the runs
+// gathered so far and before anything after it.
+func (d *dispatcher) lose(name string) {
+	d.flushRuns()
+	if ch, ok := strings.CutPrefix(name, d.s.prefix); ok {
+		d.lost = append(d.lost, ch)
+	}
 }
 
 // add decodes one message: a publication joins the runs, anything else is
@@ -88,7 +103,7 @@ func (d *dispatcher) add(ev event) error {
 	// UnmarshalVT copies every byte field, so the payload string can be
 	// read in place.
 	if err := msg.UnmarshalVT(unsafe.Slice(unsafe.StringData(ev.payload), len(ev.payload))); err != nil {
-		return fmt.Errorf("redis: decode message: %w", err)
+		return fmt.Errorf("%w: %w", errUndecodable, err)
 	}
 	if s.patterns {
 		scope, channel, rp, err := s.patternPublication(ev.name, msg)
@@ -111,7 +126,7 @@ func (d *dispatcher) add(ev event) error {
 	case wirepb.Message_PUBLICATION:
 		rp, err := decodeRunPublication(msg)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errUndecodable, err)
 		}
 		d.addPublication("", channel, rp)
 		return nil
@@ -126,7 +141,7 @@ func (d *dispatcher) add(ev event) error {
 		}
 		return h.HandleLeave(channel, info)
 	}
-	return fmt.Errorf("redis: unknown message type %d", msg.Type)
+	return fmt.Errorf("%w: unknown message type %d", errUndecodable, msg.Type)
 }
 
 // addPublication appends rp to the last run when it is of the same channel
@@ -159,8 +174,9 @@ func (d *dispatcher) flushRuns() {
 	d.pubs = d.pubs[:0]
 }
 
-// flushLost reports the channels whose subscription was restored after
-// an interruption.
+// flushLost reports the channels (or scopes) whose subscription was
+// restored after an interruption, or whose publication could not be
+// decoded.
 func (d *dispatcher) flushLost() {
 	if len(d.lost) == 0 {
 		return
@@ -170,14 +186,29 @@ func (d *dispatcher) flushLost() {
 	d.lost = d.lost[:0]
 }
 
-func (s *subShard) reportLost(channels []string) {
-	h, ok := s.b.handler.(SubscriptionLostHandler)
-	if !ok {
-		s.b.log.Warn("redis: pub/sub was interrupted; publications may be missing", "redis", s.where, "channels", len(channels))
+func (s *subShard) reportLost(names []string) {
+	if s.patterns {
+		s.reportScopesLost(names)
 		return
 	}
-	if err := h.HandleSubscriptionLost(append([]string(nil), channels...)); err != nil {
-		s.b.log.Error("redis: handle subscription lost", "redis", s.where, "channels", len(channels), "error", err)
+	h, ok := s.b.handler.(SubscriptionLostHandler)
+	if !ok {
+		s.b.log.Warn("redis: pub/sub was interrupted; publications may be missing", "redis", s.where, "channels", len(names))
+		return
+	}
+	if err := h.HandleSubscriptionLost(append([]string(nil), names...)); err != nil {
+		s.b.log.Error("redis: handle subscription lost", "redis", s.where, "channels", len(names), "error", err)
+	}
+}
+
+func (s *subShard) reportScopesLost(scopes []string) {
+	h, ok := s.b.handler.(broker.PatternScopeLostHandler)
+	if !ok {
+		s.b.log.Warn("redis: pattern pub/sub was interrupted; publications may be missing", "redis", s.where, "scopes", len(scopes))
+		return
+	}
+	if err := h.HandlePatternScopeLost(append([]string(nil), scopes...)); err != nil {
+		s.b.log.Error("redis: handle pattern scope lost", "redis", s.where, "scopes", len(scopes), "error", err)
 	}
 }
 

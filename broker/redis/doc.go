@@ -140,9 +140,12 @@
 //
 // A pattern connection reconnects and subscribes its scopes again like the
 // others, but there is nothing to recover: what was published meanwhile is
-// lost for this node's pattern subscribers, which is logged at warn level
-// and not reported to a SubscriptionLostHandler. Broker.Healthy reports
-// the pattern connections too once they exist.
+// lost for this node's pattern subscribers. Each restored scope is
+// reported to an EventHandler that implements
+// broker.PatternScopeLostHandler, in order with the scope's publications,
+// as restored channels are to a SubscriptionLostHandler; so is a scope
+// whose message could not be decoded, at its place. Broker.Healthy
+// reports the pattern connections too once they exist.
 //
 // # Sharding
 //

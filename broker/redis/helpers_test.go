@@ -60,9 +60,10 @@ func setups() []setup {
 // events records publications, pattern publications and losses for tests
 // outside the suites.
 type events struct {
-	pubs     chan delivered
-	patterns chan patternDelivered
-	lost     chan []string
+	pubs       chan delivered
+	patterns   chan patternDelivered
+	lost       chan []string
+	scopesLost chan []string
 }
 
 type patternDelivered struct {
@@ -79,7 +80,10 @@ type delivered struct {
 }
 
 func newEvents() *events {
-	return &events{pubs: make(chan delivered, 10000), patterns: make(chan patternDelivered, 10000), lost: make(chan []string, 100)}
+	return &events{
+		pubs: make(chan delivered, 10000), patterns: make(chan patternDelivered, 10000),
+		lost: make(chan []string, 100), scopesLost: make(chan []string, 100),
+	}
 }
 
 // HandleRuns queues each publication of runs on pubs, or on patterns for
@@ -106,7 +110,15 @@ func (e *events) HandleSubscriptionLost(chs []string) error {
 	return nil
 }
 
-var _ SubscriptionLostHandler = (*events)(nil)
+func (e *events) HandlePatternScopeLost(scopes []string) error {
+	e.scopesLost <- scopes
+	return nil
+}
+
+var (
+	_ SubscriptionLostHandler        = (*events)(nil)
+	_ broker.PatternScopeLostHandler = (*events)(nil)
+)
 
 // clonePub returns a copy of p that shares nothing with it; nil for nil.
 func clonePub(p *broker.Publication) *broker.Publication {

@@ -19,7 +19,12 @@ package redis
 //
 // A channel may be reported although nothing was missed, for example when
 // Subscribe raced with a reconnection; reporting too often is safe,
-// missing a report is not.
+// missing a report is not. A channel whose pub/sub message could not be
+// decoded is reported at that message's place, for the same reason.
+//
+// Pattern scopes (SubscribePatternScope) are reported the same way, on
+// their own path, to a handler that implements
+// broker.PatternScopeLostHandler.
 type SubscriptionLostHandler interface {
 	HandleSubscriptionLost(channels []string) error
 }

@@ -31,8 +31,10 @@ func (b *Broker) scopeName(scope string) string { return b.scopePrefix + scope }
 // Their publications reach the EventHandler in runs with Run.Scope set.
 //
 // Pattern scopes are not recoverable: publications sent while a pattern
-// connection was down are lost, which the broker logs at warn level once
-// it has subscribed the scopes again.
+// connection was down are lost. Once the broker has subscribed the scopes
+// again it reports them to an EventHandler that implements
+// broker.PatternScopeLostHandler, in order with their publications, and
+// logs at warn level when the handler does not.
 func (b *Broker) SubscribePatternScope(scope string) error {
 	if err := b.checkRunning(); err != nil {
 		return err
@@ -149,11 +151,11 @@ func (s *subShard) patternPublication(name string, msg *wirepb.Message) (scope, 
 		return "", "", rp, errors.New("redis: message on unknown pub/sub channel")
 	}
 	if msg.Type != wirepb.Message_PUBLICATION || msg.Channel == "" {
-		return "", "", rp, fmt.Errorf("redis: message of type %d for channel %q on a pattern scope", msg.Type, msg.Channel)
+		return "", "", rp, fmt.Errorf("%w: message of type %d for channel %q on a pattern scope", errUndecodable, msg.Type, msg.Channel)
 	}
 	pub, err := decodePublication(msg.Publication)
 	if err != nil {
-		return "", "", rp, fmt.Errorf("redis: decode publication: %w", err)
+		return "", "", rp, fmt.Errorf("%w: decode publication: %w", errUndecodable, err)
 	}
 	pub.Offset = msg.Offset
 	rp = broker.RunPublication{Pub: pub, Position: broker.StreamPosition{Offset: msg.Offset, Epoch: msg.Epoch}}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -359,11 +360,27 @@ func waitPattern(t *testing.T, b *Broker, ev *events, scope, ch, data string) {
 	})
 }
 
+// waitScopeLost waits until scope is reported lost.
+func waitScopeLost(t *testing.T, ev *events, scope string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case lost := <-ev.scopesLost:
+			if slices.Contains(lost, scope) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("scope %q never reported lost", scope)
+		}
+	}
+}
+
 // TestPatternConnectionKilled: Redis closes the connection carrying the
 // pattern scopes (CLIENT KILL). The broker subscribes the scopes again on
-// a new connection and says in its log that their publications in between
-// are lost; deliveries resume, and the channels' own connection, which
-// was not touched, reports nothing lost.
+// a new connection and reports the scope lost, once; deliveries resume,
+// and the channels' own connection, which was not touched, reports
+// nothing lost.
 func TestPatternConnectionKilled(t *testing.T) {
 	srv := redistest.Start(t)
 	logs := &logtest.Recorder{MinLevel: slog.LevelInfo}
@@ -387,15 +404,28 @@ func TestPatternConnectionKilled(t *testing.T) {
 		t.Errorf("channels reported lost although their connection was not touched: %v", lost)
 	default:
 	}
-	if n := len(logs.Find(slog.LevelWarn, "redis: pattern scopes resubscribed; their publications while pub/sub was down are lost", nil)); n != 1 {
-		t.Errorf("%d warnings of lost pattern publications, want 1", n)
+	select {
+	case lost := <-ev.scopesLost:
+		if !slices.Equal(lost, []string{scope}) {
+			t.Errorf("scopes reported lost: %q, want %q", lost, scope)
+		}
+	default:
+		t.Error("the scope was not reported lost")
+	}
+	select {
+	case lost := <-ev.scopesLost:
+		t.Errorf("scopes reported lost a second time: %q", lost)
+	default:
+	}
+	if n := len(logs.Find(slog.LevelWarn, "redis: pub/sub connection lost, resubscribing", nil)); n != 1 {
+		t.Errorf("%d warnings of the lost connection, want 1", n)
 	}
 }
 
 // TestPatternRedisRestart: while Redis is down a new scope cannot be
 // subscribed (broker.ErrNotAvailable) and Healthy reports the pattern
-// connection; once Redis is back the scopes held are subscribed again and
-// delivered, and they are never reported as lost channels.
+// connection; once Redis is back the scopes held are subscribed again,
+// reported lost as scopes (never as lost channels) and delivered.
 func TestPatternRedisRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	b, ev := runBroker(t, Config{Addresses: []string{srv.Addr}, IOTimeout: time.Second})
@@ -415,6 +445,7 @@ func TestPatternRedisRestart(t *testing.T) {
 	}
 	srv.Restart()
 	eventually(t, "Healthy after the restart", func() bool { return b.Healthy() == nil })
+	waitScopeLost(t, ev, scope)
 	waitPattern(t, b, ev, scope, ch, "after")
 	for {
 		select {
@@ -458,5 +489,6 @@ func TestPatternClusterNodeRestart(t *testing.T) {
 	})
 	sub.Restart()
 	eventually(t, "Healthy after the node is back", func() bool { return b.Healthy() == nil })
+	waitScopeLost(t, ev, scope)
 	waitPattern(t, b, ev, scope, ch, "after")
 }

@@ -253,7 +253,7 @@ func TestReconnectsDoNotLeak(t *testing.T) {
 // TestSentinelFailover: when the master dies, the Sentinel promotes the
 // replica and the broker follows it: it resubscribes, reports the loss and
 // publishes again; the pattern scope it holds is subscribed again on the
-// new master too.
+// new master too, and reported lost.
 func TestSentinelFailover(t *testing.T) {
 	s := redistest.StartSentinel(t)
 	b, ev := runBroker(t, Config{
@@ -282,6 +282,7 @@ func TestSentinelFailover(t *testing.T) {
 	})
 	for d := ev.next(t); string(d.pub.Data) != "after"; d = ev.next(t) {
 	}
+	waitScopeLost(t, ev, scope)
 	waitPattern(t, b, ev, scope, scoped, "after")
 	eventually(t, "Healthy after the failover", func() bool { return b.Healthy() == nil })
 }

@@ -59,7 +59,8 @@ type subShard struct {
 	sharded bool // SSUBSCRIBE (cluster) rather than SUBSCRIBE
 	// patterns marks a connection that carries pattern scopes
 	// (patterns.go) instead of channels: channels holds scopes, prefix is
-	// the scopes' name prefix, and a loss is logged, not reported.
+	// the scopes' name prefix, and a loss is reported to a
+	// broker.PatternScopeLostHandler.
 	patterns bool
 
 	mu       sync.Mutex
@@ -185,15 +186,13 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 		names = append(names, s.control)
 	}
 	restored := s.isRestore()
-	// Pattern scopes are not recoverable: their loss is only logged.
-	report := restored && !s.patterns
-	if report {
+	if restored {
 		s.resub = make(map[string]struct{}, len(s.channels))
 	}
 	for ch := range s.channels {
 		name := s.pubsubName(ch)
 		names = append(names, name)
-		if report {
+		if restored {
 			s.resub[name] = struct{}{}
 		}
 	}
@@ -217,10 +216,6 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 	if restored {
 		s.b.log.Info("redis: pub/sub resubscribed", "redis", s.where, "channels", len(names),
 			"down_for", upSince.Sub(s.downSince).Round(time.Millisecond), "attempts", s.attempts+1)
-		if s.patterns && len(names) > 0 {
-			s.b.log.Warn("redis: pattern scopes resubscribed; their publications while pub/sub was down are lost",
-				"redis", s.where, "scopes", len(names))
-		}
 	}
 	select {
 	case e, ok := <-lost:
