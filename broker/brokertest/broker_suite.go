@@ -12,6 +12,7 @@ type Option func(*options)
 
 type options struct {
 	scopesAlwaysDelivered bool
+	interruptPatterns     func(t *testing.T)
 }
 
 // ScopesAlwaysDelivered declares that the broker delivers the
@@ -21,6 +22,17 @@ type options struct {
 // delivered.
 func ScopesAlwaysDelivered() Option {
 	return func(o *options) { o.scopesAlwaysDelivered = true }
+}
+
+// PatternScopeInterrupt declares that the broker can lose its pattern
+// scope subscriptions (broker.PatternScopeLostHandler), and gives the
+// suite the way to make it happen: interrupt breaks the broker's
+// connections, which the broker must restore by itself. The
+// PatternScopeLost test then checks, under publishing, that every scope
+// publication the handler did not get was reported lost in order with
+// the ones it got; without the option it is skipped.
+func PatternScopeInterrupt(interrupt func(t *testing.T)) Option {
+	return func(o *options) { o.interruptPatterns = interrupt }
 }
 
 // RunBrokerTests runs the contract suite against brokers made by
@@ -71,6 +83,7 @@ func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, op
 		{"PatternUnsubscribe", testPatternUnsubscribe},
 		{"PatternScopesIsolated", testPatternScopesIsolated},
 		{"PatternSuppressed", testPatternSuppressed},
+		{"PatternScopeLost", testPatternScopeLost},
 		{"PublishManyResults", testPublishManyResults},
 		{"PublishManyOrder", testPublishManyOrder},
 		{"PublishManyConcurrent", testPublishManyConcurrent},

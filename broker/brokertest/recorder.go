@@ -59,6 +59,9 @@ type recorder struct {
 	joins    map[string][]broker.ClientInfo
 	leaves   map[string][]broker.ClientInfo
 	controls [][]byte
+	// patternLog is the pattern path as it came: deliveries and scope
+	// losses (HandlePatternScopeLost), in order.
+	patternLog []patternEvent
 	// inFlight and overlaps count per channel, patInFlight and
 	// patOverlaps per channel on the pattern path.
 	inFlight    map[string]int
@@ -68,7 +71,18 @@ type recorder struct {
 	malformed   []string
 }
 
-var _ broker.EventHandler = (*recorder)(nil)
+var (
+	_ broker.EventHandler            = (*recorder)(nil)
+	_ broker.PatternScopeLostHandler = (*recorder)(nil)
+)
+
+// patternEvent is one delivery on the pattern path (lost empty) or one
+// report of lost scopes.
+type patternEvent struct {
+	channel string
+	data    string
+	lost    []string
+}
 
 func newRecorder() *recorder {
 	return &recorder{
@@ -137,6 +151,7 @@ func (r *recorder) HandleRuns(runs []broker.Run) error {
 		}
 		for _, d := range hr.pubs {
 			r.patterns[hr.channel] = append(r.patterns[hr.channel], patternDelivery{scope: hr.scope, pub: d.pub, sp: d.sp})
+			r.patternLog = append(r.patternLog, patternEvent{channel: hr.channel, data: string(d.pub.Data)})
 		}
 	}
 	r.calls = append(r.calls, call)
@@ -169,6 +184,14 @@ func copyRunPublication(rp broker.RunPublication) delivery {
 		d.prev = &p
 	}
 	return d
+}
+
+func (r *recorder) HandlePatternScopeLost(scopes []string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.patternLog = append(r.patternLog, patternEvent{lost: slices.Clone(scopes)})
+	r.notify()
+	return nil
 }
 
 func (r *recorder) HandleJoin(channel string, info *broker.ClientInfo) error {

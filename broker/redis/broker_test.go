@@ -1,6 +1,10 @@
 package redis
 
 import (
+	"net"
+	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +18,23 @@ func TestBroker(t *testing.T) {
 			cfg := s.cfg(t)
 			brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker {
 				return newEngine(t, cfg).Broker()
-			})
+			}, brokertest.PatternScopeInterrupt(func(t *testing.T) { killPubSub(t, cfg) }))
 		})
+	}
+}
+
+// killPubSub drops every pub/sub connection of the Redis servers of cfg
+// (CLIENT KILL TYPE pubsub).
+func killPubSub(t *testing.T, cfg Config) {
+	t.Helper()
+	for _, addr := range append(slices.Clone(cfg.Addresses), cfg.ClusterAddresses...) {
+		host, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "redis://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("redis-cli", "-h", host, "-p", port, "client", "kill", "type", "pubsub").CombinedOutput(); err != nil {
+			t.Fatalf("CLIENT KILL TYPE pubsub on %s: %v: %s", addr, err, out)
+		}
 	}
 }
 

@@ -176,8 +176,12 @@ func (b *backoff) after(upFor time.Duration) time.Duration {
 // waits for the connection to break or the broker to close. upFor is how
 // long every channel was subscribed, 0 if they never all were.
 func (s *subShard) session() (upFor time.Duration, err error) {
-	dc, release := s.client.Dedicate()
-	defer release()
+	dc, _ := s.client.Dedicate()
+	// Closed, not released: a connection handed back to the pool would
+	// keep its subscriptions, and rueidis, speaking RESP2, hands a
+	// connection dropped by Redis (CLIENT KILL) back out as it was, so
+	// that every later session would fail on it.
+	defer dc.Close()
 	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: s.onMessage, OnSubscription: s.onSubscription})
 
 	s.mu.Lock()
