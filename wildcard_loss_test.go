@@ -41,12 +41,21 @@ func lossShapes() []lossShape {
 	}
 }
 
+// restartsTold reports whether a restart of the Redis carrying the
+// pattern connection is a fault the node can tell. In a cluster it is
+// not always: a restarted master may publish before its cluster bus link
+// to the node carrying the pattern connection is up, and Redis drops
+// those publications for that node without a sign (docs/redis.md,
+// "Pattern delivery on Redis").
+func (s lossShape) restartsTold() bool { return s.name != "cluster" }
+
 // TestWildcardPubSubLoss: pattern subscribers, client-side (a WebSocket
 // client that subscribes again when told, as the SDKs do) and server-side
 // (a connection token's channels; the client reconnects when told),
 // follow four channels while they are published into without pause. The
 // node's Redis pub/sub connections are dropped twice and the Redis
-// carrying its pattern connection restarted once. Each fault tells every
+// carrying its pattern connection restarted once (not in a cluster, see
+// restartsTold). Each fault tells every
 // pattern subscriber (unsubscribe 2500, disconnect 3010), and in every
 // subscription each subscriber received, per channel, every acknowledged
 // publication published after it subscribed, up to the point where it
@@ -88,6 +97,9 @@ func TestWildcardPubSubLoss(t *testing.T) {
 					s.Kill()
 					s.Restart()
 				}},
+			}
+			if !shape.restartsTold() {
+				faults = faults[:2]
 			}
 			for _, f := range faults {
 				t.Logf("fault: %s", f.name)
@@ -238,19 +250,48 @@ type lossPeriod struct {
 	told        bool
 }
 
+// subscribe subscribes (server-side: connects) until it succeeds, as the
+// SDKs do: a temporary error (a Redis of a sharded setup still coming
+// back) is tried again.
 func (s *lossSubscriber) subscribe() {
 	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !s.trySubscribe() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: subscribing failed for 30s", s.pattern)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.periods = append(s.periods, &lossPeriod{start: s.pubs.snapshot(), c: s.c, first: len(s.c.Pushes()), last: -1})
+}
+
+// trySubscribe subscribes once, reporting false on a temporary error.
+func (s *lossSubscriber) trySubscribe() bool {
+	s.t.Helper()
+	var r *protocol.Reply
 	if s.serverSide {
 		s.c = dial(s.t, s.url, protocol.TypeProtobuf)
-		s.c.connect(connToken(s.t, "bob", 0, map[string]any{"channels": []string{s.pattern}}))
+		r = s.c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{
+			Token: connToken(s.t, "bob", 0, map[string]any{"channels": []string{s.pattern}}),
+		}})
 	} else {
 		if s.c == nil {
 			s.c = dial(s.t, s.url, protocol.TypeJSON)
 			s.c.connect(connToken(s.t, "alice", 0, nil))
 		}
-		s.c.MustSubscribe(s.pattern)
+		r = s.c.Subscribe(&protocol.SubscribeRequest{Channel: s.pattern})
 	}
-	s.periods = append(s.periods, &lossPeriod{start: s.pubs.snapshot(), c: s.c, first: len(s.c.Pushes()), last: -1})
+	if r.Error != nil && !r.Error.Temporary {
+		s.t.Fatalf("%s: error %d %s", s.pattern, r.Error.Code, r.Error.Message)
+	}
+	if r.Error == nil && s.serverSide && r.Connect.Subs[s.pattern] == nil {
+		// The node connects a client whose server-side subscription
+		// failed without it; the result shows it, and this client
+		// connects again.
+		s.c.Close()
+		return false
+	}
+	return r.Error == nil
 }
 
 // poll handles a telling that arrived: it checks its code, ends the
