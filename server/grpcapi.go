@@ -38,6 +38,8 @@ func (s *Server) newGRPCAPI() (*grpcAPI, error) {
 		MaxReceiveMessageSize: g.MaxReceiveMessageSize,
 		TLS:                   tlsCfg,
 		Reflection:            g.Reflection,
+		HandshakeTimeout:      s.cfg.HTTPServer.ReadHeaderTimeout,
+		IdleTimeout:           s.cfg.HTTPServer.IdleTimeout,
 		Logger:                s.log,
 		OnCall:                s.metrics.APICall,
 	})

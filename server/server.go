@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/internal/frontdoor"
@@ -349,9 +348,6 @@ func listenConfig() net.ListenConfig {
 	return lc
 }
 
-// readHeaderTimeout bounds the wait for a request's headers.
-const readHeaderTimeout = 10 * time.Second
-
 // listen serves h on host:port, over TLS with tlsCfg. With ws and without
 // TLS, WebSocket handshakes for its path are taken before net/http sees
 // them (see internal/frontdoor): a connect then costs no request parsing,
@@ -369,11 +365,11 @@ func (s *Server) listen(host string, port int, h http.Handler, ws *gyre.Websocke
 			Upgrade: func(nc net.Conn, head []byte) {
 				ws.ServeConn(context.Background(), nc, head)
 			},
-			HeadTimeout: readHeaderTimeout,
+			HeadTimeout: s.cfg.HTTPServer.ReadHeaderTimeout,
 			Logger:      s.log,
 		})
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout}
+	srv := s.httpServer(h)
 	s.servers = append(s.servers, srv)
 	serve := srv.Serve
 	if tlsCfg != nil {
@@ -389,6 +385,21 @@ func (s *Server) listen(host string, port int, h http.Handler, ws *gyre.Websocke
 	}()
 	s.log.Info("listening", "address", ln.Addr().String())
 	return ln, nil
+}
+
+// httpServer serves h with the timeouts of http_server. Handlers of
+// long-lived streams lift them for their own request once it is read
+// (httpstream.Start, the WebSocket upgrade, the admin tail), so that an
+// idle, slow or silent peer holds a socket only as long as they allow.
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	hs := s.cfg.HTTPServer
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: hs.ReadHeaderTimeout,
+		ReadTimeout:       hs.ReadTimeout,
+		WriteTimeout:      hs.WriteTimeout,
+		IdleTimeout:       hs.IdleTimeout,
+	}
 }
 
 // Addr is the address the server listens on, once started.

@@ -29,6 +29,8 @@ func (s *Server) newUniGRPC() error {
 	s.uniGRPC = &uniGRPC{srv: unigrpc.New(s.node, unigrpc.Config{
 		MaxReceiveMessageSize: u.MaxReceiveMessageSize,
 		TLS:                   tlsCfg,
+		HandshakeTimeout:      s.cfg.HTTPServer.ReadHeaderTimeout,
+		IdleTimeout:           s.cfg.HTTPServer.IdleTimeout,
 		Logger:                s.log,
 	})}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -15,6 +16,11 @@ import (
 // hold the node's fan-out.
 const tailBuffer = 1024
 
+// tailWriteTimeout bounds each write of the tail: the server's write
+// timeout is lifted for the stream, and a reader that takes nothing for
+// this long is gone.
+const tailWriteTimeout = 10 * time.Second
+
 // tail streams the publications of ?channel= as Server-Sent Events named
 // "publication", with a comment every PingInterval, until the client
 // goes.
@@ -24,8 +30,7 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "channel is required")
 		return
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		writeError(w, http.StatusInternalServerError, "streaming is not supported here")
 		return
 	}
@@ -50,12 +55,14 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("cannot tail %q: %v", channel, err))
 		return
 	}
+	out := newTailWriter(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	_, _ = fmt.Fprint(w, ": tail of "+sanitizeComment(channel)+"\n\n")
-	flusher.Flush()
+	if out.send(": tail of "+sanitizeComment(channel)+"\n\n") != nil {
+		return
+	}
 	h.log.Info("admin tail started", "channel", channel, "remote", r.RemoteAddr)
 	ping := time.NewTicker(h.cfg.PingInterval)
 	defer ping.Stop()
@@ -71,21 +78,53 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 			h.log.Warn("admin tail ended: the reader is too slow", "channel", channel, "remote", r.RemoteAddr)
 			return
 		case <-ping.C:
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+			if out.send(": ping\n\n") != nil {
 				return
 			}
-			flusher.Flush()
 		case p := <-pubs:
 			b, err := json.Marshal(p)
 			if err != nil {
 				continue
 			}
-			if _, err := fmt.Fprintf(w, "event: publication\ndata: %s\n\n", b); err != nil {
+			if out.send("event: publication\ndata: "+string(b)+"\n\n") != nil {
 				return
 			}
-			flusher.Flush()
 		}
 	}
+}
+
+// tailWriter writes the events of a tail, each flushed and bounded by
+// tailWriteTimeout instead of the server's timeouts.
+type tailWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// newTailWriter lifts the server's read and write deadlines from w's
+// request, a GET read whole already.
+func newTailWriter(w http.ResponseWriter) tailWriter {
+	t := tailWriter{w: w, rc: http.NewResponseController(w)}
+	// A read deadline would end the request's context on HTTP/1 (net/http
+	// clears it for a request read whole, which this keeps true); the
+	// write deadline would fail the first write after it. A writer without
+	// deadlines (a test recorder) has nothing to lift.
+	_ = t.rc.SetReadDeadline(time.Time{})
+	_ = t.rc.SetWriteDeadline(time.Time{})
+	return t
+}
+
+// send writes and flushes s; the deadline is cleared after it, since on
+// HTTP/2 it would reset the stream when it fires, write or not.
+func (t tailWriter) send(s string) error {
+	_ = t.rc.SetWriteDeadline(time.Now().Add(tailWriteTimeout))
+	if _, err := io.WriteString(t.w, s); err != nil {
+		return err
+	}
+	if err := t.rc.Flush(); err != nil {
+		return err
+	}
+	_ = t.rc.SetWriteDeadline(time.Time{})
+	return nil
 }
 
 // sanitizeComment keeps a channel name on one SSE comment line.

@@ -1,16 +1,24 @@
 package config
 
+import "time"
+
 // HTTPServer configures the listening sockets.
 type HTTPServer struct {
-	Address         string        `key:"address" help:"Interface address to listen on; empty listens on all."`
-	Port            int           `key:"port" default:"8000" max:"65535" help:"Port of the external HTTP server; 0 picks a free port."`
-	InternalAddress string        `key:"internal_address" help:"Interface address for internal endpoints (API, admin, metrics, health, debug); empty uses address."`
-	InternalPort    int           `key:"internal_port" max:"65535" help:"Port for internal endpoints; 0 serves them on port."`
-	TLS             TLS           `key:"tls" help:"TLS of the HTTP server."`
-	TLSExternal     bool          `key:"tls_external" help:"Use TLS only on the external port, leaving the internal port plain."`
-	InternalTLS     TLS           `key:"internal_tls" help:"TLS of the internal port when it differs from tls."`
-	TLSAutocert     Unimplemented `key:"tls_autocert" help:"Automatic certificates from an ACME provider." unsupported:"Obtain certificates outside Gyre (certbot, a TLS-terminating proxy) and give them with http_server.tls."`
-	HTTP3           Unimplemented `key:"http3" help:"HTTP/3 support." unsupported:"Gyre serves HTTP/1.1 and HTTP/2; put an HTTP/3-capable proxy in front if clients need it."`
+	Address         string `key:"address" help:"Interface address to listen on; empty listens on all."`
+	Port            int    `key:"port" default:"8000" max:"65535" help:"Port of the external HTTP server; 0 picks a free port."`
+	InternalAddress string `key:"internal_address" help:"Interface address for internal endpoints (API, admin, metrics, health, debug); empty uses address."`
+	InternalPort    int    `key:"internal_port" max:"65535" help:"Port for internal endpoints; 0 serves them on port."`
+	TLS             TLS    `key:"tls" help:"TLS of the HTTP server."`
+	TLSExternal     bool   `key:"tls_external" help:"Use TLS only on the external port, leaving the internal port plain."`
+	InternalTLS     TLS    `key:"internal_tls" help:"TLS of the internal port when it differs from tls."`
+	// Centrifugo v6 has no keys for these; its server closes idle and
+	// slow connections after about 30 s, which the defaults follow.
+	ReadHeaderTimeout time.Duration `key:"read_header_timeout" default:"10s" min:"1ns" help:"How long a new connection may take to send the headers of its first request, its TLS handshake included, and a kept-alive connection those of its next one; past it the connection is closed. On the gRPC ports it bounds a new connection's HTTP/2 handshake."`
+	ReadTimeout       time.Duration `key:"read_timeout" default:"30s" min:"1ns" help:"How long reading a whole request, its body included, may take; past it the connection is closed. Streaming transports (HTTP-stream, SSE, uni_http_stream, uni_sse) lift it once their request is read, and a WebSocket once upgraded."`
+	WriteTimeout      time.Duration `key:"write_timeout" default:"60s" min:"1ns" help:"How long handling a request and writing its response may take, counted from the end of its headers; past it the connection is closed. Streaming transports and the admin live tail bound each write on their own instead. Go's pprof refuses profiles as long as it."`
+	IdleTimeout       time.Duration `key:"idle_timeout" default:"30s" min:"1ns" help:"How long a kept-alive connection may wait for its next request before it is closed; on the gRPC ports, how long a connection without a call or stream may stay before it is sent GOAWAY and closed."`
+	TLSAutocert       Unimplemented `key:"tls_autocert" help:"Automatic certificates from an ACME provider." unsupported:"Obtain certificates outside Gyre (certbot, a TLS-terminating proxy) and give them with http_server.tls."`
+	HTTP3             Unimplemented `key:"http3" help:"HTTP/3 support." unsupported:"Gyre serves HTTP/1.1 and HTTP/2; put an HTTP/3-capable proxy in front if clients need it."`
 }
 
 // TLS configures a TLS endpoint or client. Certificates and keys may be given

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
@@ -41,6 +42,14 @@ type Config struct {
 	// Like Centrifugo, it answers without the key: it tells the schema,
 	// not data.
 	Reflection bool
+	// HandshakeTimeout bounds how long a new connection may take to
+	// complete its handshake (TLS and the HTTP/2 preface); one that does
+	// not is closed. Zero keeps gRPC's default, 120 s.
+	HandshakeTimeout time.Duration
+	// IdleTimeout is how long a connection may stay without a call; then
+	// it is sent GOAWAY and closed, and the client dials again for its
+	// next call. Zero keeps idle connections open.
+	IdleTimeout time.Duration
 	// Logger logs refused calls; nil logs nothing.
 	Logger *slog.Logger
 	// OnCall, when set, is told about every call of a method: its name as
@@ -56,6 +65,12 @@ func NewServer(exec *api.Executor, cfg Config) *grpc.Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	var opts []grpc.ServerOption
+	if cfg.HandshakeTimeout > 0 {
+		opts = append(opts, grpc.ConnectionTimeout(cfg.HandshakeTimeout))
+	}
+	if cfg.IdleTimeout > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}))
+	}
 	if cfg.Key != "" {
 		opts = append(opts, grpc.UnaryInterceptor(keyAuth(cfg.Key, cfg.Logger)))
 	}

@@ -29,6 +29,14 @@ type Config struct {
 	// WriteTimeout bounds the sending of one frame of pushes to a
 	// consumer that does not read; 0 means 1s. Past it the stream ends.
 	WriteTimeout time.Duration
+	// HandshakeTimeout bounds how long a new connection may take to
+	// complete its handshake (TLS and the HTTP/2 preface); one that does
+	// not is closed. Zero keeps gRPC's default, 120 s.
+	HandshakeTimeout time.Duration
+	// IdleTimeout is how long a connection may stay without a stream;
+	// then it is sent GOAWAY and closed. Zero keeps such connections open
+	// (the keepalive pings still drop a consumer that is gone).
+	IdleTimeout time.Duration
 	// Logger receives refused calls; nil discards.
 	Logger *slog.Logger
 }
@@ -61,9 +69,14 @@ func New(n *gyre.Node, cfg Config) *Server {
 	s := &Server{log: log}
 	opts := []grpc.ServerOption{
 		grpc.ForceServerCodecV2(codec{}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time: keepaliveTime, Timeout: keepaliveTimeout, MaxConnectionIdle: cfg.IdleTimeout,
+		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
 		grpc.StreamInterceptor(s.logRefused),
+	}
+	if cfg.HandshakeTimeout > 0 {
+		opts = append(opts, grpc.ConnectionTimeout(cfg.HandshakeTimeout))
 	}
 	if cfg.MaxReceiveMessageSize > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxReceiveMessageSize))

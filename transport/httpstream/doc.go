@@ -34,10 +34,14 @@
 //
 // # Connections
 //
-// Each write sets a deadline on the connection, and net/http leaves it
+// [Start] lifts the server's read and write timeouts for the response, so
+// that a stream outlives them, and each write then sets a deadline of its
+// own. On HTTP/1 the deadline is on the connection, and net/http leaves it
 // there after the handler returns, so an HTTP/1 stream is answered with
 // "Connection: close" and its connection is not reused. HTTP/2 deadlines
-// belong to the stream, and its connection stays shared.
+// belong to the stream and fire whether a write is under way or not, so
+// each one is cleared once its write is done; the connection stays
+// shared.
 //
 // # Memory
 //

@@ -45,6 +45,9 @@ type Stream struct {
 	rc      *http.ResponseController
 	format  Format
 	timeout time.Duration
+	// h2 is set on HTTP/2, where a write deadline is a timer that resets
+	// the stream when it fires, writing or not: each write clears it.
+	h2 bool
 
 	mu       sync.Mutex
 	finished bool
@@ -55,14 +58,24 @@ type Stream struct {
 // Start sends the response headers for format with status 200 and flushes
 // them, so that the client sees the stream open before the first frame.
 // Headers already set on w (CORS, for example) go out too. r is the
-// request being answered.
+// request being answered; its body must have been read already.
+//
+// The server's read and write timeouts (http.Server.ReadTimeout,
+// WriteTimeout) are lifted for the response: the request was read within
+// them, and from here on each write is bounded by Options.WriteTimeout.
 func Start(w http.ResponseWriter, r *http.Request, format Format, opts Options) (*Stream, error) {
 	s := &Stream{
 		w:       w,
 		rc:      http.NewResponseController(w),
 		format:  format,
 		timeout: opts.WriteTimeout,
+		h2:      r.ProtoMajor >= 2,
 	}
+	// A read deadline left in place would fail net/http's background read
+	// of an HTTP/1 connection, which cancels the request's context and so
+	// ends the stream. net/http clears it once the body is read; clearing
+	// it here keeps streams from depending on that.
+	_ = s.rc.SetReadDeadline(time.Time{})
 	if s.timeout <= 0 {
 		s.timeout = DefaultWriteTimeout
 	}
@@ -87,6 +100,9 @@ func Start(w http.ResponseWriter, r *http.Request, format Format, opts Options) 
 	if err := s.rc.Flush(); err != nil {
 		s.err = fmt.Errorf("httpstream: flush headers: %w", err)
 		return nil, s.err
+	}
+	if s.h2 {
+		_ = s.rc.SetWriteDeadline(time.Time{})
 	}
 	return s, nil
 }
@@ -150,6 +166,9 @@ func (s *Stream) writeLocked(frame []byte) error {
 	if err != nil {
 		s.err = fmt.Errorf("httpstream: write: %w", err)
 		return s.err
+	}
+	if s.h2 {
+		_ = s.rc.SetWriteDeadline(time.Time{})
 	}
 	return nil
 }

@@ -63,6 +63,11 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, proto
 		}
 		return nil, protocol.TypeJSON, fmt.Errorf("websocket: upgrade: %w", err)
 	}
+	// The http.Server's read and write timeouts must not end the
+	// connection: its pings and write timeout bound it from here on.
+	// net/http clears them at the hijack and gobwas/ws after answering;
+	// clearing here keeps that true whatever those do.
+	_ = nc.SetDeadline(time.Time{})
 	format := negotiateFormat(subprotocol, r.URL.RawQuery)
 	c := newConn(nc, format, opts)
 	// A client may pipeline its first frames right behind the handshake; they
