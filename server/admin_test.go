@@ -98,3 +98,60 @@ func TestAdminPrefixConflict(t *testing.T) {
 		t.Fatalf("admin prefix /api: %v", err)
 	}
 }
+
+// TestAdminAtRootNotFound: with the admin interface at the root, the
+// paths of disabled endpoints and unknown API paths answer as without it
+// (404), and enabled endpoints still answer for themselves.
+func TestAdminAtRootNotFound(t *testing.T) {
+	t.Parallel()
+	plain := testConfig()
+	_, plainBase := newServer(t, plain)
+	c := testConfig()
+	c.Admin.Enabled, c.Admin.Password, c.Admin.Secret = true, "pw", "secret"
+	_, base := newServer(t, c)
+	for _, path := range []string{"/health", "/metrics", "/debug/pprof/", "/debug/pprof/cmdline", "/nothing", "/connection/nothing"} {
+		if status, body := get(t, base+path); status != 404 || strings.Contains(body, "<html") {
+			t.Errorf("disabled %s: %d %.80s", path, status, body)
+		}
+	}
+	// Unknown API paths get the API's own answer.
+	for _, path := range []string{"/api/nothing", "/api/publish/more"} {
+		wantStatus, wantBody := post(t, plainBase+path, `{}`)
+		if status, body := post(t, base+path, `{}`); status != wantStatus || body != wantBody || status != 404 {
+			t.Errorf("POST %s: %d %q, without admin %d %q", path, status, body, wantStatus, wantBody)
+		}
+	}
+	if status, body := get(t, base+"/"); status != 200 || !strings.Contains(body, "<html") {
+		t.Fatalf("app: %d %.80s", status, body)
+	}
+
+	on := testConfig()
+	on.Admin = c.Admin
+	on.Health.Enabled, on.Prometheus.Enabled, on.Debug.Enabled = true, true, true
+	_, base = newServer(t, on)
+	for path, want := range map[string]string{"/health": "{}", "/metrics": "gyre_", "/debug/pprof/": "goroutine", "/debug/pprof/cmdline": ""} {
+		if status, body := get(t, base+path); status != 200 || !strings.Contains(body, want) || strings.Contains(body, "Gyre admin") {
+			t.Errorf("enabled %s: %d %.80s", path, status, body)
+		}
+	}
+}
+
+// TestAdminTrustedProxies: admin.trusted_proxies takes CIDRs and single
+// IPs; anything else is reported by validation and refused by New.
+func TestAdminTrustedProxies(t *testing.T) {
+	t.Parallel()
+	c := testConfig()
+	c.Admin.Enabled, c.Admin.Password, c.Admin.Secret = true, "pw", "secret"
+	c.Admin.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.1", "fd00::/8"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("valid trusted proxies: %v", err)
+	}
+	newServer(t, c)
+	c.Admin.TrustedProxies = []string{"10.0.0.0/33"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "admin.trusted_proxies") {
+		t.Fatalf("bad CIDR: %v", err)
+	}
+	if _, err := New(c, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "admin.trusted_proxies") {
+		t.Fatalf("New with a bad CIDR: %v", err)
+	}
+}

@@ -233,6 +233,10 @@ func (s *Server) adminRoutes() error {
 		return nil
 	}
 	connKey, subKey, separate := adminTokenKeys(s.cfg)
+	proxies, err := a.TrustedProxyPrefixes()
+	if err != nil {
+		return fmt.Errorf("admin.trusted_proxies: %w", err)
+	}
 	h, err := admin.New(s.node, s.exec, admin.Config{
 		Prefix:                     a.HandlerPrefix,
 		Password:                   a.Password,
@@ -244,6 +248,7 @@ func (s *Server) adminRoutes() error {
 		TokenKey:                   connKey,
 		SubscriptionTokenKey:       subKey,
 		SeparateSubscriptionTokens: separate,
+		TrustedProxies:             proxies,
 		Logger:                     s.log,
 		OnAPICall:                  s.metrics.APICall,
 	})

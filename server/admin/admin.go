@@ -1,12 +1,12 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"strconv"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -49,10 +49,16 @@ type Config struct {
 	Now func() time.Time
 	// SessionTTL is how long a session token is valid; 0 is 24 hours.
 	SessionTTL time.Duration
-	// LoginFailures failed logins within LoginWindow from one remote
-	// address make it wait; 0 means 10 within a minute.
+	// LoginFailures failed logins within LoginWindow from one client
+	// address throttle its further attempts: they are answered one at a
+	// time, LoginWindow/LoginFailures apart; 0 means 10 within a minute.
 	LoginFailures int
 	LoginWindow   time.Duration
+	// TrustedProxies are the reverse proxies whose forwarding headers
+	// (X-Forwarded-For, X-Real-IP, Forwarded) name the client the login
+	// limit counts against; a request from any other peer is counted
+	// against its socket address.
+	TrustedProxies []netip.Prefix
 	// PingInterval is how often the tail sends a comment to keep its
 	// stream open; 0 is 15 seconds.
 	PingInterval time.Duration
@@ -66,6 +72,8 @@ type Handler struct {
 	mux    *http.ServeMux
 	api    *api.Handler
 	logins *loginLimiter
+	// sleep waits for a throttled login's turn (tests replace it).
+	sleep func(context.Context, time.Duration) error
 	// keys are the HMAC keys of the token route, which a config reload
 	// may change (SetTokenKeys).
 	keys atomic.Pointer[tokenKeys]
@@ -119,6 +127,7 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 		log:    log,
 		mux:    http.NewServeMux(),
 		logins: newLoginLimiter(cfg.LoginFailures, cfg.LoginWindow, cfg.Now),
+		sleep:  sleep,
 	}
 	h.SetTokenKeys(cfg.TokenKey, cfg.SubscriptionTokenKey, cfg.SeparateSubscriptionTokens)
 	if exec == nil {
@@ -133,7 +142,7 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 		{"GET", "/admin/init", http.HandlerFunc(h.init)},
 		{"POST", "/admin/auth", http.HandlerFunc(h.auth)},
 		{"POST", "/admin/api", h.secure(h.api)},
-		{"GET", "/admin/tail", h.secure(http.HandlerFunc(h.tail))},
+		{"GET", "/admin/tail", h.secureStream(http.HandlerFunc(h.tail))},
 		{"GET", "/admin/nodes", h.secure(http.HandlerFunc(h.nodes))},
 		{"POST", "/admin/filter", h.secure(http.HandlerFunc(h.filter))},
 		{"POST", "/admin/token", h.secure(http.HandlerFunc(h.token))},
@@ -165,9 +174,10 @@ func (h *Handler) Prefix() string { return h.cfg.Prefix }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// requestToken is the session token of r: "Authorization: token <t>", or
-// the token query parameter (EventSource cannot set headers).
-func requestToken(r *http.Request) string {
+// requestToken is the session token of r: "Authorization: token <t>",
+// or with inQuery, the token query parameter when r has no Authorization
+// header.
+func requestToken(r *http.Request, inQuery bool) string {
 	if a := r.Header.Get("Authorization"); a != "" {
 		f := strings.Fields(a)
 		if len(f) == 2 && strings.EqualFold(f[0], "token") {
@@ -175,29 +185,41 @@ func requestToken(r *http.Request) string {
 		}
 		return ""
 	}
-	return r.URL.Query().Get("token")
+	if inQuery {
+		return r.URL.Query().Get("token")
+	}
+	return ""
 }
 
-// authenticated checks r's token; the error says why it is refused.
-func (h *Handler) authenticated(r *http.Request) error {
+// authenticated checks r's token (see requestToken); the error says why
+// it is refused.
+func (h *Handler) authenticated(r *http.Request, inQuery bool) error {
 	if h.cfg.Insecure {
 		return nil
 	}
 	if h.cfg.Secret == "" {
 		return fmt.Errorf("admin.secret is not set")
 	}
-	tok := requestToken(r)
+	tok := requestToken(r, inQuery)
 	if tok == "" {
 		return fmt.Errorf("no token")
 	}
 	return checkSession(h.cfg.Secret, tok, h.cfg.Now())
 }
 
-// secure lets through the requests with a valid session token.
-func (h *Handler) secure(next http.Handler) http.Handler {
+// secure lets through the requests with a valid session token in their
+// Authorization header. A token in the URL is not looked at: URLs end up
+// in logs, histories and Referer headers.
+func (h *Handler) secure(next http.Handler) http.Handler { return h.guard(next, false) }
+
+// secureStream is secure for an EventSource's route, which takes the
+// token from the query as well: EventSource cannot send a header.
+func (h *Handler) secureStream(next http.Handler) http.Handler { return h.guard(next, true) }
+
+func (h *Handler) guard(next http.Handler, inQuery bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h.authenticated(r); err != nil {
-			h.log.Info("admin request refused", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())
+		if err := h.authenticated(r, inQuery); err != nil {
+			h.log.Info("admin request refused", "path", r.URL.Path, "remote", h.remote(r), "reason", err.Error())
 			writeError(w, http.StatusUnauthorized, "unauthorized")
 			return
 		}
@@ -205,60 +227,23 @@ func (h *Handler) secure(next http.Handler) http.Handler {
 	})
 }
 
+// remote is the client address of r for the logs (see clientAddr).
+func (h *Handler) remote(r *http.Request) string {
+	if a := clientAddr(r, h.cfg.TrustedProxies); a.IsValid() {
+		return a.String()
+	}
+	return r.RemoteAddr
+}
+
 func (h *Handler) init(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"insecure":      h.cfg.Insecure,
 		"edition":       "oss",
-		"authenticated": h.authenticated(r) == nil,
+		"authenticated": h.authenticated(r, false) == nil,
 		"version":       h.cfg.Version,
 		"node_name":     h.node.Name(),
 		"tokens":        h.keys.Load().conn != "",
 	})
-}
-
-func (h *Handler) auth(w http.ResponseWriter, r *http.Request) {
-	addr := remoteHost(r)
-	if d := h.logins.wait(addr); d > 0 {
-		secs := int((d + time.Second - 1) / time.Second)
-		h.log.Warn("admin login refused: too many failed attempts", "remote", addr, "retry_after", time.Duration(secs)*time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", secs))
-		return
-	}
-	if h.cfg.Password == "" || h.cfg.Secret == "" {
-		h.log.Error("admin login refused: admin.password and admin.secret must be set", "remote", addr)
-		writeError(w, http.StatusBadRequest, "login is not configured")
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-	var err error
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
-		err = r.ParseMultipartForm(1 << 20)
-	} else {
-		err = r.ParseForm()
-	}
-	if err != nil {
-		h.log.Info("admin login refused: unreadable form", "remote", addr, "error", err)
-		writeError(w, http.StatusBadRequest, "unreadable form")
-		return
-	}
-	if !passwordMatches(r.PostForm.Get("password"), h.cfg.Password) {
-		h.logins.fail(addr)
-		h.log.Warn("admin login refused: wrong password", "remote", addr)
-		writeError(w, http.StatusBadRequest, "wrong password")
-		return
-	}
-	h.log.Info("admin login", "remote", addr)
-	writeJSON(w, http.StatusOK, map[string]string{"token": signSession(h.cfg.Secret, h.cfg.Now().Add(h.cfg.SessionTTL))})
-}
-
-// remoteHost is the address a login is counted against: the peer's IP.
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,18 +1,15 @@
 package admin
 
 import (
-	"bytes"
 	"embed"
 	"errors"
 	"fmt"
-	"html"
 	"io/fs"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path"
-	"slices"
 	"strings"
 )
 
@@ -61,30 +58,37 @@ func (h *Handler) app() (http.Handler, error) {
 	return spa(h.cfg.Prefix, files), nil
 }
 
-// spa serves the files of an application under prefix+"/", and its
-// index.html for every other path (the application routes on the client).
+// spa serves an application that routes on the client by the URL
+// fragment (PREFIX/#/channels/chat:1): its index.html at prefix+"/" (and
+// as index.html), the files of its build, and 404 for every other path.
+// Mounted at the root, the application must not answer for the paths of
+// endpoints that are turned off (/health, /metrics, /debug/pprof/, unknown
+// API paths), which a fallback to index.html would make look alive.
 func spa(prefix string, files fs.FS) http.Handler {
 	fileServer := http.StripPrefix(prefix, http.FileServerFS(files))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(path.Clean(strings.TrimPrefix(r.URL.Path, prefix)), "/")
+		isIndex := name == "" || name == "." || name == "index.html"
+		if !isIndex {
+			st, err := fs.Stat(files, name)
+			switch {
+			case err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrInvalid):
+				http.Error(w, "admin: "+err.Error(), http.StatusInternalServerError)
+				return
+			case err != nil || st.IsDir():
+				// Not a page of the application: a stale asset of an
+				// older build, or a path of another endpoint.
+				http.NotFound(w, r)
+				return
+			}
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		name := strings.TrimPrefix(path.Clean(strings.TrimPrefix(r.URL.Path, prefix)), "/")
-		if name != "" && name != "." && name != "index.html" {
-			if st, err := fs.Stat(files, name); err == nil && !st.IsDir() {
-				fileServer.ServeHTTP(w, r)
-				return
-			} else if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrInvalid) {
-				http.Error(w, "admin: "+err.Error(), http.StatusInternalServerError)
-				return
-			}
-		}
-		if strings.HasPrefix(name, "assets/") {
-			// A build's files that are not there (a page cached from an
-			// older build asks for them): the application would not do.
-			http.NotFound(w, r)
+		if !isIndex {
+			fileServer.ServeHTTP(w, r)
 			return
 		}
 		index, err := fs.ReadFile(files, "index.html")
@@ -92,29 +96,8 @@ func spa(prefix string, files fs.FS) http.Handler {
 			http.Error(w, "admin: the web application has no index.html", http.StatusNotFound)
 			return
 		}
-		if strings.Contains(name, "/") {
-			// Below the first level, the index's relative links would
-			// resolve against the wrong directory: anchor them at the
-			// application's root.
-			index = withBase(index, prefix+"/")
-		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		_, _ = w.Write(index)
 	})
-}
-
-// withBase adds <base href> to an index.html that has none, after <head>.
-func withBase(index []byte, href string) []byte {
-	lower := bytes.ToLower(index)
-	if bytes.Contains(lower, []byte("<base ")) {
-		return index
-	}
-	i := bytes.Index(lower, []byte("<head>"))
-	if i < 0 {
-		return index
-	}
-	i += len("<head>")
-	tag := `<base href="` + html.EscapeString(href) + `">`
-	return slices.Concat(index[:i], []byte(tag), index[i:])
 }

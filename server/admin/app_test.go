@@ -1,8 +1,10 @@
 package admin_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -18,11 +20,10 @@ func TestPrefix(t *testing.T) {
 		if r := e.get("/", ""); r.status != 200 || !strings.Contains(r.body, "<html") {
 			t.Fatalf("prefix %q, app: %d %s", prefix, r.status, r.body)
 		}
-		// Client-side routes get the application; below the first level
-		// its relative links are anchored at the prefix.
-		if r := e.get("/channels/chat:index", ""); r.status != 200 || !strings.Contains(r.body, "<html") ||
-			!strings.Contains(r.body, `<base href="/ops/">`) {
-			t.Fatalf("prefix %q, client route: %d %s", prefix, r.status, r.body)
+		// The application's pages are in the fragment: a deep link loads
+		// the prefix itself.
+		if r := e.get("/#/channels/chat:index", ""); r.status != 200 || !strings.Contains(r.body, "<html") {
+			t.Fatalf("prefix %q, deep link: %d %s", prefix, r.status, r.body)
 		}
 		// A build's file that is not there is a 404, not the application.
 		if r := e.get("/assets/app-OLD.js", ""); r.status != 404 {
@@ -45,6 +46,52 @@ func TestPrefix(t *testing.T) {
 	}
 }
 
+// TestNotFound: whatever the prefix, a path that is neither the
+// application's page, a file of its build, nor an admin route answers 404,
+// so that the admin at the root cannot pass for a disabled endpoint
+// (/health, /metrics, /debug/pprof/) or an unknown API path.
+func TestNotFound(t *testing.T) {
+	for _, prefix := range []string{"", "/admin"} {
+		t.Run("prefix="+prefix, func(t *testing.T) {
+			e := newEnv(t, admin.Config{Prefix: prefix})
+			tok := e.token()
+			for _, path := range []string{
+				"/health", "/metrics", "/debug/pprof/", "/debug/pprof/cmdline", "/api", "/api/publish",
+				"/connection/websocket", "/status", "/channels/chat:1", "/favicon.ico", "/assets/",
+				"/assets/app-OLD.js", "/index.htm", "/a/b/c",
+			} {
+				for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodHead} {
+					if r := e.do(method, path, tok, "", ""); r.status != 404 || strings.Contains(r.body, "<html") {
+						t.Errorf("%s %s%s: %d %.80s", method, prefix, path, r.status, r.body)
+					}
+				}
+			}
+			if r := e.get("/admin/nothing", tok); r.status != 404 || !strings.Contains(r.body, `"error"`) {
+				t.Errorf("unknown admin route: %d %s", r.status, r.body)
+			}
+			// What the application is made of is there.
+			for _, path := range []string{"/", "/index.html", "/#/channels/chat:1", "/favicon.svg", "/" + assetOf(t, e)} {
+				if r := e.get(path, ""); r.status != 200 {
+					t.Errorf("GET %s%s: %d", prefix, path, r.status)
+				}
+			}
+			if r := e.do(http.MethodPost, "/", "", "", ""); r.status != 405 {
+				t.Errorf("POST %s/: %d", prefix, r.status)
+			}
+		})
+	}
+}
+
+// assetOf is the path of the script the embedded index.html loads.
+func assetOf(t *testing.T, e *env) string {
+	t.Helper()
+	m := regexp.MustCompile(`src="\./(assets/[^"]+)"`).FindStringSubmatch(e.get("/", "").body)
+	if m == nil {
+		t.Fatal("the embedded index.html loads no script from assets/")
+	}
+	return m[1]
+}
+
 func TestWebPath(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) {
@@ -65,8 +112,11 @@ func TestWebPath(t *testing.T) {
 	if r := e.get("/assets/app.js", ""); r.status != 200 || r.body != "console.log('custom')" {
 		t.Fatalf("asset: %d %q", r.status, r.body)
 	}
-	if r := e.get("/status", ""); r.status != 200 || r.body != "<html>custom build</html>" {
-		t.Fatalf("client route: %d %q", r.status, r.body)
+	if r := e.get("/#/status", ""); r.status != 200 || r.body != "<html>custom build</html>" {
+		t.Fatalf("deep link: %d %q", r.status, r.body)
+	}
+	if r := e.get("/status", ""); r.status != 404 {
+		t.Fatalf("a path that is no file: %d %q", r.status, r.body)
 	}
 	if r := e.get("/../../etc/passwd", ""); strings.Contains(r.body, "root:") {
 		t.Fatal("a path outside web_path was served")

@@ -55,6 +55,7 @@ type env struct {
 	node  *gyre.Node
 	base  string // server URL + prefix
 	srv   *httptest.Server
+	h     *admin.Handler
 	logs  *logtest.Recorder
 	clock *clock
 }
@@ -152,6 +153,7 @@ func serve(t *testing.T, n *gyre.Node, cfg admin.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.h = h
 	mux := http.NewServeMux()
 	mux.Handle(h.Prefix()+"/", h)
 	e.srv = httptest.NewServer(mux)
@@ -169,9 +171,18 @@ type response struct {
 
 func (e *env) do(method, path, tok, contentType, body string) response {
 	e.t.Helper()
+	return e.doWith(method, path, tok, contentType, body, nil)
+}
+
+// doWith is do with more request headers.
+func (e *env) doWith(method, path, tok, contentType, body string, header http.Header) response {
+	e.t.Helper()
 	req, err := http.NewRequest(method, e.base+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	if tok != "" {
 		req.Header.Set("Authorization", "token "+tok)
@@ -195,7 +206,29 @@ func (e *env) postJSON(path, tok, body string) response {
 }
 
 func (e *env) login(password string) response {
-	return e.do(http.MethodPost, "/admin/auth", "", "application/x-www-form-urlencoded", url.Values{"password": {password}}.Encode())
+	e.t.Helper()
+	return e.loginWith(password, nil)
+}
+
+// loginWith logs in with more request headers (those of a proxy).
+func (e *env) loginWith(password string, header http.Header) response {
+	e.t.Helper()
+	return e.doWith(http.MethodPost, "/admin/auth", "", "application/x-www-form-urlencoded", url.Values{"password": {password}}.Encode(), header)
+}
+
+// waits makes throttled logins of e move its clock instead of sleeping,
+// and returns what they waited.
+func (e *env) waits() *[]time.Duration {
+	var mu sync.Mutex
+	var got []time.Duration
+	admin.SetSleep(e.h, func(_ context.Context, d time.Duration) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, d)
+		e.clock.advance(d)
+		return nil
+	})
+	return &got
 }
 
 // token logs in and returns the session token.

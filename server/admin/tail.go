@@ -51,7 +51,7 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 	}
 	ended, err := h.node.Tail(ctx, channel, fn)
 	if err != nil {
-		h.log.Info("admin tail refused", "channel", channel, "remote", r.RemoteAddr, "error", err)
+		h.log.Info("admin tail refused", "channel", channel, "remote", h.remote(r), "error", err)
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("cannot tail %q: %v", channel, err))
 		return
 	}
@@ -63,19 +63,19 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 	if out.send(": tail of "+sanitizeComment(channel)+"\n\n") != nil {
 		return
 	}
-	h.log.Info("admin tail started", "channel", channel, "remote", r.RemoteAddr)
+	h.log.Info("admin tail started", "channel", channel, "remote", h.remote(r))
 	ping := time.NewTicker(h.cfg.PingInterval)
 	defer ping.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
-			h.log.Info("admin tail ended", "channel", channel, "remote", r.RemoteAddr)
+			h.log.Info("admin tail ended", "channel", channel, "remote", h.remote(r))
 			return
 		case <-ended:
-			h.log.Info("admin tail ended by the node", "channel", channel, "remote", r.RemoteAddr)
+			h.log.Info("admin tail ended by the node", "channel", channel, "remote", h.remote(r))
 			return
 		case <-overflow:
-			h.log.Warn("admin tail ended: the reader is too slow", "channel", channel, "remote", r.RemoteAddr)
+			h.log.Warn("admin tail ended: the reader is too slow", "channel", channel, "remote", h.remote(r))
 			return
 		case <-ping.C:
 			if out.send(": ping\n\n") != nil {

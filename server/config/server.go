@@ -1,6 +1,11 @@
 package config
 
-import "time"
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
 
 // HTTPServer configures the listening sockets.
 type HTTPServer struct {
@@ -55,14 +60,35 @@ type HTTPAPI struct {
 
 // Admin configures the admin web interface.
 type Admin struct {
-	Enabled         bool   `key:"enabled" help:"Serve the admin web interface (the app at handler_prefix/, its JSON routes under handler_prefix/admin/; see docs/admin.md). On the internal port when http_server.internal_port is set, unless external."`
-	HandlerPrefix   string `key:"handler_prefix" help:"URL path the admin interface is served under, such as /admin-ui; empty serves it at the root."`
-	Password        string `key:"password" help:"Password to log into the admin interface (compared in constant time; 10 failed logins a minute per address are then refused with 429). Required unless insecure."`
-	Secret          string `key:"secret" help:"Secret that signs admin session tokens (HMAC-SHA256, valid 24 hours); changing it logs everybody out. Required unless insecure."`
-	Insecure        bool   `key:"insecure" help:"No login for the admin interface: every admin route, the API included, is open (only behind a trusted network)."`
-	WebPath         string `key:"web_path" help:"Directory with another build of the admin web application (with an index.html) to serve instead of the embedded one."`
-	WebProxyAddress string `key:"web_proxy_address" help:"http(s) URL of a running development server of the admin web application to proxy the app to; the admin routes stay the server's."`
-	External        bool   `key:"external" help:"Serve the admin interface on the external port even when an internal port is set."`
+	Enabled         bool     `key:"enabled" help:"Serve the admin web interface (the app at handler_prefix/, its JSON routes under handler_prefix/admin/; see docs/admin.md). On the internal port when http_server.internal_port is set, unless external."`
+	HandlerPrefix   string   `key:"handler_prefix" help:"URL path the admin interface is served under, such as /admin-ui; empty serves it at the root."`
+	Password        string   `key:"password" help:"Password to log into the admin interface, compared in constant time. After 10 failed logins within a minute from one address, that address's further attempts are answered one at a time, 6 seconds apart; the right password still logs in. Required unless insecure."`
+	Secret          string   `key:"secret" help:"Secret that signs admin session tokens (HMAC-SHA256, valid 24 hours); changing it logs everybody out. Required unless insecure."`
+	Insecure        bool     `key:"insecure" help:"No login for the admin interface: every admin route, the API included, is open (only behind a trusted network)."`
+	WebPath         string   `key:"web_path" help:"Directory with another build of the admin web application (with an index.html) to serve instead of the embedded one."`
+	WebProxyAddress string   `key:"web_proxy_address" help:"http(s) URL of a running development server of the admin web application to proxy the app to; the admin routes stay the server's."`
+	External        bool     `key:"external" help:"Serve the admin interface on the external port even when an internal port is set."`
+	TrustedProxies  []string `key:"trusted_proxies" help:"Addresses (CIDRs such as 10.0.0.0/8, or single IPs) of the reverse proxies in front of the admin interface. A request whose socket peer is one of them is counted by the login limit against the client address the proxy reports (X-Forwarded-For, else X-Real-IP, else Forwarded); any other request against its socket address, whatever headers it sends. Empty trusts no proxy."`
+}
+
+// TrustedProxyPrefixes parses TrustedProxies; a single IP is a prefix of
+// its full length.
+func (a *Admin) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(a.TrustedProxies))
+	for _, s := range a.TrustedProxies {
+		s = strings.TrimSpace(s)
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		ip, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a CIDR nor an IP address", s)
+		}
+		ip = ip.Unmap()
+		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
+	}
+	return out, nil
 }
 
 // Prometheus configures the metrics endpoint.

@@ -107,6 +107,9 @@ func (v *validator) endpoints(c *Config) {
 			v.fail("admin.web_path", "cannot be set together with admin.web_proxy_address")
 		}
 	}
+	if _, err := a.TrustedProxyPrefixes(); err != nil {
+		v.fail("admin.trusted_proxies", "%v", err)
+	}
 	if a.Enabled && a.WebPath != "" {
 		if st, err := os.Stat(filepath.Join(a.WebPath, "index.html")); err != nil || st.IsDir() {
 			v.fail("admin.web_path", "must be a directory holding index.html")

@@ -74,13 +74,14 @@ test('without an HMAC key the Tokens page says so and offers no form', async () 
   assert.equal(await page.$(aria('button', 'Generate')), null, 'a Generate button without a key');
 });
 
-test('after too many wrong passwords the login says to wait, even for the right one', async () => {
+test('after too many wrong passwords the login says to wait, and the right one still logs in', async () => {
   const server = await start({});
   const page = await newPage(browser);
   await page.goto(server.adminUrl);
   const alertText = () => waitForTextAt(page, '::-p-aria([role="alert"])', 'the alert', /\S/);
   let refused = '';
-  // The limit is 10 failures a minute per address; the 11th try is refused.
+  // The limit is 10 failures a minute per address; from the 11th try on,
+  // attempts are answered 6 seconds apart and a wrong one says so.
   for (let i = 0; i < 15 && !refused; i++) {
     await fill(page, 'textbox', 'Password', `wrong-${i}`);
     await click(page, 'button', 'Log in');
@@ -93,7 +94,5 @@ test('after too many wrong passwords the login says to wait, even for the right 
   assert.match(refused, /try again in \d+ seconds/i);
   await fill(page, 'textbox', 'Password', ADMIN_PASSWORD);
   await click(page, 'button', 'Log in');
-  await page.waitForFunction(() => !document.querySelector('button[type="submit"]')?.disabled);
-  assert.match(await alertText(), /too many/i);
-  assert.equal(await page.$(aria('navigation', 'Main')), null);
+  await byRole(page, 'navigation', 'Main');
 });

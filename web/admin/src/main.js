@@ -10,7 +10,7 @@ import { filtersPage } from './pages/filters.js';
 import { tokensPage } from './pages/tokens.js';
 
 // Routes live in the URL's fragment (#/channels), so the app works under any
-// handler_prefix and from any path the server falls back to index.html for.
+// handler_prefix and the server only ever serves PREFIX/ itself as a page.
 const routes = [
   { path: 'status', label: 'Status', page: statusPage },
   { path: 'channels', label: 'Channels', page: channelsPage },
