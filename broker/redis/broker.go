@@ -118,6 +118,10 @@ func (b *Broker) Run(h broker.EventHandler) error {
 			go func() { defer b.wg.Done(); s.work() }()
 		}
 	}
+	if b.e.mode == modeSentinel {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.watchMaster() }()
+	}
 	deadline := time.NewTimer(b.cfg.ConnectTimeout + b.cfg.IOTimeout)
 	defer deadline.Stop()
 	for _, row := range b.shards {
