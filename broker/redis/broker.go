@@ -40,6 +40,10 @@ type Broker struct {
 	patMu     sync.Mutex
 	scopeRefs map[string]int
 
+	// shortfalls limits the log lines about publications too few
+	// replicas acknowledged (Config.SyncReplicas).
+	shortfalls logLimiter
+
 	closeOnce sync.Once
 	stop      chan struct{}
 	wg        sync.WaitGroup

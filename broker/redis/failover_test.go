@@ -251,3 +251,115 @@ func TestClusterFailoverContinuity(t *testing.T) {
 		checkContinuity(t, b, chs[i], acks)
 	}
 }
+
+// TestSyncReplicas: with Config.SyncReplicas a publish is acknowledged
+// once the replica has it; while the replica cannot answer, publishes that
+// Redis ran fail with broker.ErrNotAvailable instead of being
+// acknowledged, and succeed again once it is back. On a Redis without
+// replicas every publish fails that way.
+func TestSyncReplicas(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	b, _ := runBroker(t, Config{
+		SentinelAddresses:   s.Addrs(),
+		SentinelMasterName:  redistest.MasterName,
+		SyncReplicas:        1,
+		SyncReplicasTimeout: 300 * time.Millisecond,
+	})
+	const ch = "synced"
+	sp := mustPublish(t, b, ch, "one")
+	if n, err := s.Replica.Cli("xlen", streamKey(b.e.bases[0], ch)); err != nil || n != "1" {
+		t.Fatalf("the replica's stream after an acknowledged publish: length %q, %v; want 1", n, err)
+	}
+
+	s.Replica.Pause()
+	_, _, err := b.Publish(ch, []byte("two"), history)
+	s.Replica.Resume()
+	if !errors.Is(err, broker.ErrNotAvailable) {
+		t.Fatalf("publish while the replica is paused: %v, want an error wrapping ErrNotAvailable", err)
+	}
+	next := mustPublish(t, b, ch, "three")
+	// "two" ran on the master (it is in its history, delivered), so
+	// "three" comes after it.
+	if next.Epoch != sp.Epoch || next.Offset != sp.Offset+2 {
+		t.Fatalf("publish after the replica is back at %+v, want offset %d of %q", next, sp.Offset+2, sp.Epoch)
+	}
+
+	alone, _ := runBroker(t, Config{
+		Addresses:           []string{redistest.Start(t).Addr},
+		SyncReplicas:        1,
+		SyncReplicasTimeout: 100 * time.Millisecond,
+	})
+	if _, _, err := alone.Publish(ch, []byte("x"), history); !errors.Is(err, broker.ErrNotAvailable) {
+		t.Fatalf("publish on a Redis without replicas: %v, want an error wrapping ErrNotAvailable", err)
+	}
+}
+
+// TestSyncReplicasCluster: in a cluster each master waits for its own
+// replica; a PublishMany over channels of every master is acknowledged.
+func TestSyncReplicasCluster(t *testing.T) {
+	c := redistest.StartClusterWithReplicas(t, 3, 1)
+	b, _ := runBroker(t, Config{ClusterAddresses: c.Addrs(), ClusterShards: 8, SyncReplicas: 1})
+	var items []broker.PublishItem
+	for i := range 32 {
+		items = append(items, broker.PublishItem{Channel: "sc" + strconv.Itoa(i), Data: []byte("d"), Opts: history})
+	}
+	b.PublishMany(items)
+	for _, it := range items {
+		if it.Err != nil || it.Position.Offset != 1 {
+			t.Fatalf("%s: %+v, %v", it.Channel, it.Position, it.Err)
+		}
+	}
+}
+
+// TestSentinelFailoverSyncReplicas: the failover of
+// TestSentinelFailoverContinuity with SyncReplicas 1. The stream still
+// starts a new epoch on the new master (the broker cannot tell a failover
+// that lost nothing), but every publication acknowledged before or after
+// the switch is in its history, at the offset its publisher was told.
+func TestSentinelFailoverSyncReplicas(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	b, ev := runBroker(t, Config{
+		SentinelAddresses:  s.Addrs(),
+		SentinelMasterName: redistest.MasterName,
+		IOTimeout:          time.Second,
+		SyncReplicas:       1,
+	})
+	const ch = "continuity-sync"
+	if err := b.Subscribe(ch); err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	go func() {
+		for range ev.pubs {
+		}
+	}()
+	p := startPublisher(b, ch)
+	eventually(t, "publications before the failover", func() bool { return p.count() > 300 })
+	s.Failover(t)
+	s.WaitMaster(t, s.Replica.Addr)
+	eventually(t, "the old master to become a replica", func() bool {
+		role, err := s.Master.Cli("role")
+		return err == nil && strings.HasPrefix(role, "slave")
+	})
+	n := p.count()
+	eventually(t, "publications after the failover", func() bool { return p.count() > n+300 })
+	acks := p.finish()
+	t.Logf("%d publications acknowledged, %d failed, epochs %v", len(acks), p.errs, epochs(acks))
+	checkContinuity(t, b, ch, acks)
+	pubs, _, err := b.History(ch, broker.HistoryOptions{Filter: broker.HistoryFilter{Limit: -1}})
+	if err != nil {
+		t.Fatalf("History: %v", err)
+	}
+	held := make(map[uint64]string, len(pubs))
+	for _, p := range pubs {
+		held[p.Offset] = string(p.Data)
+	}
+	lost := 0
+	for _, a := range acks {
+		if held[a.sp.Offset] != a.data {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d acknowledged publications are not in the history at their offsets", lost)
+	}
+}
