@@ -43,6 +43,9 @@ type Broker struct {
 	// shortfalls limits the log lines about publications too few
 	// replicas acknowledged (Config.SyncReplicas).
 	shortfalls logLimiter
+	// syncSlots bounds the publish pipelines that wait for replicas at
+	// once (see withSyncSlot).
+	syncSlots chan struct{}
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -63,6 +66,7 @@ func newBroker(e *Engine) *Broker {
 		stop:        make(chan struct{}),
 		scopePrefix: e.cfg.Prefix + "." + scopeInfix,
 		scopeRefs:   make(map[string]int),
+		syncSlots:   make(chan struct{}, syncConcurrency),
 	}
 	for ci, c := range e.clients {
 		row := make([]*subShard, len(e.bases))

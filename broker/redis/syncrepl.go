@@ -61,10 +61,12 @@ func (b *Broker) waitingDo(ci int) func(context.Context, ...rueidis.Completed) [
 	timeout := b.cfg.SyncReplicasTimeout.Milliseconds()
 	return func(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
 		var results []rueidis.RedisResult
-		err := client.Dedicated(func(dc rueidis.DedicatedClient) error {
-			wait := dc.B().Wait().Numreplicas(want).Timeout(timeout).Build()
-			results = dc.DoMulti(ctx, slices.Concat(cmds, rueidis.Commands{wait})...)
-			return nil
+		err := b.withSyncSlot(ctx, func() error {
+			return client.Dedicated(func(dc rueidis.DedicatedClient) error {
+				wait := dc.B().Wait().Numreplicas(want).Timeout(timeout).Build()
+				results = dc.DoMulti(ctx, slices.Concat(cmds, rueidis.Commands{wait})...)
+				return nil
+			})
 		})
 		if err == nil && len(results) != len(cmds)+1 {
 			err = fmt.Errorf("%d replies to %d commands", len(results), len(cmds)+1)
@@ -130,4 +132,20 @@ func (l *logLimiter) tick(now time.Time) (int, bool) {
 	n := l.count
 	l.last, l.count = now, 0
 	return n, true
+}
+
+// syncConcurrency bounds the pipelines waiting for replicas at once, per
+// broker: each holds a connection (with its buffers, about a megabyte)
+// while it waits. More wait for a turn, within their context.
+const syncConcurrency = 16
+
+// withSyncSlot runs fn holding one of the syncConcurrency turns.
+func (b *Broker) withSyncSlot(ctx context.Context, fn func() error) error {
+	select {
+	case b.syncSlots <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for a turn to publish with synchronous replication: %w", ctx.Err())
+	}
+	defer func() { <-b.syncSlots }()
+	return fn()
 }
