@@ -16,15 +16,15 @@ import (
 // opened, to close on shutdown.
 func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) ([]*redis.Engine, error) {
 	var engines []*redis.Engine
-	open := func(path string, r config.Redis, presenceTTL time.Duration) (*redis.Engine, error) {
-		e, err := newRedisEngine(path, r, c.Channel.HistoryMetaTTL, presenceTTL, log)
+	open := func(path string, r config.Redis, h config.RedisHistory, presenceTTL time.Duration) (*redis.Engine, error) {
+		e, err := newRedisEngine(path, r, h, c.Channel.HistoryMetaTTL, presenceTTL, log)
 		if err == nil {
 			engines = append(engines, e)
 		}
 		return e, err
 	}
 	if c.Engine.Type == "redis" {
-		e, err := open("engine.redis", c.Engine.Redis.Redis, c.Engine.Redis.PresenceTTL)
+		e, err := open("engine.redis", c.Engine.Redis.Redis, c.Engine.Redis.RedisHistory, c.Engine.Redis.PresenceTTL)
 		if err != nil {
 			return engines, err
 		}
@@ -33,7 +33,7 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) ([]*r
 	if b := c.Broker; b.Enabled {
 		switch b.Type {
 		case "redis":
-			e, err := open("broker.redis", b.Redis.Redis, 0)
+			e, err := open("broker.redis", b.Redis.Redis, b.Redis.RedisHistory, 0)
 			if err != nil {
 				return engines, err
 			}
@@ -47,7 +47,7 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) ([]*r
 	if p := c.PresenceManager; p.Enabled {
 		switch p.Type {
 		case "redis":
-			e, err := open("presence_manager.redis", p.Redis.Redis, p.Redis.PresenceTTL)
+			e, err := open("presence_manager.redis", p.Redis.Redis, config.RedisHistory{}, p.Redis.PresenceTTL)
 			if err != nil {
 				return engines, err
 			}
@@ -62,7 +62,7 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) ([]*r
 // newRedisEngine connects to the Redis that r describes; path names the
 // config table in errors. A presenceTTL of 0 keeps the engine's default
 // (the engine is then used for its broker only).
-func newRedisEngine(path string, r config.Redis, historyMetaTTL, presenceTTL time.Duration, log *slog.Logger) (*redis.Engine, error) {
+func newRedisEngine(path string, r config.Redis, h config.RedisHistory, historyMetaTTL, presenceTTL time.Duration, log *slog.Logger) (*redis.Engine, error) {
 	tlsCfg, err := clientTLS(r.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("server: %s.tls: %w", path, err)
@@ -72,26 +72,28 @@ func newRedisEngine(path string, r config.Redis, historyMetaTTL, presenceTTL tim
 		return nil, fmt.Errorf("server: %s.sentinel_tls: %w", path, err)
 	}
 	e, err := redis.New(redis.Config{
-		Addresses:          r.Address,
-		ClusterAddresses:   r.ClusterAddress,
-		SentinelAddresses:  r.SentinelAddress,
-		SentinelMasterName: r.SentinelMasterName,
-		SentinelUser:       r.SentinelUser,
-		SentinelPassword:   r.SentinelPassword,
-		SentinelClientName: r.SentinelClientName,
-		SentinelTLS:        sentinelTLS,
-		User:               r.User,
-		Password:           r.Password,
-		DB:                 r.DB,
-		ClientName:         r.ClientName,
-		TLS:                tlsCfg,
-		ForceRESP2:         r.ForceRESP2,
-		Prefix:             r.Prefix,
-		ConnectTimeout:     r.ConnectTimeout,
-		IOTimeout:          r.IOTimeout,
-		HistoryMetaTTL:     historyMetaTTL,
-		PresenceTTL:        presenceTTL,
-		Logger:             log,
+		Addresses:           r.Address,
+		ClusterAddresses:    r.ClusterAddress,
+		SentinelAddresses:   r.SentinelAddress,
+		SentinelMasterName:  r.SentinelMasterName,
+		SentinelUser:        r.SentinelUser,
+		SentinelPassword:    r.SentinelPassword,
+		SentinelClientName:  r.SentinelClientName,
+		SentinelTLS:         sentinelTLS,
+		User:                r.User,
+		Password:            r.Password,
+		DB:                  r.DB,
+		ClientName:          r.ClientName,
+		TLS:                 tlsCfg,
+		ForceRESP2:          r.ForceRESP2,
+		Prefix:              r.Prefix,
+		ConnectTimeout:      r.ConnectTimeout,
+		IOTimeout:           r.IOTimeout,
+		HistoryMetaTTL:      historyMetaTTL,
+		PresenceTTL:         presenceTTL,
+		SyncReplicas:        h.SyncReplicas,
+		SyncReplicasTimeout: h.SyncReplicasTimeout,
+		Logger:              log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %s: %w", path, err)

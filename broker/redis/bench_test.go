@@ -256,3 +256,52 @@ func BenchmarkDispatch(b *testing.B) {
 }
 
 var benchPayload = []byte(`{"type":"message","user":"42","text":"hello, world","ts":1700000000}`)
+
+// BenchmarkPublishSyncReplicas publishes with history to a master with one
+// replica, with asynchronous replication (Async) and with SyncReplicas 1
+// (Sync), one publish at a time (Serial) and from 32 goroutines
+// (Concurrent): what waiting for the replica costs per publish.
+func BenchmarkPublishSyncReplicas(b *testing.B) {
+	master := redistest.Start(b)
+	replica := redistest.Start(b, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	for {
+		info, err := replica.Cli("info", "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	payload := []byte(`{"type":"message","user":"42","text":"hello, world","ts":1700000000}`)
+	for _, sync := range []int{0, 1} {
+		name := "Async"
+		if sync > 0 {
+			name = "Sync"
+		}
+		br := newEngine(b, Config{Addresses: []string{master.Addr}, SyncReplicas: sync}).Broker()
+		if err := br.Run(newCountingEvents()); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name+"/Serial", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := br.Publish("sync", payload, history); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/Concurrent", func(b *testing.B) {
+			var seq atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				ch := "sync" + strconv.FormatInt(seq.Add(1)%16, 10)
+				for pb.Next() {
+					if _, _, err := br.Publish(ch, payload, history); err != nil {
+						b.Errorf("Publish: %v", err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

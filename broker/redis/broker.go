@@ -40,6 +40,13 @@ type Broker struct {
 	patMu     sync.Mutex
 	scopeRefs map[string]int
 
+	// shortfalls limits the log lines about publications too few
+	// replicas acknowledged (Config.SyncReplicas).
+	shortfalls logLimiter
+	// syncSlots bounds the publish pipelines that wait for replicas at
+	// once (see withSyncSlot).
+	syncSlots chan struct{}
+
 	closeOnce sync.Once
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -59,6 +66,7 @@ func newBroker(e *Engine) *Broker {
 		stop:        make(chan struct{}),
 		scopePrefix: e.cfg.Prefix + "." + scopeInfix,
 		scopeRefs:   make(map[string]int),
+		syncSlots:   make(chan struct{}, syncConcurrency),
 	}
 	for ci, c := range e.clients {
 		row := make([]*subShard, len(e.bases))
@@ -117,6 +125,10 @@ func (b *Broker) Run(h broker.EventHandler) error {
 			go func() { defer b.wg.Done(); s.run() }()
 			go func() { defer b.wg.Done(); s.work() }()
 		}
+	}
+	if b.e.mode == modeSentinel {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.watchMaster() }()
 	}
 	deadline := time.NewTimer(b.cfg.ConnectTimeout + b.cfg.IOTimeout)
 	defer deadline.Stop()

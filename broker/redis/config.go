@@ -19,6 +19,7 @@ const (
 	DefaultPresenceTTL         = 60 * time.Second
 	DefaultPubSubShards        = 1
 	DefaultClusterShards       = 16
+	DefaultSyncReplicasTimeout = time.Second
 )
 
 // Config says how to reach Redis and how to keep data there. The zero value
@@ -90,6 +91,20 @@ type Config struct {
 	// means 16.
 	ClusterShards int
 
+	// SyncReplicas, when above zero, makes every publish pipeline wait
+	// (Redis WAIT) until that many replicas have its writes, so that an
+	// acknowledged publication survives a failover: one that Redis ran
+	// but fewer replicas acknowledged within SyncReplicasTimeout fails
+	// with an error wrapping broker.ErrNotAvailable. It costs a
+	// replication round trip per pipeline and a dedicated connection
+	// while it waits. Zero: Redis replicates asynchronously and a
+	// failover may lose the last acknowledged publications (their
+	// streams then start a new epoch; see lua/stream_common.lua).
+	SyncReplicas int
+	// SyncReplicasTimeout bounds the wait for replicas. Zero means 1
+	// second.
+	SyncReplicasTimeout time.Duration
+
 	// Logger receives connection losses and errors returned by the
 	// EventHandler. Nil discards.
 	Logger *slog.Logger
@@ -125,6 +140,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"HistoryMetaTTL", c.HistoryMetaTTL},
 		{"IdempotentResultTTL", c.IdempotentResultTTL},
 		{"PresenceTTL", c.PresenceTTL},
+		{"SyncReplicasTimeout", c.SyncReplicasTimeout},
 	} {
 		if d.v < 0 {
 			return c, fmt.Errorf("redis: Config.%s %v is negative", d.name, d.v)
@@ -132,6 +148,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PubSubShards < 0 {
 		return c, fmt.Errorf("redis: Config.PubSubShards %d is negative", c.PubSubShards)
+	}
+	if c.SyncReplicas < 0 {
+		return c, fmt.Errorf("redis: Config.SyncReplicas %d is negative", c.SyncReplicas)
 	}
 	if c.ClusterShards < 0 {
 		return c, fmt.Errorf("redis: Config.ClusterShards %d is negative", c.ClusterShards)
@@ -153,6 +172,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.PresenceTTL = orDefault(c.PresenceTTL, DefaultPresenceTTL)
 	c.PubSubShards = orDefault(c.PubSubShards, DefaultPubSubShards)
 	c.ClusterShards = orDefault(c.ClusterShards, DefaultClusterShards)
+	c.SyncReplicasTimeout = orDefault(c.SyncReplicasTimeout, DefaultSyncReplicasTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

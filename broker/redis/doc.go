@@ -27,6 +27,7 @@
 //	<base>s.<channel>             stream: history, entry ID "<offset>-0",
 //	                              fields d (publication) and x (expiry, Unix ms)
 //	<base>m.<channel>             hash: stream meta: e epoch, o top offset,
+//	                              r replication id of the master that wrote it,
 //	                              p previous publication (for delta compression)
 //	<base>i.<len>.<channel><key>  string "<offset>:<epoch>": an idempotent publish's result
 //	<base>p.h.<channel>           hash: client ID -> presence ClientInfo
@@ -52,6 +53,13 @@
 // pub/sub message; and stores the idempotency result. Because Redis runs
 // scripts one at a time, the order of offsets is the order of pub/sub
 // messages for every publisher on every node.
+//
+// A stream's meta found written under another master's replication id (a
+// failover or a restart happened since, which may have lost the last
+// writes) gets a new epoch before it is used, by the publish and the
+// history script alike (lua/stream_common.lua): an offset is never handed
+// out twice in one epoch. Config.SyncReplicas adds a WAIT to every publish
+// pipeline so that acknowledged publications survive a failover.
 //
 // The node builds the publication bytes; the script appends the stream
 // position (offset, epoch, delta flag, previous publication) to the
@@ -180,7 +188,9 @@
 // are lost for this node, so each restored channel is reported to an
 // EventHandler that implements SubscriptionLostHandler, in order with its
 // publications, for the engine to recover from History. A Sentinel setup
-// follows failovers; a cluster follows slot moves.
+// follows failovers: besides the connections Sentinel drops, every 500 ms
+// it replaces pub/sub connections on a server whose replication id is not
+// the master's. A cluster follows slot moves.
 //
 // # Presence
 //

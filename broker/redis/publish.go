@@ -74,7 +74,8 @@ func (b *Broker) PublishMany(items []broker.PublishItem) {
 // publishCall is one publish script call of PublishMany.
 type publishCall struct {
 	item   *broker.PublishItem
-	client int // index in Engine.clients; -1 when the item failed already
+	client int    // index in Engine.clients; -1 when the item failed already
+	base   string // the key base of the channel's shard (one slot in a cluster)
 	keys   []string
 	args   []string
 }
@@ -122,7 +123,7 @@ func (b *Broker) prepare(c *publishCall) error {
 	if opts.PatternScope != "" {
 		scopeName, scopeChannel = b.scopeName(opts.PatternScope), it.Channel
 	}
-	c.client, c.keys = ci, keys
+	c.client, c.base, c.keys = ci, base, keys
 	c.args = []string{
 		base + pubsubInfix + it.Channel,
 		rueidis.BinaryString(pub),
@@ -163,16 +164,28 @@ func (b *Broker) prepare(c *publishCall) error {
 // Other calls that failed on the connection are not retried: they may have
 // run.
 func (b *Broker) runCalls(ctx context.Context, ci int, calls []publishCall) {
-	client := b.e.clients[ci]
-	cmds := make(rueidis.Commands, 0, len(calls))
 	sent := make([]*publishCall, 0, len(calls))
 	for i := range calls {
 		if c := &calls[i]; c.client == ci {
-			cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, false))
 			sent = append(sent, c)
 		}
 	}
-	results := client.DoMulti(ctx, cmds...)
+	if b.cfg.SyncReplicas > 0 {
+		b.runCallsSynced(ctx, ci, sent)
+		return
+	}
+	b.runPipeline(ctx, ci, sent, b.e.clients[ci].DoMulti)
+}
+
+// runPipeline sends the calls with do as one pipeline, retries what
+// retryPlan says once, and sets the items' results.
+func (b *Broker) runPipeline(ctx context.Context, ci int, sent []*publishCall, do func(context.Context, ...rueidis.Completed) []rueidis.RedisResult) {
+	client := b.e.clients[ci]
+	cmds := make(rueidis.Commands, 0, len(sent))
+	for _, c := range sent {
+		cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, false))
+	}
+	results := do(ctx, cmds...)
 	retry, again := retryPlan(sent, results, ctx.Err() != nil)
 	cmds = cmds[:0]
 	for i, c := range sent {
@@ -191,7 +204,7 @@ func (b *Broker) runCalls(ctx context.Context, ci int, calls []publishCall) {
 	if again == 0 {
 		return
 	}
-	retried := client.DoMulti(ctx, cmds...)
+	retried := do(ctx, cmds...)
 	k := 0
 	for i, c := range sent {
 		if retry[i] {

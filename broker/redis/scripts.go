@@ -13,6 +13,8 @@ var (
 	publishLua string
 	//go:embed lua/history.lua
 	historyLua string
+	//go:embed lua/stream_common.lua
+	streamCommonLua string
 	//go:embed lua/presence_common.lua
 	presenceCommonLua string
 	//go:embed lua/presence_add.lua
@@ -26,7 +28,7 @@ var (
 // The scripts run by EVALSHA, falling back to EVAL (which loads them) when
 // a Redis does not know them yet, after a restart for instance.
 var (
-	historyScript        = rueidis.NewLuaScript(historyLua)
+	historyScript        = rueidis.NewLuaScript(streamCommonLua + historyLua)
 	presenceAddScript    = rueidis.NewLuaScript(presenceCommonLua + presenceAddLua)
 	presenceRemoveScript = rueidis.NewLuaScript(presenceCommonLua + presenceRemoveLua)
 	presenceGetScript    = rueidis.NewLuaScript(presenceCommonLua + presenceGetLua)
@@ -35,7 +37,7 @@ var (
 // publishScript is run pipelined (PublishMany), with commands built here:
 // rueidis's own pipelined form loads the script into every server before
 // each pipeline, a round trip more.
-var publishScript = newPipelinedScript(publishLua)
+var publishScript = newPipelinedScript(streamCommonLua + publishLua)
 
 // pipelinedScript is a script sent by EVALSHA in pipelines, or by EVAL
 // when a Redis does not know it.

@@ -66,6 +66,9 @@ type subShard struct {
 	mu       sync.Mutex
 	channels map[string]struct{} // channels this node wants, by name
 	dc       rueidis.DedicatedClient
+	// replID is the replication id of dc's server in a Sentinel setup
+	// (see followMaster), else empty.
+	replID string
 	// resub holds the pub/sub names subscribed again after a loss whose
 	// confirmation has not arrived; the confirmation is reported lost.
 	resub map[string]struct{}
@@ -182,6 +185,10 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 	// connection dropped by Redis (CLIENT KILL) back out as it was, so
 	// that every later session would fail on it.
 	defer dc.Close()
+	replID, err := s.serverReplicationID(dc)
+	if err != nil {
+		return 0, err
+	}
 	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: s.onMessage, OnSubscription: s.onSubscription})
 
 	s.mu.Lock()
@@ -200,12 +207,12 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 			s.resub[name] = struct{}{}
 		}
 	}
-	s.dc = dc
+	s.dc, s.replID = dc, replID
 	s.mu.Unlock()
 	defer func() {
 		s.up.Store(false)
 		s.mu.Lock()
-		s.dc, s.resub = nil, nil
+		s.dc, s.replID, s.resub = nil, "", nil
 		s.mu.Unlock()
 	}()
 

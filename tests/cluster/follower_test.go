@@ -50,6 +50,16 @@ type follower struct {
 	// counts connections after the first.
 	resubscribes int
 	reconnects   int
+
+	// toldLoss makes a failed recovery (recovered=false, or a new epoch)
+	// an accepted outcome, counted in told, instead of a problem: the
+	// client was told it lost state, which is what a fault that loses
+	// data must lead to. A silent gap stays a problem.
+	toldLoss bool
+	told     int
+	// flapEvery, when set, ends each connection after that long, so
+	// that the follower reconnects and recovers again and again.
+	flapEvery time.Duration
 }
 
 // delivery is one publication as the follower received it.
@@ -64,11 +74,15 @@ type delivery struct {
 // first of urls; it is stopped when the test ends.
 func startFollower(t testing.TB, name, user, channel string, urls ...string) *follower {
 	t.Helper()
-	f := &follower{
-		name: name, user: user, channel: channel, urls: urls,
-		token: signToken(t, user),
-		stop:  make(chan struct{}), done: make(chan struct{}),
-	}
+	return startConfiguredFollower(t, &follower{name: name, user: user, channel: channel, urls: urls})
+}
+
+// startConfiguredFollower starts f, whose name, user, channel, urls and
+// options are set.
+func startConfiguredFollower(t testing.TB, f *follower) *follower {
+	t.Helper()
+	f.token = signToken(t, f.user)
+	f.stop, f.done = make(chan struct{}), make(chan struct{})
 	f.cond = sync.NewCond(&f.mu)
 	go f.run()
 	t.Cleanup(f.close)
@@ -136,6 +150,10 @@ func (f *follower) session(url string, again bool) (reached bool, err error) {
 		f.mu.Lock()
 		f.reconnects++
 		f.mu.Unlock()
+	}
+	if f.flapEvery > 0 {
+		flap := time.AfterFunc(f.flapEvery, func() { conn.Close() })
+		defer flap.Stop()
 	}
 	s := &followSession{f: f, conn: conn}
 	return true, s.run()
@@ -298,6 +316,12 @@ func (f *follower) subscribeResult(res *protocol.SubscribeResult, recovering boo
 	}
 	f.eventLocked("recovered %d publications (recovered=%v) from %d, result at %d", len(res.Publications), res.Recovered, f.offset, res.Offset)
 	if !res.Recovered || res.Epoch != f.epoch {
+		if f.toldLoss {
+			f.told++
+			f.eventLocked("told of a loss: recovery from %d/%s: recovered=%v, epoch %s", f.offset, f.epoch, res.Recovered, res.Epoch)
+			f.epoch, f.offset = res.Epoch, res.Offset
+			return
+		}
 		f.problemLocked("recovery from %d/%s: recovered=%v, epoch %s", f.offset, f.epoch, res.Recovered, res.Epoch)
 		f.epoch, f.offset = res.Epoch, res.Offset
 		return

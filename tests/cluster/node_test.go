@@ -346,3 +346,24 @@ func (n *gyreNode) streamTop(t testing.TB, channel string) (uint64, string) {
 	n.mustCall(t, "history", map[string]any{"channel": channel, "limit": 0}, &res)
 	return res.Offset, res.Epoch
 }
+
+// historyNumbers asks node n for the whole history of channel and returns
+// the "n" of the publication at each offset, with the stream's epoch.
+func (n *gyreNode) historyNumbers(t testing.TB, channel string) (map[uint64]int, string) {
+	t.Helper()
+	var res struct {
+		Publications []struct {
+			Offset uint64 `json:"offset"`
+			Data   struct {
+				N int `json:"n"`
+			} `json:"data"`
+		} `json:"publications"`
+		Epoch string `json:"epoch"`
+	}
+	n.mustCall(t, "history", map[string]any{"channel": channel, "limit": -1}, &res)
+	out := make(map[uint64]int, len(res.Publications))
+	for _, p := range res.Publications {
+		out[p.Offset] = p.Data.N
+	}
+	return out, res.Epoch
+}

@@ -12,7 +12,7 @@
 -- ARGV[3] history size, 0 for no history
 -- ARGV[4] history TTL, milliseconds
 -- ARGV[5] meta TTL, milliseconds
--- ARGV[6] epoch to use if the stream has none
+-- ARGV[6] epoch to use if the stream has none, or starts a new one
 -- ARGV[7] "1" for delta compression
 -- ARGV[8] idempotency result TTL, milliseconds, 0 for no key
 -- ARGV[9] publish command: PUBLISH or SPUBLISH
@@ -64,11 +64,14 @@ end
 
 local offset, epoch = 0, ''
 if size > 0 then
-  epoch = redis.call('HGET', meta, 'e')
+  local m = redis.call('HMGET', meta, 'e', 'r')
+  epoch = m[1]
   if not epoch then
     epoch = ARGV[6]
     redis.call('DEL', stream)
-    redis.call('HSET', meta, 'e', epoch, 'o', 0)
+    redis.call('HSET', meta, 'e', epoch, 'o', 0, 'r', replicationID())
+  else
+    epoch = continueStream(meta, epoch, m[2], ARGV[6])
   end
   offset = redis.call('HINCRBY', meta, 'o', 1)
   if version > 0 then
