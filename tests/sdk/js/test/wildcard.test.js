@@ -5,6 +5,7 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import WebSocket from 'ws';
 
 import { baseConfig, startServer } from '../lib/server.js';
@@ -111,6 +112,23 @@ for (const build of builds) {
   });
 }
 
+for (const build of builds) {
+  describe(`wildcard subscriptions and recovery (${build.name} build)`, () => {
+    it('answers a pattern subscribe that asks to recover with a failed recovery, never silence', async (t) => {
+      const c = newClient(build, server());
+      t.after(() => closeAll([c]));
+      await connected(c);
+      const pattern = `${uniqueChannel('geo:r')}.*`;
+      // since makes the SDK send recover: true with that position.
+      const sub = newSub(c, pattern, { since: { offset: 0, epoch: '' } });
+      const ctx = await subscribed(sub);
+      assert.equal(ctx.wasRecovering, true, `subscribed context ${JSON.stringify(ctx)}`);
+      assert.equal(ctx.recovered, false, `subscribed context ${JSON.stringify(ctx)}`);
+      assert.ok(!ctx.recoverable, `subscribed context ${JSON.stringify(ctx)}`);
+    });
+  });
+}
+
 const missing = redisMissing();
 const skip = missing && process.env.GYRE_SKIP_REDIS === '1' ? missing : false;
 
@@ -144,6 +162,30 @@ describe('wildcard subscriptions across two nodes on Redis', { skip }, () => {
       await nodeB.publish(`${base}.v0.speed`, { i: 9 });
       const pubs = await sub.rec.waitCount('publication', 4);
       assert.deepEqual(pubs.map((p) => build.decode(p.data).i).sort(), [0, 1, 2, 3]);
+    });
+
+    it(`a pattern subscriber is told (2500) when node A's pub/sub to Redis breaks, and resubscribes (${build.name} build)`, async (t) => {
+      const c = newClient(build, nodeA);
+      t.after(() => closeAll([c]));
+      await connected(c);
+      const base = uniqueChannel('geo:k');
+      const sub = newSub(c, `${base}.*`);
+      await subscribed(sub);
+      await nodeB.publish(`${base}.a`, { i: 0 });
+      await sub.rec.waitCount('publication', 1);
+
+      const since = sub.rec.mark();
+      const [port] = redis.addr.split(':').slice(-1);
+      const kill = spawnSync('redis-cli', ['-p', port, 'client', 'kill', 'type', 'pubsub'], { encoding: 'utf8' });
+      assert.equal(kill.status, 0, `redis-cli: ${kill.stderr}`);
+      const told = await sub.rec.waitFor('subscribing', { since, what: 'subscribing after the pub/sub loss' });
+      assert.deepEqual([told.code, told.reason], [2500, 'insufficient state']);
+      await sub.rec.waitFor('subscribed', { since, what: 'subscribed again' });
+      // What node B publishes from now on arrives again.
+      const after = sub.rec.mark();
+      await nodeB.publish(`${base}.b`, { i: 1 });
+      const [p] = await sub.rec.waitCount('publication', 1, { since: after });
+      assert.equal(build.decode(p.data).i, 1);
     });
   }
 });
