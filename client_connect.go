@@ -1,7 +1,9 @@
 package gyre
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -444,7 +446,7 @@ func (c *Client) refreshOnServer() {
 			c.Disconnect(d)
 			return
 		}
-		c.node.log.Info("server-side refresh failed, retrying", "client", c.id, "error", err)
+		c.node.log.Log(context.Background(), handlerFailureLevel(err), "server-side refresh failed, retrying", "client", c.id, "error", err)
 		c.mu.Lock()
 		if c.expTimer != nil {
 			c.expTimer = time.AfterFunc(c.node.cfg.ServerSideRefreshRetry, c.refreshOnServer)
@@ -458,6 +460,17 @@ func (c *Client) refreshOnServer() {
 	}
 	c.setMeta(rep.Meta)
 	c.renew(rep.ExpireAt, rep.Info)
+}
+
+// handlerFailureLevel is the level of the engine's line about a handler's
+// failure: debug for an error that is ErrorInternal, which its source has
+// logged already (a proxy logs its own failures, rate-limited), info for
+// any other.
+func handlerFailureLevel(err error) slog.Level {
+	if errors.Is(err, ErrorInternal) {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
 
 func (c *Client) checkExpired() {

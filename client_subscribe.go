@@ -809,7 +809,7 @@ func (c *Client) refreshSubOnServer(s *subscription) {
 			c.Disconnect(d)
 			return
 		}
-		c.node.log.Info("server-side subscription refresh failed, retrying", "client", c.id, "channel", s.channel, "error", err)
+		c.node.log.Log(context.Background(), handlerFailureLevel(err), "server-side subscription refresh failed, retrying", "client", c.id, "channel", s.channel, "error", err)
 		c.mu.Lock()
 		if c.subs[s.channel] == s && s.expTimer != nil {
 			s.expTimer = time.AfterFunc(c.node.cfg.ServerSideRefreshRetry, func() { c.refreshSubOnServer(s) })
