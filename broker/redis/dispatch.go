@@ -2,6 +2,7 @@ package redis
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"unsafe"
 
@@ -73,7 +74,7 @@ func (d *dispatcher) dispatch(events []event) {
 		if err := d.add(ev); err != nil {
 			// It cannot come from a Gyre node of this version, and
 			// stopping delivery would hurt every other channel.
-			d.s.b.log.Error("redis: deliver pub/sub message", "redis", d.s.where, "channel", ev.name, "error", err)
+			d.s.b.logRepeated("deliver", d.s.where, slog.LevelError, "redis: deliver pub/sub message", "channel", ev.name, "error", err)
 		}
 	}
 	d.flushRuns()
@@ -151,7 +152,7 @@ func (d *dispatcher) flushRuns() {
 		from += n
 	}
 	if err := d.s.b.handler.HandleRuns(d.runs); err != nil {
-		d.s.b.log.Error("redis: handle publications", "redis", d.s.where, "publications", len(d.pubs), "error", err)
+		d.s.b.logRepeated("handle", d.s.where, slog.LevelError, "redis: handle publications", "publications", len(d.pubs), "error", err)
 	}
 	clear(d.runs)
 	d.runs, d.sizes = d.runs[:0], d.sizes[:0]
@@ -177,7 +178,7 @@ func (s *subShard) reportLost(channels []string) {
 		return
 	}
 	if err := h.HandleSubscriptionLost(append([]string(nil), channels...)); err != nil {
-		s.b.log.Error("redis: handle subscription lost", "redis", s.where, "channels", len(channels), "error", err)
+		s.b.logRepeated("lost", s.where, slog.LevelError, "redis: handle subscription lost", "channels", len(channels), "error", err)
 	}
 }
 
