@@ -452,12 +452,12 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	}
 	if p.presence {
 		if err := n.presence.AddPresence(p.channel, c.id, c.clientInfo(p.chanInfo)); err != nil {
-			n.log.Error("add presence", "channel", p.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "add presence", "channel", p.channel, "error", err)
 		}
 	}
 	if p.joinLeave {
 		if err := n.broker.PublishJoin(p.channel, c.clientInfo(p.chanInfo)); err != nil {
-			n.log.Error("publish join", "channel", p.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "publish join", "channel", p.channel, "error", err)
 		}
 	}
 	if p.expireAt > 0 {
@@ -479,7 +479,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	if !p.recover {
 		_, top, err := n.broker.History(p.channel, broker.HistoryOptions{MetaTTL: p.opts.HistoryMetaTTL})
 		if err != nil {
-			n.log.Error("stream top", "channel", p.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "stream top", "channel", p.channel, "error", err)
 			return ErrorInternal
 		}
 		res.Offset, res.Epoch = top.Offset, top.Epoch
@@ -494,7 +494,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	}
 	pubs, top, recovered, err := missed(p)
 	if err != nil {
-		n.log.Error("recovery history", "channel", p.channel, "error", err)
+		n.logBrokerFailure(slog.LevelError, "recovery history", "channel", p.channel, "error", err)
 		return ErrorInternal
 	}
 	res.Offset, res.Epoch = top.Offset, top.Epoch
@@ -618,7 +618,7 @@ func (c *Client) dropSubscription(s *subscription) {
 func (n *Node) attach(s *subscription) error {
 	if s.scope != "" {
 		if err := n.attachPattern(s); err != nil {
-			n.log.Error("broker pattern scope subscribe", "pattern", s.channel, "scope", s.scope, "error", err)
+			n.logBrokerFailure(slog.LevelError, "broker pattern scope subscribe", "pattern", s.channel, "scope", s.scope, "error", err)
 			return err
 		}
 		return nil
@@ -630,7 +630,7 @@ func (n *Node) attach(s *subscription) error {
 		return nil
 	}
 	if err := n.broker.Subscribe(s.channel); err != nil {
-		n.log.Error("broker subscribe", "channel", s.channel, "error", err)
+		n.logBrokerFailure(slog.LevelError, "broker subscribe", "channel", s.channel, "error", err)
 		n.detachLocked(s)
 		return err
 	}
@@ -655,7 +655,7 @@ func (n *Node) detach(s *subscription) {
 func (n *Node) detachLocked(s *subscription) {
 	if n.hub.removeSubscription(s) {
 		if err := n.broker.Unsubscribe(s.channel); err != nil {
-			n.log.Error("broker unsubscribe", "channel", s.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "broker unsubscribe", "channel", s.channel, "error", err)
 		}
 	}
 }
@@ -708,12 +708,12 @@ func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 	n.detach(s)
 	if s.presence {
 		if err := n.presence.RemovePresence(s.channel, c.id, c.UserID()); err != nil {
-			n.log.Error("remove presence", "channel", s.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "remove presence", "channel", s.channel, "error", err)
 		}
 	}
 	if s.joinLeave {
 		if err := n.broker.PublishLeave(s.channel, c.clientInfo(s.chanInfo)); err != nil {
-			n.log.Error("publish leave", "channel", s.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "publish leave", "channel", s.channel, "error", err)
 		}
 	}
 	if push {
@@ -736,7 +736,7 @@ func (c *Client) refreshPresence() {
 	c.mu.Unlock()
 	for _, s := range subs {
 		if err := c.node.presence.AddPresence(s.channel, c.id, c.clientInfo(s.chanInfo)); err != nil {
-			c.node.log.Error("refresh presence", "channel", s.channel, "error", err)
+			c.node.logBrokerFailure(slog.LevelError, "refresh presence", "channel", s.channel, "error", err)
 		}
 	}
 }
