@@ -298,11 +298,16 @@ type serverSub struct {
 }
 
 // serverSubscriptions gathers the server-side subscriptions of a connect
-// from every source, each channel once (the first source naming it wins):
-// the connecting handler's channels and subscriptions, the token's
-// channels and subs, and the personal channel.
+// from every source, each channel once, the first source naming it in
+// this order giving its options: the connecting handler's channels, the
+// token's channels, the personal channel, the handler's subscriptions and
+// the token's subs.
 func serverSubscriptions(handlerChannels []string, handlerSubs map[string]SubscribeOptions, g connectGrant, personal string) []serverSub {
-	seen := make(map[string]struct{}, len(handlerChannels)+len(handlerSubs)+len(g.channels)+len(g.subs)+1)
+	total := len(handlerChannels) + len(handlerSubs) + len(g.channels) + len(g.subs)
+	if total == 0 && personal == "" {
+		return nil
+	}
+	seen := make(map[string]struct{}, total+1)
 	var out []serverSub
 	add := func(ch string, o *SubscribeOptions) {
 		if _, dup := seen[ch]; dup {
