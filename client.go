@@ -55,6 +55,9 @@ type Client struct {
 	// limits are the connection's command rate limits; nil when none
 	// apply. Set under mu once connected, then read by the command loop.
 	limits *clientLimits
+	// refusalLogged: the connect was refused with a line of its own that
+	// says more than the disconnect line would, which then goes to debug.
+	refusalLogged bool
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -488,6 +491,7 @@ func (c *Client) close(d *Disconnect, flush bool) {
 		subs := c.subs
 		c.subs = nil
 		limits := c.limits
+		refusalLogged := c.refusalLogged
 		c.mu.Unlock()
 		if limits != nil {
 			limits.release()
@@ -514,7 +518,7 @@ func (c *Client) close(d *Disconnect, flush bool) {
 		}
 		c.node.obs.Disconnected(d.Code)
 		lvl := slog.LevelDebug
-		if d.Code >= 3500 && d.Code < 4000 || d == DisconnectSlow {
+		if (d.Code >= 3500 && d.Code < 4000 || d == DisconnectSlow) && !refusalLogged {
 			lvl = slog.LevelInfo
 		}
 		c.node.log.Log(context.Background(), lvl, "client disconnected", "client", c.id, "user", user, "code", d.Code, "reason", d.Reason)

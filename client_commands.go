@@ -2,6 +2,7 @@ package gyre
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/protocol"
@@ -180,9 +181,9 @@ func (c *Client) rpcCmd(req *protocol.RPCRequest) (*protocol.Reply, error) {
 // brokerError logs a broker failure and maps it to the client's error.
 func brokerError(n *Node, op, channel string, err error) error {
 	if errors.Is(err, broker.ErrNotAvailable) {
-		n.log.Warn(op+": broker not available", "channel", channel, "error", err)
+		n.logBrokerFailure(slog.LevelWarn, op+": broker not available", "channel", channel, "error", err)
 		return ErrorInternal
 	}
-	n.log.Error(op+" failed", "channel", channel, "error", err)
+	n.logBrokerFailure(slog.LevelError, op+" failed", "channel", channel, "error", err)
 	return ErrorInternal
 }

@@ -1,7 +1,9 @@
 package gyre
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -168,6 +170,14 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		}
 		creds = &Credentials{}
 	}
+	var personal string
+	if n.cfg.SubscribeToUserPersonalChannel && creds.UserID != "" {
+		personal = n.PersonalChannel(creds.UserID)
+	}
+	serverSubs := serverSubscriptions(channels, extraSubs, grant, personal)
+	if err := c.checkServerSideChannelLimit(serverSubs, creds.UserID); err != nil {
+		return nil, nil, err
+	}
 	if lim := n.cfg.ConnectionLimit; lim > 0 && int(n.hub.numConns.Load()) >= lim {
 		return nil, nil, DisconnectConnectionLimit
 	}
@@ -245,36 +255,100 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		c.renew(creds.ExpireAt, nil)
 	}
 
-	channels = append(channels, grant.channels...)
-	if n.cfg.SubscribeToUserPersonalChannel && creds.UserID != "" {
-		channels = append(channels, n.PersonalChannel(creds.UserID))
-	}
+	return res, c.subscribeServerSubs(res, req.Subs, serverSubs), nil
+}
+
+// subscribeServerSubs subscribes the connection to its server-side
+// channels, adding each result to res. hints are the client's own
+// requests for them (recovery positions). A channel that fails (a bad
+// name, a broker error) is left out of the result; the connection stays.
+func (c *Client) subscribeServerSubs(res *protocol.ConnectResult, hints map[string]*protocol.SubscribeRequest, serverSubs []serverSub) []*subscription {
 	var subs []*subscription
-	subscribe := func(ch string, o *SubscribeOptions) {
-		if _, dup := res.Subs[ch]; dup {
-			return
-		}
-		s, sr, err := c.subscribeServerSide(ch, req.Subs[ch], o)
+	var failed int
+	var firstChannel string
+	var firstErr error
+	for _, ss := range serverSubs {
+		s, sr, err := c.subscribeServerSide(ss.channel, hints[ss.channel], ss.opts)
 		if err != nil {
-			n.log.Info("server-side subscription failed", "client", c.id, "channel", ch, "error", err)
-			return
+			if failed == 0 {
+				firstChannel, firstErr = ss.channel, err
+			}
+			failed++
+			continue
 		}
 		if res.Subs == nil {
-			res.Subs = make(map[string]*protocol.SubscribeResult)
+			res.Subs = make(map[string]*protocol.SubscribeResult, len(serverSubs))
 		}
-		res.Subs[ch] = sr
+		res.Subs[ss.channel] = sr
 		subs = append(subs, s)
 	}
-	for _, ch := range channels {
-		subscribe(ch, nil)
+	if failed > 0 {
+		// One line per connect, not one per channel: a token may name many.
+		c.node.log.Info("server-side subscriptions failed", "client", c.id, "user", c.UserID(),
+			"failed", failed, "first_channel", firstChannel, "error", firstErr)
 	}
-	for ch, o := range extraSubs {
-		subscribe(ch, &o)
+	return subs
+}
+
+// serverSub is one server-side subscription a connect asks for, with the
+// options its source gave (nil: the channel's own).
+type serverSub struct {
+	channel string
+	opts    *SubscribeOptions
+}
+
+// serverSubscriptions gathers the server-side subscriptions of a connect
+// from every source, each channel once, the first source naming it in
+// this order giving its options: the connecting handler's channels, the
+// token's channels, the personal channel, the handler's subscriptions and
+// the token's subs.
+func serverSubscriptions(handlerChannels []string, handlerSubs map[string]SubscribeOptions, g connectGrant, personal string) []serverSub {
+	total := len(handlerChannels) + len(handlerSubs) + len(g.channels) + len(g.subs)
+	if total == 0 && personal == "" {
+		return nil
 	}
-	for ch, o := range grant.subs {
-		subscribe(ch, &o)
+	seen := make(map[string]struct{}, total+1)
+	var out []serverSub
+	add := func(ch string, o *SubscribeOptions) {
+		if _, dup := seen[ch]; dup {
+			return
+		}
+		seen[ch] = struct{}{}
+		out = append(out, serverSub{channel: ch, opts: o})
 	}
-	return res, subs, nil
+	for _, ch := range handlerChannels {
+		add(ch, nil)
+	}
+	for _, ch := range g.channels {
+		add(ch, nil)
+	}
+	if personal != "" {
+		add(personal, nil)
+	}
+	for ch, o := range handlerSubs {
+		add(ch, &o)
+	}
+	for ch, o := range g.subs {
+		add(ch, &o)
+	}
+	return out
+}
+
+// checkServerSideChannelLimit refuses a connect whose server-side
+// subscriptions alone are over the channel limit, as a client subscribing
+// to them one by one would be: the connection could not hold them all,
+// and keeping some of them would hide that from everyone.
+func (c *Client) checkServerSideChannelLimit(subs []serverSub, user string) error {
+	lim := c.node.cfg.ChannelLimit
+	if lim <= 0 || len(subs) <= lim {
+		return nil
+	}
+	c.node.log.Info("connect refused: server-side subscriptions over the channel limit", "client", c.id,
+		"user", user, "channels", len(subs), "channel_limit", lim)
+	c.mu.Lock()
+	c.refusalLogged = true
+	c.mu.Unlock()
+	return DisconnectChannelLimit
 }
 
 // tokenTimeError reports whether a token failed only on time: exp passed or
@@ -377,7 +451,7 @@ func (c *Client) refreshOnServer() {
 			c.Disconnect(d)
 			return
 		}
-		c.node.log.Info("server-side refresh failed, retrying", "client", c.id, "error", err)
+		c.node.log.Log(context.Background(), handlerFailureLevel(err), "server-side refresh failed, retrying", "client", c.id, "error", err)
 		c.mu.Lock()
 		if c.expTimer != nil {
 			c.expTimer = time.AfterFunc(c.node.cfg.ServerSideRefreshRetry, c.refreshOnServer)
@@ -391,6 +465,17 @@ func (c *Client) refreshOnServer() {
 	}
 	c.setMeta(rep.Meta)
 	c.renew(rep.ExpireAt, rep.Info)
+}
+
+// handlerFailureLevel is the level of the engine's line about a handler's
+// failure: debug for an error that is ErrorInternal, which its source has
+// logged already (a proxy logs its own failures, rate-limited), info for
+// any other.
+func handlerFailureLevel(err error) slog.Level {
+	if errors.Is(err, ErrorInternal) {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
 
 func (c *Client) checkExpired() {

@@ -465,12 +465,12 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	}
 	if p.presence {
 		if err := n.presence.AddPresence(p.channel, c.id, c.clientInfo(p.chanInfo)); err != nil {
-			n.log.Error("add presence", "channel", p.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "add presence", "channel", p.channel, "error", err)
 		}
 	}
 	if p.joinLeave {
 		if err := n.broker.PublishJoin(p.channel, c.clientInfo(p.chanInfo)); err != nil {
-			n.log.Error("publish join", "channel", p.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "publish join", "channel", p.channel, "error", err)
 		}
 	}
 	if p.expireAt > 0 {
@@ -492,7 +492,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	if !p.recover {
 		_, top, err := n.broker.History(p.channel, broker.HistoryOptions{MetaTTL: p.opts.HistoryMetaTTL})
 		if err != nil {
-			n.log.Error("stream top", "channel", p.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "stream top", "channel", p.channel, "error", err)
 			return ErrorInternal
 		}
 		res.Offset, res.Epoch = top.Offset, top.Epoch
@@ -507,7 +507,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	}
 	pubs, top, recovered, err := missed(p)
 	if err != nil {
-		n.log.Error("recovery history", "channel", p.channel, "error", err)
+		n.logBrokerFailure(slog.LevelError, "recovery history", "channel", p.channel, "error", err)
 		return ErrorInternal
 	}
 	res.Offset, res.Epoch = top.Offset, top.Epoch
@@ -631,7 +631,7 @@ func (c *Client) dropSubscription(s *subscription) {
 func (n *Node) attach(s *subscription) error {
 	if s.scope != "" {
 		if err := n.attachPattern(s); err != nil {
-			n.log.Error("broker pattern scope subscribe", "pattern", s.channel, "scope", s.scope, "error", err)
+			n.logBrokerFailure(slog.LevelError, "broker pattern scope subscribe", "pattern", s.channel, "scope", s.scope, "error", err)
 			return err
 		}
 		return nil
@@ -643,7 +643,7 @@ func (n *Node) attach(s *subscription) error {
 		return nil
 	}
 	if err := n.broker.Subscribe(s.channel); err != nil {
-		n.log.Error("broker subscribe", "channel", s.channel, "error", err)
+		n.logBrokerFailure(slog.LevelError, "broker subscribe", "channel", s.channel, "error", err)
 		n.detachLocked(s)
 		return err
 	}
@@ -668,7 +668,7 @@ func (n *Node) detach(s *subscription) {
 func (n *Node) detachLocked(s *subscription) {
 	if n.hub.removeSubscription(s) {
 		if err := n.broker.Unsubscribe(s.channel); err != nil {
-			n.log.Error("broker unsubscribe", "channel", s.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "broker unsubscribe", "channel", s.channel, "error", err)
 		}
 	}
 }
@@ -736,12 +736,12 @@ func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 	n.detach(s)
 	if s.presence {
 		if err := n.presence.RemovePresence(s.channel, c.id, c.UserID()); err != nil {
-			n.log.Error("remove presence", "channel", s.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "remove presence", "channel", s.channel, "error", err)
 		}
 	}
 	if s.joinLeave {
 		if err := n.broker.PublishLeave(s.channel, c.clientInfo(s.chanInfo)); err != nil {
-			n.log.Error("publish leave", "channel", s.channel, "error", err)
+			n.logBrokerFailure(slog.LevelError, "publish leave", "channel", s.channel, "error", err)
 		}
 	}
 	if push {
@@ -764,7 +764,7 @@ func (c *Client) refreshPresence() {
 	c.mu.Unlock()
 	for _, s := range subs {
 		if err := c.node.presence.AddPresence(s.channel, c.id, c.clientInfo(s.chanInfo)); err != nil {
-			c.node.log.Error("refresh presence", "channel", s.channel, "error", err)
+			c.node.logBrokerFailure(slog.LevelError, "refresh presence", "channel", s.channel, "error", err)
 		}
 	}
 }
@@ -837,7 +837,7 @@ func (c *Client) refreshSubOnServer(s *subscription) {
 			c.Disconnect(d)
 			return
 		}
-		c.node.log.Info("server-side subscription refresh failed, retrying", "client", c.id, "channel", s.channel, "error", err)
+		c.node.log.Log(context.Background(), handlerFailureLevel(err), "server-side subscription refresh failed, retrying", "client", c.id, "channel", s.channel, "error", err)
 		c.mu.Lock()
 		if c.subs[s.channel] == s && s.expTimer != nil {
 			s.expTimer = time.AfterFunc(c.node.cfg.ServerSideRefreshRetry, func() { c.refreshSubOnServer(s) })

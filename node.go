@@ -14,9 +14,18 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/memory"
+	"github.com/gyrehq/gyre/internal/faillog"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/token"
 )
+
+// logBrokerFailure writes the line of a broker failure met on behalf of a
+// client or a command: while the broker is down every one of them fails,
+// so the lines are limited per message to a few a second and a count.
+// msg must come from a fixed set.
+func (n *Node) logBrokerFailure(level slog.Level, msg string, attrs ...any) {
+	n.fails.Add(msg, level, msg, attrs...)
+}
 
 // Node is one Gyre engine: it holds the connections of this process, talks
 // to the broker, and serves the library API. Create it with NewNode,
@@ -26,7 +35,10 @@ type Node struct {
 	name string
 	cfg  Config
 	log  *slog.Logger
-	obs  Observer
+	// fails rate-limits the lines of broker failures, which come once per
+	// client or command while the broker is down (see logBrokerFailure).
+	fails *faillog.Log
+	obs   Observer
 	// rates holds the command rate limits; nil when none are set, so the
 	// command path pays one nil check.
 	rates *rateLimits
@@ -107,6 +119,7 @@ func NewNode(cfg Config) (*Node, error) {
 		id:        newID(),
 		cfg:       cfg,
 		log:       cfg.Logger,
+		fails:     faillog.New(cfg.Logger),
 		obs:       cfg.Observer,
 		hub:       newHub(),
 		done:      make(chan struct{}),

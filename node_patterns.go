@@ -3,6 +3,7 @@ package gyre
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 )
 
 // checkPatternSupport refuses rules with wildcard subscriptions when the
@@ -34,7 +35,7 @@ func (n *Node) attachPattern(s *subscription) error {
 func (n *Node) detachPattern(s *subscription) {
 	n.hub.patterns.remove(s, s.scope, s.channel[len(s.channel)-int(s.nameLen):], func(scope string) {
 		if err := n.patterns.UnsubscribePatternScope(scope); err != nil {
-			n.log.Error("broker pattern scope unsubscribe", "scope", scope, "error", err)
+			n.logBrokerFailure(slog.LevelError, "broker pattern scope unsubscribe", "scope", scope, "error", err)
 		}
 	})
 }

@@ -1,6 +1,10 @@
 package gyre
 
-import "github.com/gyrehq/gyre/broker"
+import (
+	"log/slog"
+
+	"github.com/gyrehq/gyre/broker"
+)
 
 // checkPositions verifies, for every positioned subscription, that the
 // client has not lost publications: its epoch must still be the stream's,
@@ -24,7 +28,7 @@ func (n *Node) checkPositions() {
 			if !ok {
 				_, sp, err := n.broker.History(s.channel, broker.HistoryOptions{MetaTTL: s.opts.HistoryMetaTTL})
 				if err != nil {
-					n.log.Warn("position check: stream top", "channel", s.channel, "error", err)
+					n.logBrokerFailure(slog.LevelWarn, "position check: stream top", "channel", s.channel, "error", err)
 					continue
 				}
 				top = sp

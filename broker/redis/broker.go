@@ -11,6 +11,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
+	"github.com/gyrehq/gyre/internal/faillog"
 	"github.com/redis/rueidis"
 )
 
@@ -21,6 +22,9 @@ type Broker struct {
 	e   *Engine
 	cfg Config
 	log *slog.Logger
+	// fails rate-limits the lines of failures that can come once per
+	// message or per reconnect (see logRepeated).
+	fails *faillog.Log
 	// shards[client][shard] are the pub/sub connections.
 	shards [][]*subShard
 
@@ -58,11 +62,20 @@ var (
 	_ broker.PatternBroker = (*Broker)(nil)
 )
 
+// logRepeated writes a line of a failure that can repeat once per message
+// or per reconnect: per kind and shard (where), the first few of a second
+// one by one, then a count, so that a stream of bad messages or a
+// flapping connection does not flood the log.
+func (b *Broker) logRepeated(kind, where string, level slog.Level, msg string, attrs ...any) {
+	b.fails.Add(kind+" "+where, level, msg, append([]any{"redis", where}, attrs...)...)
+}
+
 func newBroker(e *Engine) *Broker {
 	b := &Broker{
 		e:           e,
 		cfg:         e.cfg,
 		log:         e.log,
+		fails:       faillog.New(e.log),
 		stop:        make(chan struct{}),
 		scopePrefix: e.cfg.Prefix + "." + scopeInfix,
 		scopeRefs:   make(map[string]int),

@@ -3,6 +3,7 @@ package redis
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"unsafe"
 
@@ -76,7 +77,7 @@ func (d *dispatcher) dispatch(events []event) {
 		if err := d.add(ev); err != nil {
 			// It cannot come from a Gyre node of this version, and
 			// stopping delivery would hurt every other channel.
-			d.s.b.log.Error("redis: deliver pub/sub message", "redis", d.s.where, "channel", ev.name, "error", err)
+			d.s.b.logRepeated("deliver", d.s.where, slog.LevelError, "redis: deliver pub/sub message", "channel", ev.name, "error", err)
 			if errors.Is(err, errUndecodable) {
 				d.lose(ev.name)
 			}
@@ -166,7 +167,7 @@ func (d *dispatcher) flushRuns() {
 		from += n
 	}
 	if err := d.s.b.handler.HandleRuns(d.runs); err != nil {
-		d.s.b.log.Error("redis: handle publications", "redis", d.s.where, "publications", len(d.pubs), "error", err)
+		d.s.b.logRepeated("handle", d.s.where, slog.LevelError, "redis: handle publications", "publications", len(d.pubs), "error", err)
 	}
 	clear(d.runs)
 	d.runs, d.sizes = d.runs[:0], d.sizes[:0]
@@ -197,7 +198,7 @@ func (s *subShard) reportLost(names []string) {
 		return
 	}
 	if err := h.HandleSubscriptionLost(append([]string(nil), names...)); err != nil {
-		s.b.log.Error("redis: handle subscription lost", "redis", s.where, "channels", len(names), "error", err)
+		s.b.logRepeated("lost", s.where, slog.LevelError, "redis: handle subscription lost", "channels", len(names), "error", err)
 	}
 }
 
@@ -208,7 +209,7 @@ func (s *subShard) reportScopesLost(scopes []string) {
 		return
 	}
 	if err := h.HandlePatternScopeLost(append([]string(nil), scopes...)); err != nil {
-		s.b.log.Error("redis: handle pattern scope lost", "redis", s.where, "scopes", len(scopes), "error", err)
+		s.b.logRepeated("lost", s.where, slog.LevelError, "redis: handle pattern scope lost", "scopes", len(scopes), "error", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package redis
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -59,7 +60,7 @@ func (b *Broker) SubscribePatternScope(scope string) error {
 		if err := s.add(scope); err != nil {
 			for _, done := range shards[:i] {
 				if err := done.remove(scope); err != nil {
-					b.log.Warn("redis: undo pattern scope subscription", "redis", done.where, "error", err)
+					b.logRepeated("undo scope", done.where, slog.LevelWarn, "redis: undo pattern scope subscription", "error", err)
 				}
 			}
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -136,7 +137,8 @@ func (s *subShard) run() {
 		switch {
 		case upFor > 0:
 			s.downSince, s.attempts, warned = now, 0, now
-			s.b.log.Warn("redis: pub/sub connection lost, resubscribing", "redis", s.where, "error", err)
+			// A connection that flaps is lost once per short session.
+			s.b.logRepeated("connection lost", s.where, slog.LevelWarn, "redis: pub/sub connection lost, resubscribing", "error", err)
 		case now.Sub(warned) >= stillDownEvery:
 			s.attempts++
 			warned = now

@@ -25,6 +25,15 @@ func (r Record) Attr(key string) string {
 	return v.String()
 }
 
+// Count is how many events the line stands for: the not_logged attribute
+// of a summary line of internal/faillog, 1 for any other line.
+func (r Record) Count() int {
+	if v, ok := r.Attrs["not_logged"]; ok {
+		return int(v.Int64())
+	}
+	return 1
+}
+
 // Recorder is a slog.Handler that keeps every record at MinLevel or above
 // (the zero value keeps Info and above). Its methods are safe for
 // concurrent use.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/faillog"
 )
 
 // RPCFunc serves the rpc method: it gets the method's name and params and
@@ -25,7 +26,7 @@ type Executor struct {
 	rpc      RPCFunc
 	maxBatch int
 	log      *slog.Logger
-	fails    *failureLog
+	fails    *faillog.Log
 }
 
 // NewExecutor creates the executor of n's API. It reads Logger,
@@ -39,7 +40,7 @@ func NewExecutor(n *gyre.Node, cfg Config) *Executor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Executor{node: n, rpc: cfg.RPC, maxBatch: cfg.MaxBatchSize, log: log, fails: newFailureLog(log)}
+	return &Executor{node: n, rpc: cfg.RPC, maxBatch: cfg.MaxBatchSize, log: log, fails: faillog.New(log)}
 }
 
 // APIError maps err, returned by method, to the error its caller answers:
@@ -78,7 +79,7 @@ func (e *Executor) failed(method, channel string, err error) *Error {
 		if _, ok := commandDecoders[method]; !ok {
 			kind = "other" // the kinds must stay a fixed set
 		}
-		e.fails.add(kind, slog.LevelError, "api method failed", append(attrs, "error", err)...)
+		e.fails.Add(kind, slog.LevelError, "api method failed", append(attrs, "error", err)...)
 	}
 	return ae
 }
@@ -86,7 +87,7 @@ func (e *Executor) failed(method, channel string, err error) *Error {
 // badCommand logs a command the API could not run as asked (104, 107) at
 // info level: the sender's fault, which its reply tells it.
 func (e *Executor) badCommand(method string, ae *Error) {
-	e.fails.add("bad command", slog.LevelInfo, "api bad command", "method", clip(method), "error", ae.Message)
+	e.fails.Add("bad command", slog.LevelInfo, "api bad command", "method", clip(method), "error", ae.Message)
 }
 
 // Batch runs the commands of req and returns their replies in command

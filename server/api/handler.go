@@ -203,9 +203,9 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 // refuse answers a request that cannot run at all with status and a
 // plain-text reason, and logs it at info level: it is the sender's fault,
 // and a sender that keeps sending it fills the log with its lines only as
-// far as failureLog lets it.
+// far as the failure log (internal/faillog) lets it.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, reason string, attrs ...any) {
-	h.exec.fails.add("refused", slog.LevelInfo, "api request refused",
+	h.exec.fails.Add("refused", slog.LevelInfo, "api request refused",
 		append([]any{"status", status, "reason", reason, "remote", r.RemoteAddr}, attrs...)...)
 	http.Error(w, "api: "+reason, status)
 }

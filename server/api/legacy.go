@@ -54,7 +54,7 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, body []byt
 		var ae *Error
 		if errors.As(err, &ae) {
 			// Too many commands: refused as a batch is, with its error.
-			h.exec.fails.add("refused", slog.LevelInfo, "api request refused", "status", http.StatusBadRequest, "reason", ae.Message, "remote", r.RemoteAddr)
+			h.exec.fails.Add("refused", slog.LevelInfo, "api request refused", "status", http.StatusBadRequest, "reason", ae.Message, "remote", r.RemoteAddr)
 			h.send(w, "", http.StatusBadRequest, ae)
 			return
 		}

@@ -398,6 +398,11 @@ type Command struct {
 	err  *Error
 }
 
+// RefusedCommand is a batch command that cannot run: its reply is err
+// (logged as a bad command). name is its method. The gRPC API gives it for
+// a command it refuses while converting it (a payload that is not JSON).
+func RefusedCommand(name string, err *Error) Command { return Command{name: name, err: err} }
+
 // BatchResult has one reply per command, in command order.
 type BatchResult struct {
 	Replies []Reply `json:"replies"`

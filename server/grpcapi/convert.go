@@ -97,6 +97,9 @@ func historyRequest(r *apipb.HistoryRequest) *api.HistoryRequest {
 // command converts one command of a batch; one with no request set stays
 // empty, which the executor answers with 104.
 func command(c *apipb.Command) api.Command {
+	if name, err := checkCommand(c); err != nil {
+		return api.RefusedCommand(name, err)
+	}
 	var out api.Command
 	switch {
 	case c.GetPublish() != nil:

@@ -3,6 +3,7 @@ package grpcapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"slices"
@@ -466,13 +467,13 @@ func TestOnCall(t *testing.T) {
 	}
 }
 
-// TestBinaryPayload: the gRPC API's JSON payloads come back byte for byte,
-// binary ones too (which the HTTP API would base64).
+// TestBinaryPayload: a binary payload published with b64data comes back
+// from history byte for byte (which the HTTP API would base64).
 func TestBinaryPayload(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
 	bin := []byte{0xff, 0x00, 0x10}
-	r, err := e.client.Publish(e.ctx(), &apipb.PublishRequest{Channel: "hist:bin", Data: bin})
+	r, err := e.client.Publish(e.ctx(), &apipb.PublishRequest{Channel: "hist:bin", B64Data: base64.StdEncoding.EncodeToString(bin)})
 	noErr(t, "publish", err, r.GetError())
 	h, err := e.client.History(e.ctx(), &apipb.HistoryRequest{Channel: "hist:bin", Limit: 1})
 	noErr(t, "history", err, h.GetError())

@@ -163,7 +163,13 @@ func withKey(ctx context.Context, key string) context.Context {
 // dial connects a WebSocket client of user.
 func (e *env) dial(user string) *wstest.Client {
 	e.t.Helper()
-	c := wstest.Dial(e.t, e.wsURL, protocol.TypeJSON)
+	return e.dialProto(user, protocol.TypeJSON)
+}
+
+// dialProto connects a WebSocket client of user speaking proto.
+func (e *env) dialProto(user string, proto protocol.Type) *wstest.Client {
+	e.t.Helper()
+	c := wstest.Dial(e.t, e.wsURL, proto)
 	tok, err := token.SignHMAC("HS256", []byte(testSecret), map[string]any{"sub": user, "exp": time.Now().Add(time.Hour).Unix()})
 	if err != nil {
 		e.t.Fatal(err)

@@ -55,7 +55,13 @@ func answer[Resp any](resp *Resp, terr error) (*Resp, error) {
 
 func (s *service) Publish(ctx context.Context, req *apipb.PublishRequest) (*apipb.PublishResponse, error) {
 	start := time.Now()
-	res, err := s.exec.Publish(ctx, publishRequest(req))
+	var res api.PublishResult
+	var err error
+	if refused := checkPublish(req); refused != nil {
+		err = refused
+	} else {
+		res, err = s.exec.Publish(ctx, publishRequest(req))
+	}
 	if pe, terr := s.finish(ctx, "publish", start, err); pe != nil {
 		return answer(&apipb.PublishResponse{Error: pe}, terr)
 	}
@@ -64,7 +70,13 @@ func (s *service) Publish(ctx context.Context, req *apipb.PublishRequest) (*apip
 
 func (s *service) Broadcast(ctx context.Context, req *apipb.BroadcastRequest) (*apipb.BroadcastResponse, error) {
 	start := time.Now()
-	res, err := s.exec.Broadcast(ctx, broadcastRequest(req))
+	var res api.BroadcastResult
+	var err error
+	if refused := checkBroadcast(req); refused != nil {
+		err = refused
+	} else {
+		res, err = s.exec.Broadcast(ctx, broadcastRequest(req))
+	}
 	if pe, terr := s.finish(ctx, "broadcast", start, err); pe != nil {
 		return answer(&apipb.BroadcastResponse{Error: pe}, terr)
 	}
@@ -73,7 +85,12 @@ func (s *service) Broadcast(ctx context.Context, req *apipb.BroadcastRequest) (*
 
 func (s *service) Subscribe(ctx context.Context, req *apipb.SubscribeRequest) (*apipb.SubscribeResponse, error) {
 	start := time.Now()
-	_, err := s.exec.Subscribe(ctx, subscribeRequest(req))
+	var err error
+	if refused := checkSubscribe(req); refused != nil {
+		err = refused
+	} else {
+		_, err = s.exec.Subscribe(ctx, subscribeRequest(req))
+	}
 	if pe, terr := s.finish(ctx, "subscribe", start, err); pe != nil {
 		return answer(&apipb.SubscribeResponse{Error: pe}, terr)
 	}
@@ -100,7 +117,12 @@ func (s *service) Disconnect(ctx context.Context, req *apipb.DisconnectRequest) 
 
 func (s *service) Refresh(ctx context.Context, req *apipb.RefreshRequest) (*apipb.RefreshResponse, error) {
 	start := time.Now()
-	_, err := s.exec.Refresh(ctx, refreshRequest(req))
+	var err error
+	if refused := checkRefresh(req); refused != nil {
+		err = refused
+	} else {
+		_, err = s.exec.Refresh(ctx, refreshRequest(req))
+	}
 	if pe, terr := s.finish(ctx, "refresh", start, err); pe != nil {
 		return answer(&apipb.RefreshResponse{Error: pe}, terr)
 	}
@@ -163,7 +185,13 @@ func (s *service) Info(ctx context.Context, _ *apipb.InfoRequest) (*apipb.InfoRe
 
 func (s *service) RPC(ctx context.Context, req *apipb.RPCRequest) (*apipb.RPCResponse, error) {
 	start := time.Now()
-	res, err := s.exec.RPC(ctx, &api.RPCRequest{Method: req.GetMethod(), Params: req.GetParams()})
+	var res api.RPCResult
+	var err error
+	if refused := checkRPC(req); refused != nil {
+		err = refused
+	} else {
+		res, err = s.exec.RPC(ctx, &api.RPCRequest{Method: req.GetMethod(), Params: req.GetParams()})
+	}
 	if pe, terr := s.finish(ctx, "rpc", start, err); pe != nil {
 		return answer(&apipb.RPCResponse{Error: pe}, terr)
 	}

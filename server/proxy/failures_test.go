@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/config"
@@ -291,6 +292,56 @@ func TestPublishVersion(t *testing.T) {
 			}
 			if logs := g.log.Find(slog.LevelWarn, "proxy: result fields Gyre does not apply", map[string]string{"call": "Publish"}); len(logs) != 0 {
 				t.Fatalf("warning about version fields: %v", logs)
+			}
+		})
+	}
+}
+
+// TestBackendFailureLogsRateLimited: a backend that fails every call
+// does not write a line per call: 1,000 failing connects give a few lines
+// per second, which together count every failure, and the engine adds
+// none of its own.
+func TestBackendFailureLogsRateLimited(t *testing.T) {
+	const calls = 1000
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			b, b2 := newBackend(t), newBackend(t)
+			defaultAnswers(b)
+			g := startGyre(t, proxyConfig(kind, b, b2))
+			b.set("connect", func(map[string]any) answer { return answer{status: http.StatusInternalServerError} })
+
+			cl := wstest.Dial(t, g.url, protocol.TypeJSON)
+			for range calls {
+				if r := cl.Call(&protocol.Command{Connect: &protocol.ConnectRequest{}}); r.Error == nil || r.Error.Code != 100 {
+					t.Fatalf("connect = %+v, want error 100", r)
+				}
+			}
+			attrs := map[string]string{"proxy": "client.proxy.connect", "call": "Connect"}
+			var lines []logtest.Record
+			counted := func() int {
+				lines = g.log.Find(slog.LevelError, "proxy: call failed", attrs)
+				n := 0
+				for _, l := range lines {
+					n += l.Count()
+				}
+				return n
+			}
+			// The last summary comes when its window ends.
+			deadline := time.Now().Add(30 * time.Second)
+			for counted() != calls {
+				if time.Now().After(deadline) {
+					t.Fatalf("the lines count %d failures, want %d", counted(), calls)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// A window of a second holds at most faillog.Burst lines and a
+			// summary; 1,000 calls would have to take minutes to come near
+			// this bound.
+			if len(lines) > calls/5 {
+				t.Errorf("%d lines for %d failures", len(lines), calls)
+			}
+			if l := g.log.Find(slog.LevelError, "command failed", nil); len(l) != 0 {
+				t.Errorf("the engine logged the failures again: %d lines", len(l))
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/faillog"
 	"github.com/gyrehq/gyre/server/proxy/proxypb"
 	"github.com/gyrehq/gyre/server/proxy/substream"
 )
@@ -41,6 +42,9 @@ type Proxy struct {
 	// grpc://.
 	stream *substream.Proxy
 	log    *slog.Logger
+	// fails rate-limits the lines of failed calls, per call and kind of
+	// failure: with the backend down every call fails.
+	fails *faillog.Log
 }
 
 // New returns the proxy cfg describes. gRPC endpoints take their
@@ -60,6 +64,7 @@ func New(cfg Config, pool *Pool) (*Proxy, error) {
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
+	p.fails = faillog.New(p.log)
 	for _, h := range cfg.HTTPHeaders {
 		p.headers = append(p.headers, http.CanonicalHeaderKey(h))
 	}
@@ -110,9 +115,15 @@ type response interface {
 }
 
 // errFailed marks a call that failed on the way (the backend down, slow,
-// a bad status or body), as opposed to one the backend refused: the
-// engine sends such errors as 100 (internal).
-var errFailed = errors.New("proxy call failed")
+// a bad status or body), as opposed to one the backend refused. It is
+// gyre.ErrorInternal to errors.Is: the engine sends it as 100 and, the
+// failure being logged here, logs nothing more.
+var errFailed error = failedCall{}
+
+type failedCall struct{}
+
+func (failedCall) Error() string        { return "proxy call failed" }
+func (failedCall) Is(target error) bool { return target == gyre.ErrorInternal }
 
 // do runs one call. A refusal by the backend (an error or disconnect in
 // the response, or a transformed HTTP status) comes back as the engine's
@@ -125,10 +136,10 @@ func (p *Proxy) do(ctx context.Context, method, client string, req proto.Message
 	if err != nil {
 		var t *transformed
 		if errors.As(err, &t) {
-			p.log.Info("proxy: backend status transformed", "proxy", p.name, "call", method, "client", client, "status", t.status, "to", t.err)
+			p.logCall(method, "transformed", slog.LevelInfo, "proxy: backend status transformed", "client", client, "status", t.status, "to", t.err)
 			return t.err
 		}
-		p.log.Error("proxy: call failed", "proxy", p.name, "call", method, "endpoint", p.endpoint, "client", client, "error", err)
+		p.logCall(method, "failed", slog.LevelError, "proxy: call failed", "endpoint", p.endpoint, "client", client, "error", err)
 		return fmt.Errorf("%w: %s %s: %w", errFailed, p.name, method, err)
 	}
 	return refusal(resp)
@@ -151,14 +162,21 @@ func refusal(resp response) error {
 // capability it granted) or why an option has no effect.
 func (p *Proxy) unapplied(method, client string, fields ...string) {
 	if len(fields) > 0 {
-		p.log.Warn("proxy: result fields Gyre does not apply", "proxy", p.name, "call", method, "client", client, "fields", fields)
+		p.logCall(method, "unapplied", slog.LevelWarn, "proxy: result fields Gyre does not apply", "client", client, "fields", fields)
 	}
 }
 
 // bad logs a response the engine cannot use and returns the failure.
 func (p *Proxy) bad(method, client string, err error) error {
-	p.log.Error("proxy: invalid response", "proxy", p.name, "call", method, "endpoint", p.endpoint, "client", client, "error", err)
+	p.logCall(method, "invalid", slog.LevelError, "proxy: invalid response", "endpoint", p.endpoint, "client", client, "error", err)
 	return fmt.Errorf("%w: %s %s: %w", errFailed, p.name, method, err)
+}
+
+// logCall writes the line of one call of method that went wrong in the
+// way what says, rate-limited per proxy, method and what: the first few
+// of a second one by one, then the count of the rest.
+func (p *Proxy) logCall(method, what string, level slog.Level, msg string, attrs ...any) {
+	p.fails.Add(method+" "+what, level, msg, append([]any{"proxy", p.name, "call", method}, attrs...)...)
 }
 
 // encoding is the request's encoding field: "binary" when payloads go in
@@ -271,7 +289,7 @@ func (p *Proxy) Refresh(ctx context.Context, c *gyre.Client, _ gyre.RefreshEvent
 	req.Client, req.Transport, req.Protocol, req.Encoding, req.User = p.common(c)
 	resp := &proxypb.RefreshResponse{}
 	if err := p.do(ctx, "Refresh", c.ID(), req, resp, nil); err != nil {
-		return gyre.RefreshReply{}, notForRefresh(err)
+		return gyre.RefreshReply{}, p.notForRefresh("Refresh", c.ID(), err)
 	}
 	r := resp.Result
 	if r == nil {
@@ -289,14 +307,15 @@ func (p *Proxy) Refresh(ctx context.Context, c *gyre.Client, _ gyre.RefreshEvent
 
 // notForRefresh keeps an error or disconnect answered to a refresh from
 // reaching the engine as one: the engine would act on a disconnect, which
-// Centrifugo's refresh proxies do not.
-func notForRefresh(err error) error {
+// Centrifugo's refresh proxies do not. The engine asks again later.
+func (p *Proxy) notForRefresh(method, client string, err error) error {
 	var d *gyre.Disconnect
 	var e *gyre.Error
-	if errors.As(err, &d) || errors.As(err, &e) {
-		return fmt.Errorf("%w: backend answered %v", errFailed, err)
+	if errors.Is(err, errFailed) || !errors.As(err, &d) && !errors.As(err, &e) {
+		return err
 	}
-	return err
+	p.logCall(method, "refused", slog.LevelInfo, "proxy: refresh answered with an error or disconnect, which a refresh does not apply; asked again later", "client", client, "answer", err)
+	return fmt.Errorf("%w: backend answered %v", errFailed, err)
 }
 
 // Subscribe asks the backend about a subscribe command.
@@ -371,7 +390,7 @@ func (p *Proxy) SubRefresh(ctx context.Context, c *gyre.Client, e gyre.SubRefres
 	req.Client, req.Transport, req.Protocol, req.Encoding, req.User = p.common(c)
 	resp := &proxypb.SubRefreshResponse{}
 	if err := p.do(ctx, "SubRefresh", c.ID(), req, resp, nil); err != nil {
-		return gyre.SubRefreshReply{}, notForRefresh(err)
+		return gyre.SubRefreshReply{}, p.notForRefresh("SubRefresh", c.ID(), err)
 	}
 	r := resp.Result
 	if r == nil {

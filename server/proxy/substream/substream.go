@@ -34,6 +34,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/faillog"
 	"github.com/gyrehq/gyre/server/proxy/proxypb"
 )
 
@@ -62,6 +63,9 @@ type Proxy struct {
 	timeout time.Duration
 	opts    []grpc.CallOption
 	log     *slog.Logger
+	// fails rate-limits the proxy's lines, per message: a backend that is
+	// down fails every subscribe, one that misbehaves every message.
+	fails *faillog.Log
 }
 
 // New returns a Proxy for cfg.
@@ -82,6 +86,7 @@ func New(cfg Config) (*Proxy, error) {
 		timeout: cfg.Timeout,
 		opts:    cfg.CallOptions,
 		log:     log,
+		fails:   faillog.New(log),
 	}, nil
 }
 
@@ -152,7 +157,7 @@ func (p *Proxy) Subscribe(ctx context.Context, call Call, convert ResponseFunc) 
 // gives gyre.DisconnectConnectionClosed.
 func (p *Proxy) Open(ctx context.Context, call Call) (*proxypb.SubscribeResponse, *Stream, error) {
 	req := call.Request
-	log := callLog{log: p.log, attrs: []any{"proxy", p.name, "client", req.GetClient(), "user", req.GetUser(), "channel", req.GetChannel()}}
+	log := callLog{log: p.log, fails: p.fails, attrs: []any{"proxy", p.name, "client", req.GetClient(), "user", req.GetUser(), "channel", req.GetChannel()}}
 	if len(call.Metadata) > 0 {
 		md, _ := metadata.FromOutgoingContext(ctx)
 		ctx = metadata.NewOutgoingContext(ctx, metadata.Join(md, call.Metadata))
@@ -360,14 +365,23 @@ func (s *Stream) Close() { s.cancel() }
 // (proxy, client, user, channel) on every line.
 type callLog struct {
 	log   *slog.Logger
+	fails *faillog.Log
 	attrs []any
 }
 
+// at writes a line with the call's attributes; lines above debug are
+// rate-limited per message, as they can come once per subscribe or per
+// message of a stream.
 func (l callLog) at(level slog.Level, msg string, args ...any) {
 	if !l.log.Enabled(context.Background(), level) {
 		return
 	}
-	l.log.Log(context.Background(), level, msg, append(append([]any(nil), l.attrs...), args...)...)
+	attrs := append(append([]any(nil), l.attrs...), args...)
+	if level > slog.LevelDebug && l.fails != nil {
+		l.fails.Add(msg, level, msg, attrs...)
+		return
+	}
+	l.log.Log(context.Background(), level, msg, attrs...)
 }
 
 func (l callLog) Debug(msg string, args ...any) { l.at(slog.LevelDebug, msg, args...) }

@@ -1,4 +1,4 @@
-package api
+package faillog
 
 import (
 	"context"
@@ -33,29 +33,29 @@ func (h *countHandler) count() int {
 	return h.n
 }
 
-// TestFailureLog: per kind and window, the first failureLogBurst failures
+// TestFailureLog: per kind and window, the first Burst failures
 // are logged one by one and the rest summed up in one line; a new window
 // logs again; kinds do not share their lines.
 func TestFailureLog(t *testing.T) {
 	h := &countHandler{}
-	l := newFailureLog(slog.New(h))
+	l := New(slog.New(h))
 	l.window = time.Hour // the test ends the windows itself
 	const n = 1000
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { l.add("publish", slog.LevelError, "api method failed", "method", "publish", "i", i) })
+		wg.Go(func() { l.Add("publish", slog.LevelError, "api method failed", "method", "publish", "i", i) })
 	}
 	wg.Wait()
-	if got := h.count(); got != failureLogBurst {
-		t.Fatalf("%d lines for %d failures, want %d", got, n, failureLogBurst)
+	if got := h.count(); got != Burst {
+		t.Fatalf("%d lines for %d failures, want %d", got, n, Burst)
 	}
-	l.add("history", slog.LevelError, "api method failed", "method", "history")
-	if got := h.count(); got != failureLogBurst+1 {
+	l.Add("history", slog.LevelError, "api method failed", "method", "history")
+	if got := h.count(); got != Burst+1 {
 		t.Fatalf("a failure of another kind was not logged: %d lines", got)
 	}
 
-	l.flushAll()
-	if got := h.count(); got != failureLogBurst+2 {
+	l.FlushAll()
+	if got := h.count(); got != Burst+2 {
 		t.Fatalf("%d lines after the flush, want one summary more", got)
 	}
 	var notLogged int64
@@ -65,20 +65,20 @@ func TestFailureLog(t *testing.T) {
 		}
 		return true
 	})
-	if h.last.Level != slog.LevelError || h.last.Message != "api method failed" || notLogged != n-failureLogBurst {
-		t.Fatalf("summary %v, want the failures' level and message with not_logged=%d", h.last, n-failureLogBurst)
+	if h.last.Level != slog.LevelError || h.last.Message != "api method failed" || notLogged != n-Burst {
+		t.Fatalf("summary %v, want the failures' level and message with not_logged=%d", h.last, n-Burst)
 	}
-	l.flushAll()
-	if got := h.count(); got != failureLogBurst+2 {
-		t.Fatalf("a flush with nothing counted wrote %d lines", got-failureLogBurst-2)
+	l.FlushAll()
+	if got := h.count(); got != Burst+2 {
+		t.Fatalf("a flush with nothing counted wrote %d lines", got-Burst-2)
 	}
 
 	// The next window logs its first failures again.
 	l.mu.Lock()
 	l.kinds["publish"].start = time.Now().Add(-2 * l.window)
 	l.mu.Unlock()
-	l.add("publish", slog.LevelError, "api method failed")
-	if got := h.count(); got != failureLogBurst+3 {
+	l.Add("publish", slog.LevelError, "api method failed")
+	if got := h.count(); got != Burst+3 {
 		t.Fatalf("the first failure of a new window was not logged")
 	}
 }
@@ -87,11 +87,11 @@ func TestFailureLog(t *testing.T) {
 // entry and no line.
 func TestFailureLogDisabledLevel(t *testing.T) {
 	h := &countHandler{level: slog.LevelWarn}
-	l := newFailureLog(slog.New(h))
+	l := New(slog.New(h))
 	for range 10 {
-		l.add("bad request", slog.LevelInfo, "api: bad request")
+		l.Add("bad request", slog.LevelInfo, "api: bad request")
 	}
-	l.flushAll()
+	l.FlushAll()
 	if h.count() != 0 || len(l.kinds) != 0 {
 		t.Fatalf("%d lines and %d kinds for failures below the level", h.count(), len(l.kinds))
 	}
@@ -101,17 +101,17 @@ func TestFailureLogDisabledLevel(t *testing.T) {
 // window ends.
 func TestFailureLogSummaryAtWindowEnd(t *testing.T) {
 	h := &countHandler{}
-	l := newFailureLog(slog.New(h))
+	l := New(slog.New(h))
 	l.window = time.Hour
-	for range failureLogBurst + 3 {
-		l.add("publish", slog.LevelError, "api method failed")
+	for range Burst + 3 {
+		l.Add("publish", slog.LevelError, "api method failed")
 	}
 	// End the window now rather than in an hour.
 	l.mu.Lock()
 	l.kinds["publish"].timer.Reset(0)
 	l.mu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
-	for h.count() != failureLogBurst+1 {
+	for h.count() != Burst+1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d lines, want the summary after the window", h.count())
 		}

@@ -1,0 +1,56 @@
+package redis
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/logtest"
+)
+
+// TestUndecodablePubSubMessagesLogRateLimited: foreign messages on a
+// channel's pub/sub (whoever can PUBLISH to the Redis can send them) are
+// skipped without a line each: 1,000 of them give a few lines a second
+// that count them all, and delivery goes on.
+func TestUndecodablePubSubMessagesLogRateLimited(t *testing.T) {
+	const junk = 1000
+	logs := &logtest.Recorder{}
+	b, ev := runBroker(t, Config{Addresses: []string{redistest.Start(t).Addr}, Logger: slog.New(logs)})
+	if err := b.Subscribe("chat"); err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	s := b.shard("chat")
+	name := s.pubsubName("chat")
+	for range junk {
+		if err := s.client.Do(context.Background(), s.client.B().Publish().Channel(name).Message("not protobuf").Build()).Error(); err != nil {
+			t.Fatalf("PUBLISH: %v", err)
+		}
+	}
+	mustPublish(t, b, "chat", "after the junk")
+	expectData(t, ev, "chat", "after the junk")
+
+	var lines []logtest.Record
+	counted := func() int {
+		lines = logs.Find(slog.LevelError, "redis: deliver pub/sub message", nil)
+		n := 0
+		for _, l := range lines {
+			n += l.Count()
+		}
+		return n
+	}
+	// The last summary comes when its window ends.
+	deadline := time.Now().Add(30 * time.Second)
+	for counted() != junk {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lines count %d messages, want %d", counted(), junk)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// At most faillog.Burst lines and a summary a second: 1,000 messages
+	// would have to take minutes to come near this bound.
+	if len(lines) > junk/5 {
+		t.Errorf("%d lines for %d messages", len(lines), junk)
+	}
+}
