@@ -44,9 +44,6 @@ type Broker struct {
 	patMu     sync.Mutex
 	scopeRefs map[string]int
 
-	// shortfalls limits the log lines about publications too few
-	// replicas acknowledged (Config.SyncReplicas).
-	shortfalls logLimiter
 	// syncSlots bounds the publish pipelines that wait for replicas at
 	// once (see withSyncSlot).
 	syncSlots chan struct{}
@@ -68,6 +65,18 @@ var (
 // flapping connection does not flood the log.
 func (b *Broker) logRepeated(kind, where string, level slog.Level, msg string, attrs ...any) {
 	b.fails.Add(kind+" "+where, level, msg, append([]any{"redis", where}, attrs...)...)
+}
+
+// redisName names a Redis client in logs and errors: its address, the
+// Sentinel master's name, or "cluster".
+func (b *Broker) redisName(client int) string {
+	switch b.e.mode {
+	case modeCluster:
+		return "cluster"
+	case modeSentinel:
+		return "sentinel master " + b.cfg.SentinelMasterName
+	}
+	return b.cfg.Addresses[client]
 }
 
 func newBroker(e *Engine) *Broker {
@@ -96,17 +105,12 @@ func newBroker(e *Engine) *Broker {
 // where names a shard in logs and errors; shard -1 is the client's
 // pattern connection.
 func (b *Broker) where(client, shard int) string {
-	var addr string
-	switch b.e.mode {
-	case modeCluster:
+	addr := b.redisName(client)
+	if b.e.mode == modeCluster {
 		if shard < 0 {
 			return "cluster patterns"
 		}
 		return fmt.Sprintf("cluster shard %d", shard)
-	case modeSentinel:
-		addr = "sentinel master " + b.cfg.SentinelMasterName
-	default:
-		addr = b.cfg.Addresses[client]
 	}
 	if shard < 0 {
 		return addr + " patterns"

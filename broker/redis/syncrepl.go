@@ -3,10 +3,10 @@ package redis
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/redis/rueidis"
@@ -57,6 +57,7 @@ func (b *Broker) runCallsSynced(ctx context.Context, ci int, sent []*publishCall
 // commands that ran into errors when too few replicas acknowledged them.
 func (b *Broker) waitingDo(ci int) func(context.Context, ...rueidis.Completed) []rueidis.RedisResult {
 	client := b.e.clients[ci]
+	where := b.redisName(ci)
 	want := int64(b.cfg.SyncReplicas)
 	timeout := b.cfg.SyncReplicasTimeout.Milliseconds()
 	return func(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
@@ -83,7 +84,7 @@ func (b *Broker) waitingDo(ci int) func(context.Context, ...rueidis.Completed) [
 		if err == nil && got >= want {
 			return results
 		}
-		waitErr := b.replicationShortfall(got, want, err)
+		waitErr := b.replicationShortfall(where, got, want, err)
 		for i, r := range results {
 			if r.Error() == nil {
 				results[i] = rueidis.NewErrorResult(waitErr)
@@ -94,44 +95,17 @@ func (b *Broker) waitingDo(ci int) func(context.Context, ...rueidis.Completed) [
 }
 
 // replicationShortfall is the error of publications that fewer replicas
-// than asked acknowledged, logged at most once per logEvery.
-func (b *Broker) replicationShortfall(got, want int64, err error) error {
+// than asked acknowledged on the Redis named where, logged through the
+// broker's failure log (a few lines a second and a count).
+func (b *Broker) replicationShortfall(where string, got, want int64, err error) error {
 	if err != nil {
 		err = fmt.Errorf("redis: publish: WAIT for %d replicas: %w: %w", want, broker.ErrNotAvailable, err)
 	} else {
 		err = fmt.Errorf("redis: publish: %s of %d replicas acknowledged the publication in time; it may be lost in a failover: %w",
 			strconv.FormatInt(got, 10), want, broker.ErrNotAvailable)
 	}
-	if n, ok := b.shortfalls.tick(time.Now()); ok {
-		b.log.Warn("redis: publications not acknowledged by enough replicas", "error", err, "since_last_log", n)
-	}
+	b.logRepeated("replicas", where, slog.LevelWarn, "redis: publications not acknowledged by enough replicas", "error", err)
 	return err
-}
-
-// shortfallLogEvery spaces the log lines about replication shortfalls,
-// which come per pipeline while replicas lag.
-const shortfallLogEvery = 10 * time.Second
-
-// logLimiter counts events and lets one log line through per
-// shortfallLogEvery.
-type logLimiter struct {
-	mu    sync.Mutex
-	last  time.Time
-	count int
-}
-
-// tick counts an event and reports whether to log it, with the number of
-// events since the last line (this one included).
-func (l *logLimiter) tick(now time.Time) (int, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.count++
-	if !l.last.IsZero() && now.Sub(l.last) < shortfallLogEvery {
-		return 0, false
-	}
-	n := l.count
-	l.last, l.count = now, 0
-	return n, true
 }
 
 // syncConcurrency bounds the pipelines waiting for replicas at once, per
