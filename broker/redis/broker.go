@@ -44,6 +44,10 @@ type Broker struct {
 	patMu     sync.Mutex
 	scopeRefs map[string]int
 
+	// pipelines counts publish pipelines, and with pipelineSalt (random,
+	// per broker) makes each one's token (markReplicationReads).
+	pipelines    atomic.Uint64
+	pipelineSalt string
 	// syncSlots bounds the publish pipelines that wait for replicas at
 	// once (see withSyncSlot).
 	syncSlots chan struct{}
@@ -89,6 +93,9 @@ func newBroker(e *Engine) *Broker {
 		scopePrefix: e.cfg.Prefix + "." + scopeInfix,
 		scopeRefs:   make(map[string]int),
 		syncSlots:   make(chan struct{}, syncConcurrency),
+		// A token is pipeline count and salt: unique across the nodes
+		// that share a Redis, short, and free of ':'.
+		pipelineSalt: "." + newEpoch(),
 	}
 	for ci, c := range e.clients {
 		row := make([]*subShard, len(e.bases))

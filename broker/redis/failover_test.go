@@ -363,3 +363,42 @@ func TestSentinelFailoverSyncReplicas(t *testing.T) {
 		t.Errorf("%d acknowledged publications are not in the history at their offsets", lost)
 	}
 }
+
+// TestReplicationIDKeyNeedsToken: a publish script told to read its
+// server's replication id from the key base's replid key (a call after the
+// first of its pipeline) trusts the key only when its own pipeline's token
+// is in it. A value of another pipeline, or one that replication or a
+// snapshot brought from another server, is checked against INFO: here the
+// key and the stream's meta both name a master that is not this server,
+// as after a failover, and the stream must start a new epoch.
+func TestReplicationIDKeyNeedsToken(t *testing.T) {
+	srv := redistest.Start(t)
+	b, _ := runBroker(t, Config{Addresses: []string{srv.Addr}})
+	const ch = "tokens"
+	sp := mustPublish(t, b, ch, "one")
+	base := b.e.bases[0]
+	const other = "0123456789abcdef0123456789abcdef01234567"
+	if _, err := srv.Cli("hset", metaKey(base, ch), "r", other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Cli("set", base+replIDSuffix, "stale.token:"+other); err != nil {
+		t.Fatal(err)
+	}
+	item := broker.PublishItem{Channel: ch, Data: []byte("two"), Opts: history}
+	c := publishCall{item: &item}
+	if err := b.prepare(&c); err != nil {
+		t.Fatal(err)
+	}
+	c.args[argReplicationRead] = "k:fresh.token"
+	client := b.e.clients[0]
+	setResult(&item, client.Do(t.Context(), publishScript.cmd(client, c.keys, c.args, true)))
+	if item.Err != nil {
+		t.Fatalf("publish: %v", item.Err)
+	}
+	if item.Position.Epoch == sp.Epoch {
+		t.Fatalf("the stream kept epoch %q although its meta names another master: the stale key was trusted", sp.Epoch)
+	}
+	if item.Position.Offset != sp.Offset+1 {
+		t.Fatalf("offset %d after %d: the new epoch keeps the stream's offsets", item.Position.Offset, sp.Offset)
+	}
+}

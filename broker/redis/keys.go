@@ -8,6 +8,7 @@ import "strconv"
 //
 //	<base>c.<channel>             pub/sub channel of publications, join, leave
 //	<base>control                 pub/sub channel of control messages
+//	<base>replid                  string: the replication id of the server (see lua/stream_common.lua)
 //	<base>s.<channel>             stream: history entries
 //	<base>m.<channel>             hash: stream meta (offset, epoch, previous publication)
 //	<base>i.<len>.<channel><key>  string: result of an idempotent publish
@@ -33,6 +34,8 @@ const (
 	userInfix     = "p.u."
 	scopeInfix    = "w."
 )
+
+const replIDSuffix = "replid"
 
 func streamKey(base, channel string) string { return base + streamInfix + channel }
 func metaKey(base, channel string) string   { return base + metaInfix + channel }

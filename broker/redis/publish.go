@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -73,11 +74,12 @@ func (b *Broker) PublishMany(items []broker.PublishItem) {
 
 // publishCall is one publish script call of PublishMany.
 type publishCall struct {
-	item   *broker.PublishItem
-	client int    // index in Engine.clients; -1 when the item failed already
-	base   string // the key base of the channel's shard (one slot in a cluster)
-	keys   []string
-	args   []string
+	item    *broker.PublishItem
+	client  int    // index in Engine.clients; -1 when the item failed already
+	base    string // the key base of the channel's shard (one slot in a cluster)
+	history bool   // the channel keeps history: the script checks the stream's master
+	keys    []string
+	args    []string
 }
 
 // prepare encodes the item's publication and fills in the script's keys
@@ -98,7 +100,7 @@ func (b *Broker) prepare(c *publishCall) error {
 	ci, si := b.e.locate(it.Channel)
 	base := b.e.bases[si]
 	meta := metaKey(base, it.Channel)
-	keys := []string{streamKey(base, it.Channel), meta, meta}
+	keys := []string{streamKey(base, it.Channel), meta, meta, base + replIDSuffix}
 
 	var size, ttl int64
 	var epoch string
@@ -138,8 +140,35 @@ func (b *Broker) prepare(c *publishCall) error {
 		scopeChannel,
 		strconv.FormatUint(version, 10),
 		opts.VersionEpoch,
+		"", // how the script learns the replication id: set per pipeline (markReplicationReads)
 	}
+	c.history = size > 0
 	return nil
+}
+
+// argReplicationRead is the index in publishCall.args of how the script
+// learns its server's replication id (see lua/stream_common.lua).
+const argReplicationRead = 13
+
+// markReplicationReads sets, for the calls of one pipeline, how each
+// learns its server's replication id: the first call with history on each
+// key base reads it from INFO and leaves it, with the pipeline's token,
+// for the calls after it; in a cluster each call reads INFO, since Redis
+// may redirect a single call to another server.
+func (b *Broker) markReplicationReads(calls []*publishCall) {
+	token := strconv.FormatUint(b.pipelines.Add(1), 36) + b.pipelineSalt
+	var read []string // bases whose id this pipeline reads from INFO already
+	for _, c := range calls {
+		if !c.history {
+			continue
+		}
+		how := "k:"
+		if b.e.mode == modeCluster || !slices.Contains(read, c.base) {
+			how = "i:"
+			read = append(read, c.base)
+		}
+		c.args[argReplicationRead] = how + token
+	}
 }
 
 // runCalls sends the calls meant for client ci (others are skipped) in one
@@ -182,12 +211,20 @@ func (b *Broker) runCalls(ctx context.Context, ci int, calls []publishCall) {
 func (b *Broker) runPipeline(ctx context.Context, ci int, sent []*publishCall, do func(context.Context, ...rueidis.Completed) []rueidis.RedisResult) {
 	client := b.e.clients[ci]
 	cmds := make(rueidis.Commands, 0, len(sent))
+	b.markReplicationReads(sent)
 	for _, c := range sent {
 		cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, false))
 	}
 	results := do(ctx, cmds...)
 	retry, again := retryPlan(sent, results, ctx.Err() != nil)
 	cmds = cmds[:0]
+	var retried []*publishCall
+	for i, c := range sent {
+		if retry[i] {
+			retried = append(retried, c)
+		}
+	}
+	b.markReplicationReads(retried)
 	for i, c := range sent {
 		err := results[i].Error()
 		switch {
@@ -204,13 +241,9 @@ func (b *Broker) runPipeline(ctx context.Context, ci int, sent []*publishCall, d
 	if again == 0 {
 		return
 	}
-	retried := do(ctx, cmds...)
-	k := 0
-	for i, c := range sent {
-		if retry[i] {
-			setResult(c.item, retried[k])
-			k++
-		}
+	again2 := do(ctx, cmds...)
+	for k, c := range retried {
+		setResult(c.item, again2[k])
 	}
 }
 

@@ -3,7 +3,7 @@
 -- requested position and returns live entries in the requested order.
 --
 -- KEYS[1] stream, KEYS[2] meta hash
--- ARGV[1] epoch to use if the stream has none, or starts a new one
+-- ARGV[1] epoch to use if the stream has none
 -- ARGV[2] meta TTL, milliseconds
 -- ARGV[3] "1" when a since position is given
 -- ARGV[4] since offset
@@ -16,14 +16,11 @@ local metaTTL = tonumber(ARGV[2])
 local hasSince, sinceOffset, sinceEpoch = ARGV[3] == '1', tonumber(ARGV[4]), ARGV[5]
 local limit, reverse = tonumber(ARGV[6]), ARGV[7] == '1'
 
-local m = redis.call('HMGET', meta, 'e', 'r')
-local epoch = m[1]
+local epoch = redis.call('HGET', meta, 'e')
 if not epoch then
   epoch = ARGV[1]
   redis.call('DEL', stream)
-  redis.call('HSET', meta, 'e', epoch, 'o', 0, 'r', replicationID())
-else
-  epoch = continueStream(meta, epoch, m[2], ARGV[1])
+  redis.call('HSET', meta, 'e', epoch, 'o', 0, 'r', serverReplicationID())
 end
 local top = tonumber(redis.call('HGET', meta, 'o')) or 0
 if redis.call('PTTL', meta) < metaTTL then

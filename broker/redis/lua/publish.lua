@@ -6,7 +6,8 @@
 -- publication to the scope's pub/sub channel, so that order on that path is
 -- the same too.
 --
--- KEYS[1] stream, KEYS[2] meta hash, KEYS[3] idempotency result
+-- KEYS[1] stream, KEYS[2] meta hash, KEYS[3] idempotency result,
+-- KEYS[4] the key base's replication id (see stream_common.lua)
 -- ARGV[1] pub/sub channel
 -- ARGV[2] publication, protobuf, offset not set
 -- ARGV[3] history size, 0 for no history
@@ -20,12 +21,22 @@
 -- ARGV[11] the channel's name, sent with the publication to the scope
 -- ARGV[12] version, "0" for none (history only)
 -- ARGV[13] version epoch
+-- ARGV[14] how to learn the replication id (history only): "i:<token>"
+-- from INFO (the first call of a pipeline on this key base), "k:<token>"
+-- from KEYS[4] when the first call left it there (stream_common.lua)
 -- Returns {offset, epoch, suppressed (0 or 1)}.
 local stream, meta, idem = KEYS[1], KEYS[2], KEYS[3]
 local channel, pub = ARGV[1], ARGV[2]
 local size, ttl, metaTTL = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local delta, idemTTL = ARGV[7] == '1', tonumber(ARGV[8])
 local version, versionEpoch = tonumber(ARGV[12]), ARGV[13]
+
+-- Before any early return: the calls after this one in the pipeline read
+-- what it stores.
+local rid = nil
+if size > 0 then
+  rid = replicationID(ARGV[14], KEYS[4], metaTTL)
+end
 
 if idemTTL > 0 then
   local seen = redis.call('GET', idem)
@@ -69,9 +80,9 @@ if size > 0 then
   if not epoch then
     epoch = ARGV[6]
     redis.call('DEL', stream)
-    redis.call('HSET', meta, 'e', epoch, 'o', 0, 'r', replicationID())
+    redis.call('HSET', meta, 'e', epoch, 'o', 0, 'r', rid)
   else
-    epoch = continueStream(meta, epoch, m[2], ARGV[6])
+    epoch = continueStream(meta, epoch, m[2], rid, ARGV[6])
   end
   offset = redis.call('HINCRBY', meta, 'o', 1)
   if version > 0 then

@@ -1,23 +1,62 @@
 -- Stream continuity across a change of master. Redis replicates
 -- asynchronously: a replica promoted by Sentinel or a Cluster failover may
 -- lack the last publications the old master acknowledged (and sent to
--- subscribers), and would hand out their offsets again in the same epoch.
--- A promotion gives the new master a new replication id, so the meta keeps
--- the id of the master that last wrote it ('r'), and a stream found
--- written under another id starts a new epoch: offsets already handed out
--- are never reused in one epoch, and recovery across the change is
--- refused rather than claimed.
+-- subscribers), and would hand out their offsets again in the same epoch;
+-- so may a server restarted from a snapshot. A promotion or a restart
+-- gives the server a new replication id, so the meta keeps the id of the
+-- master that last wrote it ('r'), and a publish that finds it written
+-- under another id starts a new epoch: offsets already handed out are
+-- never reused in one epoch, and recovery across the change is refused
+-- rather than claimed.
 --
--- continueStream returns the stream's epoch, the new one (newEpoch) when
--- the meta was written by another master. A meta without 'r' (written
--- before this check existed) adopts this master's id and keeps its epoch.
-local function replicationID()
+-- Reads need no check: a stream this master has not written yet is what
+-- the old one had up to some point, so whatever it returns is what the
+-- old master returned for the same positions. A read that creates the
+-- meta records the id, though: a publish on this master may use the
+-- epoch, be lost in a failover, and the next master must not take the
+-- stream for its own.
+--
+-- Reading the id (INFO) costs more than the rest of a publish's reads
+-- together, so it is read once per pipeline: the caller marks the first
+-- call of a pipeline on each key base, which reads INFO and keeps the id
+-- in the base's replid key with a token of the pipeline; the calls after
+-- it, on the same connection and so on the same server, trust the key
+-- only with their pipeline's token. A value another pipeline wrote, or one
+-- that replication or a snapshot brought from another server, does not
+-- carry the token, and the call reads INFO itself. In a cluster, where a
+-- single call may be redirected to another server, every call reads INFO.
+
+-- serverReplicationID reads this server's replication id from INFO.
+local function serverReplicationID()
   local info = redis.call('INFO', 'replication')
   return string.match(info, 'master_replid:(%w+)') or ''
 end
 
-local function continueStream(meta, epoch, writtenBy, newEpoch)
-  local rid = replicationID()
+-- replicationID returns this server's replication id. how is "i:<token>"
+-- for the first call of a pipeline (INFO, then the key is set to
+-- "<token>:<id>"), "k:<token>" for the calls after it (the key, when it
+-- carries the token; else INFO).
+local function replicationID(how, idKey, ttl)
+  local token = string.sub(how, 3)
+  if string.sub(how, 1, 1) == 'k' then
+    local v = redis.call('GET', idKey)
+    if v then
+      local t, id = string.match(v, '^([^:]*):(.*)$')
+      if t == token then
+        return id
+      end
+    end
+  end
+  local id = serverReplicationID()
+  redis.call('SET', idKey, token .. ':' .. id, 'PX', ttl)
+  return id
+end
+
+-- continueStream returns the stream's epoch, the new one (newEpoch) when
+-- the meta was written by another master (writtenBy is not rid). A meta
+-- without 'r' (written before this check existed) adopts this master's id
+-- and keeps its epoch.
+local function continueStream(meta, epoch, writtenBy, rid, newEpoch)
   if writtenBy == rid then
     return epoch
   end
