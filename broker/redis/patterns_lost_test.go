@@ -208,6 +208,8 @@ func startSeqPublishers(b *Broker, chs []string, opts broker.PublishOptions) *se
 	p := &seqPublishers{chs: chs, done: make(chan struct{}), started: make(map[string]int), acked: make(map[string]map[int]bool)}
 	for _, ch := range chs {
 		p.acked[ch] = make(map[int]bool)
+	}
+	for _, ch := range chs {
 		p.wg.Go(func() {
 			for seq := 1; ; seq++ {
 				select {
