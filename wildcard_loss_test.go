@@ -1,6 +1,7 @@
 package gyre_test
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,8 +18,9 @@ import (
 
 // lossShape is a Redis setup the pattern loss test runs on, with the
 // faults it can inflict: drop every pub/sub connection (CLIENT KILL TYPE
-// pubsub), and restart the Redis that carries the node's pattern
-// connection (without persistence, as a crash would leave it).
+// pubsub), and restart a Redis that carries a pattern connection of the
+// node and serves some of the published channels (without persistence, as
+// a crash would leave it; in a cluster, a master).
 type lossShape struct {
 	name  string
 	start func(t *testing.T) (cfg redis.Config, servers []*redistest.Server)
@@ -41,21 +43,13 @@ func lossShapes() []lossShape {
 	}
 }
 
-// restartsTold reports whether a restart of the Redis carrying the
-// pattern connection is a fault the node can tell. In a cluster it is
-// not always: a restarted master may publish before its cluster bus link
-// to the node carrying the pattern connection is up, and Redis drops
-// those publications for that node without a sign (docs/redis.md,
-// "Pattern delivery on Redis").
-func (s lossShape) restartsTold() bool { return s.name != "cluster" }
-
 // TestWildcardPubSubLoss: pattern subscribers, client-side (a WebSocket
 // client that subscribes again when told, as the SDKs do) and server-side
 // (a connection token's channels; the client reconnects when told),
 // follow four channels while they are published into without pause. The
-// node's Redis pub/sub connections are dropped twice and the Redis
-// carrying its pattern connection restarted once (not in a cluster, see
-// restartsTold). Each fault tells every
+// node's Redis pub/sub connections are dropped twice and a Redis carrying
+// a pattern connection and some of the channels restarted once. Each
+// fault tells every
 // pattern subscriber (unsubscribe 2500, disconnect 3010), and in every
 // subscription each subscriber received, per channel, every acknowledged
 // publication published after it subscribed, up to the point where it
@@ -93,13 +87,10 @@ func TestWildcardPubSubLoss(t *testing.T) {
 				{"client kill", func() { killPubSub(t, servers) }},
 				{"client kill", func() { killPubSub(t, servers) }},
 				{"restart", func() {
-					s := patternServer(t, servers, rc.Prefix)
+					s := patternServer(t, servers, rc.Prefix, "geo:eu.")
 					s.Kill()
 					s.Restart()
 				}},
-			}
-			if !shape.restartsTold() {
-				faults = faults[:2]
 			}
 			for _, f := range faults {
 				t.Logf("fault: %s", f.name)
@@ -136,16 +127,24 @@ func killPubSub(t *testing.T, servers []*redistest.Server) {
 	}
 }
 
-// patternServer returns the server that has the node's subscription to
-// a pattern scope.
-func patternServer(t *testing.T, servers []*redistest.Server, prefix string) *redistest.Server {
+// patternServer returns a server that has a subscription of the node to
+// a pattern scope (a classic channel, or in a cluster a shard channel
+// under one of the channels' hash tags) and the history of some channels
+// starting with chPrefix: a restart of it interrupts their pattern path.
+func patternServer(t *testing.T, servers []*redistest.Server, prefix, chPrefix string) *redistest.Server {
 	t.Helper()
 	for _, s := range servers {
-		if out, err := s.Cli("pubsub", "channels", prefix+".w.*"); err == nil && strings.TrimSpace(out) != "" {
+		classic, err1 := s.Cli("pubsub", "channels", prefix+".*w.*")
+		sharded, err2 := s.Cli("pubsub", "shardchannels", prefix+".*w.*")
+		streams, err3 := s.Cli("keys", prefix+".*s."+chPrefix+"*")
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatalf("find the pattern server: %v", err)
+		}
+		if strings.TrimSpace(classic+sharded) != "" && strings.TrimSpace(streams) != "" {
 			return s
 		}
 	}
-	t.Fatal("no server has the pattern scope's subscription")
+	t.Fatal("no server has both a pattern scope's subscription and a channel's history")
 	return nil
 }
 

@@ -101,15 +101,23 @@ func BenchmarkPresence(b *testing.B) {
 }
 
 // BenchmarkPublishPatternScope measures what a pattern scope adds to a
-// publish with history: the script's second PUBLISH and, when a node holds
-// the scope (ScopeHeld: this one, as a node with pattern subscribers in
-// the namespace does), the scope's delivery. ScopeUnheld publishes with a
-// scope nobody subscribed. Sequential waits for each publish; Concurrent
-// publishes from 64 goroutines over 16 channels. Every delivery back to
-// this node is awaited before the timer stops, so that its cost counts;
-// redis-µs/op is Redis's CPU time (INFO cpu) per publish.
+// publish with history: the script's second message and, when a node
+// holds the scope (ScopeHeld: this one, as a node with pattern
+// subscribers in the namespace does), the scope's delivery. ScopeUnheld
+// publishes with a scope nobody subscribed. Sequential waits for each
+// publish; Concurrent publishes from 64 goroutines over 16 channels.
+// Every delivery back to this node is awaited before the timer stops, so
+// that its cost counts; redis-µs/op is the CPU time (INFO cpu) of every
+// Redis per publish. The Cluster cases run on a cluster of three masters
+// with the default Config.ClusterShards.
 func BenchmarkPublishPatternScope(b *testing.B) {
 	srv := redistest.Start(b)
+	benchPatternScope(b, "", Config{Addresses: []string{srv.Addr}}, []*redistest.Server{srv})
+	c := redistest.StartCluster(b, 3)
+	benchPatternScope(b, "Cluster/", Config{ClusterAddresses: c.Addrs()}, c.Nodes)
+}
+
+func benchPatternScope(b *testing.B, name string, cfg Config, servers []*redistest.Server) {
 	for _, mode := range []string{"Sequential", "Concurrent"} {
 		for _, tt := range []struct {
 			name  string
@@ -120,8 +128,8 @@ func BenchmarkPublishPatternScope(b *testing.B) {
 			{"ScopeUnheld", "bench:", false},
 			{"ScopeHeld", "bench:", true},
 		} {
-			b.Run(mode+"/"+tt.name, func(b *testing.B) {
-				br := newEngine(b, Config{Addresses: []string{srv.Addr}}).Broker()
+			b.Run(name+mode+"/"+tt.name, func(b *testing.B) {
+				br := newEngine(b, cfg).Broker()
 				ev := newCountingEvents()
 				if err := br.Run(ev); err != nil {
 					b.Fatal(err)
@@ -140,7 +148,7 @@ func BenchmarkPublishPatternScope(b *testing.B) {
 				opts := history
 				opts.PatternScope = tt.scope
 				payload := []byte(`{"type":"message","user":"42","text":"hello, world","ts":1700000000}`)
-				cpu := redisCPU(b, srv)
+				cpu := redisCPU(b, servers)
 				b.ReportAllocs()
 				b.ResetTimer()
 				if mode == "Sequential" {
@@ -170,28 +178,30 @@ func BenchmarkPublishPatternScope(b *testing.B) {
 					time.Sleep(time.Millisecond)
 				}
 				b.StopTimer()
-				b.ReportMetric((redisCPU(b, srv)-cpu)*1e6/float64(b.N), "redis-µs/op")
+				b.ReportMetric((redisCPU(b, servers)-cpu)*1e6/float64(b.N), "redis-µs/op")
 			})
 		}
 	}
 }
 
-// redisCPU returns the CPU time Redis has used, in seconds.
-func redisCPU(b *testing.B, srv *redistest.Server) float64 {
+// redisCPU returns the CPU time the servers have used, in seconds.
+func redisCPU(b *testing.B, servers []*redistest.Server) float64 {
 	b.Helper()
-	out, err := srv.Cli("info", "cpu")
-	if err != nil {
-		b.Fatal(err)
-	}
 	var total float64
-	for line := range strings.Lines(out) {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if k == "used_cpu_sys" || k == "used_cpu_user" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu: %q", line)
+	for _, srv := range servers {
+		out, err := srv.Cli("info", "cpu")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.Lines(out) {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			if k == "used_cpu_sys" || k == "used_cpu_user" {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("INFO cpu: %q", line)
+				}
+				total += f
 			}
-			total += f
 		}
 	}
 	return total

@@ -33,10 +33,9 @@ type Broker struct {
 	running atomic.Bool
 	closed  atomic.Bool
 
-	// scopePrefix is the pub/sub name of a pattern scope minus the scope.
-	scopePrefix string
-	// patterns holds one connection per Redis client carrying the
-	// pattern scopes, made by the first SubscribePatternScope. startMu
+	// patterns holds the connections carrying the pattern scopes (one
+	// per Redis client, or per base in a cluster), made by the first
+	// SubscribePatternScope. startMu
 	// orders making them with Close; patMu serializes scope subscriptions
 	// and guards scopeRefs (see patterns.go).
 	patterns  atomic.Pointer[[]*subShard]
@@ -85,14 +84,13 @@ func (b *Broker) redisName(client int) string {
 
 func newBroker(e *Engine) *Broker {
 	b := &Broker{
-		e:           e,
-		cfg:         e.cfg,
-		log:         e.log,
-		fails:       faillog.New(e.log),
-		stop:        make(chan struct{}),
-		scopePrefix: e.cfg.Prefix + "." + scopeInfix,
-		scopeRefs:   make(map[string]int),
-		syncSlots:   make(chan struct{}, syncConcurrency),
+		e:         e,
+		cfg:       e.cfg,
+		log:       e.log,
+		fails:     faillog.New(e.log),
+		stop:      make(chan struct{}),
+		scopeRefs: make(map[string]int),
+		syncSlots: make(chan struct{}, syncConcurrency),
 		// A token is pipeline count and salt: unique across the nodes
 		// that share a Redis, short, and free of ':'.
 		pipelineSalt: "." + newEpoch(),
@@ -110,15 +108,12 @@ func newBroker(e *Engine) *Broker {
 }
 
 // where names a shard in logs and errors; shard -1 is the client's
-// pattern connection.
+// pattern connection outside a cluster (in one, a base has its own).
 func (b *Broker) where(client, shard int) string {
-	addr := b.redisName(client)
 	if b.e.mode == modeCluster {
-		if shard < 0 {
-			return "cluster patterns"
-		}
 		return fmt.Sprintf("cluster shard %d", shard)
 	}
+	addr := b.redisName(client)
 	if shard < 0 {
 		return addr + " patterns"
 	}

@@ -34,11 +34,8 @@
 //	<base>p.z.<channel>           sorted set: client ID scored by expiry (Unix ms)
 //	<base>p.c.<channel>           hash: client ID -> user ID
 //	<base>p.u.<channel>           hash: user ID -> number of present clients
-//
-// A pattern scope's pub/sub channel carries publications of many channels,
-// so it has no hash tag (see Pattern delivery):
-//
-//	<prefix>.w.<scope>            pub/sub: publications of the scope, with their channel
+//	<base>w.<scope>               pub/sub: publications of a pattern scope's channels of
+//	                              this base, with their channel (see Pattern delivery)
 //
 // # Publishing
 //
@@ -118,41 +115,45 @@
 //
 // Broker implements broker.PatternBroker. A publish with
 // PublishOptions.PatternScope makes the publish script send a second
-// message, after the channel's own, to the scope's classic pub/sub
-// channel <prefix>.w.<scope>: the publication with its offset and epoch
-// and the channel's name (no delta flag or previous publication), which
-// the script appends as one more protobuf field. Being sent by the same
-// script, it follows the channel's offset order. Without a scope the
-// script compares one empty string and sends nothing more.
+// message, after the channel's own and with the same command, to the
+// scope's pub/sub channel of the channel's base, <base>w.<scope>: the
+// publication with its offset and epoch and the channel's name (no delta
+// flag or previous publication), which the script appends as one more
+// protobuf field. Being sent by the same script, it follows the channel's
+// offset order. Without a scope the script compares one empty string and
+// sends nothing more.
 //
-// SubscribePatternScope subscribes the scope's channel (SUBSCRIBE, never
-// PSUBSCRIBE: a scope is taken byte for byte) on one more pub/sub
-// connection per Redis client, made on the first call, and returns once
-// every Redis confirmed; it counts calls per scope, so that the last
-// UnsubscribePatternScope unsubscribes. With several Config.Addresses
-// every Redis carries the scope, because a channel's script runs on the
-// channel's Redis; a channel always publishes on the same one, and so
-// reaches this node over one connection, in order. Publications go to the
-// EventHandler's HandleRuns, in runs whose Scope is set, from the
-// connection's own goroutine.
-//
-// In a cluster the second message is a classic PUBLISH although the
-// channel's own is an SPUBLISH: a classic PUBLISH names no key, so the
-// script, whose keys are in the channel's slot, may send it, and the
-// cluster bus carries it to every node. One connection to any node
-// (rueidis picks one for a command without a slot) therefore receives the
-// scope's publications from every master; the bus link from one master to
-// that node keeps them in order. The price is that such a publish is
-// broadcast to every node of the cluster, so only namespaces that allow
-// wildcard subscriptions pay it.
+// SubscribePatternScope subscribes the scope's pub/sub channels (never
+// PSUBSCRIBE: a scope is taken byte for byte) on pattern connections made
+// on the first call, and returns once every one confirmed; it counts
+// calls per scope, so that the last UnsubscribePatternScope unsubscribes,
+// and undoes what it subscribed when one connection fails. Outside a
+// cluster every base of a Redis is the same, and a node has one pattern
+// connection per Redis (SUBSCRIBE <prefix>.w.<scope>): with several
+// Config.Addresses every Redis carries the scope, because a channel's
+// script runs on the channel's Redis. In a cluster the second message is
+// an SPUBLISH in the slot of the channel's base, which the script may send
+// as its keys are in that slot, and a node has one pattern connection per
+// base (Config.ClusterShards of them), each SSUBSCRIBEd to the scope's
+// channel of its base on the master serving the base's slot. Either way a
+// channel always reaches this node over one connection, in order, and in
+// a cluster straight from the master that ran the script, never over the
+// cluster bus: a bus link that is not up yet after a restart would drop
+// it silently. Publications go to the EventHandler's
+// HandleRuns, in runs whose Scope is set, from the connection's own
+// goroutine.
 //
 // A pattern connection reconnects and subscribes its scopes again like the
-// others, but there is nothing to recover: what was published meanwhile is
-// lost for this node's pattern subscribers. Each restored scope is
-// reported to an EventHandler that implements
-// broker.PatternScopeLostHandler, in order with the scope's publications,
-// as restored channels are to a SubscriptionLostHandler; so is a scope
-// whose message could not be decoded, at its place. Broker.Healthy
+// others, and follows slot moves and failovers the same way (Redis drops
+// shard channel subscriptions of a slot that leaves the node), but there
+// is nothing to recover: what was published meanwhile is lost for this
+// node's pattern subscribers. Each restored scope is reported to an
+// EventHandler that implements broker.PatternScopeLostHandler, in order
+// with the publications that connection carries, as restored channels are
+// to a SubscriptionLostHandler; so is a scope whose message could not be
+// decoded, at its place. A cluster master that restarts or fails over
+// thus has the scopes reported lost by the pattern connections of the
+// bases it serves, before any of their later publications. Broker.Healthy
 // reports the pattern connections too once they exist.
 //
 // # Sharding

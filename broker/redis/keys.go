@@ -17,11 +17,12 @@ import "strconv"
 //	<base>p.c.<channel>           hash: client ID -> user ID
 //	<base>p.u.<channel>           hash: user ID -> number of present clients
 //
-// A pattern scope (broker.PublishOptions.PatternScope) belongs to no
-// single channel, so its name has no hash tag; in a cluster it is a
-// classic pub/sub channel, which every node of the cluster receives:
+//	<base>w.<scope>               pub/sub channel of a pattern scope's publications
 //
-//	<prefix>.w.<scope>            pub/sub channel of the scope's publications
+// A pattern scope (broker.PublishOptions.PatternScope) spans channels of
+// every base: a channel's publication goes to the scope's pub/sub channel
+// of the channel's own base, and a node holding the scope subscribes it
+// under every base (patterns.go).
 const (
 	pubsubInfix   = "c."
 	controlSuffix = "control"

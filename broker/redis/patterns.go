@@ -12,21 +12,25 @@ import (
 )
 
 // Pattern delivery. A publication with broker.PublishOptions.PatternScope
-// goes, from the publish script, to the scope's classic pub/sub channel
-// (<prefix>.w.<scope>) besides the channel's own. A node holding pattern
-// subscriptions in the scope subscribes that channel on every Redis
-// client, through one connection per client made on first use: a
-// channel's script always runs on the same Redis, so its publications
-// reach the node over one connection, in offset order. In a cluster one
-// connection to any node suffices: a classic PUBLISH reaches every node
-// over the cluster bus.
+// goes, from the publish script, to the scope's pub/sub channel of the
+// channel's key base (<base>w.<scope>) besides the channel's own, with the
+// same command. A node holding pattern subscriptions in the scope
+// subscribes that channel through connections made on first use: one per
+// Redis client outside a cluster (every base of a client is the same, and
+// a channel's script always runs on the same Redis), one per base in a
+// cluster (SSUBSCRIBE in the base's slot, where the channel's script
+// SPUBLISHes). Either way a channel's scope messages reach the node over
+// one connection, in offset order, and never over the cluster bus, which
+// drops messages silently while a restarted node's links are down: a
+// connection that breaks is a loss the broker reports.
 
-// scopeName returns the pub/sub channel of a pattern scope.
-func (b *Broker) scopeName(scope string) string { return b.scopePrefix + scope }
+// scopeName returns the pub/sub channel of a pattern scope under a key
+// base.
+func scopeName(base, scope string) string { return base + scopeInfix + scope }
 
 // SubscribePatternScope makes this node receive the publications of
-// scope: it subscribes the scope's pub/sub channel on every Redis and
-// returns once each confirmed. A node that calls it again for the same
+// scope: it subscribes the scope's pub/sub channel on every Redis (in a
+// cluster, under every base) and returns once each confirmed. A node that calls it again for the same
 // scope must call UnsubscribePatternScope as many times. While a Redis is
 // unreachable it fails with an error wrapping broker.ErrNotAvailable.
 // Their publications reach the EventHandler in runs with Run.Scope set.
@@ -71,7 +75,7 @@ func (b *Broker) SubscribePatternScope(scope string) error {
 }
 
 // UnsubscribePatternScope undoes one SubscribePatternScope of scope; the
-// last one unsubscribes the scope's pub/sub channel on every Redis.
+// last one unsubscribes the scope's pub/sub channels.
 // Unsubscribing a scope not subscribed does nothing.
 func (b *Broker) UnsubscribePatternScope(scope string) error {
 	if err := b.checkRunning(); err != nil {
@@ -115,16 +119,32 @@ func (b *Broker) patternShards() ([]*subShard, error) {
 	if p := b.patterns.Load(); p != nil {
 		return *p, nil
 	}
-	shards := make([]*subShard, len(b.e.clients))
-	for ci, c := range b.e.clients {
-		s := newPatternShard(b, c, b.where(ci, -1))
-		shards[ci] = s
+	shards := b.newPatternShards()
+	for _, s := range shards {
 		b.wg.Add(2)
 		go func() { defer b.wg.Done(); s.run() }()
 		go func() { defer b.wg.Done(); s.work() }()
 	}
 	b.patterns.Store(&shards)
 	return shards, nil
+}
+
+// newPatternShards returns the pattern connections: one per base of the
+// cluster, where a channel's scope message is an SPUBLISH in its base's
+// slot, else one per Redis client.
+func (b *Broker) newPatternShards() []*subShard {
+	if b.e.mode == modeCluster {
+		shards := make([]*subShard, len(b.e.bases))
+		for si, base := range b.e.bases {
+			shards[si] = newPatternShard(b, b.e.clients[0], b.where(0, si)+" patterns", base, true)
+		}
+		return shards
+	}
+	shards := make([]*subShard, len(b.e.clients))
+	for ci, c := range b.e.clients {
+		shards[ci] = newPatternShard(b, c, b.where(ci, -1), b.e.bases[0], false)
+	}
+	return shards
 }
 
 // waitPatternShards waits until every pattern connection came up once,

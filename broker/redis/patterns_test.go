@@ -113,11 +113,13 @@ func TestPatternTwoNodes(t *testing.T) {
 	}
 }
 
-// TestPatternClusterBus: in a cluster the scope's publications are
-// classic PUBLISHes sent by the publish script on the master of the
-// channel's slot, and reach a subscriber connected to another master over
-// the cluster bus, in order.
-func TestPatternClusterBus(t *testing.T) {
+// TestPatternClusterSharded: in a cluster a scope's publications are
+// SPUBLISHes in the slot of the channel's base, so the node holding the
+// scope has it subscribed as a shard channel under every base, on the
+// master serving the base's slot, and as no classic channel anywhere. A
+// subscriber receives the publications of channels of every master, each
+// channel's in order.
+func TestPatternClusterSharded(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
 	cfg := Config{ClusterAddresses: c.Addrs(), ClusterShards: 16}
 	a, _ := runBroker(t, cfg)
@@ -126,49 +128,71 @@ func TestPatternClusterBus(t *testing.T) {
 	if err := b.SubscribePatternScope(scope); err != nil {
 		t.Fatalf("SubscribePatternScope: %v", err)
 	}
-	name := b.scopeName(scope)
-	var sub *redistest.Server
-	for _, n := range c.Nodes {
-		out, err := n.Cli("pubsub", "numsub", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f := strings.Fields(out); len(f) == 2 && f[1] == "1" {
-			sub = n
-		}
-	}
-	if sub == nil {
-		t.Fatalf("no cluster node has a subscriber of %q", name)
-	}
-	served := servedSlots(t, sub)
-	var remote, local []string
-	for i := 0; len(remote) < 3 && i < 1000; i++ {
-		ch := "news:" + strconv.Itoa(i)
-		_, si := a.e.locate(ch)
-		out, err := sub.Cli("cluster", "keyslot", metaKey(a.e.bases[si], ch))
-		if err != nil {
-			t.Fatal(err)
-		}
-		slot, err := strconv.Atoi(out)
-		if err != nil {
-			t.Fatalf("CLUSTER KEYSLOT answered %q", out)
-		}
-		if served[slot] {
-			if len(local) < 2 {
-				local = append(local, ch)
+	for _, base := range b.e.bases {
+		name := scopeName(base, scope)
+		owner := slotNode(t, c, name)
+		for _, n := range c.Nodes {
+			want := "0"
+			if n == owner {
+				want = "1"
 			}
-		} else {
-			remote = append(remote, ch)
+			out, err := n.Cli("pubsub", "shardnumsub", name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := strings.Fields(out); len(f) != 2 || f[1] != want {
+				t.Errorf("%s: PUBSUB SHARDNUMSUB %s = %q, want %s", n.Addr, name, out, want)
+			}
+			if out, err := n.Cli("pubsub", "channels", "*w.*"); err != nil || strings.TrimSpace(out) != "" {
+				t.Errorf("%s: classic scope channels %q (%v), want none", n.Addr, out, err)
+			}
 		}
 	}
-	if len(remote) == 0 {
-		t.Fatal("every channel lives on the subscriber's node; the test proves nothing")
+	masters := make(map[*redistest.Server][]string)
+	for i := 0; (len(masters) < len(c.Nodes) || i < 6) && i < 1000; i++ {
+		ch := "news:" + strconv.Itoa(i)
+		n := channelNode(t, c, a, ch)
+		if len(masters[n]) < 2 {
+			masters[n] = append(masters[n], ch)
+		}
 	}
-	t.Logf("subscriber on %s; channels of other masters %q, of its own %q", sub.Addr, remote, local)
-	chs := append(remote, local...)
+	if len(masters) < 2 {
+		t.Fatal("every channel lives on one master; the test proves nothing")
+	}
+	var chs []string
+	for _, m := range masters {
+		chs = append(chs, m...)
+	}
 	const each = 100
 	publishConcurrently(t, a, chs, each, scopedHistory(scope))
 	expectPatternStreams(t, evB, scope, chs, each)
+}
+
+// slotNode returns the cluster node that serves key's slot.
+func slotNode(t *testing.T, c *redistest.Cluster, key string) *redistest.Server {
+	t.Helper()
+	out, err := c.Nodes[0].Cli("cluster", "keyslot", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("CLUSTER KEYSLOT answered %q", out)
+	}
+	for _, n := range c.Nodes {
+		if servedSlots(t, n)[slot] {
+			return n
+		}
+	}
+	t.Fatalf("no cluster node serves slot %d", slot)
+	return nil
+}
+
+// channelNode returns the cluster node that serves the channel's keys.
+func channelNode(t *testing.T, c *redistest.Cluster, b *Broker, ch string) *redistest.Server {
+	t.Helper()
+	_, si := b.e.locate(ch)
+	return slotNode(t, c, metaKey(b.e.bases[si], ch))
 }
 
 // servedSlots returns the slots the cluster node serves, from CLUSTER
@@ -462,9 +486,11 @@ func TestPatternRedisRestart(t *testing.T) {
 	}
 }
 
-// TestPatternClusterNodeRestart: the cluster node that holds the scope's
-// subscription dies and comes back. The broker subscribes the scope again
-// (on whichever node it reaches) and deliveries resume.
+// TestPatternClusterNodeRestart: the master serving a channel's slot
+// dies and comes back. Healthy reports the pattern connection of that
+// channel's base while the master is down; once it is back the broker
+// subscribes the scope again there, reports it lost, and deliveries
+// resume.
 func TestPatternClusterNodeRestart(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
 	b, ev := runBroker(t, Config{ClusterAddresses: c.Addrs(), ClusterShards: 8, IOTimeout: time.Second})
@@ -473,21 +499,13 @@ func TestPatternClusterNodeRestart(t *testing.T) {
 		t.Fatalf("SubscribePatternScope: %v", err)
 	}
 	waitPattern(t, b, ev, scope, ch, "before")
-	var sub *redistest.Server
-	for _, n := range c.Nodes {
-		if out, err := n.Cli("pubsub", "numsub", b.scopeName(scope)); err == nil && strings.HasSuffix(out, "\n1") {
-			sub = n
-		}
-	}
-	if sub == nil {
-		t.Fatal("no cluster node has the scope's subscriber")
-	}
-	sub.Kill()
+	owner := channelNode(t, c, b, ch)
+	owner.Kill()
 	eventually(t, "Healthy to report the pattern connection", func() bool {
 		err := b.Healthy()
-		return err != nil && strings.Contains(err.Error(), "cluster patterns")
+		return err != nil && strings.Contains(err.Error(), "patterns")
 	})
-	sub.Restart()
+	owner.Restart()
 	eventually(t, "Healthy after the node is back", func() bool { return b.Healthy() == nil })
 	waitScopeLost(t, ev, scope)
 	waitPattern(t, b, ev, scope, ch, "after")

@@ -30,7 +30,7 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 // sharded setup, a cluster's masters) are sent to at the same time.
 // Delivery to this node's handler comes back through pub/sub like everyone
 // else's. With PatternScope the script also sends the publication to the
-// scope's pub/sub channel (patterns.go).
+// scope's pub/sub channel of the channel's base (patterns.go).
 func (b *Broker) PublishMany(items []broker.PublishItem) {
 	if err := b.checkOpen(); err != nil {
 		for i := range items {
@@ -121,9 +121,9 @@ func (b *Broker) prepare(c *publishCall) error {
 	if opts.UseDelta {
 		delta = "1"
 	}
-	var scopeName, scopeChannel string
+	var scopePubSub, scopeChannel string
 	if opts.PatternScope != "" {
-		scopeName, scopeChannel = b.scopeName(opts.PatternScope), it.Channel
+		scopePubSub, scopeChannel = scopeName(base, opts.PatternScope), it.Channel
 	}
 	c.client, c.base, c.keys = ci, base, keys
 	c.args = []string{
@@ -136,7 +136,7 @@ func (b *Broker) prepare(c *publishCall) error {
 		delta,
 		strconv.FormatInt(idemTTL, 10),
 		b.e.publishCommand(),
-		scopeName,
+		scopePubSub,
 		scopeChannel,
 		strconv.FormatUint(version, 10),
 		opts.VersionEpoch,

@@ -109,12 +109,13 @@ func newSubShard(b *Broker, client rueidis.Client, where, base string, sharded b
 	}
 }
 
-// newPatternShard returns the connection that carries the pattern scopes
-// this node subscribed, on one Redis client: classic SUBSCRIBE in every
-// mode, since the scopes' messages are classic PUBLISHes.
-func newPatternShard(b *Broker, client rueidis.Client, where string) *subShard {
-	s := newSubShard(b, client, where, "", false)
-	s.prefix = b.scopePrefix
+// newPatternShard returns a connection that carries the pattern scopes
+// this node subscribed, under key base base: SSUBSCRIBE in a cluster
+// (sharded), where the scopes' messages are SPUBLISHes in base's slot,
+// SUBSCRIBE elsewhere.
+func newPatternShard(b *Broker, client rueidis.Client, where, base string, sharded bool) *subShard {
+	s := newSubShard(b, client, where, base, sharded)
+	s.prefix = base + scopeInfix
 	s.patterns = true
 	return s
 }

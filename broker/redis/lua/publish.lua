@@ -17,7 +17,8 @@
 -- ARGV[7] "1" for delta compression
 -- ARGV[8] idempotency result TTL, milliseconds, 0 for no key
 -- ARGV[9] publish command: PUBLISH or SPUBLISH
--- ARGV[10] pub/sub channel of the pattern scope, "" for none
+-- ARGV[10] pub/sub channel of the pattern scope, "" for none; in a cluster
+--          it has the channel's hash tag, so ARGV[9] may send to it
 -- ARGV[11] the channel's name, sent with the publication to the scope
 -- ARGV[12] version, "0" for none (history only)
 -- ARGV[13] version epoch
@@ -129,10 +130,10 @@ end
 
 redis.call(ARGV[9], channel, msg)
 if scopeMsg then
-  -- Classic PUBLISH in a cluster too: it has no slot, so the script may
-  -- send it from the channel's slot, and the cluster bus carries it to
-  -- every node, where the scope's subscribers are.
-  redis.call('PUBLISH', scope, scopeMsg)
+  -- The same command: in a cluster an SPUBLISH in the channel's slot,
+  -- which the slot's master hands to the connections subscribed on it
+  -- (every node holding the scope has one), not over the cluster bus.
+  redis.call(ARGV[9], scope, scopeMsg)
 end
 
 if idemTTL > 0 then
