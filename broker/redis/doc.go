@@ -24,6 +24,8 @@
 //
 //	<base>c.<channel>             pub/sub: publications, join and leave of the channel
 //	<base>control                 pub/sub: control messages (shard 0 of the first Redis)
+//	<base>replid                  string "<token>:<id>": the server's replication id, left
+//	                              by a publish pipeline's first call for the calls after it
 //	<base>s.<channel>             stream: history, entry ID "<offset>-0",
 //	                              fields d (publication) and x (expiry, Unix ms)
 //	<base>m.<channel>             hash: stream meta: e epoch, o top offset,
@@ -53,9 +55,10 @@
 //
 // A stream's meta found written under another master's replication id (a
 // failover or a restart happened since, which may have lost the last
-// writes) gets a new epoch before it is used, by the publish and the
-// history script alike (lua/stream_common.lua): an offset is never handed
-// out twice in one epoch. Config.SyncReplicas adds a WAIT to every publish
+// writes) gets a new epoch before the publish script uses it
+// (lua/stream_common.lua): an offset is never handed out twice in one
+// epoch. The script reads the id from INFO once per pipeline and key base
+// (per call in a cluster); the history script needs no check. Config.SyncReplicas adds a WAIT to every publish
 // pipeline so that acknowledged publications survive a failover.
 //
 // The node builds the publication bytes; the script appends the stream
