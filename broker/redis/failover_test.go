@@ -136,22 +136,30 @@ func epochs(acks []ack) []string {
 // epoch, and recovery from any acknowledged position either returns every
 // publication acknowledged after it or is refused.
 func TestSentinelFailoverContinuity(t *testing.T) {
+	b, acks := failoverUnderPublishing(t, Config{}, "continuity", 500)
+	checkContinuity(t, b, "continuity", acks)
+}
+
+// failoverUnderPublishing starts a master, a replica and three Sentinels
+// and a broker on them (cfg with the Sentinel addresses set), publishes
+// into ch as fast as the broker answers, asks for a graceful failover
+// once n publications were acknowledged, and stops n acknowledgements
+// after the old master became a replica. It returns the broker and every
+// acknowledgement.
+func failoverUnderPublishing(t *testing.T, cfg Config, ch string, n int) (*Broker, []ack) {
+	t.Helper()
 	s := redistest.StartSentinel(t)
-	b, ev := runBroker(t, Config{
-		SentinelAddresses:  s.Addrs(),
-		SentinelMasterName: redistest.MasterName,
-		IOTimeout:          time.Second,
-	})
-	const ch = "continuity"
+	cfg.SentinelAddresses, cfg.SentinelMasterName, cfg.IOTimeout = s.Addrs(), redistest.MasterName, time.Second
+	b, ev := runBroker(t, cfg)
 	if err := b.Subscribe(ch); err != nil {
 		t.Fatalf("Subscribe: %v", err)
 	}
 	go func() {
-		for range ev.pubs { // delivery is not what this test checks
+		for range ev.pubs { // delivery is not what these tests check
 		}
 	}()
 	p := startPublisher(b, ch)
-	eventually(t, "publications before the failover", func() bool { return p.count() > 500 })
+	eventually(t, "publications before the failover", func() bool { return p.count() > n })
 	s.Failover(t)
 	s.WaitMaster(t, s.Replica.Addr)
 	// Until the old master is reconfigured as a replica it may still take
@@ -160,11 +168,11 @@ func TestSentinelFailoverContinuity(t *testing.T) {
 		role, err := s.Master.Cli("role")
 		return err == nil && strings.HasPrefix(role, "slave")
 	})
-	n := p.count()
-	eventually(t, "publications after the failover", func() bool { return p.count() > n+500 })
+	at := p.count()
+	eventually(t, "publications after the failover", func() bool { return p.count() > at+n })
 	acks := p.finish()
 	t.Logf("%d publications acknowledged, %d failed, epochs %v", len(acks), p.errs, epochs(acks))
-	checkContinuity(t, b, ch, acks)
+	return b, acks
 }
 
 // TestSentinelPubSubFollowsMaster: after a failover whose old master
@@ -317,33 +325,8 @@ func TestSyncReplicasCluster(t *testing.T) {
 // that lost nothing), but every publication acknowledged before or after
 // the switch is in its history, at the offset its publisher was told.
 func TestSentinelFailoverSyncReplicas(t *testing.T) {
-	s := redistest.StartSentinel(t)
-	b, ev := runBroker(t, Config{
-		SentinelAddresses:  s.Addrs(),
-		SentinelMasterName: redistest.MasterName,
-		IOTimeout:          time.Second,
-		SyncReplicas:       1,
-	})
 	const ch = "continuity-sync"
-	if err := b.Subscribe(ch); err != nil {
-		t.Fatalf("Subscribe: %v", err)
-	}
-	go func() {
-		for range ev.pubs {
-		}
-	}()
-	p := startPublisher(b, ch)
-	eventually(t, "publications before the failover", func() bool { return p.count() > 300 })
-	s.Failover(t)
-	s.WaitMaster(t, s.Replica.Addr)
-	eventually(t, "the old master to become a replica", func() bool {
-		role, err := s.Master.Cli("role")
-		return err == nil && strings.HasPrefix(role, "slave")
-	})
-	n := p.count()
-	eventually(t, "publications after the failover", func() bool { return p.count() > n+300 })
-	acks := p.finish()
-	t.Logf("%d publications acknowledged, %d failed, epochs %v", len(acks), p.errs, epochs(acks))
+	b, acks := failoverUnderPublishing(t, Config{SyncReplicas: 1}, ch, 300)
 	checkContinuity(t, b, ch, acks)
 	pubs, _, err := b.History(ch, broker.HistoryOptions{Filter: broker.HistoryFilter{Limit: -1}})
 	if err != nil {
