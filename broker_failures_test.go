@@ -35,27 +35,8 @@ func TestBrokerFailureLogsRateLimited(t *testing.T) {
 			t.Fatalf("history with Redis down: %+v, want error 100", r)
 		}
 	}
-	var lines []logtest.Record
-	counted := func() int {
-		lines = append(logs.Find(slog.LevelError, "history failed", nil),
+	logtest.CheckRateLimited(t, calls, func() []logtest.Record {
+		return append(logs.Find(slog.LevelError, "history failed", nil),
 			logs.Find(slog.LevelWarn, "history: broker not available", nil)...)
-		n := 0
-		for _, l := range lines {
-			n += l.Count()
-		}
-		return n
-	}
-	// The last summary comes when its window ends.
-	deadline := time.Now().Add(30 * time.Second)
-	for counted() != calls {
-		if time.Now().After(deadline) {
-			t.Fatalf("the lines count %d failures, want %d", counted(), calls)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// At most faillog.Burst lines and a summary a second per message:
-	// 1,000 calls would have to take minutes to come near this bound.
-	if len(lines) > calls/5 {
-		t.Errorf("%d lines for %d failures", len(lines), calls)
-	}
+	})
 }

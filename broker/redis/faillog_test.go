@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/internal/logtest"
@@ -45,26 +44,7 @@ func TestUndecodablePubSubMessagesLogRateLimited(t *testing.T) {
 	mustPublish(t, b, "chat", "after the junk")
 	expectData(t, ev, "chat", "after the junk")
 
-	var lines []logtest.Record
-	counted := func() int {
-		lines = logs.Find(slog.LevelError, "redis: deliver pub/sub message", nil)
-		n := 0
-		for _, l := range lines {
-			n += l.Count()
-		}
-		return n
-	}
-	// The last summary comes when its window ends.
-	deadline := time.Now().Add(30 * time.Second)
-	for counted() != junk {
-		if time.Now().After(deadline) {
-			t.Fatalf("the lines count %d messages, want %d", counted(), junk)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// At most faillog.Burst lines and a summary a second: 1,000 messages
-	// would have to take minutes to come near this bound.
-	if len(lines) > junk/5 {
-		t.Errorf("%d lines for %d messages", len(lines), junk)
-	}
+	logtest.CheckRateLimited(t, junk, func() []logtest.Record {
+		return logs.Find(slog.LevelError, "redis: deliver pub/sub message", nil)
+	})
 }

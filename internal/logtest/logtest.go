@@ -6,6 +6,8 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"testing"
+	"time"
 )
 
 // Record is one log line as a test reads it.
@@ -90,4 +92,33 @@ func (r Record) has(attrs map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// CheckRateLimited waits until the lines find returns stand for want
+// events (summing Record.Count: internal/faillog writes a summary when its
+// window ends) and fails the test when they are more than one line per
+// five events: a rate-limited log writes a few lines a second and a count,
+// so want events would have to take minutes to come near that bound. It
+// fails too when the count is not reached within 30 seconds.
+func CheckRateLimited(t testing.TB, want int, find func() []Record) {
+	t.Helper()
+	var lines []Record
+	counted := func() int {
+		lines = find()
+		n := 0
+		for _, l := range lines {
+			n += l.Count()
+		}
+		return n
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for counted() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lines count %d events, want %d", counted(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(lines) > want/5 {
+		t.Errorf("%d lines for %d events", len(lines), want)
+	}
 }

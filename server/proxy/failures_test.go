@@ -317,29 +317,9 @@ func TestBackendFailureLogsRateLimited(t *testing.T) {
 				}
 			}
 			attrs := map[string]string{"proxy": "client.proxy.connect", "call": "Connect"}
-			var lines []logtest.Record
-			counted := func() int {
-				lines = g.log.Find(slog.LevelError, "proxy: call failed", attrs)
-				n := 0
-				for _, l := range lines {
-					n += l.Count()
-				}
-				return n
-			}
-			// The last summary comes when its window ends.
-			deadline := time.Now().Add(30 * time.Second)
-			for counted() != calls {
-				if time.Now().After(deadline) {
-					t.Fatalf("the lines count %d failures, want %d", counted(), calls)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			// A window of a second holds at most faillog.Burst lines and a
-			// summary; 1,000 calls would have to take minutes to come near
-			// this bound.
-			if len(lines) > calls/5 {
-				t.Errorf("%d lines for %d failures", len(lines), calls)
-			}
+			logtest.CheckRateLimited(t, calls, func() []logtest.Record {
+				return g.log.Find(slog.LevelError, "proxy: call failed", attrs)
+			})
 			if l := g.log.Find(slog.LevelError, "command failed", nil); len(l) != 0 {
 				t.Errorf("the engine logged the failures again: %d lines", len(l))
 			}
