@@ -101,17 +101,7 @@ func (ss *StreamSubscription) Publish(data []byte, tags map[string]string) error
 // make the client subscribe again). It does nothing once the subscription
 // has ended, nor to a later subscription of the client to the channel.
 func (ss *StreamSubscription) Unsubscribe(code uint32, reason string) {
-	s := ss.s
-	c := s.client
-	c.mu.Lock()
-	current := c.subs != nil && c.subs[s.channel] == s
-	if current {
-		delete(c.subs, s.channel)
-	}
-	c.mu.Unlock()
-	if current {
-		c.leave(s, code, reason, true)
-	}
+	ss.s.client.unsubscribeSub(ss.s, code, reason)
 }
 
 // subStream runs a SubscriptionStream for one subscription: it calls
