@@ -91,6 +91,7 @@ func newRedisEngine(path string, r config.Redis, h config.RedisHistory, historyM
 		IOTimeout:           r.IOTimeout,
 		HistoryMetaTTL:      historyMetaTTL,
 		PresenceTTL:         presenceTTL,
+		DurableRestarts:     h.DurableRestarts,
 		SyncReplicas:        h.SyncReplicas,
 		SyncReplicasTimeout: h.SyncReplicasTimeout,
 		Logger:              log,

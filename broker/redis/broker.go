@@ -47,6 +47,9 @@ type Broker struct {
 	// per broker) makes each one's token (markReplicationReads).
 	pipelines    atomic.Uint64
 	pipelineSalt string
+	// durableRestarts is the publish script's argument for
+	// Config.DurableRestarts: "1" or "0".
+	durableRestarts string
 	// syncSlots bounds the publish pipelines that wait for replicas at
 	// once (see withSyncSlot).
 	syncSlots chan struct{}
@@ -93,7 +96,11 @@ func newBroker(e *Engine) *Broker {
 		syncSlots: make(chan struct{}, syncConcurrency),
 		// A token is pipeline count and salt: unique across the nodes
 		// that share a Redis, short, and free of ':'.
-		pipelineSalt: "." + newEpoch(),
+		pipelineSalt:    "." + newEpoch(),
+		durableRestarts: "0",
+	}
+	if e.cfg.DurableRestarts {
+		b.durableRestarts = "1"
 	}
 	for ci, c := range e.clients {
 		row := make([]*subShard, len(e.bases))

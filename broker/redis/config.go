@@ -91,6 +91,15 @@ type Config struct {
 	// means 16.
 	ClusterShards int
 
+	// DurableRestarts tells that the Redis servers sync every write to
+	// disk before acknowledging it (appendonly yes, appendfsync always),
+	// so that a restart loses nothing: streams then keep their epoch, and
+	// clients their recovery, across a restart. False, a stream found
+	// after a restart starts a new epoch, since a snapshot or an AOF
+	// synced every second may lack the last acknowledged publications. A
+	// promoted replica starts new epochs either way.
+	DurableRestarts bool
+
 	// SyncReplicas, when above zero, makes every publish pipeline wait
 	// (Redis WAIT) until that many replicas have its writes, so that an
 	// acknowledged publication survives a failover: one that Redis ran

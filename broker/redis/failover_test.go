@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -383,5 +384,46 @@ func TestReplicationIDKeyNeedsToken(t *testing.T) {
 	}
 	if item.Position.Offset != sp.Offset+1 {
 		t.Fatalf("offset %d after %d: the new epoch keeps the stream's offsets", item.Position.Offset, sp.Offset)
+	}
+}
+
+// TestRestartEpoch: a Redis that syncs every write (appendfsync always)
+// is restarted. With Config.DurableRestarts the stream keeps its epoch and
+// offsets, and a recovery from before the restart succeeds; without it
+// the next publish starts a new epoch (a restart of a Redis that may lose
+// writes must not let an offset be handed out twice), and recovery from
+// before answers unrecoverable.
+func TestRestartEpoch(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+			b, _ := runBroker(t, Config{Addresses: []string{srv.Addr}, DurableRestarts: durable, IOTimeout: time.Second})
+			const ch = "restart-epoch"
+			before := mustPublish(t, b, ch, "before")
+			srv.Kill()
+			srv.Restart()
+			var after broker.StreamPosition
+			eventually(t, "a publish after the restart", func() bool {
+				sp, _, err := b.Publish(ch, []byte("after"), history)
+				after = sp
+				return err == nil
+			})
+			_, _, err := b.History(ch, broker.HistoryOptions{Filter: broker.HistoryFilter{Since: &before, Limit: -1}})
+			if durable {
+				if after.Epoch != before.Epoch || after.Offset != before.Offset+1 {
+					t.Fatalf("after a durable restart the stream is at %+v, want offset %d of %q", after, before.Offset+1, before.Epoch)
+				}
+				if err != nil {
+					t.Fatalf("recovery from before the restart: %v", err)
+				}
+				return
+			}
+			if after.Epoch == before.Epoch {
+				t.Fatalf("the stream kept epoch %q across a restart that may lose writes", before.Epoch)
+			}
+			if !errors.Is(err, broker.ErrUnrecoverablePosition) {
+				t.Fatalf("recovery from before the restart: %v, want ErrUnrecoverablePosition", err)
+			}
+		})
 	}
 }

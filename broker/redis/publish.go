@@ -141,6 +141,7 @@ func (b *Broker) prepare(c *publishCall) error {
 		strconv.FormatUint(version, 10),
 		opts.VersionEpoch,
 		"", // how the script learns the replication id: set per pipeline (markReplicationReads)
+		b.durableRestarts,
 	}
 	c.history = size > 0
 	return nil

@@ -61,6 +61,7 @@ type Redis struct {
 // RedisHistory holds the history options of a Redis broker.
 type RedisHistory struct {
 	HistoryUseLists     bool          `key:"history_use_lists" help:"Keep history in Redis lists instead of streams (no idempotent publish, no reverse order, no paging)." unsupported:"Gyre keeps Redis history in streams only; remove the key (history in streams offers everything lists do)."`
+	DurableRestarts     bool          `key:"durable_restarts" help:"The Redis servers sync every write to disk before acknowledging it (appendonly yes, appendfsync always), so a restart loses nothing: streams keep their epoch, and clients their recovery, across a Redis restart. Off, streams start a new epoch after a restart (a snapshot or an AOF synced every second may lack the last publications). A promoted replica starts new epochs either way."`
 	SyncReplicas        int           `key:"sync_replicas" min:"0" help:"Acknowledge a publish only once this many replicas have it (Redis WAIT), so that it survives a failover; a publish Redis ran that fewer replicas took within sync_replicas_timeout fails as not available. 0: asynchronous replication, a failover may lose the last publications (their streams start a new epoch)."`
 	SyncReplicasTimeout time.Duration `key:"sync_replicas_timeout" default:"1s" min:"1ns" help:"How long a publish waits for sync_replicas replicas."`
 }

@@ -15,7 +15,8 @@ import (
 // TestRedisRestartDuringStream restarts Redis in the middle of 10,000
 // publishes, made through the API of both nodes, to 20 subscribers spread
 // over both nodes. Redis keeps an append-only file synced on every write,
-// so the stream survives the restart (as a Redis with persistence does);
+// so the stream survives the restart, and the nodes are told so
+// (engine.redis.durable_restarts) so that it keeps its epoch;
 // what is lost is every node's pub/sub subscription, and with it the
 // publications made before the node subscribed again. Every subscriber
 // must be told (unsubscribe 2500), recover them from history, and end up
@@ -29,7 +30,9 @@ func TestRedisRestartDuringStream(t *testing.T) {
 	)
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 	cfg := func(name string) config {
-		c := nodeConfig(name, redisAt(srv.Addr))
+		r := redisAt(srv.Addr)
+		r["durable_restarts"] = true
+		c := nodeConfig(name, r)
 		// The test is about continuity, not about the recovery limit:
 		// a slow machine may let hundreds of publications pass while a
 		// node resubscribes.

@@ -20,7 +20,8 @@ local epoch = redis.call('HGET', meta, 'e')
 if not epoch then
   epoch = ARGV[1]
   redis.call('DEL', stream)
-  redis.call('HSET', meta, 'e', epoch, 'o', 0, 'r', serverReplicationID())
+  local id = serverReplicationID()
+  redis.call('HSET', meta, 'e', epoch, 'o', 0, 'r', id)
 end
 local top = tonumber(redis.call('HGET', meta, 'o')) or 0
 if redis.call('PTTL', meta) < metaTTL then

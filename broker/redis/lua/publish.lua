@@ -25,6 +25,8 @@
 -- ARGV[14] how to learn the replication id (history only): "i:<token>"
 -- from INFO (the first call of a pipeline on this key base), "k:<token>"
 -- from KEYS[4] when the first call left it there (stream_common.lua)
+-- ARGV[15] "1" when a restart of this Redis loses no acknowledged write
+-- (appendfsync always): streams then keep their epoch across restarts
 -- Returns {offset, epoch, suppressed (0 or 1)}.
 local stream, meta, idem = KEYS[1], KEYS[2], KEYS[3]
 local channel, pub = ARGV[1], ARGV[2]
@@ -34,9 +36,9 @@ local version, versionEpoch = tonumber(ARGV[12]), ARGV[13]
 
 -- Before any early return: the calls after this one in the pipeline read
 -- what it stores.
-local rid = nil
+local rid, promoted = nil, false
 if size > 0 then
-  rid = replicationID(ARGV[14], KEYS[4], metaTTL)
+  rid, promoted = replicationID(ARGV[14], KEYS[4], metaTTL)
 end
 
 if idemTTL > 0 then
@@ -83,7 +85,7 @@ if size > 0 then
     redis.call('DEL', stream)
     redis.call('HSET', meta, 'e', epoch, 'o', 0, 'r', rid)
   else
-    epoch = continueStream(meta, epoch, m[2], rid, ARGV[6])
+    epoch = continueStream(meta, epoch, m[2], rid, promoted, ARGV[15] == '1', ARGV[6])
   end
   offset = redis.call('HINCRBY', meta, 'o', 1)
   if version > 0 then

@@ -5,9 +5,10 @@
 -- so may a server restarted from a snapshot. A promotion or a restart
 -- gives the server a new replication id, so the meta keeps the id of the
 -- master that last wrote it ('r'), and a publish that finds it written
--- under another id starts a new epoch: offsets already handed out are
--- never reused in one epoch, and recovery across the change is refused
--- rather than claimed.
+-- under another id starts a new epoch (unless the server only restarted
+-- and restarts lose nothing, see continueStream): offsets already handed
+-- out are never reused in one epoch, and recovery across the change is
+-- refused rather than claimed.
 --
 -- Reads need no check: a stream this master has not written yet is what
 -- the old one had up to some point, so whatever it returns is what the
@@ -26,41 +27,54 @@
 -- carry the token, and the call reads INFO itself. In a cluster, where a
 -- single call may be redirected to another server, every call reads INFO.
 
--- serverReplicationID reads this server's replication id from INFO.
+-- serverReplicationID reads this server's replication id from INFO, and
+-- whether the server was promoted from replica since it started: a
+-- promotion keeps the previous id as master_replid2, a start clears it.
 local function serverReplicationID()
   local info = redis.call('INFO', 'replication')
-  return string.match(info, 'master_replid:(%w+)') or ''
+  local id = string.match(info, 'master_replid:(%w+)') or ''
+  local before = string.match(info, 'master_replid2:(%w+)') or ''
+  return id, string.match(before, '^0*$') == nil
 end
 
--- replicationID returns this server's replication id. how is "i:<token>"
--- for the first call of a pipeline (INFO, then the key is set to
--- "<token>:<id>"), "k:<token>" for the calls after it (the key, when it
--- carries the token; else INFO).
+-- replicationID returns this server's replication id and whether it was
+-- promoted (see serverReplicationID). how is "i:<token>" for the first
+-- call of a pipeline (INFO, then the key is set to "<token>:<id>:<0|1>"),
+-- "k:<token>" for the calls after it (the key, when it carries the token;
+-- else INFO).
 local function replicationID(how, idKey, ttl)
   local token = string.sub(how, 3)
   if string.sub(how, 1, 1) == 'k' then
     local v = redis.call('GET', idKey)
     if v then
-      local t, id = string.match(v, '^([^:]*):(.*)$')
+      local t, id, promoted = string.match(v, '^([^:]*):([^:]*):([01])$')
       if t == token then
-        return id
+        return id, promoted == '1'
       end
     end
   end
-  local id = serverReplicationID()
-  redis.call('SET', idKey, token .. ':' .. id, 'PX', ttl)
-  return id
+  local id, promoted = serverReplicationID()
+  local flag = '0'
+  if promoted then
+    flag = '1'
+  end
+  redis.call('SET', idKey, token .. ':' .. id .. ':' .. flag, 'PX', ttl)
+  return id, promoted
 end
 
 -- continueStream returns the stream's epoch, the new one (newEpoch) when
--- the meta was written by another master (writtenBy is not rid). A meta
--- without 'r' (written before this check existed) adopts this master's id
--- and keeps its epoch.
-local function continueStream(meta, epoch, writtenBy, rid, newEpoch)
+-- the meta was written under another id (writtenBy is not rid) and this
+-- server may lack writes: it was promoted from replica, or it restarted
+-- and restarts may lose writes (durable false). A server that restarted
+-- with every write synced to disk (durable: appendonly with appendfsync
+-- always), or that received the stream by slot migration, keeps the
+-- epoch. A meta without 'r' (written before this check existed) adopts
+-- this server's id and keeps its epoch.
+local function continueStream(meta, epoch, writtenBy, rid, promoted, durable, newEpoch)
   if writtenBy == rid then
     return epoch
   end
-  if writtenBy then
+  if writtenBy and (promoted or not durable) then
     epoch = newEpoch
     redis.call('HSET', meta, 'e', epoch, 'r', rid)
   else
