@@ -153,22 +153,31 @@ const argReplicationRead = 13
 
 // markReplicationReads sets, for the calls of one pipeline, how each
 // learns its server's replication id: the first call with history on each
-// key base reads it from INFO and leaves it, with the pipeline's token,
-// for the calls after it; in a cluster each call reads INFO, since Redis
-// may redirect a single call to another server.
+// key base reads it from INFO and, when more follow, leaves it with the
+// pipeline's token for them; in a cluster each call reads INFO, since
+// Redis may redirect a single call to another server.
 func (b *Broker) markReplicationReads(calls []*publishCall) {
-	token := strconv.FormatUint(b.pipelines.Add(1), 36) + b.pipelineSalt
-	var read []string // bases whose id this pipeline reads from INFO already
+	var token string
+	var first []*publishCall // the first call with history of each base
 	for _, c := range calls {
 		if !c.history {
 			continue
 		}
-		how := "k:"
-		if b.e.mode == modeCluster || !slices.Contains(read, c.base) {
-			how = "i:"
-			read = append(read, c.base)
+		if b.e.mode == modeCluster {
+			c.args[argReplicationRead] = "o"
+			continue
 		}
-		c.args[argReplicationRead] = how + token
+		i := slices.IndexFunc(first, func(f *publishCall) bool { return f.base == c.base })
+		if i < 0 {
+			first = append(first, c)
+			c.args[argReplicationRead] = "o"
+			continue
+		}
+		if token == "" {
+			token = strconv.FormatUint(b.pipelines.Add(1), 36) + b.pipelineSalt
+		}
+		first[i].args[argReplicationRead] = "i:" + token
+		c.args[argReplicationRead] = "k:" + token
 	}
 }
 

@@ -22,9 +22,10 @@
 -- ARGV[11] the channel's name, sent with the publication to the scope
 -- ARGV[12] version, "0" for none (history only)
 -- ARGV[13] version epoch
--- ARGV[14] how to learn the replication id (history only): "i:<token>"
--- from INFO (the first call of a pipeline on this key base), "k:<token>"
--- from KEYS[4] when the first call left it there (stream_common.lua)
+-- ARGV[14] how to learn the replication id (history only): "o" from INFO
+-- (the only call of its pipeline on this key base), "i:<token>" from INFO
+-- (the first of several), "k:<token>" from KEYS[4] when the first call
+-- left it there (stream_common.lua)
 -- ARGV[15] "1" when a restart of this Redis loses no acknowledged write
 -- (appendfsync always): streams then keep their epoch across restarts
 -- Returns {offset, epoch, suppressed (0 or 1)}.

@@ -32,19 +32,29 @@
 -- promotion keeps the previous id as master_replid2, a start clears it.
 local function serverReplicationID()
   local info = redis.call('INFO', 'replication')
-  local id = string.match(info, 'master_replid:(%w+)') or ''
-  local before = string.match(info, 'master_replid2:(%w+)') or ''
-  return id, string.match(before, '^0*$') == nil
+  -- Plain finds: a pattern scan of the whole text costs as much as INFO.
+  local function field(name)
+    local _, e = string.find(info, name, 1, true)
+    if not e then
+      return ''
+    end
+    return string.sub(info, e + 1, e + 40) -- ids are 40 hex digits
+  end
+  local before = field('master_replid2:')
+  return field('master_replid:'), before ~= '' and before ~= string.rep('0', 40)
 end
 
 -- replicationID returns this server's replication id and whether it was
--- promoted (see serverReplicationID). how is "i:<token>" for the first
--- call of a pipeline (INFO, then the key is set to "<token>:<id>:<0|1>"),
--- "k:<token>" for the calls after it (the key, when it carries the token;
--- else INFO).
+-- promoted (see serverReplicationID). how is "o" for the only call of its
+-- pipeline on this key base (INFO), "i:<token>" for the first of several
+-- (INFO, then the key is set to "<token>:<id>:<0|1>"), "k:<token>" for the
+-- calls after it (the key, when it carries the token; else INFO).
 local function replicationID(how, idKey, ttl)
-  local token = string.sub(how, 3)
-  if string.sub(how, 1, 1) == 'k' then
+  local mode, token = string.sub(how, 1, 1), string.sub(how, 3)
+  if mode == 'o' then
+    return serverReplicationID()
+  end
+  if mode == 'k' then
     local v = redis.call('GET', idKey)
     if v then
       local t, id, promoted = string.match(v, '^([^:]*):([^:]*):([01])$')
