@@ -56,11 +56,10 @@ local function replicationID(how, idKey, ttl)
   end
   if mode == 'k' then
     local v = redis.call('GET', idKey)
-    if v then
-      local t, id, promoted = string.match(v, '^([^:]*):([^:]*):([01])$')
-      if t == token then
-        return id, promoted == '1'
-      end
+    local n = #token
+    -- "<token>:<40-digit id>:<0|1>", read without a pattern.
+    if v and #v == n + 43 and string.sub(v, 1, n + 1) == token .. ':' then
+      return string.sub(v, n + 2, n + 41), string.sub(v, -1) == '1'
     end
   end
   local id, promoted = serverReplicationID()
