@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gobwas/ws"
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/internal/logtest"
@@ -39,4 +40,40 @@ func TestBrokerFailureLogsRateLimited(t *testing.T) {
 		return append(logs.Find(slog.LevelError, "history failed", nil),
 			logs.Find(slog.LevelWarn, "history: broker not available", nil)...)
 	})
+}
+
+// TestServerSideSubscriptionBrokerDown: a connection whose token names
+// server-side channels connects while Redis is down. The client cannot
+// subscribe those channels itself, so the node must not leave it connected
+// without them: it gets its connect result, then a close with 3004 (a
+// reconnect code), and once Redis is back a new connection holds them.
+func TestServerSideSubscriptionBrokerDown(t *testing.T) {
+	b := testBroker{name: "redis", redis: redistest.Start(t)}
+	_, url := newTestNode(t, b.config(t, chatConfig()))
+	tok := connToken(t, "42", time.Hour, map[string]any{"channels": []string{"chat:side", "news"}})
+	b.redis.Kill()
+
+	c := dial(t, url, protocol.TypeJSON)
+	res := c.connect(tok)
+	if len(res.Subs) == 2 {
+		t.Fatalf("connect with Redis down holds both server-side subscriptions: %v", res.Subs)
+	}
+	if closed := c.WaitClose(); closed.Code != ws.StatusCode(gyre.DisconnectServerError.Code) {
+		t.Fatalf("closed with %d %q, want %d", closed.Code, closed.Reason, gyre.DisconnectServerError.Code)
+	}
+
+	b.redis.Restart()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c := dial(t, url, protocol.TypeJSON)
+		r, closed := c.TryCall(&protocol.Command{Connect: &protocol.ConnectRequest{Token: tok}})
+		if closed == nil && r.Error == nil && len(r.Connect.Subs) == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection holds both server-side subscriptions after Redis is back: %+v, %v", r, closed)
+		}
+		c.Close()
+		time.Sleep(100 * time.Millisecond)
+	}
 }

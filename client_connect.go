@@ -13,7 +13,7 @@ import (
 // connectCmd authenticates the connection, registers it and subscribes it
 // to its server-side channels.
 func (c *Client) connectCmd(id uint32, req *protocol.ConnectRequest) bool {
-	res, subs, err := c.connect(req)
+	res, subs, incomplete, err := c.connect(req)
 	if err != nil {
 		if c.uni {
 			err = uniConnectError(err)
@@ -29,6 +29,12 @@ func (c *Client) connectCmd(id uint32, req *protocol.ConnectRequest) bool {
 		c.enqueueReply(&protocol.Reply{Id: id, Connect: res})
 	}
 	c.afterConnect(subs)
+	if incomplete {
+		// The client cannot subscribe a server-side channel itself:
+		// left without it, it would miss the channel's publications
+		// without a word. Connecting again later gets it.
+		go c.Disconnect(DisconnectServerError)
+	}
 	return c.state.Load() != stateClosed
 }
 
@@ -119,15 +125,17 @@ func compactionBroken(t protocol.Type, name string) bool {
 }
 
 // connect decides the connection and builds its result. The returned
-// subscriptions are pending until the result is enqueued.
-func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult, []*subscription, error) {
+// subscriptions are pending until the result is enqueued. incomplete
+// reports a server-side subscription that failed for a reason that passes
+// (the broker unreachable).
+func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult, []*subscription, bool, error) {
 	n := c.node
 	if n.closing.Load() {
-		return nil, nil, DisconnectShutdown
+		return nil, nil, false, DisconnectShutdown
 	}
 	grant, err := c.grantFromToken(req.Token)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	creds, meta := grant.creds, grant.meta
 	if creds == nil && req.Token == "" {
@@ -151,7 +159,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		}
 		rep, err := h(c.ctx, e)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if rep.Credentials != nil {
 			creds = rep.Credentials
@@ -166,7 +174,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if creds == nil {
 		if !n.cfg.Insecure && !n.cfg.AllowAnonymousConnectWithoutToken {
 			n.log.Info("connection without credentials refused", "client", c.id, "transport", c.transport.Name())
-			return nil, nil, DisconnectBadRequest
+			return nil, nil, false, DisconnectBadRequest
 		}
 		creds = &Credentials{}
 	}
@@ -176,13 +184,13 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	}
 	serverSubs := serverSubscriptions(channels, extraSubs, grant, personal)
 	if err := c.checkServerSideChannelLimit(serverSubs, creds.UserID); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if lim := n.cfg.ConnectionLimit; lim > 0 && int(n.hub.numConns.Load()) >= lim {
-		return nil, nil, DisconnectConnectionLimit
+		return nil, nil, false, DisconnectConnectionLimit
 	}
 	if lim := n.cfg.UserConnectionLimit; lim > 0 && creds.UserID != "" && n.hub.userConnectionCount(creds.UserID) >= lim {
-		return nil, nil, DisconnectConnectionLimit
+		return nil, nil, false, DisconnectConnectionLimit
 	}
 
 	c.mu.Lock()
@@ -214,7 +222,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if creds.ExpireAt > 0 {
 		ttl := creds.ExpireAt - time.Now().Unix()
 		if ttl <= 0 {
-			return nil, nil, ErrorTokenExpired
+			return nil, nil, false, ErrorTokenExpired
 		}
 		// With server-side refresh the client is not asked to refresh:
 		// the node asks its refresh handler when the time comes.
@@ -225,7 +233,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	}
 
 	if !c.state.CompareAndSwap(stateConnecting, stateConnected) {
-		return nil, nil, DisconnectConnectionClosed
+		return nil, nil, false, DisconnectConnectionClosed
 	}
 	c.mu.Lock()
 	if c.staleTimer != nil {
@@ -248,22 +256,24 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if n.closing.Load() || c.state.Load() == stateClosed {
 		n.hub.removeClient(c)
 		n.pinger.remove(c)
-		return nil, nil, DisconnectShutdown
+		return nil, nil, false, DisconnectShutdown
 	}
 	c.setMeta(meta)
 	if creds.ExpireAt > 0 {
 		c.renew(creds.ExpireAt, nil)
 	}
 
-	return res, c.subscribeServerSubs(res, req.Subs, serverSubs), nil
+	subs, incomplete := c.subscribeServerSubs(res, req.Subs, serverSubs)
+	return res, subs, incomplete, nil
 }
 
 // subscribeServerSubs subscribes the connection to its server-side
 // channels, adding each result to res. hints are the client's own
-// requests for them (recovery positions). A channel that fails (a bad
-// name, a broker error) is left out of the result; the connection stays.
-func (c *Client) subscribeServerSubs(res *protocol.ConnectResult, hints map[string]*protocol.SubscribeRequest, serverSubs []serverSub) []*subscription {
-	var subs []*subscription
+// requests for them (recovery positions). A channel that fails is left
+// out of the result; incomplete reports that one failed for a reason that
+// passes (the broker unreachable), for which the caller closes the
+// connection so that the client connects again and gets it then.
+func (c *Client) subscribeServerSubs(res *protocol.ConnectResult, hints map[string]*protocol.SubscribeRequest, serverSubs []serverSub) (subs []*subscription, incomplete bool) {
 	var failed int
 	var firstChannel string
 	var firstErr error
@@ -274,6 +284,7 @@ func (c *Client) subscribeServerSubs(res *protocol.ConnectResult, hints map[stri
 				firstChannel, firstErr = ss.channel, err
 			}
 			failed++
+			incomplete = incomplete || toError(err).Temporary
 			continue
 		}
 		if res.Subs == nil {
@@ -285,9 +296,9 @@ func (c *Client) subscribeServerSubs(res *protocol.ConnectResult, hints map[stri
 	if failed > 0 {
 		// One line per connect, not one per channel: a token may name many.
 		c.node.log.Info("server-side subscriptions failed", "client", c.id, "user", c.UserID(),
-			"failed", failed, "first_channel", firstChannel, "error", firstErr)
+			"failed", failed, "first_channel", firstChannel, "error", firstErr, "reconnect", incomplete)
 	}
-	return subs
+	return subs, incomplete
 }
 
 // serverSub is one server-side subscription a connect asks for, with the
