@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/gyrehq/gyre/broker"
@@ -101,8 +100,8 @@ func (b *Broker) replicationShortfall(where string, got, want int64, err error) 
 	if err != nil {
 		err = fmt.Errorf("redis: publish: WAIT for %d replicas: %w: %w", want, broker.ErrNotAvailable, err)
 	} else {
-		err = fmt.Errorf("redis: publish: %s of %d replicas acknowledged the publication in time; it may be lost in a failover: %w",
-			strconv.FormatInt(got, 10), want, broker.ErrNotAvailable)
+		err = fmt.Errorf("redis: publish: %d of %d replicas acknowledged the publication in time; it may be lost in a failover: %w",
+			got, want, broker.ErrNotAvailable)
 	}
 	b.logRepeated("replicas", where, slog.LevelWarn, "redis: publications not acknowledged by enough replicas", "error", err)
 	return err
