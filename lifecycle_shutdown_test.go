@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
 
 	"github.com/gyrehq/gyre/protocol"
 )
@@ -78,4 +79,42 @@ func TestShutdownDuringConnects(t *testing.T) {
 	if info := n.Info()[0]; info.NumClients != 0 || info.NumSubs != 0 {
 		t.Fatalf("info after shutdown %+v", info)
 	}
+}
+
+// TestShutdownAfterAbruptCloses: clients that connect, subscribe and drop
+// their TCP connection at any moment, while publications flow, leave
+// nothing behind that Shutdown would wait for. A write that failed while a
+// disconnect was closing the client once left its transport open, the
+// connection counted as live, and Shutdown waited until its deadline.
+func TestShutdownAfterAbruptCloses(t *testing.T) {
+	brokers(t, func(t *testing.T, b testBroker) {
+		n, url := newTestNode(t, b.config(t, chatConfig()))
+		tok := connToken(t, "42", time.Hour, nil)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			ch := "chat:abrupt" + strconv.Itoa(g)
+			wg.Go(func() {
+				for i := range 60 {
+					conn, _, _, err := ws.Dialer{}.Dial(context.Background(), url)
+					if err != nil {
+						continue
+					}
+					frame := `{"id":1,"connect":{"token":"` + tok + `"}}` + "\n" +
+						`{"id":2,"subscribe":{"channel":"` + ch + `","recover":true,"offset":0,"epoch":""}}`
+					_ = wsutil.WriteClientText(conn, []byte(frame))
+					time.Sleep(time.Duration(i%7) * 300 * time.Microsecond)
+					if i%3 == 0 {
+						n.Publish(ch, []byte(`{}`))
+					}
+					conn.Close()
+				}
+			})
+		}
+		wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := n.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown: %v (a closed connection is still counted as live)", err)
+		}
+	})
 }

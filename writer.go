@@ -172,8 +172,18 @@ func (w *writer) startLocked(yield bool) {
 // closeAfterFlush writes what is queued, then closes the transport with d.
 func (w *writer) closeAfterFlush(d *Disconnect) {
 	w.mu.Lock()
-	if w.closed || w.closing != nil {
+	if w.closing != nil {
 		w.mu.Unlock()
+		return
+	}
+	if w.closed {
+		// A write failed (or close ran): nothing will be written, and
+		// nobody else may be left to close the transport. The write
+		// error's own close is a no-op when this close got there first,
+		// and a transport never closed would keep the connection counted
+		// as live, which Shutdown waits for.
+		w.mu.Unlock()
+		w.closeTransport(d)
 		return
 	}
 	w.closing = d

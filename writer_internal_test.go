@@ -2,6 +2,7 @@ package gyre
 
 import (
 	"bytes"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -119,4 +120,31 @@ func TestWakeListOtherList(t *testing.T) {
 		t.Fatal("second wake list holds the writer too")
 	}
 	l1.wakeAll()
+}
+
+// failingTransport fails every write.
+type failingTransport struct{}
+
+func (failingTransport) Name() string            { return "failing" }
+func (failingTransport) Protocol() protocol.Type { return protocol.TypeJSON }
+func (failingTransport) Unidirectional() bool    { return false }
+func (failingTransport) Close(*Disconnect) error { return nil }
+func (failingTransport) WriteFrame([]byte) error { return errors.New("connection reset") }
+
+// TestCloseAfterFailedWrite: a write fails, and the client's close with a
+// flush (a disconnect) comes before the write error's own close, which is
+// then a no-op. The writer has stopped and will write nothing more; the
+// transport must still be closed, or the connection stays counted as live
+// and Shutdown waits for it until its deadline.
+func TestCloseAfterFailedWrite(t *testing.T) {
+	writeFailed := make(chan struct{})
+	var closedWith []*Disconnect
+	w := newWriter(failingTransport{}, 1<<20, func(error) { close(writeFailed) },
+		func(d *Disconnect) { closedWith = append(closedWith, d) }, nopObserver{})
+	w.enqueue([]byte(`{"push":{}}`), nil)
+	<-writeFailed
+	w.closeAfterFlush(DisconnectShutdown)
+	if len(closedWith) != 1 || closedWith[0] != DisconnectShutdown {
+		t.Fatalf("transport closed with %v, want once with %v", closedWith, DisconnectShutdown)
+	}
 }

@@ -216,7 +216,14 @@ func (n *gyreNode) stop() {
 	case <-n.done:
 	case <-time.After(20 * time.Second):
 		n.t.Errorf("node %s still running 20s after SIGTERM", n.name)
-		n.kill()
+		// SIGQUIT makes the Go runtime write every goroutine's stack to
+		// the node's log, which the failure report shows.
+		_ = n.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-n.done:
+		case <-time.After(5 * time.Second):
+			n.kill()
+		}
 	}
 }
 
