@@ -143,6 +143,21 @@ func TestSentinelFailoverContinuity(t *testing.T) {
 	checkContinuity(t, b, "continuity", acks)
 }
 
+// runSentinelBroker runs a broker on the Sentinels of s (cfg with their
+// addresses set), subscribed to ch, and checks that a publication into ch
+// comes back.
+func runSentinelBroker(t *testing.T, s *redistest.Sentinel, cfg Config, ch string) (*Broker, *events) {
+	t.Helper()
+	cfg.SentinelAddresses, cfg.SentinelMasterName, cfg.IOTimeout = s.Addrs(), redistest.MasterName, time.Second
+	b, ev := runBroker(t, cfg)
+	if err := b.Subscribe(ch); err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	mustPublish(t, b, ch, "before")
+	expectData(t, ev, ch, "before")
+	return b, ev
+}
+
 // failoverUnderPublishing starts a master, a replica and three Sentinels
 // and a broker on them (cfg with the Sentinel addresses set), publishes
 // into ch as fast as the broker answers, asks for a graceful failover
@@ -152,11 +167,7 @@ func TestSentinelFailoverContinuity(t *testing.T) {
 func failoverUnderPublishing(t *testing.T, cfg Config, ch string, n int) (*Broker, []ack) {
 	t.Helper()
 	s := redistest.StartSentinel(t)
-	cfg.SentinelAddresses, cfg.SentinelMasterName, cfg.IOTimeout = s.Addrs(), redistest.MasterName, time.Second
-	b, ev := runBroker(t, cfg)
-	if err := b.Subscribe(ch); err != nil {
-		t.Fatalf("Subscribe: %v", err)
-	}
+	b, ev := runSentinelBroker(t, s, cfg, ch)
 	go func() {
 		for range ev.pubs { // delivery is not what these tests check
 		}
@@ -186,17 +197,8 @@ func failoverUnderPublishing(t *testing.T, cfg Config, ch string, n int) (*Broke
 // new master's publications.
 func TestSentinelPubSubFollowsMaster(t *testing.T) {
 	s := redistest.StartSentinel(t, "--rename-command", "REPLICAOF", "", "--rename-command", "SLAVEOF", "")
-	b, ev := runBroker(t, Config{
-		SentinelAddresses:  s.Addrs(),
-		SentinelMasterName: redistest.MasterName,
-		IOTimeout:          time.Second,
-	})
 	const ch = "follow"
-	if err := b.Subscribe(ch); err != nil {
-		t.Fatalf("Subscribe: %v", err)
-	}
-	mustPublish(t, b, ch, "before")
-	expectData(t, ev, ch, "before")
+	b, ev := runSentinelBroker(t, s, Config{}, ch)
 
 	s.Failover(t)
 	s.WaitMaster(t, s.Replica.Addr)

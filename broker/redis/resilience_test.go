@@ -256,17 +256,8 @@ func TestReconnectsDoNotLeak(t *testing.T) {
 // new master too, and reported lost.
 func TestSentinelFailover(t *testing.T) {
 	s := redistest.StartSentinel(t)
-	b, ev := runBroker(t, Config{
-		SentinelAddresses:  []string{s.Sentinel.Addr},
-		SentinelMasterName: redistest.MasterName,
-		IOTimeout:          time.Second,
-	})
 	const ch = "failover"
-	if err := b.Subscribe(ch); err != nil {
-		t.Fatalf("Subscribe: %v", err)
-	}
-	mustPublish(t, b, ch, "before")
-	expectData(t, ev, ch, "before")
+	b, ev := runSentinelBroker(t, s, Config{}, ch)
 	const scope, scoped = "failover:", "failover:a"
 	if err := b.SubscribePatternScope(scope); err != nil {
 		t.Fatalf("SubscribePatternScope: %v", err)
