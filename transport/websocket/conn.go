@@ -33,7 +33,13 @@ type Conn struct {
 	in     inbuf
 	msgBuf *[]byte // pooled storage behind msg, nil when unused
 	msg    []byte  // the message being assembled from fragments
+	zbuf   *[]byte // pooled storage of the inflated message, nil when unused
 	rerr   error   // sticky: reading stops at the first error
+
+	// deflate is the compression negotiated at the upgrade, nil without.
+	// Both directions are without context takeover, so it holds no state
+	// of this connection.
+	deflate *Compression
 
 	// Write side, under wmu.
 	wmu     sync.Mutex
@@ -67,6 +73,11 @@ func newConn(nc net.Conn, format protocol.Type, opts Options) *Conn {
 	c.in.init()
 	return c
 }
+
+// Compression is what the connection negotiated permessage-deflate with,
+// nil when it did not: its frames are made with [Compression.AppendFrame]
+// and sent with WriteFrames.
+func (c *Conn) Compression() *Compression { return c.deflate }
 
 // Protocol is the wire format chosen at Upgrade.
 func (c *Conn) Protocol() protocol.Type { return c.format }

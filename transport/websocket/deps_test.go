@@ -10,12 +10,15 @@ import (
 )
 
 // TestDependencies keeps the byte layer below the engine: besides the
-// standard library it may use the WebSocket library and the protocol
+// standard library it may use the WebSocket library (and its header
+// parser), the deflate library and the protocol
 // package (for its Type), and the stack grower (a leaf of the runtime's
 // concerns), nothing else of Gyre.
 func TestDependencies(t *testing.T) {
 	allowed := map[string]bool{
 		"github.com/gobwas/ws":                      true,
+		"github.com/gobwas/httphead":                true,
+		"github.com/klauspost/compress/flate":       true,
 		"github.com/gyrehq/gyre/protocol":           true,
 		"github.com/gyrehq/gyre/internal/stackgrow": true,
 	}

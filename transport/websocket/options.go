@@ -26,6 +26,10 @@ type Options struct {
 	// each pong and the close frame. Zero means DefaultWriteTimeout.
 	WriteTimeout time.Duration
 
+	// Compression, when set, accepts a client's offer of permessage-deflate
+	// (see [Compression]); nil declines every offer.
+	Compression *Compression
+
 	// Header holds extra headers for the 101 answer (cookies, for
 	// example). Nil adds none.
 	Header http.Header

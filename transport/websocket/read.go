@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"unicode/utf8"
 
 	"github.com/gobwas/ws"
@@ -22,6 +23,7 @@ const (
 type frameHeader struct {
 	fin    bool
 	op     byte
+	rsv1   bool // compressed message (permessage-deflate), first frame only
 	length int64
 	mask   [4]byte
 }
@@ -61,7 +63,7 @@ func (c *Conn) nextMessage(stopIdle bool) (payload []byte, binary bool, err erro
 // errNoMessage instead of waiting for the peer when control frames used up
 // everything buffered, so a polled connection goes back to its poller.
 func (c *Conn) readMessage(stopIdle bool) ([]byte, bool, error) {
-	var fragmented, binary bool
+	var fragmented, binary, compressed bool
 	for {
 		h, err := c.readHeader(fragmented)
 		if err != nil {
@@ -81,7 +83,7 @@ func (c *Conn) readMessage(stopIdle bool) ([]byte, bool, error) {
 		case h.op != opContinuation && fragmented:
 			return nil, false, protocolError("data frame inside a fragmented message")
 		case h.op != opContinuation:
-			binary = h.op == opBinary
+			binary, compressed = h.op == opBinary, h.rsv1
 		}
 		if size := int64(len(c.msg)) + h.length; size > c.readLimit {
 			// A fragmented message may grow past this size: it is what is
@@ -100,6 +102,11 @@ func (c *Conn) readMessage(stopIdle bool) ([]byte, bool, error) {
 		if !h.fin {
 			fragmented = true
 			continue
+		}
+		if compressed {
+			if p, err = c.inflate(p); err != nil {
+				return nil, false, err
+			}
 		}
 		if !binary && !utf8.Valid(p) {
 			return nil, false, ErrInvalidUTF8
@@ -121,8 +128,13 @@ func (c *Conn) readHeader(fragmented bool) (frameHeader, error) {
 		return h, err
 	}
 	b0, b1 := c.in.buf[c.in.r], c.in.buf[c.in.r+1]
-	if b0&0x70 != 0 {
-		return h, protocolError("reserved bits set")
+	if rsv := b0 & 0x70; rsv != 0 {
+		// RSV1 marks a compressed message, on its first frame only.
+		op := b0 & 0x0f
+		if rsv != rsv1 || c.deflate == nil || (op != opText && op != opBinary) {
+			return h, protocolError("reserved bits set")
+		}
+		h.rsv1 = true
 	}
 	if b1&0x80 == 0 {
 		return h, protocolError("unmasked client frame")
@@ -226,13 +238,50 @@ func (c *Conn) growMessage(n int) {
 	c.msg = *nb
 }
 
-// dropMessage gives the message buffer back once its payload is invalid.
+// dropMessage gives the message buffers back once its payload is invalid.
 func (c *Conn) dropMessage() {
 	if c.msgBuf != nil {
 		putBuf(c.msgBuf)
 		c.msgBuf = nil
 	}
+	if c.zbuf != nil {
+		putBuf(c.zbuf)
+		c.zbuf = nil
+	}
 	c.msg = nil
+}
+
+// inflate decompresses a message of permessage-deflate into a pooled
+// buffer that dropMessage gives back. The output is bounded by the read
+// limit as it grows, so a small message that would inflate to gigabytes
+// (a decompression bomb) costs at most twice the limit before it is
+// refused with ErrMessageTooLarge.
+func (c *Conn) inflate(p []byte) ([]byte, error) {
+	f := getInflater(p)
+	defer putInflater(f)
+	c.zbuf = getBuf(int(min(int64(2*len(p)+readBufSize), c.readLimit+1)))
+	b := (*c.zbuf)[:0]
+	for {
+		if len(b) == cap(b) {
+			nb := getBuf(2 * cap(b))
+			*nb = append((*nb)[:0], b...)
+			putBuf(c.zbuf)
+			c.zbuf = nb
+			b = *nb
+		}
+		n, err := f.r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > c.readLimit {
+			return nil, fmt.Errorf("%w: a compressed message of %d bytes inflates past the limit of %d", ErrMessageTooLarge, len(p), c.readLimit)
+		}
+		switch {
+		case err == io.EOF:
+			*c.zbuf = b
+			return b, nil
+		case err != nil:
+			return nil, protocolError(fmt.Sprintf("compressed message does not inflate: %v", err))
+		}
+	}
 }
 
 // control handles a ping, pong or close frame met while reading.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gobwas/httphead"
 	"github.com/gobwas/ws"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -48,9 +49,10 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, proto
 			break
 		}
 	}
+	deflate := opts.Compression != nil && acceptsOffers(r.Header["Sec-Websocket-Extensions"])
 	u := ws.HTTPUpgrader{
 		Timeout: opts.writeTimeout(),
-		Header:  answerHeader(opts.Header, subprotocol),
+		Header:  answerHeader(opts.Header, subprotocol, deflate),
 	}
 	nc, rw, _, err := u.Upgrade(r, w)
 	if err != nil {
@@ -70,6 +72,9 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, proto
 	_ = nc.SetDeadline(time.Time{})
 	format := negotiateFormat(subprotocol, r.URL.RawQuery)
 	c := newConn(nc, format, opts)
+	if deflate {
+		c.deflate = opts.Compression
+	}
 	// A client may pipeline its first frames right behind the handshake; they
 	// sit in the HTTP server's reader, which is dropped after this.
 	if n := rw.Reader.Buffered(); n > 0 {
@@ -119,28 +124,56 @@ func trimOWS[T string | []byte](s T) T {
 	return s
 }
 
-// Headers of a 101 answer that names a subprotocol, shared by every
-// upgrade without Options.Header; gobwas/ws only reads them. The key is
+// Headers of a 101 answer that names a subprotocol or accepts compression,
+// shared by every upgrade without Options.Header, by [subprotocol][deflate]
+// (subprotocol: none, JSON, protobuf); gobwas/ws only reads them. Keys are
 // spelled as in RFC 6455, since http.Header.Write writes keys as stored.
-var (
-	answerJSON     = http.Header{"Sec-WebSocket-Protocol": {SubprotocolJSON}}
-	answerProtobuf = http.Header{"Sec-WebSocket-Protocol": {SubprotocolProtobuf}}
-)
+var answers = func() (a [3][2]http.Header) {
+	for i, sp := range []string{"", SubprotocolJSON, SubprotocolProtobuf} {
+		for j := range 2 {
+			h := http.Header{}
+			if sp != "" {
+				h["Sec-WebSocket-Protocol"] = []string{sp}
+			}
+			if j == 1 {
+				h["Sec-WebSocket-Extensions"] = []string{extensionAnswer}
+			}
+			if len(h) > 0 {
+				a[i][j] = h
+			}
+		}
+	}
+	return a
+}()
 
 // answerHeader is the extra header of the handshake answer: extra with
-// the chosen subprotocol, if any. A non-nil extra is copied, not changed.
-func answerHeader(extra http.Header, subprotocol string) http.Header {
-	if subprotocol == "" {
+// the chosen subprotocol, if any, and the acceptance of permessage-deflate
+// when deflate is set. A non-nil extra is copied, not changed.
+func answerHeader(extra http.Header, subprotocol string, deflate bool) http.Header {
+	if subprotocol == "" && !deflate {
 		return extra
 	}
 	if extra == nil {
-		if subprotocol == SubprotocolProtobuf {
-			return answerProtobuf
+		i := 0
+		switch subprotocol {
+		case SubprotocolJSON:
+			i = 1
+		case SubprotocolProtobuf:
+			i = 2
 		}
-		return answerJSON
+		j := 0
+		if deflate {
+			j = 1
+		}
+		return answers[i][j]
 	}
 	h := extra.Clone()
-	h["Sec-WebSocket-Protocol"] = []string{subprotocol}
+	if subprotocol != "" {
+		h["Sec-WebSocket-Protocol"] = []string{subprotocol}
+	}
+	if deflate {
+		h["Sec-WebSocket-Extensions"] = []string{extensionAnswer}
+	}
 	return h
 }
 
@@ -218,13 +251,25 @@ func UpgradeHead(nc net.Conn, head []byte, opts Options) (*Conn, protocol.Type, 
 	if opts.Header != nil {
 		u.Header = ws.HandshakeHeaderHTTP(opts.Header)
 	}
-	if opts.CheckOrigin != nil {
+	if opts.Compression != nil {
+		// Called for each Sec-WebSocket-Extensions line; the answer goes
+		// out from OnBeforeUpgrade, so the options stay as they are. A
+		// line that does not parse offers nothing: never a refusal.
+		u.ExtensionCustom = func(line []byte, opts []httphead.Option) ([]httphead.Option, bool) {
+			req.deflate = req.deflate || acceptsOffer(line)
+			return opts, true
+		}
+	}
+	if opts.CheckOrigin != nil || opts.Compression != nil {
 		u.OnBeforeUpgrade = func() (ws.HandshakeHeader, error) {
-			if !opts.CheckOrigin(req.request()) {
+			if opts.CheckOrigin != nil && !opts.CheckOrigin(req.request()) {
 				req.refused = true
 				return nil, ws.RejectConnectionError(ws.RejectionStatus(http.StatusForbidden), ws.RejectionReason(ErrOriginNotAllowed.Error()))
 			}
-			return nil, nil
+			if req.deflate {
+				return deflateAnswer, nil
+			}
+			return emptyAnswer, nil
 		}
 	}
 	_ = nc.SetWriteDeadline(time.Now().Add(opts.writeTimeout()))
@@ -241,8 +286,18 @@ func UpgradeHead(nc net.Conn, head []byte, opts Options) (*Conn, protocol.Type, 
 		return nil, protocol.TypeJSON, fmt.Errorf("websocket: upgrade: %w", err)
 	}
 	format := negotiateFormat(hs.Protocol, req.rawQuery)
-	return newConn(nc, format, opts), format, nil
+	c := newConn(nc, format, opts)
+	if req.deflate {
+		c.deflate = opts.Compression
+	}
+	return c, format, nil
 }
+
+// Extra answers of UpgradeHead; OnBeforeUpgrade must return a header.
+var (
+	deflateAnswer = ws.HandshakeHeaderString("Sec-WebSocket-Extensions: " + extensionAnswer + "\r\n")
+	emptyAnswer   = ws.HandshakeHeaderString("")
+)
 
 // headConn reads a request head that was read from the connection already
 // and writes to the connection.
@@ -257,6 +312,7 @@ type headRequest struct {
 	uri, host, origin string
 	rawQuery          string
 	refused           bool
+	deflate           bool // a permessage-deflate offer was acceptable
 }
 
 func (r *headRequest) onRequest(uri []byte) error {

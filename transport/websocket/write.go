@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // maxServerHeader is the longest header of an unmasked frame.
@@ -17,6 +18,9 @@ const maxServerHeader = 10
 // serialised. Each write is bounded by Options.WriteTimeout; after a failed
 // write the connection only accepts Close.
 func (c *Conn) WriteFrame(payload []byte) error {
+	if c.deflate != nil {
+		return c.writeCompressed(payload)
+	}
 	c.wmu.Lock()
 	err := c.writeFrameLocked(c.dataOp, payload)
 	c.unlockWrite()
@@ -30,6 +34,15 @@ func (c *Conn) WriteFrame(payload []byte) error {
 // as they are: a writev of many small pieces costs more than the copy.
 // Otherwise it behaves as WriteFrame.
 func (c *Conn) WriteFrameParts(parts [][]byte) error {
+	if c.deflate != nil {
+		b := getBuf(0)
+		for _, p := range parts {
+			*b = append(*b, p...)
+		}
+		err := c.writeCompressed(*b)
+		putBuf(b)
+		return err
+	}
 	total, small := 0, 0
 	for _, p := range parts {
 		total += len(p)
@@ -51,6 +64,60 @@ func (c *Conn) WriteFrameParts(parts [][]byte) error {
 	stage := getBuf(n + small)
 	v.gather(stage, c.whdr[:n], parts)
 	_, err := v.bufs.WriteTo(c.nc)
+	clear(v.parts) // keep no payload reachable from the pool
+	v.parts = v.parts[:0]
+	vecPool.Put(v)
+	putBuf(stage)
+	return c.wrote(err)
+}
+
+// writeCompressed sends payload as one message of a connection that
+// negotiated compression: compressed for this connection alone. Messages
+// sent to many connections are better made once with AppendFrame and sent
+// with WriteFrames.
+func (c *Conn) writeCompressed(payload []byte) error {
+	b := getBuf(len(payload) + maxServerHeader)
+	*b = c.deflate.AppendFrame((*b)[:0], c.dataOp == opBinary, payload)
+	err := c.WriteFrames([]string{unsafe.String(unsafe.SliceData(*b), len(*b))})
+	putBuf(b)
+	return err
+}
+
+// WriteFrames sends complete frames, made by [Compression.AppendFrame]
+// with the connection's Compression, back to back in one write call: one
+// WebSocket message each, compressed or not, so that a message compressed
+// once goes to every connection as it is. Frames under 2 KiB are copied
+// into a pooled buffer, larger ones go to the kernel as they are. Otherwise
+// it behaves as WriteFrame.
+func (c *Conn) WriteFrames(frames []string) error {
+	small := 0
+	for _, f := range frames {
+		if len(f) < copyPartMax {
+			small += len(f)
+		}
+	}
+	c.wmu.Lock()
+	defer c.unlockWrite()
+	if err := c.writable(); err != nil {
+		return err
+	}
+	c.setWriteDeadline()
+	v := vecPool.Get().(*vector)
+	for _, f := range frames {
+		// Frames are never written to: they may be shared by many
+		// connections.
+		v.frames = append(v.frames, unsafe.Slice(unsafe.StringData(f), len(f)))
+	}
+	stage := getBuf(small)
+	v.gather(stage, nil, v.frames)
+	clear(v.frames)
+	v.frames = v.frames[:0]
+	var err error
+	if c.vectored {
+		_, err = v.bufs.WriteTo(c.nc)
+	} else {
+		err = c.writeCopy(nil, v.parts...)
+	}
 	clear(v.parts) // keep no payload reachable from the pool
 	v.parts = v.parts[:0]
 	vecPool.Put(v)
@@ -146,8 +213,9 @@ const copyPartMax = 2 << 10
 
 // vector is a reusable writev list for WriteFrameParts.
 type vector struct {
-	parts [][]byte
-	bufs  net.Buffers // consumed by WriteTo, hence apart from parts
+	frames [][]byte // WriteFrames' frames as byte slices
+	parts  [][]byte
+	bufs   net.Buffers // consumed by WriteTo, hence apart from parts
 }
 
 // gather lists header and parts for one writev, copying runs of small parts
