@@ -11,6 +11,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/transport/websocket"
 )
 
 // Client states.
@@ -26,7 +27,11 @@ type Client struct {
 	id        string
 	transport Transport
 	proto     protocol.Type
-	uni       bool
+	// deflate, set when the connection negotiated permessage-deflate,
+	// makes its queue take WebSocket frames instead of messages (see
+	// enqueue and encodedPush.forClient).
+	deflate *websocket.Compression
+	uni     bool
 	// hidden: the connection of Node.Tail, which no handler and no
 	// metric sees.
 	hidden bool
@@ -80,6 +85,9 @@ func (n *Node) NewClient(ctx context.Context, t Transport) *Client {
 		ctx:       ctx,
 		startedAt: time.Now(),
 		closed:    make(chan struct{}),
+	}
+	if ft, ok := t.(frameTransport); ok {
+		c.deflate = ft.Compression()
 	}
 	c.w = newWriter(t, n.cfg.QueueMaxSize, c.onWriteError, c.closeTransport, n.obs)
 	n.live.Store(c, struct{}{})
@@ -379,11 +387,19 @@ func (c *Client) badRequest(why string) {
 }
 
 // enqueue queues an encoded message; a full queue disconnects the client
-// as slow.
-func (c *Client) enqueue(msg []byte) { c.enqueueIn(msg, nil) }
+// as slow. On a connection with permessage-deflate it becomes a frame of
+// its own here, compressed for this connection alone: replies and
+// single pushes. Fan-outs queue frames made once for all (enqueueIn).
+func (c *Client) enqueue(msg []byte) {
+	if c.deflate != nil {
+		msg = c.deflate.AppendFrame(make([]byte, 0, len(msg)+16), c.proto == protocol.TypeProtobuf, msg)
+	}
+	c.enqueueIn(msg, nil)
+}
 
-// enqueueIn queues msg; with l set, the writer is woken when l's owner
-// wakes its writers.
+// enqueueIn queues msg, in the form the client's queue takes: an encoded
+// message, or a WebSocket frame when c.deflate is set. With l set, the
+// writer is woken when l's owner wakes its writers.
 func (c *Client) enqueueIn(msg []byte, l *wakeList) {
 	if !c.w.enqueue(msg, l) {
 		c.queueFull()

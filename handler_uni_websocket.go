@@ -21,8 +21,12 @@ type UniWebsocketConfig struct {
 	AllowedOrigins []string
 	// JoinPushMessages sends the pushes written together in one frame,
 	// newline-delimited; the client must split them. False sends one push
-	// per frame.
+	// per frame. A connection with compression always gets one per frame.
 	JoinPushMessages bool
+	// Compression accepts permessage-deflate, as in WebsocketConfig.
+	Compression        bool
+	CompressionLevel   int
+	CompressionMinSize int
 }
 
 // UniWebsocketHandler serves the unidirectional WebSocket transport,
@@ -42,6 +46,7 @@ func NewUniWebsocketHandler(n *Node, cfg UniWebsocketConfig) *UniWebsocketHandle
 		ReadLimit:    cfg.MessageSizeLimit,
 		WriteTimeout: cfg.WriteTimeout,
 		CheckOrigin:  OriginChecker(cfg.AllowedOrigins),
+		Compression:  compression(cfg.Compression, cfg.CompressionLevel, cfg.CompressionMinSize),
 	}}
 }
 
@@ -124,6 +129,11 @@ func (t *uniWSTransport) WriteFrame(frame []byte) error {
 	}
 	return nil
 }
+
+func (t *uniWSTransport) WriteFrames(frames []string) error {
+	return t.conn.WriteFrames(frames)
+}
+func (t *uniWSTransport) Compression() *websocket.Compression { return t.conn.Compression() }
 
 func (t *uniWSTransport) Close(d *Disconnect) error {
 	return t.conn.Close(uint16(d.Code), d.Reason)

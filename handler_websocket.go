@@ -31,6 +31,29 @@ type WebsocketConfig struct {
 	// poller shared by the process, so that an idle connection has no
 	// goroutine; TLS connections and other systems always use a goroutine.
 	DisablePolling bool
+	// Compression accepts a client's offer of permessage-deflate (RFC
+	// 7692), without context takeover either way, so a connection keeps no
+	// compression state. Each publication is compressed once for all the
+	// connections that negotiated it, not once per connection.
+	Compression bool
+	// CompressionLevel is the deflate level, 1 (fastest) to 9 (smallest),
+	// or -2 for Huffman coding only; 0 means 1.
+	CompressionLevel int
+	// CompressionMinSize is the smallest message, in bytes, that is
+	// compressed; shorter ones go as they are.
+	CompressionMinSize int
+}
+
+// compression is the websocket package's Compression for a handler's
+// settings, nil when off.
+func compression(on bool, level, minSize int) *websocket.Compression {
+	if !on {
+		return nil
+	}
+	if level == 0 {
+		level = 1
+	}
+	return &websocket.Compression{Level: level, MinSize: minSize}
 }
 
 // WebsocketHandler serves the bidirectional WebSocket transport, usually at
@@ -51,6 +74,7 @@ func NewWebsocketHandler(n *Node, cfg WebsocketConfig) *WebsocketHandler {
 		ReadLimit:    cfg.MessageSizeLimit,
 		WriteTimeout: cfg.WriteTimeout,
 		CheckOrigin:  OriginChecker(cfg.AllowedOrigins),
+		Compression:  compression(cfg.Compression, cfg.CompressionLevel, cfg.CompressionMinSize),
 	}}
 	if !cfg.DisablePolling {
 		p, err := wsPoller()
@@ -140,6 +164,10 @@ func (t *wsTransport) Name() string                  { return "websocket" }
 func (t *wsTransport) Protocol() protocol.Type       { return t.conn.Protocol() }
 func (t *wsTransport) Unidirectional() bool          { return false }
 func (t *wsTransport) WriteFrame(frame []byte) error { return t.conn.WriteFrame(frame) }
+func (t *wsTransport) WriteFrames(frames []string) error {
+	return t.conn.WriteFrames(frames)
+}
+func (t *wsTransport) Compression() *websocket.Compression { return t.conn.Compression() }
 func (t *wsTransport) Close(d *Disconnect) error {
 	return t.conn.Close(uint16(d.Code), d.Reason)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/transport/websocket"
 )
 
 // pinger sends pings to every connection and closes bidirectional ones
@@ -32,6 +33,13 @@ type pingSlot struct {
 var pingMsgs = [2][]byte{
 	protocol.TypeJSON:     mustReply(protocol.TypeJSON),
 	protocol.TypeProtobuf: mustReply(protocol.TypeProtobuf),
+}
+
+// pingFrames are pingMsgs as the frames a connection with
+// permessage-deflate queues; too short to compress.
+var pingFrames = [2][]byte{
+	protocol.TypeJSON:     (&websocket.Compression{}).AppendFrame(nil, false, pingMsgs[protocol.TypeJSON]),
+	protocol.TypeProtobuf: (&websocket.Compression{}).AppendFrame(nil, true, pingMsgs[protocol.TypeProtobuf]),
 }
 
 func mustReply(t protocol.Type) []byte {
@@ -116,7 +124,11 @@ func (p *pinger) run(done <-chan struct{}) {
 		p.n.obs.MessagesSent("ping", len(batch))
 		for _, c := range batch {
 			c.awaitingPong.Store(p.pongTimeout > 0 && !c.uni)
-			c.enqueue(pingMsgs[c.proto])
+			if c.deflate != nil {
+				c.enqueueIn(pingFrames[c.proto], nil)
+			} else {
+				c.enqueue(pingMsgs[c.proto])
+			}
 		}
 		clear(batch)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/delta/fossil"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/transport/websocket"
 )
 
 // Payload variants of a publication for subscribers with fossil delta
@@ -53,6 +54,50 @@ type encodedPush struct {
 	checked    bool // data was checked for JSON
 	dataIsJSON bool
 	err        error
+	// frames holds the messages as WebSocket frames for clients with
+	// permessage-deflate, made lazily like msgs; nil until one is made.
+	frames *pushFrames
+}
+
+// pushFrames are a push's WebSocket frames for clients that negotiated
+// permessage-deflate, by [protocol type][shape][variant], each compressed
+// once for all of them. They are made with by; a client whose
+// Compression differs (a reload changed the settings) gets a frame of its
+// own.
+type pushFrames struct {
+	by *websocket.Compression
+	f  [2][numShapes][numVariants][]byte
+}
+
+// forClient returns the push in the form c's queue takes: the encoded
+// message, or for a client with permessage-deflate its frame.
+func (e *encodedPush) forClient(c *Client, shape uint8, variant int) []byte {
+	if c.deflate == nil {
+		return e.get(c.proto, shape, variant)
+	}
+	return e.frame(c.proto, c.deflate, shape, variant)
+}
+
+// frame is get as a WebSocket frame made with z, compressed or not as z
+// decides, once per fan-out.
+func (e *encodedPush) frame(t protocol.Type, z *websocket.Compression, shape uint8, variant int) []byte {
+	if e.frames != nil && e.frames.by == z {
+		if f := e.frames.f[t][shape][variant]; f != nil {
+			return f
+		}
+	}
+	msg := e.get(t, shape, variant)
+	if msg == nil {
+		return nil
+	}
+	f := z.AppendFrame(nil, t == protocol.TypeProtobuf, msg)
+	if e.frames == nil {
+		e.frames = &pushFrames{by: z}
+	}
+	if e.frames.by == z {
+		e.frames.f[t][shape][variant] = f
+	}
+	return f
 }
 
 func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {

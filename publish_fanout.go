@@ -7,6 +7,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/transport/websocket"
 )
 
 // brokerEvents receives what the broker delivers and fans it out to the
@@ -120,15 +121,16 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
 			if s.takesAll() && !s.covers(first) {
-				wr := whole.get(encs, s.client.proto, s.shape)
-				if len(wr.msgs) > 0 {
-					s.deliverRun(wr.msgs, wr.size, wr.last, &b.wake)
-					sent += len(wr.msgs)
+				if wr := whole.forClient(encs, s.client, s.shape); wr != nil {
+					if len(wr.msgs) > 0 {
+						s.deliverRun(wr.msgs, wr.size, wr.last, &b.wake)
+						sent += len(wr.msgs)
+					}
+					if wr.err != nil {
+						n.undeliverable(s.client, channel, wr.err)
+					}
+					continue
 				}
-				if wr.err != nil {
-					n.undeliverable(s.client, channel, wr.err)
-				}
-				continue
 			}
 			for i := range encs {
 				if n.deliverOne(s, channel, &encs[i], &b.wake) {
@@ -152,7 +154,7 @@ func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, l *
 		s.skip(pub.Offset)
 		return false
 	}
-	msg := enc.get(s.client.proto, s.shape, s.payloadVariant(enc.canDelta))
+	msg := enc.forClient(s.client, s.shape, s.payloadVariant(enc.canDelta))
 	if msg == nil {
 		n.undeliverable(s.client, channel, enc.err)
 		return true
@@ -163,10 +165,36 @@ func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, l *
 
 // wholeRuns holds a run as sent to the subscribers that take all of it,
 // by [protocol type][shape], made for the first one of each; its buffers
-// are kept between runs.
+// are kept between runs. Subscribers with permessage-deflate take the run
+// as frames, made with the Compression of the first one (framedBy).
 type wholeRuns struct {
 	runs [2][numShapes]wholeRun
 	made [2][numShapes]bool
+
+	framed     [2][numShapes]wholeRun
+	framedMade [2][numShapes]bool
+	framedBy   *websocket.Compression
+}
+
+// forClient returns the run as c's queue takes it, or nil for a client
+// whose Compression is not the one the run's frames were made with, which
+// then goes publication by publication.
+func (w *wholeRuns) forClient(encs []encodedPush, c *Client, shape uint8) *wholeRun {
+	z := c.deflate
+	if z == nil {
+		return w.get(encs, c.proto, shape)
+	}
+	if w.framedBy == nil {
+		w.framedBy = z
+	} else if w.framedBy != z {
+		return nil
+	}
+	wr := &w.framed[c.proto][shape]
+	if !w.framedMade[c.proto][shape] {
+		w.framedMade[c.proto][shape] = true
+		wr.encode(encs, c.proto, shape, z)
+	}
+	return wr
 }
 
 // get returns the run encs encoded for protocol t and shape, encoding it
@@ -175,7 +203,7 @@ func (w *wholeRuns) get(encs []encodedPush, t protocol.Type, shape uint8) *whole
 	wr := &w.runs[t][shape]
 	if !w.made[t][shape] {
 		w.made[t][shape] = true
-		wr.encode(encs, t, shape)
+		wr.encode(encs, t, shape, nil)
 	}
 	return wr
 }
@@ -188,8 +216,13 @@ func (w *wholeRuns) reset() {
 				w.runs[t][shape].reset()
 				w.made[t][shape] = false
 			}
+			if w.framedMade[t][shape] {
+				w.framed[t][shape].reset()
+				w.framedMade[t][shape] = false
+			}
 		}
 	}
+	w.framedBy = nil
 }
 
 // wholeRun is a run of publications encoded for subscribers of one wire
@@ -205,9 +238,16 @@ type wholeRun struct {
 	err error
 }
 
-func (wr *wholeRun) encode(encs []encodedPush, t protocol.Type, shape uint8) {
+// encode makes the run for protocol t and shape: encoded messages, or
+// with z set, frames made with it.
+func (wr *wholeRun) encode(encs []encodedPush, t protocol.Type, shape uint8, z *websocket.Compression) {
 	for i := range encs {
-		msg := encs[i].get(t, shape, variantPlain)
+		var msg []byte
+		if z == nil {
+			msg = encs[i].get(t, shape, variantPlain)
+		} else {
+			msg = encs[i].frame(t, z, shape, variantPlain)
+		}
 		if msg == nil {
 			wr.err = encs[i].err
 			break
@@ -243,7 +283,7 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 				continue
 			}
 			sent++
-			msg := enc.get(s.client.proto, s.shape, variantPlain)
+			msg := enc.forClient(s.client, s.shape, variantPlain)
 			if msg == nil {
 				n.undeliverable(s.client, channel, enc.err)
 				continue

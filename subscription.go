@@ -85,7 +85,8 @@ type heldMessage struct {
 }
 
 // deliver sends one encoded publication (or join/leave: offset 0) to the
-// subscriber. It never blocks on the network.
+// subscriber, in the form its client's queue takes (encodedPush.forClient).
+// It never blocks on the network.
 func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) {
 	if s.state.Load() != subActive {
 		s.mu.Lock()
@@ -196,7 +197,7 @@ func (s *subscription) activate(top uint64) {
 		if h.offset > 0 {
 			s.offset.Store(h.offset)
 		}
-		s.client.enqueue(h.msg)
+		s.client.enqueueIn(h.msg, nil) // held in the client's queue form
 	}
 	s.held = nil
 	s.state.Store(subActive)

@@ -85,7 +85,7 @@ func (ss *StreamSubscription) Publish(data []byte, tags map[string]string) error
 	enc := publicationPush(s.channel, &pub, false, nil)
 	enc.channelID = s.channelID
 	c := s.client
-	msg := enc.get(c.proto, s.shape, variantPlain)
+	msg := enc.forClient(c, s.shape, variantPlain)
 	if msg == nil {
 		c.node.undeliverable(c, s.channel, enc.err)
 		return enc.err

@@ -1,6 +1,9 @@
 package gyre
 
-import "github.com/gyrehq/gyre/protocol"
+import (
+	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/transport/websocket"
+)
 
 // Transport is what the engine needs of a client connection: a way to write
 // frames and to close. The engine drives reads itself from the transport's
@@ -19,4 +22,17 @@ type Transport interface {
 	// Close closes the connection telling the client why. It may be called
 	// concurrently with WriteFrame and more than once.
 	Close(d *Disconnect) error
+}
+
+// frameTransport is a WebSocket transport that may have negotiated
+// permessage-deflate. With it, the client's queue holds whole WebSocket
+// frames, one message each, so that a publication is compressed once for
+// every subscriber instead of once per connection; WriteFrames sends what
+// is queued back to back in one write.
+type frameTransport interface {
+	// Compression is non-nil when the connection negotiated compression.
+	Compression() *websocket.Compression
+	// WriteFrames writes frames made with Compression's AppendFrame. It is
+	// called from one goroutine at a time.
+	WriteFrames(frames []string) error
 }

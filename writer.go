@@ -41,6 +41,9 @@ type writer struct {
 
 	proto     protocol.Type
 	transport Transport
+	// frames, set on a connection with permessage-deflate, takes the
+	// queue: it holds whole frames then, not messages to join into one.
+	frames frameTransport
 	// onWriteError is called (once, from the writer goroutine) when a
 	// write fails.
 	onWriteError func(error)
@@ -57,6 +60,9 @@ func newWriter(t Transport, max int, onWriteError func(error), closeTransport fu
 		proto:          t.Protocol(),
 		transport:      t,
 		onWriteError:   onWriteError,
+	}
+	if ft, ok := t.(frameTransport); ok && ft.Compression() != nil {
+		w.frames = ft
 	}
 	w.runFn = w.run
 	return w
@@ -201,6 +207,29 @@ func (w *writer) close() {
 	w.mu.Unlock()
 }
 
+// write sends a batch of queued messages in one write: joined into one
+// frame, or with compression, as the frames they are.
+func (w *writer) write(batch []string) error {
+	if w.frames != nil {
+		err := w.frames.WriteFrames(batch)
+		size := 0
+		for _, f := range batch {
+			size += len(f)
+		}
+		w.obs.FrameWritten(len(batch), size)
+		return err
+	}
+	bp := framePool.Get().(*[]byte)
+	frame := protocol.JoinFrame((*bp)[:0], w.proto, batch)
+	err := w.transport.WriteFrame(frame)
+	w.obs.FrameWritten(len(batch), len(frame))
+	if cap(frame) <= 64<<10 {
+		*bp = frame[:0]
+		framePool.Put(bp)
+	}
+	return err
+}
+
 // run is the writer goroutine: it exists only while there is something
 // to write, so that an idle connection has none.
 func (w *writer) run() {
@@ -246,14 +275,7 @@ func (w *writer) drain() {
 		w.size = 0
 		w.mu.Unlock()
 
-		bp := framePool.Get().(*[]byte)
-		frame := protocol.JoinFrame((*bp)[:0], w.proto, batch)
-		err := w.transport.WriteFrame(frame)
-		w.obs.FrameWritten(len(batch), len(frame))
-		if cap(frame) <= 64<<10 {
-			*bp = frame[:0]
-			framePool.Put(bp)
-		}
+		err := w.write(batch)
 		clear(batch)
 		written = batch
 		if err != nil {

@@ -150,9 +150,12 @@ func (s *Server) routes() {
 	c := s.cfg
 	if !c.WebSocket.Disabled {
 		s.ws = gyre.NewWebsocketHandler(s.node, gyre.WebsocketConfig{
-			MessageSizeLimit: int64(c.WebSocket.MessageSizeLimit),
-			WriteTimeout:     c.WebSocket.WriteTimeout,
-			AllowedOrigins:   c.Client.AllowedOrigins,
+			MessageSizeLimit:   int64(c.WebSocket.MessageSizeLimit),
+			WriteTimeout:       c.WebSocket.WriteTimeout,
+			AllowedOrigins:     c.Client.AllowedOrigins,
+			Compression:        c.WebSocket.Compression,
+			CompressionLevel:   c.WebSocket.CompressionLevel,
+			CompressionMinSize: c.WebSocket.CompressionMinSize,
 		})
 		s.mux.Handle(c.WebSocket.HandlerPrefix, s.instrument("websocket", s.client(s.ws)))
 	}
@@ -176,6 +179,7 @@ func (s *Server) routes() {
 		s.mux.Handle(u.HandlerPrefix, s.instrument("uni_websocket", s.client(gyre.NewUniWebsocketHandler(s.node, gyre.UniWebsocketConfig{
 			MessageSizeLimit: int64(u.MessageSizeLimit), WriteTimeout: u.WriteTimeout,
 			AllowedOrigins: origins, JoinPushMessages: u.JoinPushMessages,
+			Compression: u.Compression, CompressionLevel: u.CompressionLevel, CompressionMinSize: u.CompressionMinSize,
 		}))))
 	}
 	if c.UniSSE.Enabled {

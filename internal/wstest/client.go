@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gobwas/httphead"
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
 
@@ -36,6 +37,10 @@ type Client struct {
 	pushes  []*protocol.Push
 	pings   int
 	closed  *wsutil.ClosedError
+	wire    WireStats
+
+	deflate       bool // permessage-deflate was negotiated
+	deflateAnswer string
 }
 
 // Dial opens a WebSocket to url speaking proto and starts reading; the
@@ -47,7 +52,10 @@ func Dial(t testing.TB, url string, proto protocol.Type, opts ...Option) *Client
 	if o.header != nil {
 		d.Header = ws.HandshakeHeaderHTTP(o.header)
 	}
-	conn, _, _, err := d.Dial(context.Background(), url)
+	if o.deflate {
+		d.Extensions = []httphead.Option{deflateOffer}
+	}
+	conn, _, hs, err := d.Dial(context.Background(), url)
 	if err != nil {
 		t.Fatalf("wstest: dial %s: %v", url, err)
 	}
@@ -58,6 +66,11 @@ func Dial(t testing.TB, url string, proto protocol.Type, opts ...Option) *Client
 		opts:    o,
 		done:    make(chan struct{}),
 		replies: map[uint32]*protocol.Reply{},
+	}
+	for _, x := range hs.Extensions {
+		if string(x.Name) == "permessage-deflate" {
+			c.deflate, c.deflateAnswer = true, formatOption(x)
+		}
 	}
 	c.changed = sync.NewCond(&c.mu)
 	go c.readLoop()
@@ -124,7 +137,7 @@ func (c *Client) Closed() *wsutil.ClosedError {
 func (c *Client) readLoop() {
 	defer close(c.done)
 	for {
-		msgs, err := wsutil.ReadServerMessage(c.conn, nil)
+		msgs, err := c.readMessages()
 		if err != nil {
 			var ce wsutil.ClosedError
 			if !errors.As(err, &ce) {
@@ -149,6 +162,24 @@ func (c *Client) readLoop() {
 			}
 		}
 	}
+}
+
+// readMessages reads what the server sent next: a data message or a
+// control frame, inflating compressed messages.
+func (c *Client) readMessages() ([]wsutil.Message, error) {
+	if !c.deflate {
+		return wsutil.ReadServerMessage(c.conn, nil)
+	}
+	op, p, err := c.readDeflateMessage()
+	if err != nil {
+		return nil, err
+	}
+	if op == ws.OpPing {
+		c.wmu.Lock()
+		_ = ws.WriteFrame(c.conn, ws.MaskFrameInPlace(ws.NewPongFrame(p)))
+		c.wmu.Unlock()
+	}
+	return []wsutil.Message{{OpCode: op, Payload: p}}, nil
 }
 
 // handleFrame records the replies of one data frame and answers pings.

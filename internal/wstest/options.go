@@ -24,6 +24,7 @@ type options struct {
 	waitLimit    time.Duration
 	noPong       bool
 	header       http.Header
+	deflate      bool
 }
 
 func newOptions(proto protocol.Type, opts []Option) options {
@@ -67,4 +68,13 @@ func NoPong() Option {
 // Header adds h to the handshake request.
 func Header(h http.Header) Option {
 	return func(o *options) { o.header = h }
+}
+
+// Deflate offers permessage-deflate as browsers do
+// ("permessage-deflate; client_max_window_bits"). When the server accepts,
+// the client inflates compressed messages (with the standard library, a
+// decoder independent of the server's), compresses the frames it sends,
+// and counts both in [Client.Wire].
+func Deflate() Option {
+	return func(o *options) { o.deflate = true }
 }

@@ -41,6 +41,13 @@ func (c *Client) WriteFrame(frame []byte) {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if c.deflate {
+		// Compressed, as a browser sends a message that is worth it.
+		f := ws.NewFrame(op, true, deflateMessage(frame))
+		f.Header.Rsv = ws.Rsv(true, false, false)
+		_ = ws.WriteFrame(c.conn, ws.MaskFrameInPlace(f))
+		return
+	}
 	_ = wsutil.WriteClientMessage(c.conn, op, frame)
 }
 

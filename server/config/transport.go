@@ -6,9 +6,9 @@ import "time"
 type WebSocket struct {
 	Disabled           bool          `key:"disabled" help:"Turn the WebSocket endpoint off."`
 	HandlerPrefix      string        `key:"handler_prefix" default:"/connection/websocket" help:"URL path of the WebSocket endpoint."`
-	Compression        bool          `key:"compression" help:"Offer permessage-deflate compression." unsupported:"Gyre's WebSocket transports have no permessage-deflate, so messages go uncompressed; remove the key (or compress at a proxy that understands WebSocket compression)."`
-	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
-	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
+	Compression        bool          `key:"compression" help:"Accept permessage-deflate (RFC 7692) when the client offers it, without context takeover either way; each publication is compressed once for every connection that negotiated it."`
+	CompressionMinSize int           `key:"compression_min_size" min:"0" help:"Smallest message, in bytes, that is compressed; shorter ones go as they are."`
+	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only; 0 means 1."`
 	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre reads frames from a small pooled buffer that grows only for large messages; remove the key and bound memory with message_size_limit."`
 	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections, saving memory on mostly idle connections. Gyre always does: true is what it does anyway."`
 	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre writes frames from pooled buffers sized to each message; remove the key."`
@@ -20,9 +20,9 @@ type WebSocket struct {
 type UniWebSocket struct {
 	Enabled            bool          `key:"enabled" help:"Serve the unidirectional WebSocket endpoint."`
 	HandlerPrefix      string        `key:"handler_prefix" default:"/connection/uni_websocket" help:"URL path of the endpoint."`
-	Compression        bool          `key:"compression" help:"Offer permessage-deflate compression." unsupported:"Gyre's WebSocket transports have no permessage-deflate, so messages go uncompressed; remove the key (or compress at a proxy that understands WebSocket compression)."`
-	CompressionMinSize int           `key:"compression_min_size" help:"Smallest message, in bytes, worth compressing." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
-	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only." unsupported:"Only matters with compression, which Gyre does not implement; remove the key."`
+	Compression        bool          `key:"compression" help:"Accept permessage-deflate (RFC 7692) when the client offers it, without context takeover either way; each publication is compressed once for every connection that negotiated it."`
+	CompressionMinSize int           `key:"compression_min_size" min:"0" help:"Smallest message, in bytes, that is compressed; shorter ones go as they are."`
+	CompressionLevel   int           `key:"compression_level" default:"1" min:"-2" max:"9" help:"Deflate level: 1 fastest, 9 smallest, -2 Huffman only; 0 means 1."`
 	ReadBufferSize     int           `key:"read_buffer_size" help:"Read buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre reads frames from a small pooled buffer that grows only for large messages; remove the key and bound memory with message_size_limit."`
 	UseWriteBufferPool bool          `key:"use_write_buffer_pool" help:"Share write buffers between connections. Gyre always does: true is what it does anyway."`
 	WriteBufferSize    int           `key:"write_buffer_size" help:"Write buffer per connection in bytes; 0 uses the transport's default." unsupported:"Gyre writes frames from pooled buffers sized to each message; remove the key."`

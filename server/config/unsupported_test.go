@@ -13,17 +13,17 @@ func TestUnsupported(t *testing.T) {
 		env  []string
 		want []string
 	}{
-		{"none", `{"websocket": {"compression": false, "compression_level": 1}, "graphite": {"enabled": false}}`, nil, nil},
-		{"typed key changed", `{"websocket": {"compression": true}, "uni_websocket": {"read_buffer_size": 4096}}`, nil,
-			[]string{"websocket.compression", "uni_websocket.read_buffer_size"}},
-		{"typed key at a non-zero default", `{"websocket": {"compression_level": 5}}`, nil, []string{"websocket.compression_level"}},
+		{"none", `{"websocket": {"write_buffer_size": 0}, "node": {"info_metrics_aggregate_interval": "60s"}, "graphite": {"enabled": false}}`, nil, nil},
+		{"typed key changed", `{"websocket": {"write_buffer_size": 8192}, "uni_websocket": {"read_buffer_size": 4096}}`, nil,
+			[]string{"websocket.write_buffer_size", "uni_websocket.read_buffer_size"}},
+		{"typed key at a non-zero default", `{"node": {"info_metrics_aggregate_interval": "30s"}}`, nil, []string{"node.info_metrics_aggregate_interval"}},
 		{"nats broker switched on", `{"broker": {"enabled": true, "type": "nats"}}`, nil, []string{"broker.type"}},
 		{"redis broker switched on", `{"broker": {"enabled": true, "type": "redis"}, "presence_manager": {"enabled": true, "type": "redis"}}`, nil, nil},
 		{"section configured but off", `{"broker": {"enabled": false, "type": "redis"}}`, nil, nil},
 		{"unimplemented in effect", `{"graphite": {"enabled": true}, "channel": {"namespaces": [{"name": "m", "subscription_type": "map"}]}}`, nil,
 			[]string{"channel.namespaces[0].subscription_type", "graphite"}},
-		{"from the environment", `{}`, []string{"CENTRIFUGO_GRAPHITE={\"enabled\":true}", "GYRE_WEBSOCKET_COMPRESSION=true"},
-			[]string{"graphite", "websocket.compression"}},
+		{"from the environment", `{}`, []string{"CENTRIFUGO_GRAPHITE={\"enabled\":true}", "GYRE_WEBSOCKET_WRITE_BUFFER_SIZE=8192"},
+			[]string{"graphite", "websocket.write_buffer_size"}},
 		{"from the environment, off", `{}`, []string{"CENTRIFUGO_GRAPHITE={\"enabled\":false}"}, nil},
 	}
 	for _, tt := range tests {
