@@ -2,15 +2,25 @@ package gyre_test
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gobwas/httphead"
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsflate"
+
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 )
@@ -125,4 +135,122 @@ func TestCompressedFanOut(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCompressedUniWebsocket: a unidirectional WebSocket client that
+// offers permessage-deflate gets its connect push and the publications
+// compressed where they are over the minimum size, one push per message
+// even with join_push_messages, each inflating (with the standard
+// library's decoder) to exactly one push.
+func TestCompressedUniWebsocket(t *testing.T) {
+	brokers(t, func(t *testing.T, b testBroker) {
+		cfg := b.config(t, gyre.Config{})
+		s := newTransportServer(t, cfg, transportOptions{uniWebsocket: gyre.UniWebsocketConfig{
+			Compression: true, CompressionMinSize: 200, JoinPushMessages: true,
+		}})
+		tok := connToken(t, "lee", 0, map[string]any{"channels": []string{"news"}})
+		u := "ws" + strings.TrimPrefix(s.url, "http") + "/connection/uni_websocket?cf_connect=" + url.QueryEscape(`{"token":"`+tok+`"}`)
+		offer := httphead.Option{Name: []byte("permessage-deflate")}
+		offer.Parameters.Set([]byte("client_max_window_bits"), nil)
+		conn, br, hs, err := ws.Dialer{Timeout: 5 * time.Second, Extensions: []httphead.Option{offer}}.Dial(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if len(hs.Extensions) != 1 || string(hs.Extensions[0].Name) != "permessage-deflate" {
+			t.Fatalf("extensions %v, want permessage-deflate", hs.Extensions)
+		}
+		var r io.Reader = conn
+		if br != nil {
+			r = br
+		}
+		// next reads one data message and says whether it was compressed.
+		next := func() (*protocol.Push, bool) {
+			t.Helper()
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			for {
+				f, err := ws.ReadFrame(r)
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				if f.Header.OpCode.IsControl() {
+					continue
+				}
+				if !f.Header.Fin {
+					t.Fatal("fragmented message")
+				}
+				compressed := f.Header.Rsv1()
+				if compressed {
+					if f, err = wsflate.DecompressFrame(f); err != nil {
+						t.Fatalf("inflate: %v", err)
+					}
+				}
+				pushes, err := protocol.DecodePushes(protocol.TypeJSON, f.Payload, nil)
+				if err != nil || len(pushes) != 1 {
+					t.Fatalf("message %q: %d pushes, %v; want one", f.Payload, len(pushes), err)
+				}
+				return pushes[0], compressed
+			}
+		}
+		if p, _ := next(); p.Connect == nil {
+			t.Fatalf("first push %v, want connect", p)
+		}
+		small := []byte(`{"n":1}`)
+		for _, d := range [][]byte{feedItem(1), small, feedItem(2)} {
+			if _, err := s.node.Publish("news", d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, want := range [][]byte{feedItem(1), small, feedItem(2)} {
+			p, compressed := next()
+			if p.Pub == nil || !bytes.Equal(p.Pub.Data, want) {
+				t.Fatalf("push %d: %v", i, p)
+			}
+			if compressed != (len(want) > 200) {
+				t.Errorf("push %d of %d bytes: compressed %v", i, len(want), compressed)
+			}
+		}
+	})
+}
+
+// TestCompressedBomb: a compressed message of a few kilobytes that would
+// inflate to 64 MiB closes the connection with 1009 as soon as it passes
+// the message size limit, with a log line, and the node's heap does not
+// take the inflated size.
+func TestCompressedBomb(t *testing.T) {
+	logs := &logtest.Recorder{}
+	_, u := newCompressionNode(t, gyre.Config{Logger: slog.New(logs)}, gyre.WebsocketConfig{Compression: true, MessageSizeLimit: 64 << 10})
+	c := dial(t, u, protocol.TypeJSON, wstest.Deflate())
+	if ok, _ := c.Negotiated(); !ok {
+		t.Fatal("compression not negotiated")
+	}
+	var z bytes.Buffer
+	fw, _ := flate.NewWriter(&z, flate.BestCompression)
+	zeros := make([]byte, 1<<20)
+	for range 64 {
+		_, _ = fw.Write(zeros)
+	}
+	_ = fw.Flush()
+	bomb := bytes.TrimSuffix(z.Bytes(), []byte{0, 0, 0xff, 0xff})
+	if len(bomb) > 128<<10 {
+		t.Fatalf("bomb of %d bytes, want a small one", len(bomb))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := c.Conn().Write(wstest.MaskedFrame(0x80|0x40|0x1, bomb)); err != nil {
+		t.Fatal(err)
+	}
+	if ce := c.WaitClose(); ce.Code != 1009 {
+		t.Fatalf("close %d %q, want 1009", ce.Code, ce.Reason)
+	}
+	runtime.ReadMemStats(&after)
+	c.WaitFor("the log line", func() bool {
+		lines := logs.Find(slog.LevelInfo, "websocket frame rejected", map[string]string{"code": "1009"})
+		return len(lines) == 1 && strings.Contains(lines[0].Attr("error"), "inflates past the limit")
+	})
+	// TotalAlloc counts every allocation made meanwhile, freed or not.
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 8<<20 {
+		t.Errorf("%d MiB allocated while refusing the bomb, want far less than its 64 MiB", grown>>20)
+	}
 }
