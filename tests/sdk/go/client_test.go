@@ -176,6 +176,10 @@ type clientOptions struct {
 	user  string // "alice" when empty
 	token string // signed for user by the server's key when empty
 	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	// url is the endpoint; the package's server when empty.
+	url string
+	// compression offers permessage-deflate.
+	compression bool
 }
 
 // newClient makes a client of codec for the test's server with short
@@ -194,12 +198,16 @@ func newClient(t *testing.T, cd codec, opts clientOptions) *client {
 		disconnected: events[centrifuge.DisconnectedEvent]{name: "disconnected"},
 		errors:       events[centrifuge.ErrorEvent]{name: "error"},
 	}
-	c.Client = cd.new(srv.WSURL, centrifuge.Config{
+	if opts.url == "" {
+		opts.url = srv.WSURL
+	}
+	c.Client = cd.new(opts.url, centrifuge.Config{
 		Token:             opts.token,
 		Name:              "gyre-sdk-test",
 		MinReconnectDelay: 50 * time.Millisecond,
 		MaxReconnectDelay: 500 * time.Millisecond,
 		NetDialContext:    opts.dial,
+		EnableCompression: opts.compression,
 	})
 	c.OnConnecting(c.connecting.add)
 	c.OnConnected(c.connected.add)
