@@ -734,3 +734,30 @@ func TestRunCompressed(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReadCompressed feeds the reader any bytes on a connection that
+// negotiated compression, with and without context takeover: it must
+// return messages or an error, never panic, and never inflate past the
+// limit (a plain message is bounded by the input).
+func FuzzReadCompressed(f *testing.F) {
+	d := &deflater{}
+	msg := []byte(`{"push":{"channel":"c","pub":{"data":{"gb":[0,1,2],"p":"xxxxxxxxxxxxxxxx"}}}}`)
+	f.Add(d.frames(&testing.T{}, []serverMessage{{payload: msg, compressed: true}, {payload: msg}}, true), false)
+	f.Add(d.frames(&testing.T{}, []serverMessage{{payload: msg, compressed: true, fragments: 3, pingBetween: true}}, false), true)
+	f.Add([]byte{0xc1, 0x01, 0x00, 0x81, 0x00}, false)
+	f.Fuzz(func(t *testing.T, stream []byte, takeover bool) {
+		const limit = 1 << 16
+		rs := &readState{z: &inflateState{takeover: takeover, windowSize: 1 << 15, limit: limit}}
+		br := bufio.NewReader(bytes.NewReader(stream))
+		for range 64 {
+			_, bp, err := readMessage(br, func(ws.OpCode, []byte) error { return nil }, rs)
+			if err != nil {
+				return
+			}
+			if len(*bp) > max(limit, len(stream)) {
+				t.Fatalf("message of %d bytes past the limit", len(*bp))
+			}
+			putBuf(bp)
+		}
+	})
+}
