@@ -57,7 +57,7 @@ func BenchmarkHandleFrame(b *testing.B) {
 				c := &conn{p: &pool{}, typ: typ, br: bufio.NewReaderSize(src, 2048), last: make([]uint64, 1), got: make([]uint64, 1)}
 				b.ResetTimer()
 				for i := 0; i < b.N; i += perFrame {
-					_, bp, err := readMessage(c.br, c.control)
+					_, bp, err := readMessage(c.br, c.control, &c.rs)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -123,7 +123,7 @@ func benchAbsorb(b *testing.B, typ protocol.Type, conns, perFrame int) {
 	cs := make([]*conn, conns)
 	for i := range cs {
 		cs[i] = &conn{p: p, typ: typ, last: make([]uint64, 1), got: make([]uint64, 1)}
-		if err := cs[i].dial(context.Background(), "ws://"+ln.Addr().String()+"/", newDialer(nil)); err != nil {
+		if err := cs[i].dial(context.Background(), "ws://"+ln.Addr().String()+"/", newDialer(nil), false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -188,4 +188,50 @@ func BenchmarkPBPublicationData(b *testing.B) {
 		}
 	}
 	_ = bytes.MinRead
+}
+
+// BenchmarkInflate is BenchmarkHandleFrame for compressed messages: one
+// publication of a 1 KB JSON feed document per message, inflated (with a
+// pooled inflater, and the connection's window with context takeover) or
+// found in the process's cache, and handled. An op is one delivery.
+func BenchmarkInflate(b *testing.B) {
+	for _, tt := range []struct {
+		name     string
+		takeover bool
+		shared   *inflatedCache
+	}{
+		{"inflate", false, nil},
+		{"inflate_takeover", true, nil},
+		{"cached", false, &inflatedCache{}},
+	} {
+		takeover := tt.takeover
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			t := &testing.T{}
+			msg := publications(t, 1, 1, 1, 1024)[0]
+			// A run of messages, repeated: with context takeover the
+			// first ones start from an empty window, the others from a
+			// full one; the stream restarts with the repetition.
+			d := &deflater{takeover: takeover}
+			frames := d.frames(t, []serverMessage{{payload: msg, compressed: true}}, false)
+			src := &repeatReader{frame: frames}
+			c := &conn{p: &pool{}, typ: protocol.TypeJSON, br: bufio.NewReaderSize(src, 2048), last: make([]uint64, 1), got: make([]uint64, 1)}
+			c.rs.z = &inflateState{takeover: takeover, windowSize: 1 << 15, limit: maxMessage, shared: tt.shared}
+			b.SetBytes(int64(len(msg)))
+			b.ResetTimer()
+			for range b.N {
+				_, bp, err := readMessage(c.br, c.control, &c.rs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				err = c.handleJSON(*bp, 0)
+				c.endFrame(0)
+				putBuf(bp)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(c.rs.Wire)/float64(b.N), "wire-B/op")
+		})
+	}
 }

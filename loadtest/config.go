@@ -45,6 +45,11 @@ type Config struct {
 	HMACSecret string
 	// Protocol is the wire format (JSON when zero).
 	Protocol protocol.Type
+	// Compression makes every connection offer permessage-deflate as
+	// browsers do ("permessage-deflate; client_max_window_bits") and
+	// inflate what the server compresses; the result says how many
+	// connections negotiated it and what it saved on the wire.
+	Compression bool
 
 	// Conns is the number of connections (subscribers). Zero: 100.
 	Conns int
@@ -75,6 +80,12 @@ type Config struct {
 	// Size is the size of each publication's data in bytes (at least 64).
 	// Zero: 128.
 	Size int
+	// Payload is what fills a publication's data up to Size: PayloadPad
+	// (zero) or PayloadJSON.
+	Payload string
+	// Seed picks the content of PayloadJSON documents; runs with the same
+	// seed publish the same documents (but for the send time).
+	Seed uint64
 	// Publishers is the number of concurrent API publishers. Zero: 1.
 	Publishers int
 	// Concurrency bounds connection attempts in flight per process.
@@ -143,6 +154,13 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 	setDefault(&c.Size, 128)
 	c.Size = max(c.Size, minPayloadSize)
 	setDefault(&c.Publishers, 1)
+	switch c.Payload {
+	case "":
+		c.Payload = PayloadPad
+	case PayloadPad, PayloadJSON:
+	default:
+		return c, fmt.Errorf("loadtest: payload %q: want %s or %s", c.Payload, PayloadPad, PayloadJSON)
+	}
 	setDefault(&c.Concurrency, 64)
 	setDefault(&c.Batch, 1)
 	if c.Batch > 1 && scenario != ScenarioFanout {

@@ -32,6 +32,8 @@ type conn struct {
 	nc  net.Conn
 	br  *bufio.Reader
 	typ protocol.Type
+	// rs is the reading side's state: compression and byte counts.
+	rs readState
 
 	received   atomic.Int64
 	outOfOrder atomic.Int64
@@ -55,8 +57,8 @@ type conn struct {
 var errServerClosed = errors.New("loadtest: closed by the server")
 
 // dial opens the connection through nd and makes the WebSocket
-// handshake.
-func (c *conn) dial(ctx context.Context, url string, nd *net.Dialer) error {
+// handshake, offering permessage-deflate when compress is set.
+func (c *conn) dial(ctx context.Context, url string, nd *net.Dialer, compress bool) error {
 	d := ws.Dialer{Timeout: setupTimeout, ReadBufferSize: 2048, WriteBufferSize: 1024, NetDial: nd.DialContext}
 	if c.typ == protocol.TypeProtobuf {
 		// The subprotocol is what the SDKs ask with; the query parameter
@@ -64,13 +66,24 @@ func (c *conn) dial(ctx context.Context, url string, nd *net.Dialer) error {
 		d.Protocols = []string{"centrifuge-protobuf"}
 		url = withQuery(url, "cf_protocol=protobuf")
 	}
+	if compress {
+		d.Extensions = deflateOffer
+	}
 	nc, br, hs, err := d.Dial(ctx, url)
+	if errors.Is(err, ws.ErrHandshakeBadExtensions) {
+		// Its own message names the wrong header.
+		return fmt.Errorf("dial: %w: an extension that was not offered", errExtensionAnswer)
+	}
 	if err != nil {
 		return fmt.Errorf("dial: %w", err)
 	}
 	if c.typ == protocol.TypeProtobuf && hs.Protocol != "" && hs.Protocol != "centrifuge-protobuf" {
 		nc.Close()
 		return fmt.Errorf("dial: the server chose subprotocol %q, not centrifuge-protobuf", hs.Protocol)
+	}
+	if c.rs.z, err = acceptAnswer(hs.Extensions); err != nil {
+		nc.Close()
+		return fmt.Errorf("dial: %w", err)
 	}
 	if br == nil {
 		// 2 KiB holds the frame headers and the small messages of a
@@ -134,7 +147,7 @@ func (c *conn) call(cmds []*protocol.Command) error {
 		return err
 	}
 	for len(pending) > 0 {
-		op, bp, err := readMessage(c.br, c.control)
+		op, bp, err := readMessage(c.br, c.control, &c.rs)
 		if err != nil {
 			return err
 		}
@@ -219,7 +232,7 @@ func (c *conn) control(op ws.OpCode, payload []byte) error {
 // run reads until the connection ends, counting deliveries.
 func (c *conn) run() error {
 	for {
-		op, bp, err := readMessage(c.br, c.control)
+		op, bp, err := readMessage(c.br, c.control, &c.rs)
 		if err != nil {
 			return err
 		}

@@ -43,6 +43,23 @@
 // payload's marker, in protobuf frames by walking three field tags down
 // to the data. Anything else is decoded in full with package protocol.
 //
+// # Compression
+//
+// With Config.Compression every connection offers permessage-deflate
+// (RFC 7692) as browsers do, takes any answer a client can honour (with
+// or without context takeover, any server window) and fails on one it
+// cannot, and inflates compressed messages with klauspost/compress's
+// flate: pooled inflaters, and with context takeover a window kept per
+// connection. Without context takeover every subscriber of a publication
+// gets the same compressed bytes, so a process inflates each distinct
+// message once and its connections compare their bytes with it (see
+// inflatedCache): inflating costs a hundred times what handling a
+// delivery does, and the tool must not become the bottleneck. The result
+// counts the connections that negotiated compression and every byte
+// received, on the wire and inflated. PayloadJSON publishes a market
+// feed's JSON documents, which compress as real ones do, where the
+// default padding compresses without limit.
+//
 // # Processes
 //
 // A process may hold at most 20,000 open files on the machines this is

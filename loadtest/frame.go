@@ -22,8 +22,11 @@ var errMasked = errors.New("loadtest: masked frame from the server")
 // masked). gobwas/ws's ReadHeader allocates its scratch slice on every
 // call; this reads straight out of the connection's buffer.
 type frameHeader struct {
-	fin    bool
-	op     ws.OpCode
+	fin  bool
+	rsv1 bool // compressed, on the first frame of a message
+	op   ws.OpCode
+	// size is the header's own length, length the payload's.
+	size   int
 	length int64
 }
 
@@ -32,12 +35,12 @@ func readHeader(br *bufio.Reader) (frameHeader, error) {
 	if err != nil {
 		return frameHeader{}, err
 	}
-	h := frameHeader{fin: b[0]&0x80 != 0, op: ws.OpCode(b[0] & 0x0f), length: int64(b[1] & 0x7f)}
+	h := frameHeader{fin: b[0]&0x80 != 0, rsv1: b[0]&0x40 != 0, op: ws.OpCode(b[0] & 0x0f), size: 2, length: int64(b[1] & 0x7f)}
 	if b[1]&0x80 != 0 {
 		return h, errMasked
 	}
-	if b[0]&0x70 != 0 {
-		return h, errors.New("loadtest: frame with reserved bits (no extension was negotiated)")
+	if b[0]&0x30 != 0 {
+		return h, errors.New("loadtest: frame with reserved bits RSV2 or RSV3 (no extension uses them)")
 	}
 	_, _ = br.Discard(2)
 	switch h.length {
@@ -47,6 +50,7 @@ func readHeader(br *bufio.Reader) (frameHeader, error) {
 			return h, err
 		}
 		h.length = int64(binary.BigEndian.Uint16(ext))
+		h.size += 2
 		_, _ = br.Discard(2)
 	case 127:
 		ext, err := br.Peek(8)
@@ -54,6 +58,7 @@ func readHeader(br *bufio.Reader) (frameHeader, error) {
 			return h, err
 		}
 		h.length = int64(binary.BigEndian.Uint64(ext) & (1<<63 - 1))
+		h.size += 8
 		_, _ = br.Discard(8)
 	}
 	if h.length > maxMessage {
@@ -76,13 +81,47 @@ func putBuf(bp *[]byte) {
 	}
 }
 
+// readState is what a connection's reads keep: its half of
+// permessage-deflate when negotiated, and what it has received. Only the
+// reading goroutine touches it.
+type readState struct {
+	z *inflateState // nil: no compression negotiated
+	traffic
+}
+
+// traffic counts what connections received after their handshakes.
+type traffic struct {
+	// Wire is every frame's bytes, header included, as received.
+	Wire int64 `json:"wire"`
+	// Payload is the data messages' bytes after inflation.
+	Payload int64 `json:"payload"`
+	// Messages counts data messages; Compressed those that came
+	// compressed.
+	Messages   int64 `json:"messages"`
+	Compressed int64 `json:"compressed"`
+}
+
+func (t *traffic) add(o traffic) {
+	t.Wire += o.Wire
+	t.Payload += o.Payload
+	t.Messages += o.Messages
+	t.Compressed += o.Compressed
+}
+
+var (
+	errUnexpectedRSV1 = errors.New("loadtest: frame with reserved bit RSV1 (compressed) but no compression negotiated")
+	errRSV1Misplaced  = errors.New("loadtest: RSV1 (compressed) on a control or continuation frame")
+)
+
 // readMessage reads one data message, joining its fragments into a
 // pooled buffer (returned to the caller, who gives it back with putBuf)
 // and handing control frames that arrive before or between them to
-// control. It returns the opcode of the first frame.
-func readMessage(br *bufio.Reader, control func(op ws.OpCode, payload []byte) error) (ws.OpCode, *[]byte, error) {
+// control. A compressed message is inflated: the buffer holds its
+// content. It returns the opcode of the first frame.
+func readMessage(br *bufio.Reader, control func(op ws.OpCode, payload []byte) error, rs *readState) (ws.OpCode, *[]byte, error) {
 	var op ws.OpCode
 	var bp *[]byte
+	compressed := false
 	fail := func(err error) (ws.OpCode, *[]byte, error) {
 		if bp != nil {
 			putBuf(bp)
@@ -94,7 +133,11 @@ func readMessage(br *bufio.Reader, control func(op ws.OpCode, payload []byte) er
 		if err != nil {
 			return fail(err)
 		}
+		rs.Wire += int64(h.size) + h.length
 		if h.op.IsControl() {
+			if h.rsv1 {
+				return fail(errRSV1Misplaced)
+			}
 			if err := readControl(br, h, control); err != nil {
 				return fail(err)
 			}
@@ -106,6 +149,11 @@ func readMessage(br *bufio.Reader, control func(op ws.OpCode, payload []byte) er
 		if op == 0 {
 			op = h.op
 			bp = bufPool.Get().(*[]byte)
+			if compressed = h.rsv1; compressed && rs.z == nil {
+				return fail(errUnexpectedRSV1)
+			}
+		} else if h.rsv1 {
+			return fail(errRSV1Misplaced)
 		}
 		n := len(*bp)
 		if int64(n)+h.length > maxMessage {
@@ -115,9 +163,21 @@ func readMessage(br *bufio.Reader, control func(op ws.OpCode, payload []byte) er
 		if _, err := io.ReadFull(br, (*bp)[n:]); err != nil {
 			return fail(err)
 		}
-		if h.fin {
-			return op, bp, nil
+		if !h.fin {
+			continue
 		}
+		if compressed {
+			out, err := rs.z.inflate(bp)
+			if err != nil {
+				return fail(err)
+			}
+			putBuf(bp)
+			bp = out
+			rs.Compressed++
+		}
+		rs.Messages++
+		rs.Payload += int64(len(*bp))
+		return op, bp, nil
 	}
 }
 

@@ -50,7 +50,7 @@ func TestReadMessage(t *testing.T) {
 				name := map[ws.OpCode]string{ws.OpPing: "ping", ws.OpPong: "pong"}[op]
 				controls = append(controls, name+" "+string(p))
 				return nil
-			})
+			}, &readState{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestReadMessageErrors(t *testing.T) {
 					return c.control(op, p)
 				}
 				return nil
-			})
+			}, &readState{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want one with %q", err, tt.want)
 			}

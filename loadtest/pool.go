@@ -45,6 +45,11 @@ type workerResult struct {
 	OpenStart      int64        `json:"open_start"`
 	OpenEnd        int64        `json:"open_end"`
 	Errors         []ErrorCount `json:"errors,omitempty"`
+	// Negotiated counts the connections that negotiated compression,
+	// ContextTakeover those of them whose server keeps its context.
+	Negotiated      int64   `json:"negotiated,omitempty"`
+	ContextTakeover int64   `json:"context_takeover,omitempty"`
+	Traffic         traffic `json:"traffic"`
 }
 
 // worker holds a share of the connections, in this process (pool) or in
@@ -67,6 +72,7 @@ type pool struct {
 	errs       errorSamples
 
 	opened, failed, dropped atomic.Int64
+	negotiated, takeover    atomic.Int64
 	openStart, openEnd      atomic.Int64
 
 	mu      sync.Mutex
@@ -150,7 +156,7 @@ func (p *pool) setUp(ctx context.Context, i int, token string) {
 		c.last = make([]uint64, p.spec.Publishers)
 		c.got = make([]uint64, p.spec.Publishers)
 	}
-	err := c.dial(ctx, p.spec.URL, p.dialers[i%len(p.dialers)])
+	err := c.dial(ctx, p.spec.URL, p.dialers[i%len(p.dialers)], p.spec.Compression)
 	if err == nil {
 		err = c.setup(token, p.spec.channelsFor(i))
 		if err != nil {
@@ -168,6 +174,12 @@ func (p *pool) setUp(ctx context.Context, i int, token string) {
 	}
 	p.connectLat.record(int64(time.Since(start)))
 	p.opened.Add(1)
+	if c.rs.z != nil {
+		p.negotiated.Add(1)
+		if c.rs.z.takeover {
+			p.takeover.Add(1)
+		}
+	}
 	go p.read(c)
 }
 
@@ -225,13 +237,17 @@ func (p *pool) finish(published []uint64) (workerResult, error) {
 	}
 	p.readers.Wait()
 	r := workerResult{
-		workerStats:    p.stats(),
-		Latency:        p.latency.snapshot(),
-		ConnectLatency: p.connectLat.snapshot(),
-		OpenStart:      p.openStart.Load(),
-		OpenEnd:        p.openEnd.Load(),
+		workerStats:     p.stats(),
+		Latency:         p.latency.snapshot(),
+		ConnectLatency:  p.connectLat.snapshot(),
+		OpenStart:       p.openStart.Load(),
+		OpenEnd:         p.openEnd.Load(),
+		Negotiated:      p.negotiated.Load(),
+		ContextTakeover: p.takeover.Load(),
 	}
 	for _, c := range conns {
+		// Its reader has returned: the counts are final.
+		r.Traffic.add(c.rs.traffic)
 		if n := c.lost(published); n > 0 {
 			r.Lost += n
 			r.LossySubs++

@@ -23,7 +23,7 @@ type publisher struct {
 	api    *apiClient
 	method string
 	batch  int
-	size   int
+	data   *payloadMaker
 	// head is the start of a publish or a broadcast request up to the
 	// data: {"channel":"c","data": or {"channels":[...],"data":
 	head []byte
@@ -39,8 +39,8 @@ type publisher struct {
 	reply   bytes.Buffer
 }
 
-func newPublisher(id int, api *apiClient, method string, channels []string, batch, size int, latency *histogram, errs *errorSamples) *publisher {
-	p := &publisher{id: id, api: api, method: method, batch: max(batch, 1), size: size, latency: latency, errs: errs}
+func newPublisher(id int, api *apiClient, method string, channels []string, batch int, data *payloadMaker, latency *histogram, errs *errorSamples) *publisher {
+	p := &publisher{id: id, api: api, method: method, batch: max(batch, 1), data: data, latency: latency, errs: errs}
 	if method == methodBroadcast {
 		p.head = append(p.head, `{"channels":[`...)
 		for i, ch := range channels {
@@ -93,7 +93,7 @@ func (p *publisher) appendBody(b []byte, now int64) []byte {
 	if p.method != methodBatch {
 		p.seq++
 		b = append(b, p.head...)
-		b = appendPayload(b, p.id, p.seq, now, p.size)
+		b = p.data.append(b, p.id, p.seq, now)
 		return append(b, '}')
 	}
 	b = append(b, `{"commands":[`...)
@@ -104,7 +104,7 @@ func (p *publisher) appendBody(b []byte, now int64) []byte {
 		p.seq++
 		b = append(b, `{"publish":`...)
 		b = append(b, p.head...)
-		b = appendPayload(b, p.id, p.seq, now, p.size)
+		b = p.data.append(b, p.id, p.seq, now)
 		b = append(b, '}', '}')
 	}
 	return append(b, ']', '}')

@@ -12,6 +12,7 @@ type Result struct {
 	Sources     int             `json:"source_addrs,omitempty"`
 	Seconds     float64         `json:"seconds"`
 	Connections ConnResult      `json:"connections"`
+	Received    TrafficResult   `json:"received"`
 	Publish     *PublishResult  `json:"publish,omitempty"`
 	Delivery    *DeliveryResult `json:"delivery,omitempty"`
 	Server      *ServerResult   `json:"server,omitempty"`
@@ -32,12 +33,40 @@ type ConnResult struct {
 	Latency Percentiles `json:"latency"`
 }
 
+// TrafficResult is what the connections received after their
+// handshakes (connect and subscribe replies and pings included), and
+// whether they compressed it.
+type TrafficResult struct {
+	// Compression is whether the connections offered permessage-deflate.
+	Compression bool `json:"compression"`
+	// Negotiated counts the opened connections whose server accepted it;
+	// NegotiatedBy says the same in a word: "all", "some" or "none" (empty
+	// when not offered). ContextTakeover counts those of them whose
+	// server did not promise server_no_context_takeover.
+	Negotiated      int64  `json:"compression_negotiated"`
+	NegotiatedBy    string `json:"compression_negotiated_by,omitempty"`
+	ContextTakeover int64  `json:"context_takeover"`
+	// Messages counts WebSocket data messages; CompressedMessages those
+	// that came compressed (a server sends short ones as they are).
+	Messages           int64 `json:"messages"`
+	CompressedMessages int64 `json:"compressed_messages"`
+	// WireBytes is every frame as received, headers included: what the
+	// server sent over TCP after the handshake. MessageBytes is the data
+	// messages' payloads after inflation.
+	WireBytes    int64 `json:"wire_bytes"`
+	MessageBytes int64 `json:"message_bytes"`
+	// Ratio is MessageBytes over WireBytes: the compression ratio, a
+	// little under 1 without compression (the frame headers).
+	Ratio float64 `json:"ratio"`
+}
+
 // PublishResult is about the API requests of fanout and channels.
 type PublishResult struct {
 	Method       string  `json:"method"`
 	Publishers   int     `json:"publishers"`
 	Batch        int     `json:"batch"`
 	Size         int     `json:"size"`
+	Payload      string  `json:"payload"`     // PayloadPad or PayloadJSON
 	TargetRate   float64 `json:"target_rate"` // 0: as fast as possible
 	Requests     int64   `json:"requests"`
 	Publications uint64  `json:"publications"` // accepted; broadcasts count once

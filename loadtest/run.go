@@ -54,6 +54,7 @@ func (r *run) spec() workerSpec {
 		Scenario:    r.scenario,
 		URL:         c.URL,
 		Protocol:    c.Protocol,
+		Compression: c.Compression,
 		Token:       c.Token,
 		HMACSecret:  c.HMACSecret,
 		TokenTTL:    c.Duration + time.Hour,
@@ -136,6 +137,9 @@ func (r *run) waitOpen(ctx context.Context) workerStats {
 type merged struct {
 	workerStats
 	lost, lossy        int64
+	negotiated         int64
+	takeover           int64
+	traffic            traffic
 	latency, connLat   histogram
 	openStart, openEnd int64
 }
@@ -163,6 +167,9 @@ func (r *run) finishWorkers(published []uint64) (*merged, error) {
 		m.add(res.workerStats)
 		m.lost += res.Lost
 		m.lossy += res.LossySubs
+		m.negotiated += res.Negotiated
+		m.takeover += res.ContextTakeover
+		m.traffic.add(res.Traffic)
 		m.latency.merge(res.Latency)
 		m.connLat.merge(res.ConnectLatency)
 		if res.OpenStart != 0 && (m.openStart == 0 || res.OpenStart < m.openStart) {
@@ -192,11 +199,38 @@ func (r *run) result(m *merged) *Result {
 			Latency: m.connLat.percentiles(),
 		},
 	}
+	res.Received = trafficResult(r.cfg.Compression, m)
 	if d := time.Duration(m.openEnd - m.openStart); d > 0 {
 		res.Connections.PerSecond = float64(m.Opened) / d.Seconds()
 	}
 	res.Errors = r.errs.list()
 	return res
+}
+
+func trafficResult(offered bool, m *merged) TrafficResult {
+	t := TrafficResult{
+		Compression:        offered,
+		Negotiated:         m.negotiated,
+		ContextTakeover:    m.takeover,
+		Messages:           m.traffic.Messages,
+		CompressedMessages: m.traffic.Compressed,
+		WireBytes:          m.traffic.Wire,
+		MessageBytes:       m.traffic.Payload,
+	}
+	if t.WireBytes > 0 {
+		t.Ratio = float64(t.MessageBytes) / float64(t.WireBytes)
+	}
+	if offered {
+		switch {
+		case m.Opened > 0 && m.negotiated == m.Opened:
+			t.NegotiatedBy = "all"
+		case m.negotiated > 0:
+			t.NegotiatedBy = "some"
+		default:
+			t.NegotiatedBy = "none"
+		}
+	}
+	return t
 }
 
 // serverWatch samples the server process when there is one to watch.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,24 @@ func checkDelivery(t *testing.T, res *Result) {
 	}
 	if d.Latency.Count != uint64(want) {
 		t.Fatalf("latency samples %d, want %d", d.Latency.Count, want)
+	}
+	checkTraffic(t, res)
+}
+
+// checkTraffic fails unless the bytes received add up: every delivery
+// carried its data, and what was not compressed took more bytes on the
+// wire (the frame headers) than in messages.
+func checkTraffic(t *testing.T, res *Result) {
+	t.Helper()
+	r := res.Received
+	if r.Messages == 0 || r.WireBytes == 0 || r.MessageBytes < res.Delivery.Received*int64(res.Publish.Size) {
+		t.Fatalf("received %+v: want at least %d deliveries of %d bytes", r, res.Delivery.Received, res.Publish.Size)
+	}
+	if r.CompressedMessages == 0 && (r.WireBytes <= r.MessageBytes || r.Ratio >= 1) {
+		t.Fatalf("received %+v: uncompressed, the wire must carry more than the messages", r)
+	}
+	if !r.Compression && (r.Negotiated != 0 || r.NegotiatedBy != "") {
+		t.Fatalf("received %+v: compression not offered", r)
 	}
 }
 
@@ -65,6 +84,12 @@ func TestScenarios(t *testing.T) {
 			}
 		}},
 		{"fanout publishers rate", ScenarioFanout, func(c *Config) { c.Publishers = 3; c.Rate = 300 }, checkDelivery},
+		{"fanout json payload", ScenarioFanout, func(c *Config) { c.Payload = PayloadJSON; c.Size = 1000 }, func(t *testing.T, r *Result) {
+			checkDelivery(t, r)
+			if r.Publish.Payload != PayloadJSON || r.Received.MessageBytes < r.Delivery.Received*1000 {
+				t.Fatalf("publish %+v, received %+v", r.Publish, r.Received)
+			}
+		}},
 		{"channels", ScenarioChannels, nil, checkDelivery},
 		{"channels protobuf", ScenarioChannels, func(c *Config) { c.Protocol = protocol.TypeProtobuf; c.Rate = 50 }, checkDelivery},
 		{"connect", ScenarioConnect, nil, func(t *testing.T, r *Result) {
@@ -167,6 +192,52 @@ func TestFailures(t *testing.T) {
 			}
 			if !found {
 				t.Fatalf("errors %v: want one with %q", res.Errors, tt.want)
+			}
+		})
+	}
+}
+
+// TestFanoutCompression runs fanout with compression offered and the
+// JSON feed against Gyre with websocket.compression on: everything must
+// arrive, and once Gyre answers the offer, compressed.
+func TestFanoutCompression(t *testing.T) {
+	srv := startServerWith(t, func(c *config.Config) { c.WebSocket.Compression = true })
+	for _, procs := range []int{0, 2} {
+		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
+			cfg := srv.config()
+			cfg.Channel = fmt.Sprintf("compressed-%d", procs)
+			cfg.Compression = true
+			cfg.Payload = PayloadJSON
+			cfg.Size = 2048
+			if procs > 0 {
+				cfg.Procs = procs
+				cfg.WorkerCommand = workerCommand(t)
+			}
+			res, err := Run(context.Background(), ScenarioFanout, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOpened(t, res, cfg.Conns)
+			checkDelivery(t, res)
+			r := res.Received
+			var table bytes.Buffer
+			if err := res.WriteTable(&table); err != nil {
+				t.Fatal(err)
+			}
+			if !r.Compression || !strings.Contains(table.String(), "offered; negotiated by") {
+				t.Fatalf("compression not reported: %+v\n%s", r, table.String())
+			}
+			if r.Negotiated == 0 {
+				if r.NegotiatedBy != "none" || r.CompressedMessages != 0 {
+					t.Fatalf("received %+v: none negotiated, yet compressed", r)
+				}
+				t.Skip("the server does not answer permessage-deflate")
+			}
+			if r.NegotiatedBy != "all" || r.Negotiated != int64(cfg.Conns) || r.ContextTakeover != 0 {
+				t.Fatalf("received %+v: want all %d connections without context takeover", r, cfg.Conns)
+			}
+			if r.CompressedMessages == 0 || r.Ratio < 2.5 {
+				t.Fatalf("received %+v: want the 2 KB JSON feed compressed about 3 times", r)
 			}
 		})
 	}

@@ -106,7 +106,7 @@ func (r *run) publishers(api *apiClient, broadcast bool) ([]*publisher, *histogr
 	}
 	pubs := make([]*publisher, r.cfg.Publishers)
 	for i := range pubs {
-		pubs[i] = newPublisher(i, api, method, channels, r.cfg.Batch, r.cfg.Size, lat, &r.errs)
+		pubs[i] = newPublisher(i, api, method, channels, r.cfg.Batch, newPayloadMaker(r.cfg.Payload, r.cfg.Size, r.cfg.Seed), lat, &r.errs)
 	}
 	return pubs, lat
 }
@@ -170,6 +170,7 @@ func (r *run) publishResult(pubs []*publisher, lat *histogram, took time.Duratio
 		Publishers: len(pubs),
 		Batch:      r.cfg.Batch,
 		Size:       r.cfg.Size,
+		Payload:    r.cfg.Payload,
 		TargetRate: r.cfg.Rate,
 		Seconds:    took.Seconds(),
 		Latency:    lat.percentiles(),

@@ -15,6 +15,7 @@ type workerSpec struct {
 	Scenario    string        `json:"scenario"`
 	URL         string        `json:"url"`
 	Protocol    protocol.Type `json:"protocol"`
+	Compression bool          `json:"compression,omitempty"`
 	Token       string        `json:"token,omitempty"`
 	HMACSecret  string        `json:"hmac_secret,omitempty"`
 	TokenTTL    time.Duration `json:"token_ttl"`

@@ -24,13 +24,20 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row("connections", "%s of %s opened, %s failed, %s dropped, %d subscriptions each",
 		count(c.Opened), count(c.Target), count(c.Failed), count(c.Dropped), c.Subs)
 	row("connect", "%s/s  latency %s", countf(c.PerSecond), pct(c.Latency))
+	if line := r.Received.compressionLine(c.Opened); line != "" {
+		row("compression", "%s", line)
+	}
 	if p := r.Publish; p != nil {
 		rate := "as fast as possible"
 		if p.TargetRate > 0 {
 			rate = countf(p.TargetRate) + "/s"
 		}
-		row("publish", "%s ×%d (batch %d, %d B, %s): %s in %.1fs = %s/s, %s errors",
-			p.Method, p.Publishers, p.Batch, p.Size, rate, count(p.Publications), p.Seconds, countf(p.PerSecond), count(p.Errors))
+		size := fmt.Sprintf("%d B", p.Size)
+		if p.Payload == PayloadJSON {
+			size += " json"
+		}
+		row("publish", "%s ×%d (batch %d, %s, %s): %s in %.1fs = %s/s, %s errors",
+			p.Method, p.Publishers, p.Batch, size, rate, count(p.Publications), p.Seconds, countf(p.PerSecond), count(p.Errors))
 		row("api latency", "%s", pct(p.Latency))
 	}
 	if d := r.Delivery; d != nil {
@@ -39,6 +46,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		row("out of order", "%s", count(d.OutOfOrder))
 		row("latency", "%s", pct(d.Latency))
 	}
+	row("received", "%s", r.Received.line(r.Delivery))
 	if s := r.Server; s != nil {
 		row("server memory", "RSS %s before, %s after connecting, %s at the end: %s per connection",
 			bytesIEC(float64(s.RSSBefore)), bytesIEC(float64(s.RSSAfterOpen)), bytesIEC(float64(s.RSSEnd)), bytesIEC(s.RSSPerConn))
@@ -72,4 +80,40 @@ func pct(p Percentiles) string {
 	}
 	return fmt.Sprintf("p50 %s  p99 %s  p99.9 %s  max %s  (%s samples)",
 		micros(p.P50), micros(p.P99), micros(p.P999), micros(p.Max), count(p.Count))
+}
+
+// compressionLine says whether the connections negotiated compression,
+// empty when they did not offer it.
+func (t TrafficResult) compressionLine(opened int64) string {
+	switch {
+	case !t.Compression:
+		return ""
+	case t.Negotiated == 0:
+		return fmt.Sprintf("offered; negotiated by none of %s connections: the server declined, messages came uncompressed", count(opened))
+	}
+	by := fmt.Sprintf("all %s connections", count(opened))
+	if t.Negotiated < opened {
+		by = fmt.Sprintf("%s of %s connections", count(t.Negotiated), count(opened))
+	}
+	takeover := "without context takeover"
+	if t.ContextTakeover > 0 {
+		takeover = fmt.Sprintf("%s with context takeover", count(t.ContextTakeover))
+	}
+	return fmt.Sprintf("offered; negotiated by %s (%s)", by, takeover)
+}
+
+// line sums up the bytes received, per delivery when there were any.
+func (t TrafficResult) line(d *DeliveryResult) string {
+	s := count(t.Messages) + " messages"
+	if t.Compression {
+		s += fmt.Sprintf(" (%s compressed)", count(t.CompressedMessages))
+	}
+	s += fmt.Sprintf(": %s on the wire, %s of payload", bytesIEC(float64(t.WireBytes)), bytesIEC(float64(t.MessageBytes)))
+	if t.CompressedMessages > 0 {
+		s += fmt.Sprintf(", ratio %.2f", t.Ratio)
+	}
+	if d != nil && d.Received > 0 {
+		s += fmt.Sprintf("; %s B on the wire per delivery", countf(float64(t.WireBytes)/float64(d.Received)))
+	}
+	return s
 }

@@ -29,7 +29,8 @@ Scenarios:
             for --duration; with --pid: server memory per connection and idle CPU
   fanout    --conns subscribers of one channel; publish through --api for
             --duration (--rate, --batch, --size, --publishers); deliveries/s,
-            latency, losses, reordering, server CPU per delivery
+            latency, losses, reordering, server CPU per delivery, bytes on
+            the wire (with --compression: compressed, and the ratio)
   channels  a channel per connection; broadcast to all of them through --api
   connect   open --conns connections as fast as possible (or at --rate/s)
 
@@ -128,6 +129,7 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 	fs.StringVar(&cfg.Token, "token", "", "connection `token` for every connection")
 	fs.StringVar(&cfg.HMACSecret, "hmac-secret", "", "sign an HS256 token per connection (users bench-N) with this `secret`")
 	proto := fs.String("protocol", "json", "wire format: json or protobuf")
+	fs.BoolVar(&cfg.Compression, "compression", false, "offer permessage-deflate (as browsers do) and inflate what the server compresses; the summary says how many connections negotiated it and the bytes on the wire and inflated")
 	fs.IntVar(&cfg.Conns, "conns", 0, "`N` connections (default 100)")
 	fs.IntVar(&cfg.Conns, "n", 0, "short for --conns")
 	fs.IntVar(&cfg.Subs, "subs", 0, "subscriptions per connection in idle and connect (default 1 in idle)")
@@ -138,6 +140,8 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 	fs.Float64Var(&cfg.Rate, "rate", 0, "publications (channels: broadcasts; connect: connections) per second; 0: as fast as possible")
 	fs.IntVar(&cfg.Batch, "batch", 0, "fanout: `B` publishes per API batch request")
 	fs.IntVar(&cfg.Size, "size", 0, "publication data size in `bytes` (default 128, at least 64)")
+	fs.StringVar(&cfg.Payload, "payload", loadtest.PayloadPad, "publication data: pad (one letter repeated) or json (a market feed's events, realistic for compression)")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "`seed` of the json payload: the same seed publishes the same documents")
 	fs.IntVar(&cfg.Publishers, "publishers", 0, "concurrent API publishers (default 1)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "connection attempts in flight per process (default 64)")
 	fs.StringVar(&cfg.SourceAddrs, "source-addrs", "", "local `addresses` to connect from in turn: IPs and ranges (10.0.0.10-10.0.0.20), comma-separated, or none for the kernel's choice (default on Linux for a 127.x server: 127.0.0.1-127.0.0.16)")

@@ -32,6 +32,7 @@ func TestBench(t *testing.T) {
 		{"fanout", []string{"fanout"}},
 		{"fanout protobuf batch", []string{"fanout", "--protocol", "protobuf", "--batch", "5", "--size", "512"}},
 		{"fanout procs", []string{"fanout", "--procs", "2", "--publishers", "2", "--rate", "200"}},
+		{"fanout compression json", []string{"fanout", "--compression", "--payload", "json", "--size", "1024", "--seed", "7"}},
 		{"channels", []string{"channels"}},
 		{"connect", []string{"connect", "--procs", "2"}},
 	}
@@ -49,6 +50,13 @@ func TestBench(t *testing.T) {
 				t.Fatalf("summary %q: %v", stdout, err)
 			}
 			checkBench(t, &res)
+			compress := strings.Contains(tt.name, "compression")
+			if r := res.Received; r.Compression != compress || (r.NegotiatedBy != "") != compress || r.WireBytes == 0 {
+				t.Fatalf("received %+v: compression offered %v", r, compress)
+			}
+			if strings.Contains(tt.name, "json") && res.Publish.Payload != loadtest.PayloadJSON {
+				t.Fatalf("publish %+v: want the json payload", res.Publish)
+			}
 		})
 	}
 	// Without --json the summary is a table; --cpuprofile writes a
@@ -100,6 +108,7 @@ func TestBenchUsage(t *testing.T) {
 		{"bad protocol", []string{"bench", "idle", "--url", "ws://127.0.0.1:1/", "--protocol", "xml"}, 1, "json or protobuf"},
 		{"no url", []string{"bench", "idle"}, 1, "url: missing"},
 		{"fanout without api", []string{"bench", "fanout", "--url", "ws://127.0.0.1:1/"}, 1, "api: missing"},
+		{"bad payload", []string{"bench", "fanout", "--url", "ws://127.0.0.1:1/", "--api", "http://127.0.0.1:1/api", "--payload", "xml"}, 1, "want pad or json"},
 		{"stray argument", []string{"bench", "idle", "--url", "ws://127.0.0.1:1/", "extra"}, 1, "unexpected argument"},
 	}
 	for _, tt := range tests {
