@@ -85,10 +85,14 @@ func (c *Conn) readMessage(stopIdle bool) ([]byte, bool, error) {
 		case h.op != opContinuation:
 			binary, compressed = h.op == opBinary, h.rsv1
 		}
-		if size := int64(len(c.msg)) + h.length; size > c.readLimit {
+		limit := c.readLimit
+		if compressed {
+			limit = compressedLimit(limit)
+		}
+		if size := int64(len(c.msg)) + h.length; size > limit {
 			// A fragmented message may grow past this size: it is what is
 			// known when the limit is crossed.
-			return nil, false, fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, size, c.readLimit)
+			return nil, false, fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, size, limit)
 		}
 		var p []byte
 		if h.fin && !fragmented && h.length <= readBufSize {
@@ -250,6 +254,13 @@ func (c *Conn) dropMessage() {
 	}
 	c.msg = nil
 }
+
+// compressedLimit is the longest a compressed message may be on the wire
+// when its inflated size must stay within limit. Incompressible bytes grow
+// a little in deflate: 5 bytes for each stored block, which zlib makes as
+// small as a few hundred bytes at low memory levels, and a few bytes of
+// block headers. What the message inflates to is held to limit itself.
+func compressedLimit(limit int64) int64 { return limit + limit/64 + 64 }
 
 // inflate decompresses a message of permessage-deflate into a pooled
 // buffer that dropMessage gives back. The output is bounded by the read

@@ -1,0 +1,420 @@
+package websocket
+
+import (
+	"bytes"
+	"cmp"
+	stdflate "compress/flate"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/gobwas/ws"
+
+	"github.com/gyrehq/gyre/internal/wstest"
+)
+
+// First header bytes of client frames, as on the wire.
+const (
+	b0Fin  = 0x80
+	b0Rsv1 = 0x40
+	b0Rsv2 = 0x20
+	b0Rsv3 = 0x10
+)
+
+func TestReadCompressed(t *testing.T) {
+	text := []byte(strings.Repeat(`{"method":"publish","params":{"channel":"news","data":{"x":1}}}`, 100))
+	bin := bytes.Repeat([]byte{0x00, 0x01, 0xfe, 0xff, 0x80}, 2000)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 40000) // beyond every read buffer
+	zText := stdDeflate(t, text, stdflate.BestCompression)
+	zBin := stdDeflate(t, bin, stdflate.BestSpeed)
+	third := len(zText) / 3
+	ping := func(p string) []byte { return wstest.MaskedFrame(b0Fin|byte(ws.OpPing), []byte(p)) }
+	pong := wstest.MaskedFrame(b0Fin|byte(ws.OpPong), []byte("unsolicited"))
+
+	// A message may end in a final block instead of a sync flush (RFC
+	// 7692, section 7.2.3.3).
+	var final bytes.Buffer
+	fw, _ := stdflate.NewWriter(&final, stdflate.DefaultCompression)
+	_, _ = fw.Write(text)
+	_ = fw.Close()
+
+	tests := []struct {
+		name       string
+		raw        [][]byte
+		want       []byte
+		wantBinary bool
+		wantPongs  []string
+	}{
+		{name: "text", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), zText)}, want: text},
+		{name: "binary", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpBinary), zBin)}, want: bin, wantBinary: true},
+		{name: "large", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), stdDeflate(t, big, 1))}, want: big},
+		{name: "empty", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), stdDeflate(t, nil, 6))}, want: []byte{}},
+		{name: "ends in a final block", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), final.Bytes())}, want: text},
+		{
+			name: "fragmented text",
+			raw: [][]byte{
+				wstest.MaskedFrame(b0Rsv1|byte(ws.OpText), zText[:third]),
+				wstest.MaskedFrame(byte(ws.OpContinuation), zText[third:2*third]),
+				wstest.MaskedFrame(b0Fin|byte(ws.OpContinuation), zText[2*third:]),
+			},
+			want: text,
+		},
+		{
+			name: "fragmented binary",
+			raw: [][]byte{
+				wstest.MaskedFrame(b0Rsv1|byte(ws.OpBinary), zBin[:1]),
+				wstest.MaskedFrame(b0Fin|byte(ws.OpContinuation), zBin[1:]),
+			},
+			want:       bin,
+			wantBinary: true,
+		},
+		{
+			name: "control frames between fragments",
+			raw: [][]byte{
+				wstest.MaskedFrame(b0Rsv1|byte(ws.OpText), zText[:third]),
+				ping("p1"),
+				wstest.MaskedFrame(byte(ws.OpContinuation), zText[third:2*third]),
+				pong,
+				ping("p2"),
+				wstest.MaskedFrame(b0Fin|byte(ws.OpContinuation), zText[2*third:]),
+			},
+			want:      text,
+			wantPongs: []string{"p1", "p2"},
+		},
+		{
+			name: "empty fragments",
+			raw: [][]byte{
+				wstest.MaskedFrame(b0Rsv1|byte(ws.OpText), nil),
+				wstest.MaskedFrame(byte(ws.OpContinuation), zText),
+				wstest.MaskedFrame(b0Fin|byte(ws.OpContinuation), nil),
+			},
+			want: text,
+		},
+		{name: "plain message", raw: [][]byte{wstest.MaskedFrame(b0Fin|byte(ws.OpText), []byte("as it is"))}, want: []byte("as it is")},
+	}
+	s := newTestServer(t, Options{Compression: &Compression{Level: 1}, ReadLimit: 1 << 20})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl, c, _ := s.connectDeflate(t, offerGorilla)
+			cl.sendRaw(bytes.Join(tt.raw, nil))
+			got, binary := mustRead(t, c)
+			if !bytes.Equal(got, tt.want) || binary != tt.wantBinary {
+				t.Errorf("got %q binary=%v, want %q binary=%v", abbrev(got), binary, abbrev(tt.want), tt.wantBinary)
+			}
+			for _, p := range tt.wantPongs {
+				expectPong(t, cl, p)
+			}
+			// The next read gives the buffers of this one back.
+			ch := readAsync(c)
+			cl.sendRaw(wstest.MaskedFrame(b0Fin|byte(ws.OpText), []byte("{}")))
+			if r := waitRead(t, ch); r.err != nil || string(r.payload) != "{}" {
+				t.Fatalf("next read: %q %v", r.payload, r.err)
+			}
+			if c.in.big != nil || c.msgBuf != nil || c.zbuf != nil {
+				t.Errorf("after a small message: read buffer %v, message buffer %v, inflated buffer %v", c.in.big != nil, c.msgBuf != nil, c.zbuf != nil)
+			}
+		})
+	}
+}
+
+// TestReadCompressedSequence reads a burst of compressed and plain
+// messages of many sizes: each inflates alone (no context takeover) with
+// a pooled inflater.
+func TestReadCompressedSequence(t *testing.T) {
+	s := newTestServer(t, Options{Compression: &Compression{}, ReadLimit: 1 << 20})
+	cl, c, _ := s.connectDeflate(t, offerBrowser)
+	var want [][]byte
+	var burst bytes.Buffer
+	for i := range 120 {
+		p := []byte(strings.Repeat(string(rune('a'+i%26))+"-", (i*397)%20000))
+		want = append(want, p)
+		if i%5 == 4 {
+			burst.Write(wstest.MaskedFrame(b0Fin|byte(ws.OpText), p))
+			continue
+		}
+		burst.Write(wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), stdDeflate(t, p, i%10)))
+	}
+	go func() { _, _ = cl.conn.Write(burst.Bytes()) }()
+	for i, w := range want {
+		got, _, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if !bytes.Equal(got, w) {
+			t.Fatalf("message %d: got %d bytes %q, want %d", i, len(got), abbrev(got), len(w))
+		}
+	}
+}
+
+func TestReadCompressedRejects(t *testing.T) {
+	const limit = 1024
+	small := []byte(`{"id":1}`)
+	zSmall := stdDeflate(t, small, 6)
+	tests := []struct {
+		name    string
+		offer   string // the client's offer; empty means offerGorilla
+		noOffer bool   // the client offers no compression
+		raw     [][]byte
+		wantErr error
+		wantMsg string // the error's text, when it matters
+	}{
+		{
+			name:    "RSV1 on a continuation",
+			raw:     [][]byte{wstest.MaskedFrame(byte(ws.OpText), zSmall[:1]), wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpContinuation), zSmall[1:])},
+			wantErr: ErrProtocol,
+		},
+		{
+			name:    "RSV1 on the first frame and a continuation",
+			raw:     [][]byte{wstest.MaskedFrame(b0Rsv1|byte(ws.OpText), zSmall[:1]), wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpContinuation), zSmall[1:])},
+			wantErr: ErrProtocol,
+		},
+		{name: "RSV1 on a ping", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpPing), nil)}, wantErr: ErrProtocol},
+		{name: "RSV1 on a pong", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpPong), nil)}, wantErr: ErrProtocol},
+		{name: "RSV1 on a close", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpClose), []byte{0x03, 0xe8})}, wantErr: ErrProtocol},
+		{
+			name:    "RSV1 on a ping between fragments",
+			raw:     [][]byte{wstest.MaskedFrame(b0Rsv1|byte(ws.OpText), zSmall[:1]), wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpPing), nil)},
+			wantErr: ErrProtocol,
+		},
+		{name: "RSV2", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv2|byte(ws.OpText), small)}, wantErr: ErrProtocol},
+		{name: "RSV3", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv3|byte(ws.OpBinary), small)}, wantErr: ErrProtocol},
+		{name: "RSV1 and RSV2", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|b0Rsv2|byte(ws.OpText), zSmall)}, wantErr: ErrProtocol},
+		{name: "RSV1 on a reserved opcode", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|0x3, zSmall)}, wantErr: ErrProtocol},
+		{
+			name:    "RSV1 without negotiation",
+			noOffer: true,
+			raw:     [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), zSmall)},
+			wantErr: ErrProtocol,
+		},
+		{
+			name:    "RSV1 after a declined offer",
+			offer:   "permessage-deflate; server_max_window_bits=10",
+			raw:     [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), zSmall)},
+			wantErr: ErrProtocol,
+		},
+		{name: "reserved block type", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), []byte{0xff, 0xff, 0xff})}, wantErr: ErrProtocol},
+		{name: "stored block length mismatch", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), []byte{0x00, 0x05, 0x00, 0x00, 0x00})}, wantErr: ErrProtocol},
+		{
+			// 16 bytes announced, one sent: the bytes the reader appends
+			// (RFC 7692, section 7.2.2) do not make up the rest.
+			name:    "stored block cut short",
+			raw:     [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpBinary), []byte{0x00, 0x10, 0x00, 0xef, 0xff, 'a'})},
+			wantErr: ErrProtocol,
+		},
+		{
+			name:    "inflates past the limit",
+			raw:     [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), stdDeflate(t, bytes.Repeat([]byte("a"), 4096), 9))},
+			wantErr: ErrMessageTooLarge,
+		},
+		{
+			name: "fragments inflate past the limit",
+			raw: func() [][]byte {
+				z := stdDeflate(t, bytes.Repeat([]byte("ab"), limit), 9)
+				return [][]byte{wstest.MaskedFrame(b0Rsv1|byte(ws.OpText), z[:4]), wstest.MaskedFrame(b0Fin|byte(ws.OpContinuation), z[4:])}
+			}(),
+			wantErr: ErrMessageTooLarge,
+		},
+		{
+			name:    "one byte past the limit",
+			raw:     [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpBinary), stdDeflate(t, make([]byte, limit+1), 9))},
+			wantErr: ErrMessageTooLarge,
+		},
+		{
+			// Only the header arrives: the size alone refuses it.
+			name:    "compressed frame longer than any message",
+			raw:     [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), make([]byte, compressedLimit(limit)+1))[:100]},
+			wantErr: ErrMessageTooLarge,
+			wantMsg: "websocket: message too large: 1105 bytes, limit 1104",
+		},
+		{name: "text not UTF-8", raw: [][]byte{wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), stdDeflate(t, []byte("ok \xff\xfe"), 6))}, wantErr: ErrInvalidUTF8},
+		{
+			name: "fragmented text not UTF-8",
+			raw: func() [][]byte {
+				z := stdDeflate(t, []byte("caf\xc3"), 6)
+				return [][]byte{wstest.MaskedFrame(b0Rsv1|byte(ws.OpText), z[:2]), wstest.MaskedFrame(b0Fin|byte(ws.OpContinuation), z[2:])}
+			}(),
+			wantErr: ErrInvalidUTF8,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestServer(t, Options{Compression: &Compression{}, ReadLimit: limit})
+			offer := cmp.Or(tt.offer, offerGorilla)
+			var cl *client
+			var c *Conn
+			if tt.noOffer {
+				cl, c = s.connect(t, "/")
+			} else {
+				cl, c, _ = s.connectDeflate(t, offer)
+			}
+			if want := !tt.noOffer && offer == offerGorilla; (c.Compression() != nil) != want {
+				t.Fatalf("compression negotiated: %v, want %v", c.Compression() != nil, want)
+			}
+			for _, b := range tt.raw {
+				cl.sendRaw(b)
+			}
+			r := waitRead(t, readAsync(c))
+			if !errors.Is(r.err, tt.wantErr) {
+				t.Fatalf("ReadMessage error %v, want %v", r.err, tt.wantErr)
+			}
+			if tt.wantMsg != "" && r.err.Error() != tt.wantMsg {
+				t.Errorf("error %q, want %q", r.err, tt.wantMsg)
+			}
+			if _, _, err := c.ReadMessage(); err != r.err {
+				t.Errorf("second ReadMessage: %v, want the same error", err)
+			}
+			if c.in.big != nil || c.msgBuf != nil || c.zbuf != nil {
+				t.Error("a failed connection still holds pooled buffers")
+			}
+		})
+	}
+}
+
+// TestReadCompressedAtTheLimit sends messages of incompressible bytes,
+// which deflate makes a little longer than they are: one of exactly the
+// read limit is read although its compressed frame is longer than the
+// limit; one byte more is too large.
+func TestReadCompressedAtTheLimit(t *testing.T) {
+	const limit = 64 << 10
+	rng := rand.New(rand.NewChaCha8([32]byte{1}))
+	for _, tt := range []struct {
+		name    string
+		size    int
+		level   int
+		wantErr error
+	}{
+		{name: "stored blocks", size: limit, level: stdflate.NoCompression},
+		{name: "huffman only", size: limit, level: stdflate.HuffmanOnly},
+		{name: "best compression", size: limit, level: stdflate.BestCompression},
+		{name: "one byte over", size: limit + 1, level: stdflate.NoCompression, wantErr: ErrMessageTooLarge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestServer(t, Options{Compression: &Compression{}, ReadLimit: limit})
+			cl, c, _ := s.connectDeflate(t, offerBrowser)
+			payload := make([]byte, tt.size)
+			for i := range payload {
+				payload[i] = byte(rng.Uint32())
+			}
+			z := stdDeflate(t, payload, tt.level)
+			if len(z) <= limit {
+				t.Fatalf("compressed to %d bytes, want more than the limit to test it", len(z))
+			}
+			go cl.sendRaw(wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpBinary), z))
+			r := waitRead(t, readAsync(c))
+			if !errors.Is(r.err, tt.wantErr) || (tt.wantErr == nil) != (r.err == nil) {
+				t.Fatalf("ReadMessage error %v, want %v", r.err, tt.wantErr)
+			}
+			if tt.wantErr == nil && !bytes.Equal(r.payload, payload) {
+				t.Errorf("read %d bytes, not the %d sent", len(r.payload), len(payload))
+			}
+		})
+	}
+}
+
+// TestReadCompressedBomb sends a message of about 1 MB that inflates to
+// 1 GiB of zeros. It must be refused with ErrMessageTooLarge once it
+// inflates past the read limit, and what the read allocates in all (the
+// compressed message and the inflated part, garbage included) must stay
+// within a few times the limit.
+func TestReadCompressedBomb(t *testing.T) {
+	const limit = 1 << 20
+	bomb := deflateBomb(t, 1<<30, compressedLimit(limit))
+	s := newTestServer(t, Options{Compression: &Compression{}, ReadLimit: limit})
+	cl, c, _ := s.connectDeflate(t, offerGorilla)
+	frame := wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpBinary), bomb.data)
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	go cl.sendRaw(frame)
+	r := waitRead(t, readAsync(c))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(r.err, ErrMessageTooLarge) {
+		t.Fatalf("ReadMessage: %v, want ErrMessageTooLarge", r.err)
+	}
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a bomb of %d bytes (%d MiB inflated) cost %d KiB", len(bomb.data), bomb.inflated>>20, allocated>>10)
+	if allocated > 8*limit {
+		t.Errorf("reading the bomb allocated %d bytes, want at most %d (8 times the read limit)", allocated, 8*limit)
+	}
+}
+
+// bomb is a compressed message and the size it inflates to.
+type bomb struct {
+	data     []byte
+	inflated int64
+}
+
+// deflateBomb builds a message of at most maxLen bytes that inflates to
+// zeros, up to size. After the first chunk, the window is all zeros and
+// every further chunk compresses to the same bytes, so the message is
+// built by repeating them rather than by compressing a gigabyte.
+func deflateBomb(t *testing.T, size, maxLen int64) bomb {
+	t.Helper()
+	const chunk = 1 << 20
+	var b bytes.Buffer
+	w, err := stdflate.NewWriter(&b, stdflate.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, chunk)
+	var parts [3][]byte
+	for i := range parts {
+		b.Reset()
+		_, _ = w.Write(zeros)
+		_ = w.Flush()
+		parts[i] = bytes.Clone(b.Bytes())
+	}
+	first, rest := parts[0], parts[1]
+	if !bytes.Equal(rest, parts[2]) {
+		t.Fatal("chunks of zeros do not compress alike: the bomb cannot be built by repetition")
+	}
+	out := bomb{data: first, inflated: chunk}
+	for out.inflated+chunk <= size && int64(len(out.data)+len(rest)) <= maxLen {
+		out.data = append(out.data, rest...)
+		out.inflated += chunk
+	}
+	out.data = bytes.TrimSuffix(out.data, []byte{0x00, 0x00, 0xff, 0xff})
+	return out
+}
+
+// TestServeReadsCompressed reads compressed messages through ServeReads,
+// with a Poller (the connection goes back to it between messages) and
+// without, from frames that arrive in pieces.
+func TestServeReadsCompressed(t *testing.T) {
+	text := []byte(strings.Repeat(`{"push":{"channel":"chat","pub":{"data":"hello"}}}`, 50))
+	z := stdDeflate(t, text, 6)
+	first := wstest.MaskedFrame(b0Rsv1|byte(ws.OpText), z[:10])
+	last := wstest.MaskedFrame(b0Fin|byte(ws.OpContinuation), z[10:])
+	whole := wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpBinary), z)
+	ping := wstest.MaskedFrame(b0Fin|byte(ws.OpPing), []byte("p"))
+	pollModes(t, func(t *testing.T, p *Poller) {
+		s := newTestServer(t, Options{Compression: &Compression{}})
+		cl, c, _ := s.connectDeflate(t, offerCoderNoContext)
+		sk := newSink()
+		c.ServeReads(p, sk.onMessage, sk.onError)
+		chunks(cl, first[:3], first[3:], concat(ping, last[:5]), last[5:], whole[:20], concat(whole[20:], wstest.MaskedFrame(b0Fin|byte(ws.OpText), []byte("plain"))))
+		for i, want := range []struct {
+			payload []byte
+			binary  bool
+		}{{text, false}, {text, true}, {[]byte("plain"), false}} {
+			got := sk.next(t)
+			if !bytes.Equal(got.payload, want.payload) || got.binary != want.binary {
+				t.Fatalf("message %d: %q binary=%v, want %q binary=%v", i, abbrev(got.payload), got.binary, abbrev(want.payload), want.binary)
+			}
+		}
+		expectPong(t, cl, "p")
+		_ = c.Close(1000, "")
+		if err := sk.end(t); !errors.Is(err, ErrClosed) {
+			t.Fatalf("reading ended with %v, want ErrClosed", err)
+		}
+		if sk.overlap.Load() {
+			t.Error("two messages were handled at once")
+		}
+		if c.in.big != nil || c.msgBuf != nil || c.zbuf != nil {
+			t.Error("a connection done reading still holds pooled buffers")
+		}
+	})
+}
