@@ -132,7 +132,12 @@ type client struct {
 
 func (s *testServer) dial(t testing.TB, pathQuery string, protocols ...string) *client {
 	t.Helper()
-	d := ws.Dialer{Protocols: protocols}
+	return s.dialWith(t, pathQuery, ws.Dialer{Protocols: protocols})
+}
+
+// dialWith dials with d, set up for the server's TLS if it has it.
+func (s *testServer) dialWith(t testing.TB, pathQuery string, d ws.Dialer) *client {
+	t.Helper()
 	if s.TLS != nil {
 		d.TLSConfig = &tls.Config{RootCAs: s.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	}
