@@ -2,6 +2,7 @@ package websocket
 
 import (
 	"bytes"
+	stdflate "compress/flate"
 	"fmt"
 	"io"
 	"strings"
@@ -22,7 +23,9 @@ import (
 type Compression struct {
 	// Level is the deflate level: 1 (fastest) to 9 (smallest), 0 stores,
 	// -1 is the library's default and -2 Huffman coding only. Out of that
-	// range means 1.
+	// range means 1. A message that its level does not make shorter goes
+	// plain: at 0 every message does, and levels 1 to 3 store a message in
+	// which they find no repeated strings.
 	Level int
 	// MinSize is the smallest message, in bytes, that is compressed;
 	// shorter ones go as they are.
@@ -387,7 +390,12 @@ func appendFrame(dst []byte, op byte, payload []byte) []byte {
 // an error.
 var inflateEnd = []byte{0x00, 0x00, 0xff, 0xff, 0x01, 0x00, 0x00, 0xff, 0xff}
 
-// inflater is a pooled decompressor with the reader it reads from.
+// inflater is a pooled decompressor with the reader it reads from. It is
+// the standard library's: its Reset starts from a clean state, while
+// klauspost/compress keeps the previous stream's Huffman tables, which a
+// block with an empty tree then decodes with (so a corrupt message read
+// differently, or not at all, depending on what the pooled decompressor
+// read before; found by FuzzReadMessageEverySplit).
 type inflater struct {
 	src messageSource
 	r   io.ReadCloser
@@ -434,11 +442,11 @@ func getInflater(msg []byte) *inflater {
 	if f == nil {
 		f = new(inflater)
 		f.src = messageSource{msg: msg, end: inflateEnd}
-		f.r = flate.NewReader(&f.src)
+		f.r = stdflate.NewReader(&f.src)
 		return f
 	}
 	f.src = messageSource{msg: msg, end: inflateEnd}
-	_ = f.r.(flate.Resetter).Reset(&f.src, nil)
+	_ = f.r.(stdflate.Resetter).Reset(&f.src, nil)
 	return f
 }
 

@@ -418,3 +418,110 @@ func TestServeReadsCompressed(t *testing.T) {
 		}
 	})
 }
+
+// TestReadCompressedNoHistory reads a message that is corrupt in a way a
+// decompressor must not look past: a block whose distance tree is empty,
+// yet which uses a distance. Right before it, on the same connection, a
+// valid message built alike uses the same distance code with a distance
+// tree. A pooled decompressor that kept that message's tables would read
+// the corrupt one as "aaaa"; it must be refused every time.
+func TestReadCompressedNoHistory(t *testing.T) {
+	valid, corrupt := craftedDeflate(false), craftedDeflate(true)
+	for i := range 20 {
+		out := readStream(t, true,
+			wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), valid),
+			wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), corrupt))
+		if len(out.msgs) != 1 || out.msgs[0].payload != "aaaa" {
+			t.Fatalf("round %d: the valid message read as %v", i, out)
+		}
+		if !strings.HasPrefix(out.err, ErrProtocol.Error()) {
+			t.Fatalf("round %d: the corrupt message read as %v, want a protocol error", i, out)
+		}
+	}
+}
+
+// craftedDeflate is one dynamic block (RFC 1951, section 3.2.7) that
+// writes "a" and then copies 3 bytes from distance 1: "aaaa". Its
+// literal/length tree has codes for 'a' (0), end of block (10) and length
+// 3 (11); its distance tree has codes for distances 1 and 2, or, with
+// emptyDist, none at all, which makes the copy corrupt.
+func craftedDeflate(emptyDist bool) []byte {
+	var w deflateBits
+	w.bits(0, 1) // not the final block: the message ends in a sync flush
+	w.bits(2, 2) // dynamic Huffman codes
+	w.bits(1, 5) // 258 literal/length codes
+	nDist := uint64(2)
+	if emptyDist {
+		nDist = 1 // one code, of length 0
+	}
+	w.bits(nDist-1, 5)
+	// Code lengths of the code length alphabet, in its odd order: 2 for
+	// 0, 1, 2 and 18 (codes 00, 01, 10, 11), 0 for the others, up to 1.
+	order := []int{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1}
+	w.bits(uint64(len(order)-4), 4)
+	for _, sym := range order {
+		switch sym {
+		case 0, 1, 2, 18:
+			w.bits(2, 3)
+		default:
+			w.bits(0, 3)
+		}
+	}
+	zeros := func(n uint64) { // code 18: 11 to 138 zero lengths
+		w.code(0b11, 2)
+		w.bits(n-11, 7)
+	}
+	zeros(97)       // literals 0 to 96
+	w.code(0b01, 2) // 'a': length 1
+	zeros(138)      // 98 to 235
+	zeros(20)       // 236 to 255
+	w.code(0b10, 2) // end of block: length 2
+	w.code(0b10, 2) // length code 257: length 2
+	if emptyDist {
+		w.code(0b00, 2) // distance code 0: length 0
+	} else {
+		w.code(0b01, 2) // distance codes 0 and 1: length 1
+		w.code(0b01, 2)
+	}
+	w.code(0b0, 1)  // 'a'
+	w.code(0b11, 2) // length 3
+	w.code(0b0, 1)  // distance 1
+	w.code(0b10, 2) // end of block
+	// The sync flush a sender strips: an empty stored block, aligned to a
+	// byte, without its 00 00 ff ff.
+	w.bits(0, 3)
+	return w.flush()
+}
+
+// deflateBits writes deflate's bit stream: values least significant bit
+// first, Huffman codes most significant bit first.
+type deflateBits struct {
+	out  []byte
+	acc  uint64
+	nacc uint
+}
+
+func (w *deflateBits) bits(v uint64, n uint) {
+	w.acc |= v << w.nacc
+	w.nacc += n
+	for w.nacc >= 8 {
+		w.out = append(w.out, byte(w.acc))
+		w.acc >>= 8
+		w.nacc -= 8
+	}
+}
+
+func (w *deflateBits) code(c uint64, n uint) {
+	var r uint64
+	for i := range n {
+		r = r<<1 | (c>>i)&1
+	}
+	w.bits(r, n)
+}
+
+func (w *deflateBits) flush() []byte {
+	if w.nacc > 0 {
+		w.out = append(w.out, byte(w.acc))
+	}
+	return w.out
+}
