@@ -525,3 +525,45 @@ func (w *deflateBits) flush() []byte {
 	}
 	return w.out
 }
+
+// TestServeReadsCompressedErrors ends ServeReads with each error a
+// compressed message can give, after a good message: without a Poller the
+// message is inflated on the goroutine that handles it, which must end
+// reading as the reading goroutine does.
+func TestServeReadsCompressedErrors(t *testing.T) {
+	const limit = 1024
+	good := wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), stdDeflate(t, []byte(`{"id":1}`), 6))
+	tests := []struct {
+		name    string
+		frame   []byte
+		wantErr error
+	}{
+		{name: "does not inflate", frame: wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), []byte{0xff, 0xff, 0xff}), wantErr: ErrProtocol},
+		{name: "inflates past the limit", frame: wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpBinary), stdDeflate(t, make([]byte, 2*limit), 9)), wantErr: ErrMessageTooLarge},
+		{name: "not UTF-8", frame: wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), stdDeflate(t, []byte("\xc3\x28"), 6)), wantErr: ErrInvalidUTF8},
+	}
+	pollModes(t, func(t *testing.T, p *Poller) {
+		s := newTestServer(t, Options{Compression: &Compression{}, ReadLimit: limit})
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				cl, c, _ := s.connectDeflate(t, offerGorilla)
+				sk := newSink()
+				c.ServeReads(p, sk.onMessage, sk.onError)
+				cl.sendRaw(good)
+				if got := sk.next(t); string(got.payload) != `{"id":1}` {
+					t.Fatalf("first message %q", got.payload)
+				}
+				cl.sendRaw(concat(tt.frame, good))
+				if err := sk.end(t); !errors.Is(err, tt.wantErr) {
+					t.Fatalf("reading ended with %v, want %v", err, tt.wantErr)
+				}
+				if c.in.big != nil || c.msgBuf != nil || c.zbuf != nil {
+					t.Error("a connection done reading still holds pooled buffers")
+				}
+				if _, _, err := c.ReadMessage(); !errors.Is(err, tt.wantErr) {
+					t.Errorf("ReadMessage after the end: %v, want the same error", err)
+				}
+			})
+		}
+	})
+}
