@@ -95,7 +95,9 @@
 // Both directions are without context takeover: every compressed message
 // stands alone, so a connection keeps no deflate state between messages and
 // an idle connection costs what it costs without compression
-// (BenchmarkIdleConnections measures both). It also means a message is
+// (BenchmarkIdleConnections measures both; without a Poller, ServeReads
+// inflates on the goroutine that handles the message, so that the reading
+// goroutine's stack does not grow). It also means a message is
 // compressed once, not once per connection: [Compression.AppendFrame] makes
 // a complete frame, compressed with RSV1 set when the message is at least
 // MinSize bytes and deflate makes it shorter, plain otherwise, and
