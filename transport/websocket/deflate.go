@@ -319,15 +319,30 @@ func isQuotedChar(c byte) bool {
 // block of a sync flush, which RFC 7692 has the sender strip.
 var deflateTail = []byte{0x00, 0x00, 0xff, 0xff}
 
-// compressors keeps deflate writers by level, index level+2.
+// compressors keeps compressors by level, index level+2.
 var compressors [flate.BestCompression + 3]sync.Pool
+
+// compressor is a pooled deflate writer with the buffer it writes to, so
+// that compressing a message allocates nothing.
+type compressor struct {
+	w   *flate.Writer
+	out appender
+}
+
+// appender is an io.Writer that appends to b.
+type appender struct{ b []byte }
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
+}
 
 // AppendFrame appends payload as one complete server frame for a
 // connection that negotiated compression with z: compressed, with RSV1 set,
 // when it is at least MinSize bytes and compression makes it shorter, else
 // as it is. binary picks the opcode (binary for protobuf connections, text
 // for JSON). The frame may be sent to any connection whose Compression is
-// z, with [Conn.WriteFrames].
+// z, with [Conn.WriteFrames]. AppendFrame may be called concurrently.
 func (z *Compression) AppendFrame(dst []byte, binary bool, payload []byte) []byte {
 	op := byte(opText)
 	if binary {
@@ -356,22 +371,23 @@ const rsv1 = 0x40
 func (z *Compression) deflate(dst, payload []byte) []byte {
 	level := z.level()
 	pool := &compressors[level+2]
-	buf := bytes.NewBuffer(dst)
-	fw, _ := pool.Get().(*flate.Writer)
-	if fw == nil {
+	c, _ := pool.Get().(*compressor)
+	if c == nil {
+		c = new(compressor)
 		var err error
-		if fw, err = flate.NewWriter(buf, level); err != nil {
+		if c.w, err = flate.NewWriter(&c.out, level); err != nil {
 			panic(fmt.Sprintf("websocket: deflate level %d: %v", level, err)) // level() is in range
 		}
 	} else {
-		fw.Reset(buf)
+		c.w.Reset(&c.out) // a fresh stream: no context taken over
 	}
-	// Writes to a bytes.Buffer do not fail.
-	_, _ = fw.Write(payload)
-	_ = fw.Flush()
-	fw.Reset(io.Discard) // let go of the buffer
-	pool.Put(fw)
-	out := buf.Bytes()
+	c.out.b = dst
+	// Appending does not fail.
+	_, _ = c.w.Write(payload)
+	_ = c.w.Flush()
+	out := c.out.b
+	c.out.b = nil // keep no message reachable from the pool
+	pool.Put(c)
 	return bytes.TrimSuffix(out, deflateTail)
 }
 

@@ -335,3 +335,20 @@ func TestWriteFramesShared(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendFrameAllocations keeps compressing a message once for a
+// broadcast free of allocations when dst has room.
+func TestAppendFrameAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	p := newTestPayloads(6)
+	z := &Compression{Level: 1}
+	dst := make([]byte, 0, 2*len(p.records))
+	for _, payload := range [][]byte{p.json, p.records, p.random} {
+		allocs := testing.AllocsPerRun(50, func() { dst = z.AppendFrame(dst[:0], false, payload) })
+		if allocs != 0 {
+			t.Errorf("%d bytes: %v allocations, want 0", len(payload), allocs)
+		}
+	}
+}
