@@ -22,10 +22,10 @@
 //
 // One goroutine reads ([Conn.ReadMessage], or the goroutines of
 // [Conn.ServeReads], one at a time) while another writes
-// ([Conn.WriteFrame], [Conn.WriteFrameParts]); [Conn.Close] may be called
-// from any goroutine at any time. Writes are serialised by a lock; pongs and
-// close echoes sent by the reader take the same lock, so frames never
-// interleave on the wire. Close never queues behind a write in flight: the
+// ([Conn.WriteFrame], [Conn.WriteFrameParts], [Conn.WriteFrames]);
+// [Conn.Close] may be called from any goroutine at any time. Writes are
+// serialised by a lock; pongs and close echoes sent by the reader take the
+// same lock, so frames never interleave on the wire. Close never queues behind a write in flight: the
 // writer sends the close frame when its write ends, so a goroutine
 // disconnecting a slow peer is not held up by it.
 //
@@ -77,5 +77,43 @@
 // protocol error and 1007 for bad UTF-8. A dropped connection gives an error
 // matching [io.EOF] (between frames) or [io.ErrUnexpectedEOF] (inside one).
 //
-// Permessage-deflate is not negotiated.
+// # Compression
+//
+// With [Options.Compression] set, an upgrade accepts permessage-deflate (RFC
+// 7692) and answers "permessage-deflate; server_no_context_takeover;
+// client_no_context_takeover", with "server_max_window_bits=15" added when
+// the accepted offer asked for it, as the RFC requires. The offers are read
+// in the client's order, across header lines: client_max_window_bits (with
+// or without a value) and both no_context_takeover parameters are accepted;
+// an offer is declined, and the next one tried, if it limits the server's
+// window below 15 bits (the compressor always uses 32 KiB), repeats a
+// parameter, names an unknown one or gives an invalid value. Other
+// extensions are never accepted. A header that does not parse, or one
+// without an acceptable offer, means no compression: the handshake never
+// fails over it.
+//
+// Both directions are without context takeover: every compressed message
+// stands alone, so a connection keeps no deflate state between messages and
+// an idle connection costs what it costs without compression
+// (BenchmarkIdleConnections measures both; without a Poller, ServeReads
+// inflates on the goroutine that handles the message, so that the reading
+// goroutine's stack does not grow). It also means a message is
+// compressed once, not once per connection: [Compression.AppendFrame] makes
+// a complete frame, compressed with RSV1 set when the message is at least
+// MinSize bytes and deflate makes it shorter, plain otherwise, and
+// [Conn.WriteFrames] sends such frames, unchanged and many in one write, to
+// every connection whose [Conn.Compression] is that Compression.
+// [Conn.WriteFrame] and [Conn.WriteFrameParts] on such a connection compress
+// each message for that connection alone.
+//
+// RSV1 is accepted on the first frame of a data message, and only on a
+// connection that negotiated compression; anywhere else it is an error
+// matching [ErrProtocol], as are RSV2, RSV3 and compressed data that does not
+// inflate. A compressed message is inflated into a pooled buffer checked
+// against the read limit as it grows, so a small message that would inflate
+// to gigabytes is refused with an error matching [ErrMessageTooLarge],
+// having held about three times the limit at most (the compressed message
+// and up to twice the limit of output). The compressed message may exceed
+// the limit by about 1/64 of it, since incompressible data grows a little
+// in deflate.
 package websocket

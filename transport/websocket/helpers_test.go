@@ -1,6 +1,8 @@
 package websocket
 
 import (
+	"bytes"
+	stdflate "compress/flate"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -130,7 +132,12 @@ type client struct {
 
 func (s *testServer) dial(t testing.TB, pathQuery string, protocols ...string) *client {
 	t.Helper()
-	d := ws.Dialer{Protocols: protocols}
+	return s.dialWith(t, pathQuery, ws.Dialer{Protocols: protocols})
+}
+
+// dialWith dials with d, set up for the server's TLS if it has it.
+func (s *testServer) dialWith(t testing.TB, pathQuery string, d ws.Dialer) *client {
+	t.Helper()
 	if s.TLS != nil {
 		d.TLSConfig = &tls.Config{RootCAs: s.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	}
@@ -282,4 +289,49 @@ func checkNoLeak(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
+}
+
+// connectDeflate dials with offer as the only Sec-WebSocket-Extensions line
+// and returns both ends and the values of the answer's
+// Sec-WebSocket-Extensions.
+func (s *testServer) connectDeflate(t testing.TB, offer string) (*client, *Conn, []string) {
+	t.Helper()
+	nc, resp, br := rawDial(t, s, "/connection/websocket", "Sec-WebSocket-Extensions: "+offer+"\r\n")
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d, want 101", resp.StatusCode)
+	}
+	u := s.accept(t)
+	if u.err != nil {
+		t.Fatalf("%s: %v", u.via, u.err)
+	}
+	t.Cleanup(func() { _ = u.conn.Close(1000, "") })
+	return &client{t: t, conn: nc, r: br}, u.conn, resp.Header.Values("Sec-WebSocket-Extensions")
+}
+
+// stdDeflate compresses p as a client does for permessage-deflate, with
+// Go's standard compress/flate (not the library the server uses): one sync
+// flush, whose empty stored block is cut off (RFC 7692, section 7.2.1).
+func stdDeflate(t testing.TB, p []byte, level int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := stdflate.NewWriter(&b, level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = w.Write(p)
+	_ = w.Flush()
+	out, ok := bytes.CutSuffix(b.Bytes(), []byte{0x00, 0x00, 0xff, 0xff})
+	if !ok {
+		t.Fatal("a sync flush does not end in 00 00 ff ff")
+	}
+	return out
+}
+
+// stdInflate decompresses a message of permessage-deflate with Go's
+// standard compress/flate: the sender's stripped 00 00 ff ff goes back
+// (RFC 7692, section 7.2.2), then an empty final block so that the reader
+// sees the stream end.
+func stdInflate(p []byte) ([]byte, error) {
+	msg := bytes.Join([][]byte{p, {0x00, 0x00, 0xff, 0xff}, {0x01, 0x00, 0x00, 0xff, 0xff}}, nil)
+	return io.ReadAll(stdflate.NewReader(bytes.NewReader(msg)))
 }

@@ -36,59 +36,92 @@ type frameHeader struct {
 // The payload is valid until the next call. After an error every later call
 // returns the same error.
 func (c *Conn) ReadMessage() (payload []byte, binary bool, err error) {
-	return c.nextMessage(false)
+	payload, binary, compressed, err := c.nextMessage(false)
+	if compressed {
+		return c.inflateMessage(payload, binary)
+	}
+	return payload, binary, err
 }
 
-// nextMessage is ReadMessage; with stopIdle it may also give errNoMessage,
-// which is not sticky.
-func (c *Conn) nextMessage(stopIdle bool) (payload []byte, binary bool, err error) {
+// nextMessage is ReadMessage without the inflating of a compressed
+// message, which the caller does with inflateMessage; with stopIdle it may
+// also give errNoMessage, which is not sticky.
+//
+// Inflating is apart because it takes more stack than reading: the
+// goroutine that reads a connection for ServeReads lives as long as the
+// connection and would keep the grown stack while idle, so it leaves the
+// inflating to the goroutine that handles the message.
+func (c *Conn) nextMessage(stopIdle bool) (payload []byte, binary, compressed bool, err error) {
 	if c.rerr != nil {
-		return nil, false, c.rerr
+		return nil, false, false, c.rerr
 	}
 	c.dropMessage()
-	payload, binary, err = c.readMessage(stopIdle)
+	payload, binary, compressed, err = c.readMessage(stopIdle)
 	if err == errNoMessage {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if err != nil {
-		c.rerr = c.readError(err)
-		c.dropMessage()
-		c.in.discard()
-		return nil, false, c.rerr
+		return nil, false, false, c.failRead(err)
 	}
-	return payload, binary, nil
+	return payload, binary, compressed, nil
 }
 
-// readMessage reads the next data message. With stopIdle it gives
+// failRead ends reading for good with err.
+func (c *Conn) failRead(err error) error {
+	c.rerr = c.readError(err)
+	c.dropMessage()
+	c.in.discard()
+	return c.rerr
+}
+
+// inflateMessage inflates and checks a compressed message from
+// nextMessage. An error ends reading as one from nextMessage does.
+func (c *Conn) inflateMessage(p []byte, binary bool) ([]byte, bool, error) {
+	p, err := c.inflate(p)
+	if err == nil && !binary && !utf8.Valid(p) {
+		err = ErrInvalidUTF8
+	}
+	if err != nil {
+		return nil, false, c.failRead(err)
+	}
+	return p, binary, nil
+}
+
+// readMessage reads the next data message, and reports whether it is
+// compressed (then it is not checked for UTF-8 yet). With stopIdle it gives
 // errNoMessage instead of waiting for the peer when control frames used up
 // everything buffered, so a polled connection goes back to its poller.
-func (c *Conn) readMessage(stopIdle bool) ([]byte, bool, error) {
+func (c *Conn) readMessage(stopIdle bool) ([]byte, bool, bool, error) {
 	var fragmented, binary, compressed bool
 	for {
 		h, err := c.readHeader(fragmented)
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		switch {
 		case h.op >= opClose:
 			if err := c.control(h); err != nil {
-				return nil, false, err
+				return nil, false, false, err
 			}
 			if stopIdle && !fragmented && c.in.buffered() == 0 {
-				return nil, false, errNoMessage
+				return nil, false, false, errNoMessage
 			}
 			continue
 		case h.op == opContinuation && !fragmented:
-			return nil, false, protocolError("continuation frame outside a message")
+			return nil, false, false, protocolError("continuation frame outside a message")
 		case h.op != opContinuation && fragmented:
-			return nil, false, protocolError("data frame inside a fragmented message")
+			return nil, false, false, protocolError("data frame inside a fragmented message")
 		case h.op != opContinuation:
 			binary, compressed = h.op == opBinary, h.rsv1
 		}
-		if size := int64(len(c.msg)) + h.length; size > c.readLimit {
+		limit := c.readLimit
+		if compressed {
+			limit = compressedLimit(limit)
+		}
+		if size := int64(len(c.msg)) + h.length; size > limit {
 			// A fragmented message may grow past this size: it is what is
 			// known when the limit is crossed.
-			return nil, false, fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, size, c.readLimit)
+			return nil, false, false, fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, size, limit)
 		}
 		var p []byte
 		if h.fin && !fragmented && h.length <= readBufSize {
@@ -97,21 +130,16 @@ func (c *Conn) readMessage(stopIdle bool) ([]byte, bool, error) {
 			p, err = c.readFragment(h)
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		if !h.fin {
 			fragmented = true
 			continue
 		}
-		if compressed {
-			if p, err = c.inflate(p); err != nil {
-				return nil, false, err
-			}
+		if !compressed && !binary && !utf8.Valid(p) {
+			return nil, false, false, ErrInvalidUTF8
 		}
-		if !binary && !utf8.Valid(p) {
-			return nil, false, ErrInvalidUTF8
-		}
-		return p, binary, nil
+		return p, binary, compressed, nil
 	}
 }
 
@@ -250,6 +278,13 @@ func (c *Conn) dropMessage() {
 	}
 	c.msg = nil
 }
+
+// compressedLimit is the longest a compressed message may be on the wire
+// when its inflated size must stay within limit. Incompressible bytes grow
+// a little in deflate: 5 bytes for each stored block, which zlib makes as
+// small as a few hundred bytes at low memory levels, and a few bytes of
+// block headers. What the message inflates to is held to limit itself.
+func compressedLimit(limit int64) int64 { return limit + limit/64 + 64 }
 
 // inflate decompresses a message of permessage-deflate into a pooled
 // buffer that dropMessage gives back. The output is bounded by the read

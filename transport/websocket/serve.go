@@ -107,9 +107,12 @@ func (r *pollReg) serve() {
 	stackgrow.Grow()
 	c := r.conn
 	for {
-		payload, binary, err := c.nextMessage(true)
+		payload, binary, compressed, err := c.nextMessage(true)
 		if err == errNoMessage {
 			break
+		}
+		if err == nil && compressed {
+			payload, binary, err = c.inflateMessage(payload, binary)
 		}
 		if err != nil {
 			r.finish(err)
@@ -196,22 +199,40 @@ func (r *pollReg) end(err error) {
 // loop is the goroutine-per-connection way to serve reads.
 func (r *pollReg) loop() {
 	for {
-		payload, binary, err := r.conn.ReadMessage()
+		payload, binary, compressed, err := r.conn.nextMessage(false)
+		if err == nil {
+			var more bool
+			if more, err = r.handleApart(payload, binary, compressed); err == nil && !more {
+				return
+			}
+		}
 		if err != nil {
 			r.onError(err)
-			return
-		}
-		if !r.handleApart(payload, binary) {
 			return
 		}
 	}
 }
 
-// handleApart runs onMessage on a short-lived goroutine and waits for it:
-// the reading goroutine lives as long as the connection, and a goroutine's
-// stack only grows.
-func (r *pollReg) handleApart(payload []byte, binary bool) bool {
-	done := make(chan bool, 1)
-	go func() { done <- r.onMessage(payload, binary) }()
-	return <-done
+// handleApart inflates a compressed message and runs onMessage on a
+// short-lived goroutine, and waits for it: the reading goroutine lives as
+// long as the connection, and a goroutine's stack only grows. It returns
+// onMessage's answer, or the error that ended reading.
+func (r *pollReg) handleApart(payload []byte, binary, compressed bool) (bool, error) {
+	type result struct {
+		more bool
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var err error
+		if compressed {
+			if payload, binary, err = r.conn.inflateMessage(payload, binary); err != nil {
+				done <- result{err: err}
+				return
+			}
+		}
+		done <- result{more: r.onMessage(payload, binary)}
+	}()
+	res := <-done
+	return res.more, res.err
 }

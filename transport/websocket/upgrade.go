@@ -49,7 +49,10 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, proto
 			break
 		}
 	}
-	deflate := opts.Compression != nil && acceptsOffers(r.Header["Sec-Websocket-Extensions"])
+	deflate := deflateDeclined
+	if opts.Compression != nil {
+		deflate = negotiate(r.Header["Sec-Websocket-Extensions"])
+	}
 	u := ws.HTTPUpgrader{
 		Timeout: opts.writeTimeout(),
 		Header:  answerHeader(opts.Header, subprotocol, deflate),
@@ -72,7 +75,7 @@ func Upgrade(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, proto
 	_ = nc.SetDeadline(time.Time{})
 	format := negotiateFormat(subprotocol, r.URL.RawQuery)
 	c := newConn(nc, format, opts)
-	if deflate {
+	if deflate != deflateDeclined {
 		c.deflate = opts.Compression
 	}
 	// A client may pipeline its first frames right behind the handshake; they
@@ -128,15 +131,15 @@ func trimOWS[T string | []byte](s T) T {
 // shared by every upgrade without Options.Header, by [subprotocol][deflate]
 // (subprotocol: none, JSON, protobuf); gobwas/ws only reads them. Keys are
 // spelled as in RFC 6455, since http.Header.Write writes keys as stored.
-var answers = func() (a [3][2]http.Header) {
+var answers = func() (a [3][len(extensionAnswers)]http.Header) {
 	for i, sp := range []string{"", SubprotocolJSON, SubprotocolProtobuf} {
-		for j := range 2 {
+		for j, ext := range extensionAnswers {
 			h := http.Header{}
 			if sp != "" {
 				h["Sec-WebSocket-Protocol"] = []string{sp}
 			}
-			if j == 1 {
-				h["Sec-WebSocket-Extensions"] = []string{extensionAnswer}
+			if ext != "" {
+				h["Sec-WebSocket-Extensions"] = []string{ext}
 			}
 			if len(h) > 0 {
 				a[i][j] = h
@@ -147,10 +150,10 @@ var answers = func() (a [3][2]http.Header) {
 }()
 
 // answerHeader is the extra header of the handshake answer: extra with
-// the chosen subprotocol, if any, and the acceptance of permessage-deflate
-// when deflate is set. A non-nil extra is copied, not changed.
-func answerHeader(extra http.Header, subprotocol string, deflate bool) http.Header {
-	if subprotocol == "" && !deflate {
+// the chosen subprotocol, if any, and the answer to permessage-deflate
+// offers, if one is accepted. A non-nil extra is copied, not changed.
+func answerHeader(extra http.Header, subprotocol string, deflate deflateAnswer) http.Header {
+	if subprotocol == "" && deflate == deflateDeclined {
 		return extra
 	}
 	if extra == nil {
@@ -161,18 +164,14 @@ func answerHeader(extra http.Header, subprotocol string, deflate bool) http.Head
 		case SubprotocolProtobuf:
 			i = 2
 		}
-		j := 0
-		if deflate {
-			j = 1
-		}
-		return answers[i][j]
+		return answers[i][deflate]
 	}
 	h := extra.Clone()
 	if subprotocol != "" {
 		h["Sec-WebSocket-Protocol"] = []string{subprotocol}
 	}
-	if deflate {
-		h["Sec-WebSocket-Extensions"] = []string{extensionAnswer}
+	if deflate != deflateDeclined {
+		h["Sec-WebSocket-Extensions"] = []string{extensionAnswers[deflate]}
 	}
 	return h
 }
@@ -254,9 +253,10 @@ func UpgradeHead(nc net.Conn, head []byte, opts Options) (*Conn, protocol.Type, 
 	if opts.Compression != nil {
 		// Called for each Sec-WebSocket-Extensions line; the answer goes
 		// out from OnBeforeUpgrade, so the options stay as they are. A
-		// line that does not parse offers nothing: never a refusal.
+		// header that does not parse means no compression, never a
+		// refusal.
 		u.ExtensionCustom = func(line []byte, opts []httphead.Option) ([]httphead.Option, bool) {
-			req.deflate = req.deflate || acceptsOffer(line)
+			req.deflate.add(scanOffers(line))
 			return opts, true
 		}
 	}
@@ -266,10 +266,7 @@ func UpgradeHead(nc net.Conn, head []byte, opts Options) (*Conn, protocol.Type, 
 				req.refused = true
 				return nil, ws.RejectConnectionError(ws.RejectionStatus(http.StatusForbidden), ws.RejectionReason(ErrOriginNotAllowed.Error()))
 			}
-			if req.deflate {
-				return deflateAnswer, nil
-			}
-			return emptyAnswer, nil
+			return headAnswers[req.deflate.result()], nil
 		}
 	}
 	_ = nc.SetWriteDeadline(time.Now().Add(opts.writeTimeout()))
@@ -287,17 +284,23 @@ func UpgradeHead(nc net.Conn, head []byte, opts Options) (*Conn, protocol.Type, 
 	}
 	format := negotiateFormat(hs.Protocol, req.rawQuery)
 	c := newConn(nc, format, opts)
-	if req.deflate {
+	if req.deflate.result() != deflateDeclined {
 		c.deflate = opts.Compression
 	}
 	return c, format, nil
 }
 
-// Extra answers of UpgradeHead; OnBeforeUpgrade must return a header.
-var (
-	deflateAnswer = ws.HandshakeHeaderString("Sec-WebSocket-Extensions: " + extensionAnswer + "\r\n")
-	emptyAnswer   = ws.HandshakeHeaderString("")
-)
+// Extra answers of UpgradeHead by deflateAnswer; OnBeforeUpgrade must
+// return a header, an empty one when compression is declined.
+var headAnswers = func() (a [len(extensionAnswers)]ws.HandshakeHeader) {
+	for i, ext := range extensionAnswers {
+		a[i] = ws.HandshakeHeaderString("")
+		if ext != "" {
+			a[i] = ws.HandshakeHeaderString("Sec-WebSocket-Extensions: " + ext + "\r\n")
+		}
+	}
+	return a
+}()
 
 // headConn reads a request head that was read from the connection already
 // and writes to the connection.
@@ -312,7 +315,7 @@ type headRequest struct {
 	uri, host, origin string
 	rawQuery          string
 	refused           bool
-	deflate           bool // a permessage-deflate offer was acceptable
+	deflate           negotiation
 }
 
 func (r *headRequest) onRequest(uri []byte) error {

@@ -308,6 +308,13 @@ func TestUpgradeSubprotocolHeader(t *testing.T) {
 // reader goes on with what the server sends after it.
 func headHandshake(t *testing.T, s *testServer, pathQuery, extra string) (*http.Response, *bufio.Reader) {
 	t.Helper()
+	_, resp, br := rawDial(t, s, pathQuery, extra)
+	return resp, br
+}
+
+// rawDial is headHandshake that also returns the client's connection.
+func rawDial(t testing.TB, s *testServer, pathQuery, extra string) (net.Conn, *http.Response, *bufio.Reader) {
+	t.Helper()
 	nc, err := net.Dial("tcp", s.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +332,7 @@ func headHandshake(t *testing.T, s *testServer, pathQuery, extra string) (*http.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, br
+	return nc, resp, br
 }
 
 // TestNegotiationAllocations keeps the format choice free of allocations

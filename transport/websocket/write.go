@@ -35,7 +35,11 @@ func (c *Conn) WriteFrame(payload []byte) error {
 // Otherwise it behaves as WriteFrame.
 func (c *Conn) WriteFrameParts(parts [][]byte) error {
 	if c.deflate != nil {
-		b := getBuf(0)
+		total := 0
+		for _, p := range parts {
+			total += len(p)
+		}
+		b := getBuf(total)
 		for _, p := range parts {
 			*b = append(*b, p...)
 		}
