@@ -94,39 +94,77 @@ func (c *Conn) writeCompressed(payload []byte) error {
 // into a pooled buffer, larger ones go to the kernel as they are. Otherwise
 // it behaves as WriteFrame.
 func (c *Conn) WriteFrames(frames []string) error {
+	// The writer's goroutine starts with a small stack and the deadline
+	// and the write go deep into the runtime: a large frame here made the
+	// stack grow (and be copied) at nearly every write, so the work is
+	// split into small frames.
+	if len(frames) == 1 {
+		return c.writeRaw(unsafe.Slice(unsafe.StringData(frames[0]), len(frames[0])))
+	}
+	v, stage := gatherFrames(frames)
+	c.wmu.Lock()
+	err := c.writeVectorLocked(v)
+	c.unlockWrite()
+	releaseVector(v, stage)
+	return err
+}
+
+// writeRaw sends bytes that are whole frames already, in one write.
+func (c *Conn) writeRaw(frames []byte) error {
+	c.wmu.Lock()
+	err := c.writable()
+	if err == nil {
+		c.setWriteDeadline()
+		_, err = c.nc.Write(frames)
+		err = c.wrote(err)
+	}
+	c.unlockWrite()
+	return err
+}
+
+// gatherFrames lists frames for one writev, small ones copied into stage.
+// Frames are never written to: they may be shared by many connections.
+//
+//go:noinline
+func gatherFrames(frames []string) (*vector, *[]byte) {
 	small := 0
 	for _, f := range frames {
 		if len(f) < copyPartMax {
 			small += len(f)
 		}
 	}
-	c.wmu.Lock()
-	defer c.unlockWrite()
-	if err := c.writable(); err != nil {
-		return err
-	}
-	c.setWriteDeadline()
 	v := vecPool.Get().(*vector)
 	for _, f := range frames {
-		// Frames are never written to: they may be shared by many
-		// connections.
 		v.frames = append(v.frames, unsafe.Slice(unsafe.StringData(f), len(f)))
 	}
 	stage := getBuf(small)
 	v.gather(stage, nil, v.frames)
 	clear(v.frames)
 	v.frames = v.frames[:0]
+	return v, stage
+}
+
+// writeVectorLocked writes what gatherFrames listed, under wmu.
+func (c *Conn) writeVectorLocked(v *vector) error {
+	if err := c.writable(); err != nil {
+		return err
+	}
+	c.setWriteDeadline()
 	var err error
 	if c.vectored {
 		_, err = v.bufs.WriteTo(c.nc)
 	} else {
 		err = c.writeCopy(nil, v.parts...)
 	}
+	return c.wrote(err)
+}
+
+// releaseVector gives gatherFrames' vector and stage back to their pools.
+func releaseVector(v *vector, stage *[]byte) {
 	clear(v.parts) // keep no payload reachable from the pool
 	v.parts = v.parts[:0]
 	vecPool.Put(v)
 	putBuf(stage)
-	return c.wrote(err)
 }
 
 // writeControl sends a pong (or another control frame) from the reader.
