@@ -124,7 +124,7 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 				if wr := whole.forClient(encs, s.client, s.shape); wr != nil {
 					if len(wr.msgs) > 0 {
 						s.deliverRun(wr.msgs, wr.size, wr.last, &b.wake)
-						sent += len(wr.msgs)
+						sent += wr.pubs
 					}
 					if wr.err != nil {
 						n.undeliverable(s.client, channel, wr.err)
@@ -230,6 +230,9 @@ func (w *wholeRuns) reset() {
 type wholeRun struct {
 	msgs []string
 	size int
+	// pubs is how many publications msgs carry: one each, or all of them
+	// in the one frame of a compressed run.
+	pubs int
 	// last is the offset of the last publication in msgs that has one
 	// (those published without history have none).
 	last uint64
@@ -239,25 +242,50 @@ type wholeRun struct {
 }
 
 // encode makes the run for protocol t and shape: encoded messages, or
-// with z set, frames made with it.
+// with z set, WebSocket frames made with it. A run of several
+// publications for subscribers with compression is one frame, the
+// messages joined as in an uncompressed frame and compressed together,
+// once for all of them: deflate then finds what the publications repeat
+// of each other, as it would in a frame compressed per connection. Bare
+// pushes (unidirectional WebSocket) stay one a frame: their clients may
+// not expect several in one.
 func (wr *wholeRun) encode(encs []encodedPush, t protocol.Type, shape uint8, z *websocket.Compression) {
-	for i := range encs {
-		var msg []byte
-		if z == nil {
-			msg = encs[i].get(t, shape, variantPlain)
-		} else {
-			msg = encs[i].frame(t, z, shape, variantPlain)
+	if z != nil && (len(encs) == 1 || shape == shapeUni) {
+		for i := range encs {
+			if !wr.add(encs[i].frame(t, z, shape, variantPlain), &encs[i]) {
+				break
+			}
 		}
-		if msg == nil {
-			wr.err = encs[i].err
+		return
+	}
+	for i := range encs {
+		if !wr.add(encs[i].get(t, shape, variantPlain), &encs[i]) {
 			break
 		}
-		wr.msgs = append(wr.msgs, unsafe.String(unsafe.SliceData(msg), len(msg)))
-		wr.size += len(msg)
-		if off := encs[i].push.Pub.Offset; off > 0 {
-			wr.last = off
-		}
 	}
+	if z != nil && len(wr.msgs) > 0 {
+		joined := protocol.JoinFrame(make([]byte, 0, wr.size+len(wr.msgs)), t, wr.msgs)
+		frame := z.AppendFrame(make([]byte, 0, len(joined)/2+16), t == protocol.TypeProtobuf, joined)
+		clear(wr.msgs)
+		wr.msgs = append(wr.msgs[:0], unsafe.String(unsafe.SliceData(frame), len(frame)))
+		wr.size = len(frame)
+	}
+}
+
+// add appends msg, enc's message (nil: it could not be encoded), and
+// reports whether it could.
+func (wr *wholeRun) add(msg []byte, enc *encodedPush) bool {
+	if msg == nil {
+		wr.err = enc.err
+		return false
+	}
+	wr.msgs = append(wr.msgs, unsafe.String(unsafe.SliceData(msg), len(msg)))
+	wr.size += len(msg)
+	wr.pubs++
+	if off := enc.push.Pub.Offset; off > 0 {
+		wr.last = off
+	}
+	return true
 }
 
 func (wr *wholeRun) reset() {
