@@ -237,8 +237,8 @@ func TestEnvWithEmptyFile(t *testing.T) {
 func TestUnsupportedKeyWarnsAtStart(t *testing.T) {
 	t.Parallel()
 	// The server starts, and says which key it ignores and what to do.
-	p := start(t, []string{"CENTRIFUGO_CLIENT_CHANNEL_POSITION_MAX_TIME_LAG=5s"}, "-c", writeFile(t, "config.json", `{"websocket":{"compression":true}}`), "--http_server.port", "0")
-	for _, key := range []string{"websocket.compression", "client.channel_position_max_time_lag"} {
+	p := start(t, []string{"CENTRIFUGO_CLIENT_CHANNEL_POSITION_MAX_TIME_LAG=5s"}, "-c", writeFile(t, "config.json", `{"websocket":{"write_buffer_size":8192}}`), "--http_server.port", "0")
+	for _, key := range []string{"websocket.write_buffer_size", "client.channel_position_max_time_lag"} {
 		p.waitFor("warning about "+key, func() bool {
 			for _, l := range p.logs {
 				if msg, _ := l["msg"].(string); l["level"] == "WARN" && strings.Contains(msg, `"`+key+`" is not implemented by Gyre`) {

@@ -137,24 +137,25 @@ func TestCheckconfigBad(t *testing.T) {
 
 func TestCheckconfigUnsupported(t *testing.T) {
 	t.Parallel()
-	// websocket.compression parses but has no effect; graphite is not
-	// implemented at all. Both would change what Centrifugo does.
-	dir := filepath.Dir(writeFile(t, "c.json", `{"websocket":{"compression":true},"graphite":{"enabled":true}}`))
+	// websocket.write_buffer_size parses but has no effect; graphite is
+	// not implemented at all. Both would change what Centrifugo does.
+	dir := filepath.Dir(writeFile(t, "c.json", `{"websocket":{"write_buffer_size":8192},"graphite":{"enabled":true}}`))
 	code, out, errOut := runTool(t, dir, "checkconfig", "-c", "c.json")
 	if code == 0 {
 		t.Fatalf("exit 0 for unsupported keys: %s", out)
 	}
-	for _, want := range []string{"unsupported: websocket.compression", "unsupported: graphite", "--allow-unsupported"} {
+	for _, want := range []string{"unsupported: websocket.write_buffer_size", "unsupported: graphite", "--allow-unsupported"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr does not contain %q:\n%s", want, errOut)
 		}
 	}
 	code, out, errOut = runTool(t, dir, "checkconfig", "--allow-unsupported", "-c", "c.json")
-	if code != 0 || !strings.Contains(out, "is valid") || !strings.Contains(errOut, "websocket.compression") {
+	if code != 0 || !strings.Contains(out, "is valid") || !strings.Contains(errOut, "websocket.write_buffer_size") {
 		t.Fatalf("--allow-unsupported: exit %d, stdout %q, stderr %q; want 0, valid, and the warnings kept", code, out, errOut)
 	}
-	// Set at their defaults the same keys change nothing and pass.
-	dir = filepath.Dir(writeFile(t, "d.json", `{"websocket":{"compression":false,"compression_level":1},"graphite":{"enabled":false,"port":2003}}`))
+	// Set at their defaults the same keys change nothing and pass, and
+	// compression, which Gyre implements, passes on.
+	dir = filepath.Dir(writeFile(t, "d.json", `{"websocket":{"write_buffer_size":0,"compression":true},"graphite":{"enabled":false,"port":2003}}`))
 	if code, _, errOut := runTool(t, dir, "checkconfig", "-c", "d.json"); code != 0 {
 		t.Fatalf("keys at their defaults: exit %d: %s", code, errOut)
 	}

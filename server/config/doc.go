@@ -22,7 +22,7 @@
 // Unknown keys never stop the server: they come back as warnings for the
 // caller to log, so that a typo is visible and a newer file still loads.
 // Centrifugo keys for features Gyre does not have (consumers, WebTransport,
-// WebSocket compression ...) are recognised, ignored, and reported as
+// Graphite export ...) are recognised, ignored, and reported as
 // warnings when set so that they would change behaviour; each says what to
 // do instead (the unsupported struct tag). [Config.Unsupported] lists them,
 // for checkconfig to refuse.

@@ -9,7 +9,7 @@ import (
 // UnsupportedKey is a key that is set to a value that would change what
 // Centrifugo does, while Gyre ignores it.
 type UnsupportedKey struct {
-	// Path names the key, e.g. "websocket.compression" or
+	// Path names the key, e.g. "websocket.write_buffer_size" or
 	// "channel.namespaces[2].subscription_type".
 	Path string
 	// Instead says what to do instead.
