@@ -227,7 +227,11 @@ func (b *Broker) runPipeline(ctx context.Context, ci int, sent []*publishCall, d
 	}
 	results := do(ctx, cmds...)
 	retry, again := retryPlan(sent, results, ctx.Err() != nil)
-	cmds = cmds[:0]
+	// The retry gets a slice of its own: when a connection fails
+	// mid-write, rueidis hands the results back while its writer may still
+	// be reading the first pipeline's commands (a data race the race
+	// detector found in a Redis restart test).
+	cmds = make(rueidis.Commands, 0, again)
 	var retried []*publishCall
 	for i, c := range sent {
 		if retry[i] {

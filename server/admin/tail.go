@@ -72,6 +72,13 @@ func (h *Handler) tail(w http.ResponseWriter, r *http.Request) {
 			h.log.Info("admin tail ended", "channel", channel, "remote", h.remote(r))
 			return
 		case <-ended:
+			// The subscription also ends with the request's context, so
+			// both may be ready when the reader goes: that is no end by
+			// the node.
+			if r.Context().Err() != nil {
+				h.log.Info("admin tail ended", "channel", channel, "remote", h.remote(r))
+				return
+			}
 			h.log.Info("admin tail ended by the node", "channel", channel, "remote", h.remote(r))
 			return
 		case <-overflow:
