@@ -11,7 +11,8 @@ import { baseConfig } from './server.js';
 // the small publications are shorter, so they must go plain.
 export const MIN_SIZE = 512;
 
-// EXTENSION is what gyre answers to any acceptable offer.
+// EXTENSION is what gyre answers to an acceptable offer (one that names
+// server_max_window_bits=15 gets that echoed after it).
 export const EXTENSION = 'permessage-deflate; server_no_context_takeover; client_no_context_takeover';
 
 export function compressionConfig(port) {
