@@ -87,7 +87,9 @@ func TestCompressedFanOut(t *testing.T) {
 			if c.deflate {
 				opts = append(opts, wstest.Deflate())
 			}
-			cl := dial(t, url, c.proto, opts...)
+			// Not dial: it offers compression to every client under
+			// GYRE_TEST_DEFLATE.
+			cl := &testClient{Client: wstest.Dial(t, url, c.proto, opts...), t: t}
 			ok, answer := cl.Negotiated()
 			if ok != c.deflate {
 				t.Fatalf("negotiated = %v (answer %q), want %v", ok, answer, c.deflate)
@@ -269,7 +271,7 @@ func TestCompressedRun(t *testing.T) {
 		var clients []*testClient
 		for _, proto := range []protocol.Type{protocol.TypeJSON, protocol.TypeProtobuf} {
 			for _, opts := range [][]wstest.Option{{wstest.Deflate()}, nil} {
-				cl := dial(t, u, proto, opts...)
+				cl := &testClient{Client: wstest.Dial(t, u, proto, opts...), t: t}
 				cl.connect(tok)
 				cl.MustSubscribe("feed")
 				clients = append(clients, cl)

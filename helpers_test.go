@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,12 @@ import (
 )
 
 const testSecret = "test-secret"
+
+// testDeflate, set by GYRE_TEST_DEFLATE=1, runs every test's WebSocket
+// clients with permessage-deflate, on servers that accept it: what the
+// engine promises must hold through compressed connections too.
+// scripts/test runs the package once this way.
+var testDeflate = os.Getenv("GYRE_TEST_DEFLATE") == "1"
 
 // newTestNode starts a node with the given config (token secret filled in)
 // behind an httptest server and returns the WebSocket URL.
@@ -41,7 +48,7 @@ func newTestNodeWith(t *testing.T, cfg gyre.Config, setup func(n *gyre.Node)) (*
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/connection/websocket", gyre.NewWebsocketHandler(n, gyre.WebsocketConfig{}))
+	mux.Handle("/connection/websocket", gyre.NewWebsocketHandler(n, gyre.WebsocketConfig{Compression: testDeflate}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -77,6 +84,9 @@ type testClient struct {
 
 func dial(t testing.TB, url string, proto protocol.Type, opts ...wstest.Option) *testClient {
 	t.Helper()
+	if testDeflate {
+		opts = append(opts, wstest.Deflate())
+	}
 	return &testClient{Client: wstest.Dial(t, url, proto, opts...), t: t}
 }
 

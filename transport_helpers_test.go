@@ -88,7 +88,7 @@ func transportMux(n *gyre.Node, opts transportOptions) *http.ServeMux {
 	opts.emulation.AllowedOrigins = opts.allowedOrigins
 	opts.uniWebsocket.AllowedOrigins = opts.allowedOrigins
 	mux := http.NewServeMux()
-	mux.Handle("/connection/websocket", gyre.NewWebsocketHandler(n, gyre.WebsocketConfig{AllowedOrigins: opts.allowedOrigins}))
+	mux.Handle("/connection/websocket", gyre.NewWebsocketHandler(n, gyre.WebsocketConfig{AllowedOrigins: opts.allowedOrigins, Compression: testDeflate}))
 	mux.Handle("/connection/http_stream", gyre.NewHTTPStreamHandler(n, opts.stream))
 	mux.Handle("/connection/sse", gyre.NewSSEHandler(n, opts.stream))
 	mux.Handle("/emulation", gyre.NewEmulationHandler(n, opts.emulation))
