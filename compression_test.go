@@ -221,23 +221,29 @@ func TestCompressedUniWebsocket(t *testing.T) {
 // the message size limit, with a log line, and the node's heap does not
 // take the inflated size.
 func TestCompressedBomb(t *testing.T) {
+	// One MiB of zeros compressed and flushed is a run of deflate blocks
+	// that ends on a byte boundary and refers to nothing before it but
+	// zeros: 64 copies of it inflate to 64 MiB, without compressing that
+	// much here (slow under the race detector, while the connection waits
+	// for its connect).
+	var z bytes.Buffer
+	fw, _ := flate.NewWriter(&z, flate.BestCompression)
+	_, _ = fw.Write(make([]byte, 1<<20))
+	_ = fw.Flush()
+	bomb := bytes.TrimSuffix(bytes.Repeat(z.Bytes(), 64), []byte{0, 0, 0xff, 0xff})
+	if len(bomb) > 128<<10 {
+		t.Fatalf("bomb of %d bytes, want a small one", len(bomb))
+	}
+	if n, err := io.Copy(io.Discard, flate.NewReader(bytes.NewReader(append(bomb, 0, 0, 0xff, 0xff, 1, 0, 0, 0xff, 0xff)))); err != nil || n != 64<<20 {
+		t.Fatalf("the bomb inflates to %d bytes (%v), want 64 MiB", n, err)
+	}
 	logs := &logtest.Recorder{}
 	_, u := newCompressionNode(t, gyre.Config{Logger: slog.New(logs)}, gyre.WebsocketConfig{Compression: true, MessageSizeLimit: 64 << 10})
 	c := dial(t, u, protocol.TypeJSON, wstest.Deflate())
 	if ok, _ := c.Negotiated(); !ok {
 		t.Fatal("compression not negotiated")
 	}
-	var z bytes.Buffer
-	fw, _ := flate.NewWriter(&z, flate.BestCompression)
-	zeros := make([]byte, 1<<20)
-	for range 64 {
-		_, _ = fw.Write(zeros)
-	}
-	_ = fw.Flush()
-	bomb := bytes.TrimSuffix(z.Bytes(), []byte{0, 0, 0xff, 0xff})
-	if len(bomb) > 128<<10 {
-		t.Fatalf("bomb of %d bytes, want a small one", len(bomb))
-	}
+	c.connect(connToken(t, "u", 0, nil))
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
