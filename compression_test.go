@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strings"
@@ -24,32 +22,6 @@ import (
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 )
-
-// newCompressionNode starts a node whose WebSocket handler accepts
-// permessage-deflate with ws, and returns its URL.
-func newCompressionNode(t *testing.T, cfg gyre.Config, ws gyre.WebsocketConfig) (*gyre.Node, string) {
-	t.Helper()
-	if cfg.Token.HMACSecretKey == "" {
-		cfg.Token.HMACSecretKey = testSecret
-	}
-	n, err := gyre.NewNode(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Run(); err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/connection/websocket", gyre.NewWebsocketHandler(n, ws))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = n.Shutdown(ctx)
-		srv.Close()
-	})
-	return n, "ws" + strings.TrimPrefix(srv.URL, "http") + "/connection/websocket"
-}
 
 // feedItem is a publication payload as live feeds send them: JSON with
 // repeating keys and varying values, about 1 KB.
@@ -76,7 +48,7 @@ func TestCompressedFanOut(t *testing.T) {
 	brokers(t, func(t *testing.T, b testBroker) {
 		cfg := b.config(t, gyre.Config{})
 		cfg.Channels.WithoutNamespace.AllowSubscribeForClient = true
-		n, url := newCompressionNode(t, cfg, gyre.WebsocketConfig{Compression: true, CompressionMinSize: 200})
+		n, url := newTestNodeWS(t, cfg, gyre.WebsocketConfig{Compression: true, CompressionMinSize: 200}, nil)
 		tok := connToken(t, "u", 0, nil)
 		var clients []*testClient
 		for _, c := range []struct {
@@ -238,7 +210,7 @@ func TestCompressedBomb(t *testing.T) {
 		t.Fatalf("the bomb inflates to %d bytes (%v), want 64 MiB", n, err)
 	}
 	logs := &logtest.Recorder{}
-	_, u := newCompressionNode(t, gyre.Config{Logger: slog.New(logs)}, gyre.WebsocketConfig{Compression: true, MessageSizeLimit: 64 << 10})
+	_, u := newTestNodeWS(t, gyre.Config{Logger: slog.New(logs)}, gyre.WebsocketConfig{Compression: true, MessageSizeLimit: 64 << 10}, nil)
 	c := dial(t, u, protocol.TypeJSON, wstest.Deflate())
 	if ok, _ := c.Negotiated(); !ok {
 		t.Fatal("compression not negotiated")
@@ -272,7 +244,7 @@ func TestCompressedRun(t *testing.T) {
 	brokers(t, func(t *testing.T, b testBroker) {
 		cfg := b.config(t, gyre.Config{})
 		cfg.Channels.WithoutNamespace.AllowSubscribeForClient = true
-		n, u := newCompressionNode(t, cfg, gyre.WebsocketConfig{Compression: true})
+		n, u := newTestNodeWS(t, cfg, gyre.WebsocketConfig{Compression: true}, nil)
 		tok := connToken(t, "u", 0, nil)
 		var clients []*testClient
 		for _, proto := range []protocol.Type{protocol.TypeJSON, protocol.TypeProtobuf} {

@@ -34,6 +34,12 @@ func newTestNode(t *testing.T, cfg gyre.Config) (*gyre.Node, string) {
 // before the node runs.
 func newTestNodeWith(t *testing.T, cfg gyre.Config, setup func(n *gyre.Node)) (*gyre.Node, string) {
 	t.Helper()
+	return newTestNodeWS(t, cfg, gyre.WebsocketConfig{Compression: testDeflate}, setup)
+}
+
+// newTestNodeWS is newTestNodeWith with the WebSocket handler's settings.
+func newTestNodeWS(t *testing.T, cfg gyre.Config, ws gyre.WebsocketConfig, setup func(n *gyre.Node)) (*gyre.Node, string) {
+	t.Helper()
 	if cfg.Token.HMACSecretKey == "" {
 		cfg.Token.HMACSecretKey = testSecret
 	}
@@ -48,7 +54,7 @@ func newTestNodeWith(t *testing.T, cfg gyre.Config, setup func(n *gyre.Node)) (*
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/connection/websocket", gyre.NewWebsocketHandler(n, gyre.WebsocketConfig{Compression: testDeflate}))
+	mux.Handle("/connection/websocket", gyre.NewWebsocketHandler(n, ws))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -14,6 +14,18 @@ import (
 // message is decoded.
 var payloadMarker = []byte(`{"gb":[`)
 
+// appendPayloadHead appends what every payload starts with: the marker
+// and the three numbers a subscriber reads back, publisher, sequence and
+// send time, before the array closes.
+func appendPayloadHead(dst []byte, publisher int, seq uint64, sentNano int64) []byte {
+	dst = append(dst, payloadMarker...)
+	dst = strconv.AppendInt(dst, int64(publisher), 10)
+	dst = append(dst, ',')
+	dst = strconv.AppendUint(dst, seq, 10)
+	dst = append(dst, ',')
+	return strconv.AppendInt(dst, sentNano, 10)
+}
+
 // minPayloadSize is about the smallest payload with all three numbers
 // at full width.
 const minPayloadSize = 64
@@ -21,12 +33,7 @@ const minPayloadSize = 64
 // appendPayload appends a payload of at least size bytes.
 func appendPayload(dst []byte, publisher int, seq uint64, sentNano int64, size int) []byte {
 	start := len(dst)
-	dst = append(dst, payloadMarker...)
-	dst = strconv.AppendInt(dst, int64(publisher), 10)
-	dst = append(dst, ',')
-	dst = strconv.AppendUint(dst, seq, 10)
-	dst = append(dst, ',')
-	dst = strconv.AppendInt(dst, sentNano, 10)
+	dst = appendPayloadHead(dst, publisher, seq, sentNano)
 	dst = append(dst, `],"p":"`...)
 	if pad := size - (len(dst) - start) - 2; pad > 0 {
 		dst = append(dst, padding(pad)...)

@@ -106,12 +106,7 @@ const jsonClose = len(`],"cursor":"","note":""}`) + cursorLen
 func (m *payloadMaker) appendJSON(dst []byte, publisher int, seq uint64, sentNano int64) []byte {
 	m.pcg.Seed(m.seed, uint64(publisher)<<48^seq)
 	start := len(dst)
-	dst = append(dst, payloadMarker...)
-	dst = strconv.AppendInt(dst, int64(publisher), 10)
-	dst = append(dst, ',')
-	dst = strconv.AppendUint(dst, seq, 10)
-	dst = append(dst, ',')
-	dst = strconv.AppendInt(dst, sentNano, 10)
+	dst = appendPayloadHead(dst, publisher, seq, sentNano)
 	dst = append(dst, `],"events":[`...)
 	id := 40_000_000 + seq*1000 + uint64(m.rng.IntN(1000))
 	ts := feedEpochMillis + int64(seq)*250
