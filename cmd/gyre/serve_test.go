@@ -337,7 +337,11 @@ func TestInternalPort(t *testing.T) {
 	path := writeFile(t, "config.json", centrifugoConfig)
 	internal := freePort(t)
 	p := start(t, nil, "-c", path, "--http_server.port", "0", "--http_server.internal_port", internal)
-	p.waitLog("listening", func(l map[string]any) bool { return strings.HasSuffix(l["address"].(string), ":"+internal) })
+	l := p.waitLog("listening", func(l map[string]any) bool { return strings.HasSuffix(l["address"].(string), ":"+internal) })
+	// The log says what went to the internal port.
+	if got, want := fmt.Sprint(l["listener"], " ", l["serves"]), "http_server.internal_port [api /api (X-API-Key required) health /health metrics /metrics]"; got != want {
+		t.Errorf("internal port's listening line: %s, want %s", got, want)
+	}
 	addrs := p.addrs()
 	if len(addrs) != 2 {
 		t.Fatalf("listening on %v, want two addresses", addrs)
