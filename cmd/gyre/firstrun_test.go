@@ -151,3 +151,31 @@ func TestDemoPageHint(t *testing.T) {
 		t.Fatalf("GET / with a config: status %d, want 404 as the hint says", status)
 	}
 }
+
+// TestBuiltBinaryIgnored: the binary README's "go build -o gyre ./cmd/gyre"
+// leaves in the repository's root is ignored by git, and the command's
+// sources are not.
+func TestBuiltBinaryIgnored(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on the PATH")
+	}
+	root := "../.."
+	if err := exec.Command("git", "-C", root, "rev-parse", "--is-inside-work-tree").Run(); err != nil {
+		t.Skip("not in a git work tree")
+	}
+	readme, err := os.ReadFile(root + "/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "go build -o gyre ./cmd/gyre") {
+		t.Fatal(`README.md no longer builds with "go build -o gyre ./cmd/gyre": update this test`)
+	}
+	for path, ignored := range map[string]bool{"gyre": true, "cmd/gyre/main.go": false, "cmd/gyre/serve.go": false} {
+		// --no-index: the rules decide, whether or not the file is tracked.
+		err := exec.Command("git", "-C", root, "check-ignore", "--no-index", "-q", path).Run()
+		if got := err == nil; got != ignored {
+			t.Errorf("git check-ignore %s: ignored %v, want %v", path, got, ignored)
+		}
+	}
+}
