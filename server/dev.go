@@ -44,6 +44,7 @@ func (s *Server) EnableDemo() {
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, demoFS, "demo/index.html")
 	})
+	s.note(s.mux, "demo /")
 }
 
 func randomHex(n int) string {

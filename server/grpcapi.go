@@ -61,7 +61,11 @@ func (a *grpcAPI) start(s *Server) error {
 			s.log.Error("grpc api server stopped", "address", addr, "error", err)
 		}
 	}()
-	s.log.Info("grpc api listening", "address", ln.Addr().String(), "tls", g.TLS.Enabled, "reflection", g.Reflection)
+	access := "api key required"
+	if g.Key == "" {
+		access = "no grpc_api.key: accepts every call"
+	}
+	s.logListening("grpc_api.port", ln.Addr().String(), g.TLS.Enabled, []string{"grpc_api (" + access + ")"}, "reflection", g.Reflection)
 	return nil
 }
 

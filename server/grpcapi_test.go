@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/grpcapi/apipb"
 )
@@ -55,20 +54,12 @@ func keyCtx(t *testing.T) context.Context {
 // listens in the log.
 func TestGRPCAPI(t *testing.T) {
 	c := grpcConfig(t)
-	logs := &logtest.Recorder{}
-	s, err := New(c, slog.New(logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	s, logs := startLogged(t, c)
 	addr := s.GRPCAPIAddr().String()
 	if s.GRPCAPIAddr().(*net.TCPAddr).Port != c.GRPCAPI.Port {
 		t.Fatalf("listens on %s, want port %d", addr, c.GRPCAPI.Port)
 	}
-	if len(logs.Find(slog.LevelInfo, "grpc api listening", map[string]string{"address": addr})) != 1 {
+	if len(logs.Find(slog.LevelInfo, "listening", map[string]string{"listener": "grpc_api.port", "address": addr})) != 1 {
 		t.Errorf("no start-up line for the gRPC API naming %s", addr)
 	}
 	client := grpcClient(t, addr, insecure.NewCredentials())
@@ -100,15 +91,7 @@ func TestGRPCAPI(t *testing.T) {
 func TestGRPCAPIEmptyKey(t *testing.T) {
 	c := grpcConfig(t)
 	c.GRPCAPI.Key = ""
-	logs := &logtest.Recorder{}
-	s, err := New(c, slog.New(logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	s, logs := startLogged(t, c)
 	if len(logs.Find(slog.LevelWarn, "grpc_api.key is empty: the gRPC API accepts calls without a key", nil)) != 1 {
 		t.Error("no warning about the empty key")
 	}

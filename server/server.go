@@ -52,6 +52,8 @@ type Server struct {
 	admin        *admin.Handler // nil when admin is off
 	// connRate applies client.connection_rate_limit; nil without one.
 	connRate *connRate
+	// serves lists, per mux, the endpoints its listening line names.
+	serves map[*http.ServeMux][]string
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -61,6 +63,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	ncfg.Logger = log
 	m := metrics.New()
 	ncfg.Observer = m
+	logEngine(cfg, log)
 	if _, err := useRedisEngine(cfg, &ncfg, log); err != nil {
 		return nil, err
 	}
@@ -157,38 +160,38 @@ func (s *Server) routes() {
 			CompressionLevel:   c.WebSocket.CompressionLevel,
 			CompressionMinSize: c.WebSocket.CompressionMinSize,
 		})
-		s.mux.Handle(c.WebSocket.HandlerPrefix, s.instrument("websocket", s.client(s.ws)))
+		s.route(s.mux, "websocket", c.WebSocket.HandlerPrefix, s.instrument("websocket", s.client(s.ws)))
 	}
 	origins := c.Client.AllowedOrigins
 	if c.HTTPStream.Enabled {
-		s.mux.Handle(c.HTTPStream.HandlerPrefix, s.instrument("http_stream", s.client(gyre.NewHTTPStreamHandler(s.node, gyre.StreamConfig{
+		s.route(s.mux, "http_stream", c.HTTPStream.HandlerPrefix, s.instrument("http_stream", s.client(gyre.NewHTTPStreamHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.HTTPStream.MaxRequestBodySize), AllowedOrigins: origins,
 		}))))
 	}
 	if c.SSE.Enabled {
-		s.mux.Handle(c.SSE.HandlerPrefix, s.instrument("sse", s.client(gyre.NewSSEHandler(s.node, gyre.StreamConfig{
+		s.route(s.mux, "sse", c.SSE.HandlerPrefix, s.instrument("sse", s.client(gyre.NewSSEHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.SSE.MaxRequestBodySize), AllowedOrigins: origins,
 		}))))
 	}
 	if c.HTTPStream.Enabled || c.SSE.Enabled {
-		s.mux.Handle(c.Emulation.HandlerPrefix, s.instrument("emulation", gyre.NewEmulationHandler(s.node, gyre.EmulationConfig{
+		s.route(s.mux, "emulation", c.Emulation.HandlerPrefix, s.instrument("emulation", gyre.NewEmulationHandler(s.node, gyre.EmulationConfig{
 			MaxRequestBodySize: int64(c.Emulation.MaxRequestBodySize), AllowedOrigins: origins,
 		})))
 	}
 	if u := c.UniWebSocket; u.Enabled {
-		s.mux.Handle(u.HandlerPrefix, s.instrument("uni_websocket", s.client(gyre.NewUniWebsocketHandler(s.node, gyre.UniWebsocketConfig{
+		s.route(s.mux, "uni_websocket", u.HandlerPrefix, s.instrument("uni_websocket", s.client(gyre.NewUniWebsocketHandler(s.node, gyre.UniWebsocketConfig{
 			MessageSizeLimit: int64(u.MessageSizeLimit), WriteTimeout: u.WriteTimeout,
 			AllowedOrigins: origins, JoinPushMessages: u.JoinPushMessages,
 			Compression: u.Compression, CompressionLevel: u.CompressionLevel, CompressionMinSize: u.CompressionMinSize,
 		}))))
 	}
 	if c.UniSSE.Enabled {
-		s.mux.Handle(c.UniSSE.HandlerPrefix, s.instrument("uni_sse", s.client(gyre.NewUniSSEHandler(s.node, gyre.StreamConfig{
+		s.route(s.mux, "uni_sse", c.UniSSE.HandlerPrefix, s.instrument("uni_sse", s.client(gyre.NewUniSSEHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.UniSSE.MaxRequestBodySize), AllowedOrigins: origins,
 		}))))
 	}
 	if c.UniHTTPStream.Enabled {
-		s.mux.Handle(c.UniHTTPStream.HandlerPrefix, s.instrument("uni_http_stream", s.client(gyre.NewUniHTTPStreamHandler(s.node, gyre.StreamConfig{
+		s.route(s.mux, "uni_http_stream", c.UniHTTPStream.HandlerPrefix, s.instrument("uni_http_stream", s.client(gyre.NewUniHTTPStreamHandler(s.node, gyre.StreamConfig{
 			MaxRequestBodySize: int64(c.UniHTTPStream.MaxRequestBodySize), AllowedOrigins: origins,
 		}))))
 	}
@@ -212,15 +215,17 @@ func (s *Server) routes() {
 		if strings.Trim(prefix, "/") != "" {
 			mux.Handle(prefix, h)
 		}
+		s.note(mux, "api "+prefix+" ("+apiAccess(c.HTTPAPI)+")")
 	}
 	if c.Health.Enabled {
-		s.internal.Handle(c.Health.HandlerPrefix, s.instrument("health", http.HandlerFunc(s.health)))
+		s.route(s.internal, "health", c.Health.HandlerPrefix, s.instrument("health", http.HandlerFunc(s.health)))
 	}
 	if c.Prometheus.Enabled {
-		s.internal.Handle(c.Prometheus.HandlerPrefix, s.metrics.Handler())
+		s.route(s.internal, "metrics", c.Prometheus.HandlerPrefix, s.metrics.Handler())
 	}
 	if c.Debug.Enabled {
 		p := strings.TrimSuffix(c.Debug.HandlerPrefix, "/")
+		s.note(s.internal, "pprof "+p+"/")
 		s.internal.HandleFunc(p+"/", pprof.Index)
 		s.internal.HandleFunc(p+"/cmdline", pprof.Cmdline)
 		s.internal.HandleFunc(p+"/profile", pprof.Profile)
@@ -260,9 +265,11 @@ func (s *Server) adminRoutes() error {
 		return err
 	}
 	s.admin = h
-	if err := handle(s.internalOr(a.External), h.Prefix()+"/", h); err != nil {
+	mux := s.internalOr(a.External)
+	if err := handle(mux, h.Prefix()+"/", h); err != nil {
 		return fmt.Errorf("admin.handler_prefix: %w", err)
 	}
+	s.note(mux, "admin "+h.Prefix()+"/")
 	if a.Insecure {
 		s.log.Warn("admin interface without login (admin.insecure): keep it on a trusted network", "prefix", h.Prefix()+"/")
 	}
@@ -324,7 +331,7 @@ func (s *Server) Start() error {
 		// rate is counted (see client).
 		ws = nil
 	}
-	ln, err := s.listen(hs.Address, hs.Port, s.mux, ws, s.tls)
+	ln, err := s.listen("http_server.port", hs.Address, hs.Port, s.mux, ws, s.tls)
 	if err != nil {
 		return err
 	}
@@ -334,7 +341,7 @@ func (s *Server) Start() error {
 		if addr == "" {
 			addr = hs.Address
 		}
-		if _, err := s.listen(addr, hs.InternalPort, s.internal, nil, s.internalTLS); err != nil {
+		if _, err := s.listen("http_server.internal_port", addr, hs.InternalPort, s.internal, nil, s.internalTLS); err != nil {
 			return err
 		}
 	}
@@ -357,11 +364,12 @@ func listenConfig() net.ListenConfig {
 	return lc
 }
 
-// listen serves h on host:port, over TLS with tlsCfg. With ws and without
-// TLS, WebSocket handshakes for its path are taken before net/http sees
-// them (see internal/frontdoor): a connect then costs no request parsing,
-// context or buffers of net/http.
-func (s *Server) listen(host string, port int, h http.Handler, ws *gyre.WebsocketHandler, tlsCfg *tls.Config) (net.Listener, error) {
+// listen serves mux on host:port, over TLS with tlsCfg; portKey names the
+// config key of the port in the log. With ws and without TLS, WebSocket
+// handshakes for its path are taken before net/http sees them (see
+// internal/frontdoor): a connect then costs no request parsing, context or
+// buffers of net/http.
+func (s *Server) listen(portKey, host string, port int, mux *http.ServeMux, ws *gyre.WebsocketHandler, tlsCfg *tls.Config) (net.Listener, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	lc := listenConfig()
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
@@ -378,7 +386,7 @@ func (s *Server) listen(host string, port int, h http.Handler, ws *gyre.Websocke
 			Logger:      s.log,
 		})
 	}
-	srv := s.httpServer(h)
+	srv := s.httpServer(mux)
 	s.servers = append(s.servers, srv)
 	serve := srv.Serve
 	if tlsCfg != nil {
@@ -392,7 +400,7 @@ func (s *Server) listen(host string, port int, h http.Handler, ws *gyre.Websocke
 			s.log.Error("http server stopped", "address", addr, "error", err)
 		}
 	}()
-	s.log.Info("listening", "address", ln.Addr().String())
+	s.logListening(portKey, ln.Addr().String(), tlsCfg != nil, s.serves[mux])
 	return ln, nil
 }
 

@@ -347,7 +347,15 @@ func TestAPIExternal(t *testing.T) {
 // start runs a server for c on its real ports until the test ends.
 func start(t *testing.T, c *config.Config) *Server {
 	t.Helper()
-	s, err := New(c, slog.New(slog.DiscardHandler))
+	s, _ := startLogged(t, c)
+	return s
+}
+
+// startLogged is start, logging into a recorder.
+func startLogged(t *testing.T, c *config.Config) (*Server, *logtest.Recorder) {
+	t.Helper()
+	logs := &logtest.Recorder{}
+	s, err := New(c, slog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +367,7 @@ func start(t *testing.T, c *config.Config) *Server {
 		defer cancel()
 		_ = s.Shutdown(ctx)
 	})
-	return s
+	return s, logs
 }
 
 func freePort(t *testing.T) int {

@@ -54,7 +54,7 @@ func (s *Server) startUniGRPC() error {
 			s.log.Error("uni_grpc server stopped", "address", addr, "error", err)
 		}
 	}()
-	s.log.Info("listening", "transport", "uni_grpc", "address", ln.Addr().String(), "tls", u.TLS.Enabled)
+	s.logListening("uni_grpc.port", ln.Addr().String(), u.TLS.Enabled, []string{"uni_grpc"})
 	return nil
 }
 

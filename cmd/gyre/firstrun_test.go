@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -114,5 +115,67 @@ func TestDemoPage(t *testing.T) {
 	withToken := renderedDOM(t, browser, demoURL)
 	if !strings.Contains(withToken, `<div id="notoken" hidden`) || !strings.Contains(withToken, "subscribed to demo") {
 		t.Fatalf("the page with the printed token did not subscribe:\n%s", withToken)
+	}
+	// After a restart the printed token is refused (new secrets): the
+	// page says why, instead of a bare close code.
+	restarted := start(t, nil, "--http_server.port", "0")
+	_, query, _ := strings.Cut(demoURL, "/?")
+	stale := renderedDOM(t, browser, restarted.url()+"/?"+query)
+	if !strings.Contains(stale, `<div id="notoken">`) || !strings.Contains(stale, "not valid for this server") {
+		t.Fatalf("the page with a token of an earlier start does not explain itself:\n%s", stale)
+	}
+}
+
+// TestDemoPageHint: what the demo page tells someone who opened it
+// without a token is what works: the address gyre printed (labelled as
+// printed), and that with a config file the page is not served at all.
+func TestDemoPageHint(t *testing.T) {
+	t.Parallel()
+	p := start(t, nil, "--http_server.port", "0")
+	welcome(t, p)
+	status, page := httpGet(t, p.url()+"/")
+	if status != http.StatusOK {
+		t.Fatalf("GET /: status %d", status)
+	}
+	_, hint, _ := strings.Cut(string(page), `<div id="notoken" hidden>`)
+	hint, _, _ = strings.Cut(hint, "</div>")
+	label := "Demo page:"
+	if !strings.Contains(p.stdoutText(), label) || !strings.Contains(hint, label) {
+		t.Errorf("the hint does not quote the line %q the server printed:\n%s", label, hint)
+	}
+	if !strings.Contains(hint, "only served without a config file") || strings.Contains(hint, "open this page as") {
+		t.Errorf("the hint does not say that the page is served only without a config file:\n%s", hint)
+	}
+	withConfig := start(t, nil, "-c", writeFile(t, "config.json", `{}`), "--http_server.port", "0")
+	if status, _ := httpGet(t, withConfig.url()+"/"); status != http.StatusNotFound {
+		t.Fatalf("GET / with a config: status %d, want 404 as the hint says", status)
+	}
+}
+
+// TestBuiltBinaryIgnored: the binary README's "go build -o gyre ./cmd/gyre"
+// leaves in the repository's root is ignored by git, and the command's
+// sources are not.
+func TestBuiltBinaryIgnored(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on the PATH")
+	}
+	root := "../.."
+	if err := exec.Command("git", "-C", root, "rev-parse", "--is-inside-work-tree").Run(); err != nil {
+		t.Skip("not in a git work tree")
+	}
+	readme, err := os.ReadFile(root + "/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "go build -o gyre ./cmd/gyre") {
+		t.Fatal(`README.md no longer builds with "go build -o gyre ./cmd/gyre": update this test`)
+	}
+	for path, ignored := range map[string]bool{"gyre": true, "cmd/gyre/main.go": false, "cmd/gyre/serve.go": false} {
+		// --no-index: the rules decide, whether or not the file is tracked.
+		err := exec.Command("git", "-C", root, "check-ignore", "--no-index", "-q", path).Run()
+		if got := err == nil; got != ignored {
+			t.Errorf("git check-ignore %s: ignored %v, want %v", path, got, ignored)
+		}
 	}
 }

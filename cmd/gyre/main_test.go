@@ -212,14 +212,14 @@ func (p *proc) waitFor(what string, cond func() bool) {
 	p.t.Fatalf("timed out waiting for %s; stderr:\n%s", what, p.stderr.String())
 }
 
-// addrs are the addresses the server listens on, in the order it logged
-// them: the client port first, then the internal port if any.
+// addrs are the HTTP addresses the server listens on, in the order it
+// logged them: the client port first, then the internal port if any.
 func (p *proc) addrs() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []string
 	for _, l := range p.logs {
-		if l["msg"] != "listening" {
+		if key, _ := l["listener"].(string); l["msg"] != "listening" || !strings.HasPrefix(key, "http_server.") {
 			continue
 		}
 		a, _ := l["address"].(string)

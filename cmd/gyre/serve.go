@@ -216,7 +216,8 @@ func printDevWelcome(w io.Writer, srv *server.Server, secret, apiKey string) err
   API key:    %[3]s
   Publish:    curl -X POST -H "X-API-Key: %[3]s" -d '{"channel":"demo","data":{"text":"hi"}}' http://localhost:%[1]s/api/publish
 
-Secrets are new at every start. Run "gyre -c config.json" to use your own ("gyre genconfig" writes one).
+Secrets are new at every start. Run "gyre -c config.json" to use your own ("gyre genconfig" writes one);
+the demo page is served only without a config file.
 `, port, tok, apiKey)
 	return err
 }

@@ -236,17 +236,24 @@ func TestEnvWithEmptyFile(t *testing.T) {
 
 func TestUnsupportedKeyWarnsAtStart(t *testing.T) {
 	t.Parallel()
-	// The server starts, and says which key it ignores and what to do.
-	p := start(t, []string{"CENTRIFUGO_CLIENT_CHANNEL_POSITION_MAX_TIME_LAG=5s"}, "-c", writeFile(t, "config.json", `{"websocket":{"write_buffer_size":8192}}`), "--http_server.port", "0")
-	for _, key := range []string{"websocket.write_buffer_size", "client.channel_position_max_time_lag"} {
-		p.waitFor("warning about "+key, func() bool {
-			for _, l := range p.logs {
-				if msg, _ := l["msg"].(string); l["level"] == "WARN" && strings.Contains(msg, `"`+key+`" is not implemented by Gyre`) {
-					return true
-				}
+	// The server starts, and says which key it ignores and what to do,
+	// once per key: client.concurrency is set by the file and by both
+	// prefixes.
+	p := start(t, []string{
+		"CENTRIFUGO_CLIENT_CHANNEL_POSITION_MAX_TIME_LAG=5s",
+		"CENTRIFUGO_CLIENT_CONCURRENCY=2",
+		"GYRE_CLIENT_CONCURRENCY=3",
+	}, "-c", writeFile(t, "config.json", `{"websocket":{"write_buffer_size":8192},"client":{"concurrency":4}}`), "--http_server.port", "0")
+	for _, key := range []string{"websocket.write_buffer_size", "client.channel_position_max_time_lag", "client.concurrency"} {
+		var lines []string
+		for _, line := range strings.Split(p.stderrText(), "\n") {
+			if strings.Contains(line, key) {
+				lines = append(lines, line)
 			}
-			return false
-		})
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], `"WARN"`) || !strings.Contains(lines[0], `\"`+key+`\" is not implemented by Gyre`) {
+			t.Errorf("lines naming %s: %q; want one warning", key, lines)
+		}
 	}
 	if status, _ := httpPost(t, p.url()+"/api/info", "", `{}`); status == 0 {
 		t.Fatal("server not serving")
@@ -330,7 +337,11 @@ func TestInternalPort(t *testing.T) {
 	path := writeFile(t, "config.json", centrifugoConfig)
 	internal := freePort(t)
 	p := start(t, nil, "-c", path, "--http_server.port", "0", "--http_server.internal_port", internal)
-	p.waitLog("listening", func(l map[string]any) bool { return strings.HasSuffix(l["address"].(string), ":"+internal) })
+	l := p.waitLog("listening", func(l map[string]any) bool { return strings.HasSuffix(l["address"].(string), ":"+internal) })
+	// The log says what went to the internal port.
+	if got, want := fmt.Sprint(l["listener"], " ", l["serves"]), "http_server.internal_port [api /api (X-API-Key required) health /health metrics /metrics]"; got != want {
+		t.Errorf("internal port's listening line: %s, want %s", got, want)
+	}
 	addrs := p.addrs()
 	if len(addrs) != 2 {
 		t.Fatalf("listening on %v, want two addresses", addrs)

@@ -131,12 +131,10 @@ func checkConfig(args []string, stdout, stderr io.Writer) error {
 	}
 	// A key that would change what Centrifugo does but that Gyre ignores
 	// makes the server behave differently from what the file says: that
-	// fails the check unless the user accepts it.
+	// fails the check unless the user accepts it. The warnings above
+	// named each, once.
 	if unsupported := cfg.Unsupported(); len(unsupported) > 0 && !*allow {
-		for _, k := range unsupported {
-			fmt.Fprintln(stderr, "unsupported:", k)
-		}
-		return fmt.Errorf("%s sets %d key(s) Gyre does not implement; remove them, or pass --allow-unsupported to accept that they are ignored", *path, len(unsupported))
+		return fmt.Errorf("%s sets %d key(s) Gyre does not implement (see the warnings above); remove them, or pass --allow-unsupported to accept that they are ignored", *path, len(unsupported))
 	}
 	_, err = fmt.Fprintf(stdout, "%s is valid\n", *path)
 	return err

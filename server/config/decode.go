@@ -12,8 +12,13 @@ import (
 // JSON, YAML and TOML parsers) into a Config, collecting every error and
 // warning instead of stopping at the first.
 type decoder struct {
+	// warnings name unknown keys.
 	warnings []string
-	errs     []error
+	// unimplemented are the Unimplemented keys read with a value in
+	// effect. The caller reports them: Resolve once per key, whichever
+	// layers set it, from the final configuration.
+	unimplemented []UnsupportedKey
+	errs          []error
 	// strict makes unknown keys errors, where there is no file to warn about.
 	strict bool
 }
@@ -27,6 +32,11 @@ func (d *decoder) warn(format string, args ...any) {
 }
 
 func (d *decoder) err() error { return errors.Join(d.errs...) }
+
+// report is every warning of d: unknown keys, then unimplemented ones.
+func (d *decoder) report() []string {
+	return append(slices.Clone(d.warnings), unsupportedWarnings(d.unimplemented)...)
+}
 
 // asTable turns a parsed table into map[string]any; YAML gives map[any]any
 // when a key is not a string.
@@ -84,7 +94,7 @@ func (d *decoder) value(path string, f field, v reflect.Value, raw any) {
 		d.tables(path, v, raw)
 	case kindUnimplemented:
 		if inEffect(f, raw) {
-			d.warnings = append(d.warnings, unsupportedWarning(path, f.instead))
+			d.unimplemented = append(d.unimplemented, UnsupportedKey{Path: path, Instead: f.instead})
 		}
 		v.Set(reflect.ValueOf(Unimplemented{value: raw}))
 	case kindInt, kindBool:

@@ -24,8 +24,9 @@
 // Centrifugo keys for features Gyre does not have (consumers, WebTransport,
 // Graphite export ...) are recognised, ignored, and reported as
 // warnings when set so that they would change behaviour; each says what to
-// do instead (the unsupported struct tag). [Config.Unsupported] lists them,
-// for checkconfig to refuse.
+// do instead (the unsupported struct tag). [Resolve] reports each such key
+// once, from the final configuration, whichever layers set it.
+// [Config.Unsupported] lists them, for checkconfig to refuse.
 // Invalid values are fatal; every error names the key path, for example
 //
 //	config: channel.namespaces[2].history_ttl: invalid duration "5x"

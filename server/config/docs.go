@@ -265,8 +265,22 @@ Values come from four layers; each overrides the ones before it:
    The same names with Centrifugo's prefix are read too (` + "`CENTRIFUGO_HTTP_SERVER_PORT=9000`" + `), so
    a container configured for Centrifugo keeps its settings; when both set one key, ` + "`GYRE_`" + `
    wins. A variable with either prefix that names no key is logged as a warning, with the
-   closest known name when it looks like a typo. Kubernetes service variables such as
-   ` + "`GYRE_PORT`" + ` are ignored silently.
+   closest known name when it looks like a typo:
+   ` + "`GYRE_HTTP_SERVR_PORT=9000`" + ` gives "unknown environment variable GYRE_HTTP_SERVR_PORT
+   ignored (did you mean GYRE_HTTP_SERVER_PORT?)", and ` + "`GYRE_PORT=9000`" + ` is warned about too.
+   The variables Kubernetes sets in a pod for a Service named ` + "`gyre`" + ` or ` + "`gyre-…`" + `
+   (` + "`centrifugo…`" + ` for the other prefix) give no warning: for a Service ` + "`gyre-api`" + `,
+   ` + "`GYRE_API_SERVICE_HOST`, `GYRE_API_SERVICE_PORT`, `GYRE_API_SERVICE_PORT_<PORT NAME>`" + `,
+   ` + "`GYRE_API_PORT=tcp://…`" + ` and ` + "`GYRE_API_PORT_8000_TCP`" + ` (with ` + "`_PROTO`, `_PORT`, `_ADDR`" + `);
+   for ` + "`gyre`" + `, ` + "`GYRE_SERVICE_HOST`, `GYRE_PORT`" + ` and so on. A variable counts as one of
+   them when its name has one of these forms and ` + "`<SERVICE>_SERVICE_HOST`" + ` is set as well, as
+   Kubernetes always sets it; without it, the name is warned about like any other. A
+   Service whose variable is also a key's name (` + "`gyre-grpc-api`" + ` gives
+   ` + "`GYRE_GRPC_API_PORT=tcp://10.0.0.1:10000`" + `) does not set the key: the variable is ignored
+   with a warning that names the Service, while a port you set yourself in that variable
+   (` + "`GYRE_GRPC_API_PORT=10001`" + `) still applies.
+   A key Gyre does not implement is warned about once at start-up, naming the variable
+   that set it, whichever layers set it.
 4. **Command-line flags**, keyed by the same paths (` + "`--http_server.port=9000`" + `).
 
 Without a config file, ` + "`gyre`" + ` runs on development defaults (fresh secrets, open channels, a
@@ -312,8 +326,9 @@ Gyre reads every key of Centrifugo v6's configuration. This table, generated fro
 declarations as the rest of this page, says for each one whether Gyre honours it; a row
 ending in ` + "`.*`" + ` stands for all the keys of a table, every one supported. A key that is not
 supported is still accepted, so that a Centrifugo file loads unchanged; when it is set to a
-value that would change what Centrifugo does, the server logs a warning naming it at
-start-up and ` + "`gyre checkconfig`" + ` fails (exit status 1) unless given ` + "`--allow-unsupported`" + `.
+value that would change what Centrifugo does, the server logs one warning naming it at
+start-up, however many of the file and the variables set it, and ` + "`gyre checkconfig`" + ` names
+it as well and fails (exit status 1) unless given ` + "`--allow-unsupported`" + `.
 
 `
 

@@ -24,7 +24,7 @@ type Broker struct {
 func (b Broker) unsupported(path string) []UnsupportedKey {
 	if b.Enabled && b.Type == "nats" {
 		f, _ := lookupField(reflect.TypeFor[Broker](), "nats")
-		return []UnsupportedKey{{Path: path + ".type", Instead: f.instead, declared: true}}
+		return []UnsupportedKey{{Path: path + ".type", Instead: f.instead}}
 	}
 	return nil
 }

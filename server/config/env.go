@@ -51,43 +51,81 @@ func namespaceEnvName(name string) string {
 //
 // Calling it with prefix CENTRIFUGO and then GYRE lets Centrifugo's variables
 // work while Gyre's win. Unknown variables with the prefix come back as
-// warnings; values that do not parse are errors naming the variable.
+// warnings (but for those Kubernetes sets, see kubernetesService), and so
+// do unimplemented keys set in effect; values that do not parse are errors
+// naming the variable.
 func (c *Config) ApplyEnv(prefix string, environ []string) ([]string, error) {
+	a, err := c.applyEnv(prefix, environ)
+	return a.report(), err
+}
+
+// applyEnv is ApplyEnv keeping apart what it found, for Resolve.
+func (c *Config) applyEnv(prefix string, environ []string) (*envApplier, error) {
 	p := envPrefix(prefix)
-	vars := map[string]string{}
+	a := &envApplier{c: c, vars: map[string]string{}, used: map[string]bool{}, setBy: map[string]string{}}
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
 		if ok && strings.HasPrefix(name, p) {
-			vars[name] = value
+			a.vars[name] = value
 		}
 	}
-	if len(vars) == 0 {
-		return nil, nil
+	if len(a.vars) == 0 {
+		return a, nil
 	}
-	a := &envApplier{c: c, vars: vars, used: map[string]bool{}}
 	// The namespace list first: its members' variables depend on it.
 	a.apply(EnvName(p, "channel.namespaces"), "channel.namespaces")
 	index := envIndex(p)
-	for _, name := range sortedKeys(vars) {
-		if path, ok := index[name]; ok && !a.used[name] {
-			a.apply(name, path)
+	for _, name := range sortedKeys(a.vars) {
+		path, ok := index[name]
+		if !ok || a.used[name] {
+			continue
 		}
+		if service, ok := kubernetesOverKey(name, a.vars[name], a.vars); ok {
+			a.used[name] = true
+			a.warnings = append(a.warnings, fmt.Sprintf("config: %s=%s is the variable Kubernetes sets for the Service %q, not a value of %s: ignored (rename the Service, or set enableServiceLinks: false in the pod spec)", name, a.vars[name], service, path))
+			continue
+		}
+		a.apply(name, path)
 	}
 	a.applyNamespaces(p)
-	for _, name := range sortedKeys(vars) {
-		if !a.used[name] && !isPlatformEnv(p, name) {
-			a.warnings = append(a.warnings, unknownEnvWarning(name, a.c.knownEnvNames(p)))
-		}
-	}
-	return a.warnings, errors.Join(a.errs...)
+	a.warnUnknown(p)
+	return a, errors.Join(a.errs...)
 }
 
 type envApplier struct {
-	c        *Config
-	vars     map[string]string
-	used     map[string]bool
+	c    *Config
+	vars map[string]string
+	used map[string]bool
+	// setBy maps each key path set to the variable that set it.
+	setBy map[string]string
+	// warnings name unknown variables.
 	warnings []string
-	errs     []error
+	// unimplemented are the Unimplemented keys set in effect.
+	unimplemented []UnsupportedKey
+	errs          []error
+}
+
+// report is every warning of a: unknown variables, then unimplemented
+// keys.
+func (a *envApplier) report() []string {
+	out := slices.Clone(a.warnings)
+	for _, k := range a.unimplemented {
+		out = append(out, unsupportedWarning(k.Path, k.Instead, setterOf(a.setBy, k.Path)))
+	}
+	return out
+}
+
+// setterOf names the variable of setBy that set path, or the table or
+// list holding it ("" when none did).
+func setterOf(setBy map[string]string, path string) string {
+	name, longest := "", -1
+	for p, n := range setBy {
+		within := path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[")
+		if within && len(p) > longest {
+			name, longest = n, len(p)
+		}
+	}
+	return name
 }
 
 // apply sets path from the variable name when it is present.
@@ -97,28 +135,54 @@ func (a *envApplier) apply(name, path string) {
 		return
 	}
 	a.used[name] = true
-	warnings, err := a.c.set(path, value)
-	a.warnings = append(a.warnings, warnings...)
+	a.setBy[path] = name
+	unimplemented, err := a.c.set(path, value)
+	a.unimplemented = append(a.unimplemented, unimplemented...)
 	var ke *KeyError
 	switch {
 	case errors.Is(err, ErrNotImplemented):
-		w := fmt.Sprintf("config: %s sets %q, which is not implemented by Gyre and is ignored", name, path)
-		if v, f, _, rerr := resolve(reflect.ValueOf(a.c).Elem(), path); rerr == nil {
-			if f.instead != "" {
-				w += ": " + f.instead
-			}
-			// Kept, as a file's value is, so that Unsupported sees it.
-			var raw any
-			if json.Unmarshal([]byte(value), &raw) != nil {
-				raw = value
-			}
-			v.Set(reflect.ValueOf(Unimplemented{value: raw}))
-		}
-		a.warnings = append(a.warnings, w)
+		a.keepUnimplemented(path, value)
 	case errors.As(err, &ke):
 		a.errs = append(a.errs, fmt.Errorf("%w (from %s)", err, name))
 	case err != nil:
 		a.errs = append(a.errs, keyErr(path, fmt.Errorf("%w (from %s)", err, name)))
+	}
+}
+
+// keepUnimplemented stores the value of an Unimplemented key, as a file's
+// is, so that Unsupported sees it.
+func (a *envApplier) keepUnimplemented(path, value string) {
+	v, f, canon, err := resolve(reflect.ValueOf(a.c).Elem(), path)
+	if err != nil {
+		return
+	}
+	var raw any
+	if json.Unmarshal([]byte(value), &raw) != nil {
+		raw = value
+	}
+	v.Set(reflect.ValueOf(Unimplemented{value: raw}))
+	if inEffect(f, raw) {
+		a.unimplemented = append(a.unimplemented, UnsupportedKey{Path: canon, Instead: f.instead})
+	}
+}
+
+// warnUnknown warns about each variable no key took, with the closest
+// known name when it looks like a typo of one, but for those Kubernetes
+// sets for a Service (see kubernetesService): they are not configuration.
+func (a *envApplier) warnUnknown(prefix string) {
+	var known []string
+	for _, name := range sortedKeys(a.vars) {
+		if a.used[name] {
+			continue
+		}
+		if _, ok := kubernetesService(name, a.vars); ok {
+			continue
+		}
+		if known == nil {
+			known = slices.Sorted(slices.Values(a.c.knownEnvNames(prefix)))
+		}
+		// Variable names are long: a fifth of the name, at least 2 edits.
+		a.warnings = append(a.warnings, unknownEnvWarning(name, closest(name, known, max(2, len(name)/5))))
 	}
 }
 
@@ -165,24 +229,54 @@ func (c *Config) knownEnvNames(p string) []string {
 	return names
 }
 
-// unknownEnvWarning names a variable no key matches and, when one known
-// name is close enough to be a typo of it, suggests that name.
-func unknownEnvWarning(name string, known []string) string {
+// unknownEnvWarning names a variable no key matches and the known name it
+// may be a typo of, if any.
+func unknownEnvWarning(name, suggestion string) string {
 	msg := fmt.Sprintf("config: unknown environment variable %s ignored", name)
-	// Variable names are long: a fifth of the name, at least 2 edits.
-	if s := closest(name, slices.Sorted(slices.Values(known)), max(2, len(name)/5)); s != "" {
-		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	if suggestion != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", suggestion)
 	}
 	return msg
 }
 
-// platformEnv matches variables that Kubernetes injects for a Service whose
-// name equals the prefix (GYRE_PORT, GYRE_SERVICE_HOST ...): they are not
-// configuration, so they give no warning.
-var platformEnv = regexp.MustCompile(`(^|_)(PORT|PORT_\d+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?|SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?)$`)
+// kubernetesShape matches what follows a Service's part in the names of the
+// variables Kubernetes sets in a pod for each Service of its namespace. The
+// Service's part is its name upper-cased with '-' as '_': for a Service
+// "gyre-api", GYRE_API_SERVICE_HOST, GYRE_API_SERVICE_PORT,
+// GYRE_API_SERVICE_PORT_<PORT NAME>, GYRE_API_PORT=tcp://10.0.0.1:8000 and
+// GYRE_API_PORT_8000_TCP (with _PROTO, _PORT and _ADDR).
+var kubernetesShape = regexp.MustCompile(`^(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\d+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)$`)
 
-func isPlatformEnv(prefix, name string) bool {
-	return platformEnv.MatchString(strings.TrimPrefix(name, prefix))
+// kubernetesService returns the Service part of name when name is one of
+// the variables Kubernetes sets for a Service: it has one of their shapes,
+// and vars holds the Service's <PART>_SERVICE_HOST, which Kubernetes sets
+// for every Service it sets any of them for. The shape alone is not
+// enough: GYRE_HTTP_SERVR_PORT=9000 has it, and is a misspelt key.
+func kubernetesService(name string, vars map[string]string) (string, bool) {
+	for i := range len(name) {
+		if name[i] != '_' || !kubernetesShape.MatchString(name[i+1:]) {
+			continue
+		}
+		if _, ok := vars[name[:i]+"_SERVICE_HOST"]; ok {
+			return name[:i], true
+		}
+	}
+	return "", false
+}
+
+// serviceURL matches the value Kubernetes gives <PART>_PORT:
+// tcp://10.0.0.1:8000, as no port key takes.
+var serviceURL = regexp.MustCompile(`^(tcp|udp|sctp)://`)
+
+// kubernetesOverKey tells a variable whose name is a key's but which
+// Kubernetes set for a Service: a Service "gyre-grpc-api" gives
+// GYRE_GRPC_API_PORT=tcp://10.0.0.1:10000, the name of grpc_api.port.
+func kubernetesOverKey(name, value string, vars map[string]string) (service string, ok bool) {
+	part, ok := kubernetesService(name, vars)
+	if !ok || !serviceURL.MatchString(value) {
+		return "", false
+	}
+	return strings.ToLower(strings.ReplaceAll(part, "_", "-")), true
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -110,7 +111,7 @@ func TestApplyEnvWarningsAndErrors(t *testing.T) {
 		"GYRE_CHANNEL_NAMESPACES_MISSING_PRESENCE=true",
 	})
 	wantWarnings := []string{
-		`config: GYRE_GRAPHITE sets "graphite", which is not implemented by Gyre and is ignored: Gyre exports Prometheus metrics only (prometheus.enabled); scrape them, or forward them to Graphite with a Prometheus exporter.`,
+		`config: key "graphite" is not implemented by Gyre and is ignored (set by GYRE_GRAPHITE): Gyre exports Prometheus metrics only (prometheus.enabled); scrape them, or forward them to Graphite with a Prometheus exporter.`,
 		"config: unknown environment variable GYRE_CHANNEL_NAMESPACES_MISSING_PRESENCE ignored",
 		"config: unknown environment variable GYRE_HTTP_SERVER_PROT ignored (did you mean GYRE_HTTP_SERVER_PORT?)",
 	}
@@ -126,6 +127,75 @@ func TestApplyEnvWarningsAndErrors(t *testing.T) {
 	var ke *KeyError
 	if !errors.As(err, &ke) || ke.Path != "client.channel_limit" {
 		t.Errorf("error %v is not a KeyError for client.channel_limit", err)
+	}
+}
+
+// kubernetesVars are the variables Kubernetes sets in a pod for a Service
+// named service with one port, 8000, named http.
+func kubernetesVars(service string) []string {
+	p := strings.ToUpper(strings.ReplaceAll(service, "-", "_"))
+	return []string{
+		p + "_SERVICE_HOST=10.0.0.1", p + "_SERVICE_PORT=8000", p + "_SERVICE_PORT_HTTP=8000",
+		p + "_PORT=tcp://10.0.0.1:8000", p + "_PORT_8000_TCP=tcp://10.0.0.1:8000",
+		p + "_PORT_8000_TCP_PROTO=tcp", p + "_PORT_8000_TCP_PORT=8000", p + "_PORT_8000_TCP_ADDR=10.0.0.1",
+	}
+}
+
+func TestKubernetesVariablesSilent(t *testing.T) {
+	// gyre-http gives GYRE_HTTP_SERVICE_PORT, two edits from
+	// GYRE_HTTP_SERVER_PORT; gyre-service gives GYRE_SERVICE_SERVICE_HOST
+	// and GYRE_SERVICE_PORT.
+	for _, service := range []string{"gyre", "gyre-api", "gyre-admin", "gyre-http", "gyre-grpc", "gyre-service", "centrifugo"} {
+		t.Run(service, func(t *testing.T) {
+			c := Default()
+			prefix := strings.ToUpper(strings.SplitN(service, "-", 2)[0])
+			warnings, err := c.ApplyEnv(prefix, kubernetesVars(service))
+			if err != nil || len(warnings) > 0 {
+				t.Fatalf("ApplyEnv = %q, %v; want no warning", warnings, err)
+			}
+			if !reflect.DeepEqual(c, Default()) {
+				t.Errorf("the Service's variables changed the config:\n%s", diffConfigs(t, c, Default()))
+			}
+		})
+	}
+}
+
+func TestKubernetesLookalikesWarn(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"misspelt port", []string{"GYRE_HTTP_SERVR_PORT=9000"},
+			"config: unknown environment variable GYRE_HTTP_SERVR_PORT ignored (did you mean GYRE_HTTP_SERVER_PORT?)"},
+		{"misspelt port beside a Service", append(kubernetesVars("gyre"), "GYRE_HTTP_SERVR_PORT=9000"),
+			"config: unknown environment variable GYRE_HTTP_SERVR_PORT ignored (did you mean GYRE_HTTP_SERVER_PORT?)"},
+		{"service port shape without a Service", []string{"GYRE_HTTP_SERVICE_PORT=9000"},
+			"config: unknown environment variable GYRE_HTTP_SERVICE_PORT ignored (did you mean GYRE_HTTP_SERVER_PORT?)"},
+		{"port without a Service", []string{"GYRE_PORT=9000"},
+			"config: unknown environment variable GYRE_PORT ignored"},
+		{"service URL without its Service", []string{"GYRE_API_PORT=tcp://10.0.0.1:8000"},
+			"config: unknown environment variable GYRE_API_PORT ignored"},
+		{"a Service named like a key", kubernetesVars("gyre-grpc-api"),
+			`config: GYRE_GRPC_API_PORT=tcp://10.0.0.1:8000 is the variable Kubernetes sets for the Service "gyre-grpc-api", not a value of grpc_api.port: ignored (rename the Service, or set enableServiceLinks: false in the pod spec)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			warnings, err := c.ApplyEnv("GYRE", tt.env)
+			if err != nil || !slices.Equal(warnings, []string{tt.want}) {
+				t.Fatalf("ApplyEnv = %q, %v; want one warning %q", warnings, err, tt.want)
+			}
+			if c.HTTPServer.Port != 8000 || c.GRPCAPI.Port != Default().GRPCAPI.Port {
+				t.Errorf("ports %d, %d changed", c.HTTPServer.Port, c.GRPCAPI.Port)
+			}
+		})
+	}
+	// A port the user sets keeps working beside a Service of that name.
+	c := Default()
+	warnings, err := c.ApplyEnv("GYRE", append(kubernetesVars("gyre-grpc-api")[:1], "GYRE_GRPC_API_PORT=10001"))
+	if err != nil || len(warnings) > 0 || c.GRPCAPI.Port != 10001 {
+		t.Fatalf("ApplyEnv = %q, %v, port %d; want port 10001 set silently", warnings, err, c.GRPCAPI.Port)
 	}
 }
 
@@ -189,6 +259,47 @@ func TestResolveReadsBothPrefixes(t *testing.T) {
 	c, _, err = Resolve(Sources{EnvPrefixes: []string{"GYRE"}, Environ: []string{"CENTRIFUGO_HTTP_SERVER_PORT=7000"}})
 	if err != nil || c.HTTPServer.Port != 8000 {
 		t.Errorf("EnvPrefixes GYRE only: port %d, %v; want 8000", c.HTTPServer.Port, err)
+	}
+}
+
+func TestResolveReportsUnsupportedOnce(t *testing.T) {
+	// client.concurrency is set by the file and both prefixes; the
+	// namespace's subscription_type comes inside a JSON variable; the
+	// buffer size is a typed key from the file alone.
+	file := filepath.Join(t.TempDir(), "config.json")
+	content := `{"client": {"concurrency": 4}, "websocket": {"write_buffer_size": 8192}}`
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, warnings, err := Resolve(Sources{File: file, Environ: []string{
+		"CENTRIFUGO_CLIENT_CONCURRENCY=2",
+		"GYRE_CLIENT_CONCURRENCY=3",
+		`GYRE_CHANNEL_NAMESPACES=[{"name": "maps", "subscription_type": "map"}]`,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, setBy := range map[string]string{
+		"client.concurrency":                      "GYRE_CLIENT_CONCURRENCY",
+		"channel.namespaces[0].subscription_type": "GYRE_CHANNEL_NAMESPACES",
+		"websocket.write_buffer_size":             "",
+	} {
+		var lines []string
+		for _, w := range warnings {
+			if strings.Contains(w, `"`+key+`"`) {
+				lines = append(lines, w)
+			}
+		}
+		if len(lines) != 1 {
+			t.Errorf("%d warnings about %s, want 1: %q", len(lines), key, lines)
+			continue
+		}
+		if setBy != "" && !strings.Contains(lines[0], "(set by "+setBy+")") {
+			t.Errorf("warning %q does not name %s", lines[0], setBy)
+		}
+	}
+	if len(warnings) != 3 {
+		t.Errorf("warnings %q, want 3", warnings)
 	}
 }
 

@@ -51,24 +51,30 @@ func applyDefaults(v reflect.Value) {
 // environment and flags may still change the result: call Validate after
 // them, or use Resolve. The warnings name unknown and unimplemented keys.
 func Load(path string) (*Config, []string, error) {
+	c, d, err := load(path)
+	return c, d.report(), err
+}
+
+// load is Load keeping the decoder's findings apart, for Resolve.
+func load(path string) (*Config, *decoder, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config: read file: %w", err)
+		return nil, &decoder{}, fmt.Errorf("config: read file: %w", err)
 	}
 	format, err := FormatOf(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, &decoder{}, err
 	}
-	c, warnings, err := LoadBytes(data, format)
+	c, d, err := loadBytes(data, format)
 	var se *SyntaxError
 	if errors.As(err, &se) {
 		se.File = path
-		return nil, warnings, se
+		return nil, d, se
 	}
 	if err != nil {
-		return nil, warnings, fmt.Errorf("%w (in %s)", err, path)
+		return nil, d, fmt.Errorf("%w (in %s)", err, path)
 	}
-	return c, warnings, nil
+	return c, d, nil
 }
 
 // FormatOf tells the format of a configuration file by its extension.
@@ -88,20 +94,27 @@ func FormatOf(path string) (string, error) {
 // LoadBytes parses a configuration in the given format (json, yaml or toml)
 // over the defaults. Like Load, it does not validate.
 func LoadBytes(data []byte, format string) (*Config, []string, error) {
+	c, d, err := loadBytes(data, format)
+	return c, d.report(), err
+}
+
+// loadBytes is LoadBytes keeping the decoder's findings apart; the decoder
+// is never nil.
+func loadBytes(data []byte, format string) (*Config, *decoder, error) {
+	d := &decoder{}
 	tree, err := parse(data, format)
 	if err != nil {
-		return nil, nil, err
+		return nil, d, err
 	}
 	c := Default()
 	if tree == nil { // an empty file
-		return c, nil, nil
+		return c, d, nil
 	}
-	d := &decoder{}
 	d.table("", reflect.ValueOf(c).Elem(), tree)
 	if err := d.err(); err != nil {
-		return nil, d.warnings, err
+		return nil, d, err
 	}
-	return c, d.warnings, nil
+	return c, d, nil
 }
 
 // parse turns a file into tables, lists and scalars.

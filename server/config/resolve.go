@@ -1,5 +1,7 @@
 package config
 
+import "maps"
+
 // Sources are the layers Resolve reads, lowest precedence first.
 type Sources struct {
 	// File is the path of a JSON, YAML or TOML file; empty reads none.
@@ -21,7 +23,8 @@ type Sources struct {
 
 // Resolve builds the configuration from defaults, file, environment and
 // flags, in that order of precedence, then validates it. The warnings name
-// unknown and unimplemented keys and variables.
+// unknown keys and variables, and each key Gyre ignores once, whichever
+// layers set it.
 func Resolve(s Sources) (*Config, []string, error) {
 	c := Default()
 	if s.Base != nil && s.File == "" {
@@ -29,8 +32,8 @@ func Resolve(s Sources) (*Config, []string, error) {
 	}
 	var warnings []string
 	if s.File != "" {
-		loaded, w, err := Load(s.File)
-		warnings = append(warnings, w...)
+		loaded, d, err := load(s.File)
+		warnings = append(warnings, d.warnings...)
 		if err != nil {
 			return nil, warnings, err
 		}
@@ -40,12 +43,14 @@ func Resolve(s Sources) (*Config, []string, error) {
 	if len(prefixes) == 0 {
 		prefixes = EnvPrefixes
 	}
+	setBy := map[string]string{}
 	for _, p := range prefixes {
-		w, err := c.ApplyEnv(p, s.Environ)
-		warnings = append(warnings, w...)
+		a, err := c.applyEnv(p, s.Environ)
+		warnings = append(warnings, a.warnings...)
 		if err != nil {
 			return nil, warnings, err
 		}
+		maps.Copy(setBy, a.setBy)
 	}
 	if err := c.SetAll(s.Flags); err != nil {
 		return nil, warnings, err
@@ -53,12 +58,10 @@ func Resolve(s Sources) (*Config, []string, error) {
 	if err := c.Validate(); err != nil {
 		return nil, warnings, err
 	}
-	// Unimplemented keys were reported as they were read; keys that parse
-	// but have no effect yet are reported here, whichever layer set them.
+	// Each layer kept the unimplemented keys it read: the final values
+	// tell which are in effect, once each.
 	for _, k := range c.Unsupported() {
-		if k.declared {
-			warnings = append(warnings, unsupportedWarning(k.Path, k.Instead))
-		}
+		warnings = append(warnings, unsupportedWarning(k.Path, k.Instead, setterOf(setBy, k.Path)))
 	}
 	warnings = append(warnings, c.Notices()...)
 	return c, warnings, nil

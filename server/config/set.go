@@ -17,19 +17,19 @@ import (
 // by commas or spaces; a table or a list of tables takes JSON. Set does not
 // validate.
 func (c *Config) Set(path, value string) error {
-	warnings, err := c.set(path, value)
+	unimplemented, err := c.set(path, value)
 	if err != nil {
 		return err
 	}
-	if len(warnings) > 0 {
-		return errors.New(strings.Join(warnings, "; "))
+	if len(unimplemented) > 0 {
+		return errors.New(strings.Join(unsupportedWarnings(unimplemented), "; "))
 	}
 	return nil
 }
 
-// set is Set returning warnings (unimplemented keys inside a JSON value)
-// apart from errors.
-func (c *Config) set(path, value string) ([]string, error) {
+// set is Set returning the unimplemented keys in effect inside a JSON
+// value apart from errors.
+func (c *Config) set(path, value string) ([]UnsupportedKey, error) {
 	v, f, canon, err := resolve(reflect.ValueOf(c).Elem(), path)
 	if err != nil {
 		return nil, keyErr(path, err)
@@ -110,7 +110,7 @@ func parseSegment(seg string) (name string, idx int, indexed bool, err error) {
 
 // setString stores the text form of a value into the field v at path. The
 // errors it returns name the path.
-func setString(v reflect.Value, f field, path, s string) ([]string, error) {
+func setString(v reflect.Value, f field, path, s string) ([]UnsupportedKey, error) {
 	switch f.kind {
 	case kindUnimplemented:
 		return nil, keyErr(path, ErrNotImplemented)
@@ -137,7 +137,7 @@ func setString(v reflect.Value, f field, path, s string) ([]string, error) {
 
 // setJSON stores a table or a list of tables given as JSON. Unknown keys in
 // it are errors: there is no file to warn about.
-func setJSON(v reflect.Value, f field, path, s, opening string) ([]string, error) {
+func setJSON(v reflect.Value, f field, path, s, opening string) ([]UnsupportedKey, error) {
 	trimmed := strings.TrimSpace(s)
 	if !strings.HasPrefix(trimmed, opening) {
 		return nil, keyErr(path, fmt.Errorf("expected JSON starting with %q, got %q", opening, s))
@@ -158,10 +158,10 @@ func setJSON(v reflect.Value, f field, path, s, opening string) ([]string, error
 		d.table(path, tmp, tree)
 	}
 	if err := d.err(); err != nil {
-		return d.warnings, err
+		return d.unimplemented, err
 	}
 	v.Set(tmp)
-	return d.warnings, nil
+	return d.unimplemented, nil
 }
 
 // setNamed sets a list of tables from names alone ("chat news" or

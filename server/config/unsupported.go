@@ -14,9 +14,6 @@ type UnsupportedKey struct {
 	Path string
 	// Instead says what to do instead.
 	Instead string
-	// declared is true for a typed key (parsed and validated, but with no
-	// effect yet), false for an Unimplemented one, which loading reports.
-	declared bool
 }
 
 func (k UnsupportedKey) String() string {
@@ -49,7 +46,7 @@ func unsupportedIn(v reflect.Value, path string, out *[]UnsupportedKey) {
 			}
 		case f.instead != "" && f.kind != kindStruct:
 			if !atDefault(fv, f) {
-				*out = append(*out, UnsupportedKey{Path: p, Instead: f.instead, declared: true})
+				*out = append(*out, UnsupportedKey{Path: p, Instead: f.instead})
 			}
 		case f.kind == kindStruct:
 			// A table whose keys only matter together says itself what
@@ -80,11 +77,24 @@ func atDefault(v reflect.Value, f field) bool {
 	return reflect.DeepEqual(v.Interface(), def.Interface())
 }
 
-// unsupportedWarning is the start-up warning about a key Gyre ignores.
-func unsupportedWarning(path, instead string) string {
+// unsupportedWarning is the start-up warning about a key Gyre ignores;
+// from, when not empty, names the environment variable that set it.
+func unsupportedWarning(path, instead, from string) string {
 	msg := fmt.Sprintf("config: key %q is not implemented by Gyre and is ignored", path)
+	if from != "" {
+		msg += " (set by " + from + ")"
+	}
 	if instead != "" {
 		msg += ": " + instead
 	}
 	return msg
+}
+
+// unsupportedWarnings are the warnings of keys no variable set.
+func unsupportedWarnings(keys []UnsupportedKey) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = unsupportedWarning(k.Path, k.Instead, "")
+	}
+	return out
 }

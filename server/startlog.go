@@ -1,0 +1,117 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/gyrehq/gyre/server/config"
+)
+
+// The start-up log says what runs where, so that an operator reading it
+// knows which engine the node uses and what each port serves without
+// reading the config back: a line per engine part, then a "listening"
+// line per listener naming the config key of its port, whether it speaks
+// TLS and what it serves.
+
+// route serves h for pattern on mux and notes it, as what, for the
+// listening line of mux.
+func (s *Server) route(mux *http.ServeMux, what, pattern string, h http.Handler) {
+	mux.Handle(pattern, h)
+	s.note(mux, what+" "+pattern)
+}
+
+// note adds what to the endpoints the listening line of mux names.
+func (s *Server) note(mux *http.ServeMux, what string) {
+	if s.serves == nil {
+		s.serves = map[*http.ServeMux][]string{}
+	}
+	s.serves[mux] = append(s.serves[mux], what)
+}
+
+// apiAccess says who may call the HTTP API: the three cases an operator
+// must tell apart, since an API without key and not insecure refuses
+// every call.
+func apiAccess(a config.HTTPAPI) string {
+	switch {
+	case a.Insecure:
+		return "no key checked: http_api.insecure"
+	case a.Key != "":
+		return "X-API-Key required"
+	default:
+		return "no http_api.key set: refuses every call"
+	}
+}
+
+// logListening writes the line of one listener: the config key of its
+// port, its address, TLS, and what it serves.
+func (s *Server) logListening(portKey, addr string, tls bool, serves []string, attrs ...any) {
+	if serves == nil {
+		serves = []string{} // logged as [], not null
+	}
+	s.log.Info("listening", append([]any{"listener", portKey, "address", addr, "tls", tls, "serves", serves}, attrs...)...)
+}
+
+// logEngine writes which engine the node runs on and, when broker or
+// presence_manager replace a part of it, which; for Redis, how it is
+// reached (single, sharded, sentinel or cluster) and where, without
+// credentials.
+func logEngine(c *config.Config, log *slog.Logger) {
+	log.Info("engine", backendAttrs(c.Engine.Type, c.Engine.Redis.Redis)...)
+	// A nats broker is reported as unsupported; the engine's stays.
+	if b := c.Broker; b.Enabled && b.Type != "nats" {
+		log.Info("broker", backendAttrs(b.Type, b.Redis.Redis)...)
+	}
+	if p := c.PresenceManager; p.Enabled {
+		log.Info("presence manager", backendAttrs(p.Type, p.Redis.Redis)...)
+	}
+}
+
+func backendAttrs(typ string, r config.Redis) []any {
+	if typ != "redis" {
+		return []any{"type", typ}
+	}
+	mode, addrs := redisShape(r)
+	attrs := []any{"type", typ, "redis_mode", mode, "redis_addresses", addrs}
+	if mode == "sentinel" {
+		attrs = append(attrs, "sentinel_master_name", r.SentinelMasterName)
+	}
+	return attrs
+}
+
+// redisShape is how the engine reaches Redis, in the precedence the Redis
+// engine applies (sentinels, then a cluster, then addresses, several of
+// which shard channels), and the addresses it uses.
+func redisShape(r config.Redis) (mode string, addrs []string) {
+	switch {
+	case len(r.SentinelAddress) > 0:
+		return "sentinel", withoutCredentials(r.SentinelAddress)
+	case len(r.ClusterAddress) > 0:
+		return "cluster", withoutCredentials(r.ClusterAddress)
+	case len(r.Address) > 1:
+		return "sharded", withoutCredentials(r.Address)
+	}
+	return "single", withoutCredentials(r.Address)
+}
+
+// withoutCredentials drops what precedes the last '@' of each address
+// after its scheme (redis://user:password@host:6379/0 gives
+// redis://host:6379/0), so that no password reaches the log, even one with
+// characters a URL parser would split on.
+func withoutCredentials(addrs []string) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		scheme, rest, ok := strings.Cut(a, "://")
+		if !ok {
+			scheme, rest = "", a
+		}
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			rest = rest[at+1:]
+		}
+		if ok {
+			rest = scheme + "://" + rest
+		}
+		out[i] = rest
+	}
+	return out
+}
