@@ -15,7 +15,7 @@ func TestSubcommandHelp(t *testing.T) {
 	cmds := map[string]string{
 		"genconfig": "gyre genconfig", "checkconfig": "gyre checkconfig", "defaultconfig": "gyre defaultconfig",
 		"gentoken": "gyre gentoken", "gensubtoken": "gyre gensubtoken", "checktoken": "gyre checktoken",
-		"checksubtoken": "gyre checksubtoken", "filter": "gyre filter", "bench": "gyre bench",
+		"checksubtoken": "gyre checksubtoken", "filter": "gyre filter", "bench": "gyre bench", "health": "gyre health",
 	}
 	for cmd, want := range cmds {
 		for _, flag := range []string{"-h", "--help"} {

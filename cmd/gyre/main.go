@@ -11,6 +11,7 @@
 //	gyre checktoken [-c config.json] TOKEN                 verify a connection token
 //	gyre checksubtoken [-c config.json] TOKEN              verify a subscription token
 //	gyre filter 'EXPR'                                     print a tags filter expression as a JSON tree
+//	gyre health [--url URL] [-c config.json]               exit 0 when the server's health endpoint answers 200
 //	gyre version
 //	gyre bench SCENARIO --url ws://...                     load test any Centrifugo-compatible server
 package main
@@ -57,6 +58,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 			return checkToken(args[1:], stdout, true)
 		case "filter":
 			return filterCmd(args[1:], stdout)
+		case "health":
+			return healthCmd(args[1:], stdout)
 		case "version", "--version", "-version", "-v":
 			return printVersion(stdout)
 		case "bench":
@@ -89,6 +92,7 @@ const usageText = `Usage:
   gyre checktoken [-c config.json] TOKEN
   gyre checksubtoken [-c config.json] TOKEN
   gyre filter 'EXPR'                  print the tags filter tree of an expression
+  gyre health [--url URL] [-c config.json]   exit 0 when the health endpoint answers 200, else 1
   gyre version                        (or gyre --version)
   gyre bench SCENARIO --url ws://HOST:PORT/connection/websocket [...]   load test (idle, fanout, channels, connect)
 

@@ -25,6 +25,7 @@ var synopses = map[string]string{
 	"gensubtoken":   "gyre gensubtoken -u USER -s CHANNEL [-t TTL] [-c FILE]\n\nPrint an HS256 subscription token, signed with client.subscription_token.hmac_secret_key\nwhen client.subscription_token.enabled, else client.token.hmac_secret_key.",
 	"checktoken":    "gyre checktoken [-c FILE] TOKEN\n\nVerify a connection token with the config's client.token keys; print its claims or the error.",
 	"checksubtoken": "gyre checksubtoken [-c FILE] TOKEN\n\nVerify a subscription token with the config's keys (client.subscription_token when enabled,\nelse client.token); print its claims or the error.",
+	"health":        "gyre health [--url URL] [-c FILE] [--timeout 5s]\n\nAsk a running server's health endpoint whether it can serve: exit 0 when it answers 200, 1\notherwise, with the reason. For images without curl (the container's HEALTHCHECK). Without\n--url the URL comes from the config: its port (the internal port when set), TLS and\nhealth.handler_prefix, on the loopback address, with the environment (GYRE_*) applied;\nwithout -c, from the defaults: http://127.0.0.1:8000/health. Over https to a URL taken from\nthe config the certificate is not verified (it names no loopback address; nothing secret is\nsent). health.enabled must be on in the server's config.",
 	"filter":        "gyre filter [-format] 'EXPR'\n\nPrint the tags filter tree (the tf of a subscribe) of an expression; with -format, read a\ntree and print it as an expression.",
 }
 

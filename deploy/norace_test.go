@@ -1,0 +1,5 @@
+//go:build !race
+
+package deploy_test
+
+const raceEnabled = false
