@@ -409,14 +409,16 @@ func (c *Client) badRequest(why string) {
 	c.Disconnect(DisconnectBadRequest)
 }
 
-// enqueue queues an encoded message; a full queue disconnects the client
-// as slow. On a connection with permessage-deflate it becomes a frame of
-// its own here, compressed for this connection alone: replies and
-// single pushes. Fan-outs queue frames made once for all (enqueueIn).
-func (c *Client) enqueue(msg []byte) {
+// enqueue queues an encoded message of kind (a frame type, see
+// Observer.MessagesSent); a full queue disconnects the client as slow. On
+// a connection with permessage-deflate it becomes a frame of its own
+// here, compressed for this connection alone: replies and single pushes.
+// Fan-outs queue frames made once for all (enqueueIn).
+func (c *Client) enqueue(kind string, msg []byte) {
 	if c.deflate != nil {
 		msg = c.deflate.AppendFrame(make([]byte, 0, len(msg)+16), c.proto == protocol.TypeProtobuf, msg)
 	}
+	c.sent(kind, len(msg))
 	c.enqueueIn(msg, nil)
 }
 
@@ -456,8 +458,7 @@ func (c *Client) enqueueReply(method string, r *protocol.Reply) {
 		c.node.log.Error("encode reply", "client", c.id, "error", err)
 		return
 	}
-	c.sent(method, len(msg))
-	c.enqueue(msg)
+	c.enqueue(method, msg)
 }
 
 // replyPayloadsJSON reports whether every application payload of a reply
@@ -505,12 +506,11 @@ func (c *Client) enqueuePush(p *protocol.Push) {
 		c.node.log.Error("encode push", "client", c.id, "error", err)
 		return
 	}
-	c.sent(pushKind(p), len(msg))
-	c.enqueue(msg)
+	c.enqueue(pushKind(p), msg)
 }
 
-// sent tells the Observer of one message of kind, size bytes, queued to
-// the client alone.
+// sent tells the Observer of one message of kind, size bytes as queued,
+// sent to the client alone.
 func (c *Client) sent(kind string, size int) {
 	if !c.hidden {
 		c.node.obs.MessagesSent(c.transport.Name(), kind, 1, size)

@@ -124,13 +124,12 @@ func (p *pinger) run(done <-chan struct{}) {
 		batch = p.collect(cur, batch[:0])
 		for _, c := range batch {
 			c.awaitingPong.Store(p.pongTimeout > 0 && !c.uni)
+			ping := pingMsgs[c.proto]
 			if c.deflate != nil {
-				c.enqueueIn(pingFrames[c.proto], nil)
-				sent.add(c.tslot, 1, len(pingFrames[c.proto]))
-			} else {
-				c.enqueue(pingMsgs[c.proto])
-				sent.add(c.tslot, 1, len(pingMsgs[c.proto]))
+				ping = pingFrames[c.proto]
 			}
+			c.enqueueIn(ping, nil)
+			sent.add(c.tslot, 1, len(ping))
 		}
 		sent.report(p.n, "server_ping")
 		clear(batch)
