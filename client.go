@@ -35,6 +35,13 @@ type Client struct {
 	// hidden: the connection of Node.Tail, which no handler and no
 	// metric sees.
 	hidden bool
+	// tslot is the slot of the client's transport in the tallies of
+	// fan-outs (transportSlots); sdk (an index in clientNames) and
+	// versioned say what the connect told of the client's SDK (ConnInfo),
+	// set under mu.
+	tslot     uint8
+	sdk       uint8
+	versioned bool
 	// declineCompaction: the client's SDK offers channel compaction but
 	// cannot use it (see compactionBroken).
 	declineCompaction bool
@@ -82,6 +89,7 @@ func (n *Node) NewClient(ctx context.Context, t Transport) *Client {
 		transport: t,
 		proto:     t.Protocol(),
 		uni:       t.Unidirectional(),
+		tslot:     n.transports.slot(t.Name()),
 		ctx:       ctx,
 		startedAt: time.Now(),
 		closed:    make(chan struct{}),
@@ -226,30 +234,44 @@ func (c *Client) HandleFrame(frame []byte) bool {
 		c.Disconnect(DisconnectBadRequest)
 		return false
 	}
-	for _, cmd := range cmds {
-		if !c.handleCommand(cmd) {
+	return c.handleCommands(cmds, len(frame))
+}
+
+// handleCommands runs the commands of one frame, size bytes long: those of
+// HandleFrame, and those a handler decoded itself because it had to check
+// them before it answered (the first commands of an emulated connection).
+func (c *Client) handleCommands(cmds []*protocol.Command, size int) bool {
+	for i, cmd := range cmds {
+		// Each command is counted with its share of the frame; the first
+		// takes what does not divide.
+		share := size / len(cmds)
+		if i == 0 {
+			share += size % len(cmds)
+		}
+		if !c.handleCommand(cmd, share) {
 			return false
 		}
 	}
 	return c.state.Load() != stateClosed
 }
 
-// handleCommands runs commands decoded by a handler that had to check them
-// before it answered (the first commands of an emulated connection).
-func (c *Client) handleCommands(cmds []*protocol.Command) bool {
-	for _, cmd := range cmds {
-		if !c.handleCommand(cmd) {
-			return false
-		}
+// handleCommand runs one command, size bytes of the frame, and measures
+// it; it returns false when the client was disconnected.
+func (c *Client) handleCommand(cmd *protocol.Command, size int) bool {
+	method := commandMethod(cmd)
+	c.node.obs.CommandReceived(c.transport.Name(), method, size)
+	if method == "pong" {
+		return c.runCommand(cmd, method)
 	}
-	return c.state.Load() != stateClosed
+	start := time.Now()
+	ok := c.runCommand(cmd, method)
+	c.node.obs.CommandDone(method, time.Since(start))
+	return ok
 }
 
-// handleCommand runs one command; it returns false when the client was
-// disconnected.
-func (c *Client) handleCommand(cmd *protocol.Command) bool {
+// runCommand runs one command of the given method.
+func (c *Client) runCommand(cmd *protocol.Command, method string) bool {
 	c.awaitingPong.Store(false)
-	c.node.obs.CommandReceived(commandMethod(cmd))
 	st := c.state.Load()
 	if st == stateClosed {
 		return false
@@ -287,7 +309,7 @@ func (c *Client) handleCommand(cmd *protocol.Command) bool {
 		return false
 	}
 	if c.limits != nil && !c.limits.allow(cmd) {
-		return c.overRateLimit(cmd)
+		return c.overRateLimit(cmd, method)
 	}
 	var reply *protocol.Reply
 	var err error
@@ -315,7 +337,7 @@ func (c *Client) handleCommand(cmd *protocol.Command) bool {
 	default:
 		err = ErrorMethodNotFound
 	}
-	return c.finishCommand(cmd.Id, reply, err)
+	return c.finishCommand(method, cmd.Id, reply, err)
 }
 
 // commandMethod names a command's method for metrics.
@@ -358,9 +380,9 @@ func isEmptyCommand(cmd *protocol.Command) bool {
 		cmd.Ping == nil && cmd.Rpc == nil && cmd.Refresh == nil && cmd.SubRefresh == nil
 }
 
-// finishCommand sends the reply or the error of a command. A *Disconnect
-// error closes the connection.
-func (c *Client) finishCommand(id uint32, reply *protocol.Reply, err error) bool {
+// finishCommand sends the reply or the error of a command of the given
+// method. A *Disconnect error closes the connection.
+func (c *Client) finishCommand(method string, id uint32, reply *protocol.Reply, err error) bool {
 	if err != nil {
 		var d *Disconnect
 		if errors.As(err, &d) {
@@ -372,12 +394,13 @@ func (c *Client) finishCommand(id uint32, reply *protocol.Reply, err error) bool
 			c.node.log.Error("command failed", "client", c.id, "error", err)
 		}
 		reply = &protocol.Reply{Error: &protocol.Error{Code: e.Code, Message: e.Message, Temporary: e.Temporary}}
+		c.node.obs.CommandFailed(method, e.Code)
 	}
 	if reply == nil {
 		return true
 	}
 	reply.Id = id
-	c.enqueueReply(reply)
+	c.enqueueReply(method, reply)
 	return c.state.Load() != stateClosed
 }
 
@@ -386,14 +409,16 @@ func (c *Client) badRequest(why string) {
 	c.Disconnect(DisconnectBadRequest)
 }
 
-// enqueue queues an encoded message; a full queue disconnects the client
-// as slow. On a connection with permessage-deflate it becomes a frame of
-// its own here, compressed for this connection alone: replies and
-// single pushes. Fan-outs queue frames made once for all (enqueueIn).
-func (c *Client) enqueue(msg []byte) {
+// enqueue queues an encoded message of kind (a frame type, see
+// Observer.MessagesSent); a full queue disconnects the client as slow. On
+// a connection with permessage-deflate it becomes a frame of its own
+// here, compressed for this connection alone: replies and single pushes.
+// Fan-outs queue frames made once for all (enqueueIn).
+func (c *Client) enqueue(kind string, msg []byte) {
 	if c.deflate != nil {
 		msg = c.deflate.AppendFrame(make([]byte, 0, len(msg)+16), c.proto == protocol.TypeProtobuf, msg)
 	}
+	c.sent(kind, len(msg))
 	c.enqueueIn(msg, nil)
 }
 
@@ -421,7 +446,8 @@ func (c *Client) queueFull() {
 	}
 }
 
-func (c *Client) enqueueReply(r *protocol.Reply) {
+// enqueueReply queues the reply to a command of the given method.
+func (c *Client) enqueueReply(method string, r *protocol.Reply) {
 	if c.proto == protocol.TypeJSON && !replyPayloadsJSON(r) {
 		c.node.log.Info("binary payload in a reply to a JSON client", "client", c.id)
 		go c.Disconnect(DisconnectBadProtocol)
@@ -432,8 +458,7 @@ func (c *Client) enqueueReply(r *protocol.Reply) {
 		c.node.log.Error("encode reply", "client", c.id, "error", err)
 		return
 	}
-	c.node.obs.MessagesSent("reply", 1)
-	c.enqueue(msg)
+	c.enqueue(method, msg)
 }
 
 // replyPayloadsJSON reports whether every application payload of a reply
@@ -481,8 +506,41 @@ func (c *Client) enqueuePush(p *protocol.Push) {
 		c.node.log.Error("encode push", "client", c.id, "error", err)
 		return
 	}
-	c.node.obs.MessagesSent("push", 1)
-	c.enqueue(msg)
+	c.enqueue(pushKind(p), msg)
+}
+
+// sent tells the Observer of one message of kind, size bytes as queued,
+// sent to the client alone.
+func (c *Client) sent(kind string, size int) {
+	if !c.hidden {
+		c.node.obs.MessagesSent(c.transport.Name(), kind, 1, size)
+	}
+}
+
+// pushKind is the frame type of a push, for metrics.
+func pushKind(p *protocol.Push) string {
+	switch {
+	case p.Pub != nil:
+		return "push_publication"
+	case p.Join != nil:
+		return "push_join"
+	case p.Leave != nil:
+		return "push_leave"
+	case p.Unsubscribe != nil:
+		return "push_unsubscribe"
+	case p.Subscribe != nil:
+		return "push_subscribe"
+	case p.Message != nil:
+		return "push_message"
+	case p.Disconnect != nil:
+		return "push_disconnect"
+	case p.Connect != nil:
+		return "push_connect"
+	case p.Refresh != nil:
+		return "push_refresh"
+	default:
+		return "unknown"
+	}
 }
 
 func (c *Client) onWriteError(err error) {
@@ -504,6 +562,7 @@ func (c *Client) close(d *Disconnect, flush bool) {
 			c.expTimer.Stop()
 		}
 		user := c.user
+		info := c.connInfoLocked()
 		subs := c.subs
 		c.subs = nil
 		limits := c.limits
@@ -532,7 +591,7 @@ func (c *Client) close(d *Disconnect, flush bool) {
 		if c.hidden {
 			return
 		}
-		c.node.obs.Disconnected(d.Code)
+		c.node.obs.Disconnected(info, d.Code, prev == stateConnected)
 		lvl := slog.LevelDebug
 		if (d.Code >= 3500 && d.Code < 4000 || d == DisconnectSlow) && !refusalLogged {
 			lvl = slog.LevelInfo
@@ -548,7 +607,7 @@ func (c *Client) close(d *Disconnect, flush bool) {
 
 // overRateLimit answers a command refused by the rate limits: error 111,
 // or disconnect 3013 when the node is configured so.
-func (c *Client) overRateLimit(cmd *protocol.Command) bool {
+func (c *Client) overRateLimit(cmd *protocol.Command, method string) bool {
 	// The first refusal of a connection is logged at info, the rest at
 	// debug: a client looping on a refused command must not flood the log.
 	lvl := slog.LevelDebug
@@ -556,12 +615,12 @@ func (c *Client) overRateLimit(cmd *protocol.Command) bool {
 		c.limits.logged = true
 		lvl = slog.LevelInfo
 	}
-	c.node.log.Log(c.ctx, lvl, "client command over rate limit", "client", c.id, "user", c.UserID(), "method", commandMethod(cmd), "disconnect", c.node.rates.disconnect)
+	c.node.log.Log(c.ctx, lvl, "client command over rate limit", "client", c.id, "user", c.UserID(), "method", method, "disconnect", c.node.rates.disconnect)
 	if c.node.rates.disconnect {
 		c.Disconnect(DisconnectTooManyRequests)
 		return false
 	}
-	return c.finishCommand(cmd.Id, nil, ErrorTooManyRequests)
+	return c.finishCommand(method, cmd.Id, nil, ErrorTooManyRequests)
 }
 
 // closeTransport closes the transport with d, once. The node counts the
@@ -573,6 +632,19 @@ func (c *Client) closeTransport(d *Disconnect) {
 		c.node.live.Delete(c)
 		c.node.liveClients.Add(-1)
 	})
+}
+
+// connInfoLocked is what the Observer is told about the connection; c.mu
+// must be held.
+func (c *Client) connInfoLocked() ConnInfo {
+	return ConnInfo{Transport: c.transport.Name(), Client: clientNames[c.sdk], Versioned: c.versioned}
+}
+
+// connInfo is connInfoLocked taking c.mu.
+func (c *Client) connInfo() ConnInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connInfoLocked()
 }
 
 // clientInfo is what others see of this client in a channel.

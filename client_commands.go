@@ -178,12 +178,17 @@ func (c *Client) rpcCmd(req *protocol.RPCRequest) (*protocol.Reply, error) {
 	return &protocol.Reply{Rpc: &protocol.RPCResult{Data: rep.Data}}, nil
 }
 
-// brokerError logs a broker failure and maps it to the client's error.
+// brokerError logs a broker failure of a client's command (op) and maps it
+// to the client's error.
 func brokerError(n *Node, op, channel string, err error) error {
+	kind := "history"
+	if op != "history" {
+		kind = "presence"
+	}
 	if errors.Is(err, broker.ErrNotAvailable) {
-		n.logBrokerFailure(slog.LevelWarn, op+": broker not available", "channel", channel, "error", err)
+		n.logBrokerFailure(kind, slog.LevelWarn, op+": broker not available", "channel", channel, "error", err)
 		return ErrorInternal
 	}
-	n.logBrokerFailure(slog.LevelError, op+" failed", "channel", channel, "error", err)
+	n.logBrokerFailure(kind, slog.LevelError, op+" failed", "channel", channel, "error", err)
 	return ErrorInternal
 }

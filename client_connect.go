@@ -18,7 +18,7 @@ func (c *Client) connectCmd(id uint32, req *protocol.ConnectRequest) bool {
 		if c.uni {
 			err = uniConnectError(err)
 		}
-		return c.finishCommand(id, nil, err)
+		return c.finishCommand("connect", id, nil, err)
 	}
 	if c.uni {
 		c.enqueuePush(&protocol.Push{Connect: &protocol.Connect{
@@ -26,7 +26,7 @@ func (c *Client) connectCmd(id uint32, req *protocol.ConnectRequest) bool {
 			Expires: res.Expires, Ttl: res.Ttl, Ping: res.Ping, Pong: res.Pong, Node: res.Node,
 		}})
 	} else {
-		c.enqueueReply(&protocol.Reply{Id: id, Connect: res})
+		c.enqueueReply("connect", &protocol.Reply{Id: id, Connect: res})
 	}
 	c.afterConnect(subs)
 	if incomplete {
@@ -199,6 +199,7 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	c.expireAt = creds.ExpireAt
 	c.subs = make(map[string]*subscription)
 	c.declineCompaction = compactionBroken(c.proto, req.Name)
+	c.sdk, c.versioned = clientNameIndex(req.Name), req.Version != ""
 	c.mu.Unlock()
 
 	res := &protocol.ConnectResult{
@@ -234,6 +235,11 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 
 	if !c.state.CompareAndSwap(stateConnecting, stateConnected) {
 		return nil, nil, false, DisconnectConnectionClosed
+	}
+	// Counted at once: a close from now on counts the connection as
+	// connected (Disconnected), whatever happens below.
+	if !c.hidden {
+		n.obs.Connected(c.connInfo())
 	}
 	c.mu.Lock()
 	if c.staleTimer != nil {

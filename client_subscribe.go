@@ -114,14 +114,14 @@ func (c *Client) subscribeCmd(id uint32, req *protocol.SubscribeRequest) bool {
 	p, err := c.authorizeSubscribe(req)
 	if err != nil {
 		p.stream.end()
-		return c.finishCommand(id, nil, err)
+		return c.finishCommand("subscribe", id, nil, err)
 	}
 	s, res, err := c.startSubscription(p)
 	if err != nil {
 		p.stream.end()
-		return c.finishCommand(id, nil, err)
+		return c.finishCommand("subscribe", id, nil, err)
 	}
-	c.enqueueReply(&protocol.Reply{Id: id, Subscribe: res})
+	c.enqueueReply("subscribe", &protocol.Reply{Id: id, Subscribe: res})
 	s.activate(s.offset.Load())
 	s.stream.start(s)
 	return c.state.Load() != stateClosed
@@ -465,19 +465,38 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	}
 	if p.presence {
 		if err := n.presence.AddPresence(p.channel, c.id, c.clientInfo(p.chanInfo)); err != nil {
-			n.logBrokerFailure(slog.LevelError, "add presence", "channel", p.channel, "error", err)
+			n.logBrokerFailure("presence", slog.LevelError, "add presence", "channel", p.channel, "error", err)
 		}
 	}
 	if p.joinLeave {
 		if err := n.broker.PublishJoin(p.channel, c.clientInfo(p.chanInfo)); err != nil {
-			n.logBrokerFailure(slog.LevelError, "publish join", "channel", p.channel, "error", err)
+			n.logBrokerFailure("publish", slog.LevelError, "publish join", "channel", p.channel, "error", err)
+		} else {
+			n.obs.BrokerSent("join", 1)
 		}
 	}
 	if p.expireAt > 0 {
 		s.serverRefresh = p.serverRefresh
 		c.scheduleSubExpiry(s, p.expireAt)
 	}
+	c.observeStart(s)
 	return s, res, nil
+}
+
+// observeStart counts s as a subscription of its client (Observer's
+// Subscribed), unless it ended already.
+func (c *Client) observeStart(s *subscription) {
+	if !c.hidden && s.observed.CompareAndSwap(obsNew, obsCounted) {
+		c.node.obs.Subscribed(c.connInfo())
+	}
+}
+
+// observeEnd counts the end of s, if its start was counted; server tells
+// that the server ended it with a push of code.
+func (c *Client) observeEnd(s *subscription, code uint32, server bool) {
+	if s.observed.Swap(obsEnded) == obsCounted {
+		c.node.obs.Unsubscribed(c.connInfo(), code, server)
+	}
 }
 
 // fillStreamPosition sets the stream position of a subscribe result and,
@@ -492,7 +511,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	if !p.recover {
 		_, top, err := n.broker.History(p.channel, broker.HistoryOptions{MetaTTL: p.opts.HistoryMetaTTL})
 		if err != nil {
-			n.logBrokerFailure(slog.LevelError, "stream top", "channel", p.channel, "error", err)
+			n.logBrokerFailure("history", slog.LevelError, "stream top", "channel", p.channel, "error", err)
 			return ErrorInternal
 		}
 		res.Offset, res.Epoch = top.Offset, top.Epoch
@@ -507,7 +526,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 	}
 	pubs, top, recovered, err := missed(p)
 	if err != nil {
-		n.logBrokerFailure(slog.LevelError, "recovery history", "channel", p.channel, "error", err)
+		n.logBrokerFailure("history", slog.LevelError, "recovery history", "channel", p.channel, "error", err)
 		return ErrorInternal
 	}
 	res.Offset, res.Epoch = top.Offset, top.Epoch
@@ -521,6 +540,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 				"since_offset", p.since.Offset, "since_epoch", p.since.Epoch, "top_offset", top.Offset, "top_epoch", top.Epoch)
 		}
 		if p.rejectUnrecovered {
+			n.obs.Recovered(false, 0)
 			return ErrorUnrecoverablePosition
 		}
 	}
@@ -543,6 +563,7 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 		}
 	}
 	c.deltaPayloads(p, res.Publications)
+	n.obs.Recovered(recovered, len(res.Publications))
 	return nil
 }
 
@@ -631,7 +652,7 @@ func (c *Client) dropSubscription(s *subscription) {
 func (n *Node) attach(s *subscription) error {
 	if s.scope != "" {
 		if err := n.attachPattern(s); err != nil {
-			n.logBrokerFailure(slog.LevelError, "broker pattern scope subscribe", "pattern", s.channel, "scope", s.scope, "error", err)
+			n.logBrokerFailure("subscribe", slog.LevelError, "broker pattern scope subscribe", "pattern", s.channel, "scope", s.scope, "error", err)
 			return err
 		}
 		return nil
@@ -643,7 +664,7 @@ func (n *Node) attach(s *subscription) error {
 		return nil
 	}
 	if err := n.broker.Subscribe(s.channel); err != nil {
-		n.logBrokerFailure(slog.LevelError, "broker subscribe", "channel", s.channel, "error", err)
+		n.logBrokerFailure("subscribe", slog.LevelError, "broker subscribe", "channel", s.channel, "error", err)
 		n.detachLocked(s)
 		return err
 	}
@@ -668,7 +689,7 @@ func (n *Node) detach(s *subscription) {
 func (n *Node) detachLocked(s *subscription) {
 	if n.hub.removeSubscription(s) {
 		if err := n.broker.Unsubscribe(s.channel); err != nil {
-			n.logBrokerFailure(slog.LevelError, "broker unsubscribe", "channel", s.channel, "error", err)
+			n.logBrokerFailure("unsubscribe", slog.LevelError, "broker unsubscribe", "channel", s.channel, "error", err)
 		}
 	}
 }
@@ -736,14 +757,17 @@ func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 	n.detach(s)
 	if s.presence {
 		if err := n.presence.RemovePresence(s.channel, c.id, c.UserID()); err != nil {
-			n.logBrokerFailure(slog.LevelError, "remove presence", "channel", s.channel, "error", err)
+			n.logBrokerFailure("presence", slog.LevelError, "remove presence", "channel", s.channel, "error", err)
 		}
 	}
 	if s.joinLeave {
 		if err := n.broker.PublishLeave(s.channel, c.clientInfo(s.chanInfo)); err != nil {
-			n.logBrokerFailure(slog.LevelError, "publish leave", "channel", s.channel, "error", err)
+			n.logBrokerFailure("publish", slog.LevelError, "publish leave", "channel", s.channel, "error", err)
+		} else {
+			n.obs.BrokerSent("leave", 1)
 		}
 	}
+	c.observeEnd(s, code, push)
 	if push {
 		c.enqueuePush(&protocol.Push{Channel: s.channel, Unsubscribe: &protocol.Unsubscribe{Code: code, Reason: reason}})
 	}
@@ -764,7 +788,7 @@ func (c *Client) refreshPresence() {
 	c.mu.Unlock()
 	for _, s := range subs {
 		if err := c.node.presence.AddPresence(s.channel, c.id, c.clientInfo(s.chanInfo)); err != nil {
-			c.node.logBrokerFailure(slog.LevelError, "refresh presence", "channel", s.channel, "error", err)
+			c.node.logBrokerFailure("presence", slog.LevelError, "refresh presence", "channel", s.channel, "error", err)
 		}
 	}
 }

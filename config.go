@@ -179,7 +179,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.IdempotentResultTTL = 5 * time.Minute
 	}
 	if c.Observer == nil {
-		c.Observer = nopObserver{}
+		c.Observer = NopObserver{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -80,14 +80,17 @@ func (n *Node) sendControl(cmd *controlpb.Command) error {
 		return fmt.Errorf("gyre: encode control command: %w", err)
 	}
 	if err := n.broker.PublishControl(data, cmd.To); err != nil {
+		n.obs.BrokerFailed("publish")
 		return fmt.Errorf("gyre: publish control command: %w", err)
 	}
+	n.obs.BrokerSent("control", 1)
 	return nil
 }
 
 // handleControl applies a control command from any node, this one
 // included.
 func (n *Node) handleControl(data []byte) error {
+	n.obs.BrokerReceived("control", 1)
 	var cmd controlpb.Command
 	if err := cmd.UnmarshalVT(data); err != nil {
 		n.log.Warn("malformed control message", "size", len(data), "error", err)

@@ -46,13 +46,13 @@ func (h *HTTPStreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed commands in request body", http.StatusBadRequest)
 		return
 	}
-	h.node.serveEmulated(w, r, "http_stream", proto, format, cmds, h.cfg)
+	h.node.serveEmulated(w, r, "http_stream", proto, format, cmds, len(body), h.cfg)
 }
 
 // serveEmulated runs one emulated bidirectional connection: it opens the
-// stream, registers the session, runs the first commands and holds the
-// request until the connection ends.
-func (n *Node) serveEmulated(w http.ResponseWriter, r *http.Request, name string, proto protocol.Type, format httpstream.Format, cmds []*protocol.Command, cfg StreamConfig) {
+// stream, registers the session, runs the first commands (size bytes of
+// the request) and holds the request until the connection ends.
+func (n *Node) serveEmulated(w http.ResponseWriter, r *http.Request, name string, proto protocol.Type, format httpstream.Format, cmds []*protocol.Command, size int, cfg StreamConfig) {
 	s, err := httpstream.Start(w, r, format, httpstream.Options{WriteTimeout: cfg.WriteTimeout})
 	if err != nil {
 		n.log.Info(name+": cannot stream the response", "remote", r.RemoteAddr, "error", err)
@@ -62,6 +62,6 @@ func (n *Node) serveEmulated(w http.ResponseWriter, r *http.Request, name string
 	c := n.NewClient(r.Context(), t)
 	t.session = n.sessions.add(c)
 	defer n.sessions.remove(t.session)
-	c.handleCommands(cmds)
+	c.handleCommands(cmds, size)
 	t.serve(r.Context(), c)
 }

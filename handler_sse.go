@@ -43,5 +43,5 @@ func (h *SSEHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "malformed cf_connect: expected JSON commands", http.StatusBadRequest)
 		return
 	}
-	h.node.serveEmulated(w, r, "sse", protocol.TypeJSON, httpstream.SSE, cmds, h.cfg)
+	h.node.serveEmulated(w, r, "sse", protocol.TypeJSON, httpstream.SSE, cmds, len(raw[0]), h.cfg)
 }

@@ -19,11 +19,13 @@ import (
 	"github.com/gyrehq/gyre/token"
 )
 
-// logBrokerFailure writes the line of a broker failure met on behalf of a
-// client or a command: while the broker is down every one of them fails,
-// so the lines are limited per message to a few a second and a count.
-// msg must come from a fixed set.
-func (n *Node) logBrokerFailure(level slog.Level, msg string, attrs ...any) {
+// logBrokerFailure counts a failed broker operation of kind op (see
+// Observer.BrokerFailed) and writes its line, met on behalf of a client or
+// a command: while the broker is down every one of them fails, so the
+// lines are limited per message to a few a second and a count. msg must
+// come from a fixed set.
+func (n *Node) logBrokerFailure(op string, level slog.Level, msg string, attrs ...any) {
+	n.obs.BrokerFailed(op)
 	n.fails.Add(msg, level, msg, attrs...)
 }
 
@@ -39,6 +41,9 @@ type Node struct {
 	// client or command while the broker is down (see logBrokerFailure).
 	fails *faillog.Log
 	obs   Observer
+	// transports numbers the transport names of the clients, for the
+	// tallies of fan-outs (see deliveries).
+	transports transportSlots
 	// rates holds the command rate limits; nil when none are set, so the
 	// command path pays one nil check.
 	rates *rateLimits

@@ -35,7 +35,7 @@ func (n *Node) attachPattern(s *subscription) error {
 func (n *Node) detachPattern(s *subscription) {
 	n.hub.patterns.remove(s, s.scope, s.channel[len(s.channel)-int(s.nameLen):], func(scope string) {
 		if err := n.patterns.UnsubscribePatternScope(scope); err != nil {
-			n.logBrokerFailure(slog.LevelError, "broker pattern scope unsubscribe", "scope", scope, "error", err)
+			n.logBrokerFailure("unsubscribe", slog.LevelError, "broker pattern scope unsubscribe", "scope", scope, "error", err)
 		}
 	})
 }

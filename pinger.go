@@ -99,6 +99,7 @@ func (p *pinger) run(done <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var batch []*Client
+	var sent deliveries
 	for {
 		select {
 		case <-done:
@@ -121,15 +122,16 @@ func (p *pinger) run(done <-chan struct{}) {
 			}
 		}
 		batch = p.collect(cur, batch[:0])
-		p.n.obs.MessagesSent("ping", len(batch))
 		for _, c := range batch {
 			c.awaitingPong.Store(p.pongTimeout > 0 && !c.uni)
+			ping := pingMsgs[c.proto]
 			if c.deflate != nil {
-				c.enqueueIn(pingFrames[c.proto], nil)
-			} else {
-				c.enqueue(pingMsgs[c.proto])
+				ping = pingFrames[c.proto]
 			}
+			c.enqueueIn(ping, nil)
+			sent.add(c.tslot, 1, len(ping))
 		}
+		sent.report(p.n, "server_ping")
 		clear(batch)
 	}
 }

@@ -28,7 +28,7 @@ func (n *Node) checkPositions() {
 			if !ok {
 				_, sp, err := n.broker.History(s.channel, broker.HistoryOptions{MetaTTL: s.opts.HistoryMetaTTL})
 				if err != nil {
-					n.logBrokerFailure(slog.LevelWarn, "position check: stream top", "channel", s.channel, "error", err)
+					n.logBrokerFailure("history", slog.LevelWarn, "position check: stream top", "channel", s.channel, "error", err)
 					continue
 				}
 				top = sp

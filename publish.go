@@ -176,6 +176,8 @@ type burst struct {
 	items []broker.PublishItem
 	encs  []encodedPush
 	whole wholeRuns
+	// sent tallies what a fan-out queued, for the Observer.
+	sent deliveries
 }
 
 // burstHandler is a burst as the broker.RunHandler of its publications.
@@ -243,7 +245,7 @@ func (b *burst) publishChunk(rules *channelRules, items []PublishItem) {
 			n.broker.PublishMany(bi)
 		}
 	}
-	j := 0
+	j, sent := 0, 0
 	for i := range items {
 		it := &items[i]
 		if it.Err != nil {
@@ -252,10 +254,15 @@ func (b *burst) publishChunk(rules *channelRules, items []PublishItem) {
 		r := &bi[j]
 		j++
 		if r.Err != nil {
+			n.obs.BrokerFailed("publish")
 			it.Err = publishError(it.Channel, r.Err)
 			continue
 		}
+		sent++
 		it.Result = PublishResult{StreamPosition: r.Position, Suppressed: r.Suppressed}
+	}
+	if sent > 0 {
+		n.obs.BrokerSent("publication", sent)
 	}
 	clear(bi) // the scratch must not keep the payloads alive
 	b.items = bi[:0]

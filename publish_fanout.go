@@ -30,11 +30,13 @@ func (e *brokerEvents) HandleRuns(runs []broker.Run) error {
 }
 
 func (e *brokerEvents) HandleJoin(channel string, info *broker.ClientInfo) error {
+	e.n.obs.BrokerReceived("join", 1)
 	e.n.broadcastJoinLeave(channel, &protocol.Push{Channel: channel, Join: &protocol.Join{Info: toProtoInfo(info)}})
 	return nil
 }
 
 func (e *brokerEvents) HandleLeave(channel string, info *broker.ClientInfo) error {
+	e.n.obs.BrokerReceived("leave", 1)
 	e.n.broadcastJoinLeave(channel, &protocol.Push{Channel: channel, Leave: &protocol.Leave{Info: toProtoInfo(info)}})
 	return nil
 }
@@ -48,6 +50,11 @@ func (e *brokerEvents) HandleControl(data []byte) error {
 // a run without a scope, the matching pattern subscribers for a run with
 // one.
 func (n *Node) broadcastRuns(runs []broker.Run, b *burst) {
+	pubs := 0
+	for i := range runs {
+		pubs += len(runs[i].Pubs)
+	}
+	n.obs.BrokerReceived("publication", pubs)
 	for i := range runs {
 		r := &runs[i]
 		if r.Scope == "" {
@@ -81,30 +88,30 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burs
 		enc.channelID = subs.id
 		encs = append(encs, enc)
 	}
-	sent := n.fanOutRun(subs, channel, encs, b)
-	n.observeRun(len(run), subs.len(), sent, start)
+	n.fanOutRun(subs, channel, encs, b)
+	n.observeRun(len(run), subs.len(), start, b)
 	clear(encs)
 	b.encs = encs[:0]
 }
 
 // observeRun reports the broadcast of a run of runLen publications to
-// subs subscribers, sent deliveries in all, begun at start. The histogram
-// is of one publication's broadcast: each of the run's is counted at the
-// run's average.
-func (n *Node) observeRun(runLen, subs, sent int, start time.Time) {
-	n.obs.MessagesSent("publication", sent)
+// subs subscribers, begun at start, and what b tallied of it. The
+// histogram is of one publication's broadcast: each of the run's is
+// counted at the run's average.
+func (n *Node) observeRun(runLen, subs int, start time.Time, b *burst) {
+	b.sent.report(n, "push_publication")
 	per := time.Since(start) / time.Duration(runLen)
 	for range runLen {
 		n.obs.Broadcast(subs, per)
 	}
 }
 
-// fanOutRun hands a run of publications, encs, to the subscribers subs
-// and returns how many publications it handed over. A subscriber that
-// takes all of them as published is given the whole run in one queue
-// operation, from messages encoded once per wire format; the others go
-// publication by publication.
-func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *burst) (sent int) {
+// fanOutRun hands a run of publications, encs, to the subscribers subs,
+// tallying what it queued in b.sent. A subscriber that takes all of them
+// as published is given the whole run in one queue operation, from
+// messages encoded once per wire format; the others go publication by
+// publication.
+func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *burst) {
 	// The first offset of the run: a positioned subscriber that has it
 	// already (a broker delivering through pub/sub may hand over what a
 	// subscriber read from the stream top) goes publication by
@@ -124,7 +131,7 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 				if wr := whole.forClient(encs, s.client, s.shape); wr != nil {
 					if len(wr.msgs) > 0 {
 						s.deliverRun(wr.msgs, wr.size, wr.last, &b.wake)
-						sent += wr.pubs
+						b.sent.add(s.client.tslot, wr.pubs, wr.size)
 					}
 					if wr.err != nil {
 						n.undeliverable(s.client, channel, wr.err)
@@ -133,34 +140,31 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 				}
 			}
 			for i := range encs {
-				if n.deliverOne(s, channel, &encs[i], &b.wake) {
-					sent++
-				}
+				n.deliverOne(s, channel, &encs[i], b)
 			}
 		}
 	}
-	return sent
 }
 
 // deliverOne hands one publication to one subscriber, through its tag
-// filter and in the payload variant it takes. It reports whether the
-// publication passed the filter.
-func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, l *wakeList) bool {
+// filter and in the payload variant it takes, tallying it in b.sent.
+func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *burst) {
 	pub := enc.push.Pub
 	if s.covers(pub.Offset) {
-		return false
+		return
 	}
 	if !s.filter.Match(pub.Tags) {
 		s.skip(pub.Offset)
-		return false
+		b.sent.filtered++
+		return
 	}
 	msg := enc.forClient(s.client, s.shape, s.payloadVariant(enc.canDelta))
 	if msg == nil {
 		n.undeliverable(s.client, channel, enc.err)
-		return true
+		return
 	}
-	s.deliver(msg, pub.Offset, l)
-	return true
+	s.deliver(msg, pub.Offset, &b.wake)
+	b.sent.add(s.client.tslot, 1, len(msg))
 }
 
 // wholeRuns holds a run as sent to the subscribers that take all of it,
@@ -299,24 +303,20 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 		return
 	}
 	enc := encodedPush{push: push, sizeHint: 128 + 2*len(channel), channelID: subs.id}
-	kind := "join"
-	if push.Leave != nil {
-		kind = "leave"
-	}
-	sent := 0
-	defer func() { n.obs.MessagesSent(kind, sent) }()
+	var sent deliveries
+	defer sent.report(n, pushKind(push))
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
 			if !s.pushJoinLeave {
 				continue
 			}
-			sent++
 			msg := enc.forClient(s.client, s.shape, variantPlain)
 			if msg == nil {
 				n.undeliverable(s.client, channel, enc.err)
 				continue
 			}
 			s.deliver(msg, 0, nil)
+			sent.add(s.client.tslot, 1, len(msg))
 		}
 	}
 }

@@ -19,7 +19,7 @@ func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublic
 	}
 	var pps []*protocol.Publication
 	start := time.Now()
-	sent, subs := n.eachMatch(scope, channel, func(g *patternSubs, list *subList) (sent int) {
+	subs := n.eachMatch(scope, channel, func(g *patternSubs, list *subList) {
 		if pps == nil {
 			pps = make([]*protocol.Publication, len(run))
 			for i, rp := range run {
@@ -30,32 +30,31 @@ func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublic
 		for i, rp := range run {
 			encs = append(encs, patternPush(g.pattern, channel, pps[i], rp.Pub))
 		}
-		sent = n.fanOutRun(list, g.pattern, encs, b)
+		n.fanOutRun(list, g.pattern, encs, b)
 		clear(encs)
 		b.encs = encs[:0]
-		return sent
 	})
 	if subs > 0 {
-		n.observeRun(len(run), subs, sent, start)
+		n.observeRun(len(run), subs, start, b)
 	}
 }
 
 // eachMatch calls deliver with the subscribers of every pattern of scope
-// held here that matches channel, and sums what it delivered (sent) and
-// the subscribers it was given (subs).
-func (n *Node) eachMatch(scope, channel string, deliver func(g *patternSubs, list *subList) (sent int)) (sent, subs int) {
+// held here that matches channel, and returns how many subscribers it was
+// given.
+func (n *Node) eachMatch(scope, channel string, deliver func(g *patternSubs, list *subList)) (subs int) {
 	ps := n.hub.patterns.scope(scope)
 	if ps == nil {
-		return 0, 0
+		return 0
 	}
 	ps.index.Match(n.rules.Load().patternName(scope, channel), func(g *patternSubs) bool {
 		if list := g.list.Load(); list.len() > 0 {
-			sent += deliver(g, list)
+			deliver(g, list)
 			subs += list.len()
 		}
 		return true
 	})
-	return sent, subs
+	return subs
 }
 
 // patternPub is the publication of channel as pattern subscribers get

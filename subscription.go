@@ -18,6 +18,13 @@ const (
 	subClosed
 )
 
+// States of subscription.observed.
+const (
+	obsNew uint32 = iota
+	obsCounted
+	obsEnded
+)
+
 // subscription is one client's subscription to one channel.
 type subscription struct {
 	client  *Client
@@ -40,6 +47,10 @@ type subscription struct {
 	// and its last nameLen bytes the pattern within the scope.
 	scope   string
 	nameLen int32
+	// observed follows the subscription in the Observer's count (obsNew,
+	// obsCounted, obsEnded), so that its end is counted once and only
+	// after its start, whichever path ends it.
+	observed atomic.Uint32
 
 	pushJoinLeave bool
 	positioned    bool

@@ -90,7 +90,7 @@ func (ss *StreamSubscription) Publish(data []byte, tags map[string]string) error
 		c.node.undeliverable(c, s.channel, enc.err)
 		return enc.err
 	}
-	c.node.obs.MessagesSent("publication", 1)
+	c.sent("push_publication", len(msg))
 	s.deliver(msg, 0, nil)
 	return nil
 }

@@ -30,6 +30,7 @@ func (n *Node) Tail(ctx context.Context, channel string, fn func(channel string,
 	t := &tailTransport{fn: fn}
 	c := n.NewClient(ctx, t)
 	c.hidden = true
+	c.tslot = hiddenSlot
 	c.mu.Lock()
 	c.subs = make(map[string]*subscription)
 	c.mu.Unlock()

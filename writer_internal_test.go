@@ -55,7 +55,7 @@ func (r *frameRecorder) messages(t *testing.T, n int) [][]byte {
 }
 
 func newTestWriter(tr Transport, max int) *writer {
-	return newWriter(tr, max, func(error) {}, func(*Disconnect) {}, nopObserver{})
+	return newWriter(tr, max, func(error) {}, func(*Disconnect) {}, NopObserver{})
 }
 
 // TestWakeListWakesOnce: what is queued through a wake list leaves in one
@@ -140,7 +140,7 @@ func TestCloseAfterFailedWrite(t *testing.T) {
 	writeFailed := make(chan struct{})
 	var closedWith []*Disconnect
 	w := newWriter(failingTransport{}, 1<<20, func(error) { close(writeFailed) },
-		func(d *Disconnect) { closedWith = append(closedWith, d) }, nopObserver{})
+		func(d *Disconnect) { closedWith = append(closedWith, d) }, NopObserver{})
 	w.enqueue([]byte(`{"push":{}}`), nil)
 	<-writeFailed
 	w.closeAfterFlush(DisconnectShutdown)

@@ -41,7 +41,7 @@ func (s *Server) newGRPCAPI() (*grpcAPI, error) {
 		HandshakeTimeout:      s.cfg.HTTPServer.ReadHeaderTimeout,
 		IdleTimeout:           s.cfg.HTTPServer.IdleTimeout,
 		Logger:                s.log,
-		OnCall:                s.metrics.APICall,
+		OnCall:                s.metrics.APICalls("grpc"),
 	})
 	return &grpcAPI{srv: srv}, nil
 }

@@ -68,7 +68,7 @@ type streamProxy struct {
 func (p *proxies) named(name string) (*proxy.Proxy, error) {
 	for _, np := range p.cfg.Proxies {
 		if np.Name == name {
-			return p.build(name, np.Proxy)
+			return p.build(name, name, np.Proxy)
 		}
 	}
 	return nil, fmt.Errorf("server: proxy %q is not defined in proxies", name)
@@ -78,13 +78,14 @@ func (p *proxies) named(name string) (*proxy.Proxy, error) {
 // anything else one of the proxies list.
 func (p *proxies) pick(name, key string, def config.Proxy) (*proxy.Proxy, error) {
 	if name == "" || name == "default" {
-		return p.build(key, def)
+		return p.build(key, "default", def)
 	}
 	return p.named(name)
 }
 
-// build makes (once per key) the proxy cfg describes.
-func (p *proxies) build(key string, cfg config.Proxy) (*proxy.Proxy, error) {
+// build makes (once per key) the proxy cfg describes; name is the proxy's
+// name in metrics: its name in the proxies list, or "default".
+func (p *proxies) build(key, name string, cfg config.Proxy) (*proxy.Proxy, error) {
 	if pr := p.built[key]; pr != nil {
 		return pr, nil
 	}
@@ -94,6 +95,7 @@ func (p *proxies) build(key string, cfg config.Proxy) (*proxy.Proxy, error) {
 		BinaryEncoding: cfg.BinaryEncoding, IncludeConnectionMeta: cfg.IncludeConnectionMeta,
 		GRPCCredentialsKey: cfg.GRPC.CredentialsKey, GRPCCredentialsValue: cfg.GRPC.CredentialsValue,
 		GRPCCompression: cfg.GRPC.Compression, Logger: p.s.log,
+		Calls: p.s.metrics.ProxyCalls(proxyProtocol(cfg.Endpoint), name),
 	}
 	for _, t := range cfg.HTTP.StatusToCodeTransforms {
 		st := proxy.StatusTransform{StatusCode: t.StatusCode}
@@ -105,7 +107,7 @@ func (p *proxies) build(key string, cfg config.Proxy) (*proxy.Proxy, error) {
 		pc.StatusTransforms = append(pc.StatusTransforms, st)
 	}
 	tlsCfg := cfg.HTTP.TLS
-	if strings.HasPrefix(cfg.Endpoint, "grpc://") {
+	if proxyProtocol(cfg.Endpoint) == "grpc" {
 		tlsCfg = cfg.GRPC.TLS
 	}
 	if tlsCfg.Enabled {
@@ -132,6 +134,14 @@ func (p *proxies) build(key string, cfg config.Proxy) (*proxy.Proxy, error) {
 	return pr, nil
 }
 
+// proxyProtocol is how a proxy reaches its endpoint: "grpc" or "http".
+func proxyProtocol(endpoint string) string {
+	if strings.HasPrefix(endpoint, "grpc://") {
+		return "grpc"
+	}
+	return "http"
+}
+
 // client registers the connect and refresh proxies.
 func (p *proxies) client() error {
 	c := p.cfg.Client
@@ -141,7 +151,7 @@ func (p *proxies) client() error {
 	case c.ConnectProxyName != "":
 		connect, err = p.named(c.ConnectProxyName)
 	case c.Proxy.Connect.Enabled:
-		connect, err = p.build("client.proxy.connect", c.Proxy.Connect.Proxy)
+		connect, err = p.build("client.proxy.connect", "default", c.Proxy.Connect.Proxy)
 	}
 	if err != nil {
 		return err
@@ -150,7 +160,7 @@ func (p *proxies) client() error {
 	case c.RefreshProxyName != "":
 		refresh, err = p.named(c.RefreshProxyName)
 	case c.Proxy.Refresh.Enabled:
-		refresh, err = p.build("client.proxy.refresh", c.Proxy.Refresh.Proxy)
+		refresh, err = p.build("client.proxy.refresh", "default", c.Proxy.Refresh.Proxy)
 	}
 	if err != nil {
 		return err

@@ -8,16 +8,17 @@ import (
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/broker/redis"
 	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/server/metrics"
 )
 
 // useRedisEngine puts the Redis broker and presence manager into ncfg that
 // the config asks for: engine.type redis for both, then broker and
 // presence_manager, when enabled, for one each. It returns the engines it
 // opened, to close on shutdown.
-func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) ([]*redis.Engine, error) {
+func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *metrics.Metrics) ([]*redis.Engine, error) {
 	var engines []*redis.Engine
 	open := func(path string, r config.Redis, h config.RedisHistory, presenceTTL time.Duration) (*redis.Engine, error) {
-		e, err := newRedisEngine(path, r, h, c.Channel.HistoryMetaTTL, presenceTTL, log)
+		e, err := newRedisEngine(path, r, h, c.Channel.HistoryMetaTTL, presenceTTL, log, m.RedisPubSubErrors())
 		if err == nil {
 			engines = append(engines, e)
 		}
@@ -61,8 +62,9 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger) ([]*r
 
 // newRedisEngine connects to the Redis that r describes; path names the
 // config table in errors. A presenceTTL of 0 keeps the engine's default
-// (the engine is then used for its broker only).
-func newRedisEngine(path string, r config.Redis, h config.RedisHistory, historyMetaTTL, presenceTTL time.Duration, log *slog.Logger) (*redis.Engine, error) {
+// (the engine is then used for its broker only). onPubSubError counts the
+// failures of its pub/sub side.
+func newRedisEngine(path string, r config.Redis, h config.RedisHistory, historyMetaTTL, presenceTTL time.Duration, log *slog.Logger, onPubSubError func(string)) (*redis.Engine, error) {
 	tlsCfg, err := clientTLS(r.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("server: %s.tls: %w", path, err)
@@ -95,6 +97,7 @@ func newRedisEngine(path string, r config.Redis, h config.RedisHistory, historyM
 		SyncReplicas:        h.SyncReplicas,
 		SyncReplicasTimeout: h.SyncReplicasTimeout,
 		Logger:              log,
+		OnPubSubError:       onPubSubError,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %s: %w", path, err)

@@ -61,10 +61,10 @@ type Server struct {
 func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	ncfg := nodeConfig(cfg)
 	ncfg.Logger = log
-	m := metrics.New()
+	m := metrics.New(metrics.Options{Version: Version, Centrifugo: cfg.Prometheus.CentrifugoNames})
 	ncfg.Observer = m
 	logEngine(cfg, log)
-	if _, err := useRedisEngine(cfg, &ncfg, log); err != nil {
+	if _, err := useRedisEngine(cfg, &ncfg, log, m); err != nil {
 		return nil, err
 	}
 	node, err := gyre.NewNode(ncfg)
@@ -204,7 +204,7 @@ func (s *Server) routes() {
 			MaxBodySize:        int64(c.HTTPAPI.MaxRequestBodySize),
 			Prefix:             prefix,
 			Logger:             s.log,
-			OnCall:             s.metrics.APICall,
+			OnCall:             s.metrics.APICalls("http"),
 		})
 		h = s.instrument("api", h)
 		mux := s.internalOr(c.HTTPAPI.External)
@@ -259,7 +259,7 @@ func (s *Server) adminRoutes() error {
 		SeparateSubscriptionTokens: separate,
 		TrustedProxies:             proxies,
 		Logger:                     s.log,
-		OnAPICall:                  s.metrics.APICall,
+		OnAPICall:                  s.metrics.APICalls("http"),
 	})
 	if err != nil {
 		return err

@@ -117,6 +117,14 @@ type Config struct {
 	// Logger receives connection losses and errors returned by the
 	// EventHandler. Nil discards.
 	Logger *slog.Logger
+	// OnPubSubError, when set, is told about every failure of the pub/sub
+	// side, for metrics, by kind: "connection" (a pub/sub connection lost,
+	// or an attempt to bring one back failed), "subscribe_channel" and
+	// "subscribe_shard_channel" (SUBSCRIBE, or SSUBSCRIBE in a cluster,
+	// refused or timed out), "handle_client_message" and
+	// "handle_control_message" (a message that could not be decoded, or
+	// that the EventHandler failed on). It must not block.
+	OnPubSubError func(kind string)
 }
 
 // mode is how the engine reaches Redis.

@@ -75,6 +75,11 @@ func (d *dispatcher) dispatch(events []event) {
 		}
 		d.flushLost()
 		if err := d.add(ev); err != nil {
+			if ev.name != "" && ev.name == d.s.control {
+				d.s.failed("handle_control_message")
+			} else {
+				d.s.failed("handle_client_message")
+			}
 			// It cannot come from a Gyre node of this version, and
 			// stopping delivery would hurt every other channel.
 			d.s.b.logRepeated("deliver", d.s.where, slog.LevelError, "redis: deliver pub/sub message", "channel", ev.name, "error", err)
@@ -167,6 +172,7 @@ func (d *dispatcher) flushRuns() {
 		from += n
 	}
 	if err := d.s.b.handler.HandleRuns(d.runs); err != nil {
+		d.s.failed("handle_client_message")
 		d.s.b.logRepeated("handle", d.s.where, slog.LevelError, "redis: handle publications", "publications", len(d.pubs), "error", err)
 	}
 	clear(d.runs)

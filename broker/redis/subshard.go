@@ -190,6 +190,7 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 	defer dc.Close()
 	replID, err := s.serverReplicationID(dc)
 	if err != nil {
+		s.failed("connection")
 		return 0, err
 	}
 	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: s.onMessage, OnSubscription: s.onSubscription})
@@ -221,6 +222,7 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 
 	for i := 0; i < len(names); i += subscribeBatch {
 		if err := s.subscribe(dc, names[i:min(i+subscribeBatch, len(names))]); err != nil {
+			s.subscribeFailed(err)
 			return 0, err
 		}
 	}
@@ -237,13 +239,37 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 		if !ok || err == nil {
 			err = errors.New("redis: connection closed")
 		}
+		s.failed("connection")
 	case <-s.kick:
 		err = errors.New("redis: the server dropped a subscription")
+		s.failed("connection")
 	case <-s.b.stop:
 	}
 	// A connection that was up counts as up for some time, however
 	// coarse the clock.
 	return max(time.Since(upSince), 1), err
+}
+
+// failed tells Config.OnPubSubError about a failure of kind.
+func (s *subShard) failed(kind string) {
+	if f := s.b.cfg.OnPubSubError; f != nil {
+		f(kind)
+	}
+}
+
+// subscribeFailed tells Config.OnPubSubError about a subscribe that
+// failed with err: refused by Redis (an error reply), or lost with the
+// connection.
+func (s *subShard) subscribeFailed(err error) {
+	var re *rueidis.RedisError
+	switch {
+	case !errors.As(err, &re) || re == rueidis.Nil:
+		s.failed("connection")
+	case s.sharded:
+		s.failed("subscribe_shard_channel")
+	default:
+		s.failed("subscribe_channel")
+	}
 }
 
 // isRestore reports whether channels subscribed now were subscribed
@@ -305,6 +331,7 @@ func (s *subShard) add(channel string) error {
 	s.channels[channel] = struct{}{}
 	s.mu.Unlock()
 	if err := s.subscribe(dc, []string{s.pubsubName(channel)}); err != nil {
+		s.subscribeFailed(err)
 		s.mu.Lock()
 		delete(s.channels, channel)
 		s.mu.Unlock()

@@ -313,8 +313,8 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		"gyre_node_connections 1",
 		"gyre_node_subscriptions 1",
-		`gyre_api_calls_total{method="publish",result="ok"} 1`,
-		`gyre_client_commands_total{method="subscribe"} 1`,
+		`gyre_api_calls_total{method="publish",protocol="http",result="ok"} 1`,
+		`gyre_client_commands_total{method="subscribe",transport="websocket"} 1`,
 		"gyre_client_messages_sent_total",
 		"go_goroutines",
 	} {

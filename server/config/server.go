@@ -96,6 +96,7 @@ type Prometheus struct {
 	Enabled                bool   `key:"enabled" help:"Serve Prometheus metrics."`
 	HandlerPrefix          string `key:"handler_prefix" default:"/metrics" help:"URL path of the metrics endpoint."`
 	InstrumentHTTPHandlers bool   `key:"instrument_http_handlers" help:"Count and time the requests of each HTTP handler (client transports, API, health): gyre_http_requests_total and gyre_http_request_duration_seconds, labelled by handler."`
+	CentrifugoNames        bool   `key:"centrifugo_names" default:"true" help:"Also serve the series Centrifugo v6 dashboards and alerts read (centrifugo_node_num_clients, centrifugo_client_num_reply_errors, ...), under Centrifugo's names and labels, from the same measurements as the gyre_* series (docs/metrics.md). A Gyre key: false serves the gyre_* series only."`
 }
 
 // Health configures the health check endpoint.

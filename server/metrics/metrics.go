@@ -1,120 +1,109 @@
 // Package metrics exposes the server's Prometheus metrics: connections,
-// subscriptions and channels of the node, messages received and sent by
-// kind, API calls by method and result, broadcast latency, write batching
-// and disconnects by code.
+// subscriptions and channels of the node, client commands and the
+// messages sent to clients, the node's traffic with its broker, API and
+// proxy calls, broadcast latency, write batching and disconnects by code.
+// docs/metrics.md lists every series.
+//
+// Every measurement is taken once, by the gyre_* instruments. With
+// Options.Centrifugo the same measurements are also served under the names
+// and labels of Centrifugo v6 (centrifugo_*), derived at each scrape from
+// what the instruments hold (see centrifugo.go), so that dashboards and
+// alerts made for Centrifugo read Gyre.
 package metrics
 
 import (
 	"net/http"
-	"strconv"
-	"sync"
+	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gyrehq/gyre"
 )
 
 const namespace = "gyre"
 
-// Metrics implements gyre.Observer and records API calls. Create it with
-// New, pass it as the node's Observer, then call Bind with the node.
+// Options configures the metrics.
+type Options struct {
+	// Version is the server's version, exported as gyre_build_info.
+	Version string
+	// Centrifugo also serves the series under Centrifugo v6's names and
+	// labels.
+	Centrifugo bool
+}
+
+// Metrics implements gyre.Observer and records the server's API and proxy
+// calls. Create it with New, pass it as the node's Observer, then call
+// Bind with the node.
 type Metrics struct {
-	reg *prometheus.Registry
+	// reg holds the gyre_* instruments, runtime the Go and process
+	// collectors; compat, when set, derives the Centrifugo-named series
+	// from what reg gathered.
+	reg     *prometheus.Registry
+	runtime *prometheus.Registry
+	compat  *centrifugoView
 
-	commands      *prometheus.CounterVec
-	sent          *prometheus.CounterVec
-	broadcastTime prometheus.Histogram
-	frameMessages prometheus.Histogram
-	frameBytes    prometheus.Histogram
-	disconnects   *prometheus.CounterVec
-	apiCalls      *prometheus.CounterVec
-	apiTime       *prometheus.HistogramVec
-	httpRequests  *prometheus.CounterVec
-	httpTime      *prometheus.HistogramVec
-
-	// Children of the vectors by label, so the hot path skips the label
-	// hashing of WithLabelValues.
-	commandByMethod sync.Map // string -> prometheus.Counter
-	sentByKind      sync.Map // string -> prometheus.Counter
+	engine
+	calls
+	httpRequests *prometheus.CounterVec
+	httpTime     *prometheus.HistogramVec
 }
 
 var _ gyre.Observer = (*Metrics)(nil)
 
-// New creates the metrics in a registry of their own, with the Go runtime
-// and process collectors.
-func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.commands = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: "client", Name: "commands_total",
-		Help: "Commands received from clients, by method.",
-	}, []string{"method"})
-	m.sent = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: "client", Name: "messages_sent_total",
-		Help: "Messages queued to clients, by kind (publication, join, leave, reply, push, ping).",
-	}, []string{"kind"})
-	m.broadcastTime = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: namespace, Subsystem: "node", Name: "broadcast_duration_seconds",
-		Help:    "Time to hand one publication to every local subscriber of its channel.",
-		Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12),
-	})
-	m.frameMessages = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: namespace, Subsystem: "client", Name: "frame_messages",
-		Help:    "Messages coalesced into one write to a connection (the queue drained at once).",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-	})
-	m.frameBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: namespace, Subsystem: "client", Name: "frame_bytes",
-		Help:    "Bytes of one write to a connection.",
-		Buckets: prometheus.ExponentialBuckets(64, 4, 10),
-	})
-	m.disconnects = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: "client", Name: "disconnects_total",
-		Help: "Closed connections, by disconnect code.",
-	}, []string{"code"})
-	m.apiCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Subsystem: "api", Name: "calls_total",
-		Help: "Server API calls, by method and result (ok, or the error code).",
-	}, []string{"method", "result"})
-	m.apiTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: namespace, Subsystem: "api", Name: "call_duration_seconds",
-		Help:    "Duration of server API calls, by method.",
-		Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10),
-	}, []string{"method"})
+// New creates the metrics in registries of their own.
+func New(opts Options) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), runtime: prometheus.NewRegistry()}
+	m.engine.init(m.reg)
+	m.calls.init(m.reg)
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "http", Name: "requests_total",
 		Help: "HTTP requests to instrumented handlers (prometheus.instrument_http_handlers), by handler, method and status code.",
 	}, []string{"handler", "method", "code"})
-	m.httpTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: namespace, Subsystem: "http", Name: "request_duration_seconds",
-		Help:    "Duration of HTTP requests to instrumented handlers, by handler and method; for streaming transports, the life of the stream.",
-		Buckets: prometheus.ExponentialBuckets(1e-4, 4, 10),
-	}, []string{"handler", "method"})
-	m.reg.MustRegister(m.commands, m.sent, m.broadcastTime, m.frameMessages, m.frameBytes,
-		m.disconnects, m.apiCalls, m.apiTime, m.httpRequests, m.httpTime,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.httpTime = prometheus.NewHistogramVec(histOpts("http", "request_duration_seconds", "Duration of HTTP requests to instrumented handlers, by handler and method; for streaming transports, the life of the stream.", prometheus.ExponentialBuckets(1e-4, 4, 10)), []string{"handler", "method"})
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "build_info",
+		Help: "Always 1; the labels say which version of Gyre runs, built with which Go.",
+	}, []string{"version", "go_version"})
+	build.WithLabelValues(opts.Version, runtime.Version()).Set(1)
+	m.reg.MustRegister(m.httpRequests, m.httpTime, build)
+	m.runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if opts.Centrifugo {
+		m.compat = newCentrifugoView(time.Now)
+	}
 	return m
 }
 
 // Bind adds the gauges read from the node at scrape time.
 func (m *Metrics) Bind(n *gyre.Node) {
-	gauge := func(name, help string, fn func(gyre.NodeInfo) int) prometheus.GaugeFunc {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "node", Name: name, Help: help},
-			func() float64 { return float64(fn(n.LocalInfo())) })
-	}
-	m.reg.MustRegister(
-		gauge("connections", "Connected clients on this node.", func(i gyre.NodeInfo) int { return i.NumClients }),
-		gauge("users", "Distinct users connected to this node.", func(i gyre.NodeInfo) int { return i.NumUsers }),
-		gauge("channels", "Channels with subscribers on this node.", func(i gyre.NodeInfo) int { return i.NumChannels }),
-		gauge("subscriptions", "Subscriptions of the clients of this node.", func(i gyre.NodeInfo) int { return i.NumSubs }),
-	)
+	m.reg.MustRegister(&nodeCollector{n: n})
 }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(prometheus.GathererFunc(m.gather), promhttp.HandlerOpts{})
+}
+
+// gather collects the gyre_* families once and serves them, the runtime's
+// and, when on, the Centrifugo-named ones derived from that same
+// gathering: both names of a measurement show the same value.
+func (m *Metrics) gather() ([]*dto.MetricFamily, error) {
+	own, err := m.reg.Gather()
+	rt, rtErr := m.runtime.Gather()
+	out := append(own, rt...)
+	if m.compat != nil {
+		out = append(out, m.compat.derive(own)...)
+	}
+	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+	if err == nil {
+		err = rtErr
+	}
+	return out, err
 }
 
 // InstrumentHTTP wraps h so that its requests are counted and timed under
@@ -127,47 +116,38 @@ func (m *Metrics) InstrumentHTTP(handler string, h http.Handler) http.Handler {
 		promhttp.InstrumentHandlerDuration(m.httpTime.MustCurryWith(labels), h))
 }
 
-func child(cache *sync.Map, vec *prometheus.CounterVec, label string) prometheus.Counter {
-	if c, ok := cache.Load(label); ok {
-		return c.(prometheus.Counter)
+// nodeCollector reads the node's gauges once per scrape.
+type nodeCollector struct{ n *gyre.Node }
+
+var (
+	nodeConnections   = nodeDesc("connections", "Connected clients on this node.")
+	nodeUsers         = nodeDesc("users", "Distinct users connected to this node.")
+	nodeChannels      = nodeDesc("channels", "Channels with subscribers on this node.")
+	nodeSubscriptions = nodeDesc("subscriptions", "Subscriptions of the clients of this node.")
+	clusterNodes      = prometheus.NewDesc(namespace+"_cluster_nodes",
+		"Nodes of the cluster, this one included, as this node knows them: those that announced themselves through the broker recently.", nil, nil)
+)
+
+func nodeDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "node", name), help, nil, nil)
+}
+
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{nodeConnections, nodeUsers, nodeChannels, nodeSubscriptions, clusterNodes} {
+		ch <- d
 	}
-	c := vec.WithLabelValues(label)
-	cache.Store(label, c)
-	return c
 }
 
-// CommandReceived implements gyre.Observer.
-func (m *Metrics) CommandReceived(method string) {
-	child(&m.commandByMethod, m.commands, method).Inc()
-}
-
-// MessagesSent implements gyre.Observer.
-func (m *Metrics) MessagesSent(kind string, n int) {
-	if n > 0 {
-		child(&m.sentByKind, m.sent, kind).Add(float64(n))
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	nodes := c.n.Info()
+	self := nodes[0]
+	for _, g := range []struct {
+		d *prometheus.Desc
+		v int
+	}{
+		{nodeConnections, self.NumClients}, {nodeUsers, self.NumUsers}, {nodeChannels, self.NumChannels},
+		{nodeSubscriptions, self.NumSubs}, {clusterNodes, len(nodes)},
+	} {
+		ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, float64(g.v))
 	}
-}
-
-// Broadcast implements gyre.Observer.
-func (m *Metrics) Broadcast(_ int, d time.Duration) { m.broadcastTime.Observe(d.Seconds()) }
-
-// FrameWritten implements gyre.Observer.
-func (m *Metrics) FrameWritten(messages, bytes int) {
-	m.frameMessages.Observe(float64(messages))
-	m.frameBytes.Observe(float64(bytes))
-}
-
-// Disconnected implements gyre.Observer.
-func (m *Metrics) Disconnected(code uint32) {
-	m.disconnects.WithLabelValues(strconv.FormatUint(uint64(code), 10)).Inc()
-}
-
-// APICall records one server API call; code 0 means success.
-func (m *Metrics) APICall(method string, code uint32, d time.Duration) {
-	result := "ok"
-	if code != 0 {
-		result = strconv.FormatUint(uint64(code), 10)
-	}
-	m.apiCalls.WithLabelValues(method, result).Inc()
-	m.apiTime.WithLabelValues(method).Observe(d.Seconds())
 }

@@ -41,7 +41,30 @@ type Config struct {
 	GRPCCompression bool
 	// Logger receives the failures; nil logs nothing.
 	Logger *slog.Logger
+	// Calls, when set, is told about every call, for metrics.
+	Calls CallObserver
 }
+
+// CallObserver is told about the calls of a proxy. Its methods must be
+// safe for concurrent use and must not block.
+type CallObserver interface {
+	// CallStarted and CallDone bracket one call of a type: "connect",
+	// "refresh", "subscribe", "publish", "sub_refresh", "rpc" or
+	// "subscribe_stream" (until the stream's first message).
+	CallStarted(typ string)
+	CallDone(typ string, d time.Duration)
+	// CallFailed counts a call that failed on the way: the backend
+	// unreachable, too slow, or answering what cannot be used (a bad
+	// status or body). A refusal the backend answers is no failure.
+	CallFailed(typ string)
+}
+
+// noCalls is the CallObserver of a proxy without one.
+type noCalls struct{}
+
+func (noCalls) CallStarted(string)             {}
+func (noCalls) CallDone(string, time.Duration) {}
+func (noCalls) CallFailed(string)              {}
 
 // StatusTransform maps one HTTP status to an error or a disconnect.
 type StatusTransform struct {

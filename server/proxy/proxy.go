@@ -45,6 +45,7 @@ type Proxy struct {
 	// fails rate-limits the lines of failed calls, per call and kind of
 	// failure: with the backend down every call fails.
 	fails *faillog.Log
+	calls CallObserver
 }
 
 // New returns the proxy cfg describes. gRPC endpoints take their
@@ -57,6 +58,10 @@ func New(cfg Config, pool *Pool) (*Proxy, error) {
 		b64:      cfg.BinaryEncoding,
 		meta:     cfg.IncludeConnectionMeta,
 		log:      cfg.Logger,
+		calls:    cfg.Calls,
+	}
+	if p.calls == nil {
+		p.calls = noCalls{}
 	}
 	if p.timeout <= 0 {
 		p.timeout = defaultTimeout
@@ -132,13 +137,18 @@ func (failedCall) Is(target error) bool { return target == gyre.ErrorInternal }
 func (p *Proxy) do(ctx context.Context, method, client string, req proto.Message, resp response, emulated map[string]string) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	typ := callType(method)
+	p.calls.CallStarted(typ)
+	start := time.Now()
 	err := p.caller.call(ctx, method, req, resp, p.forwarded(ctx, emulated))
+	p.calls.CallDone(typ, time.Since(start))
 	if err != nil {
 		var t *transformed
 		if errors.As(err, &t) {
 			p.logCall(method, "transformed", slog.LevelInfo, "proxy: backend status transformed", "client", client, "status", t.status, "to", t.err)
 			return t.err
 		}
+		p.calls.CallFailed(typ)
 		p.logCall(method, "failed", slog.LevelError, "proxy: call failed", "endpoint", p.endpoint, "client", client, "error", err)
 		return fmt.Errorf("%w: %s %s: %w", errFailed, p.name, method, err)
 	}
@@ -166,8 +176,31 @@ func (p *Proxy) unapplied(method, client string, fields ...string) {
 	}
 }
 
+// callType is the type of a call of the proxy service's method, for
+// metrics.
+func callType(method string) string {
+	switch method {
+	case "Connect":
+		return "connect"
+	case "Refresh":
+		return "refresh"
+	case "Subscribe":
+		return "subscribe"
+	case "Publish":
+		return "publish"
+	case "SubRefresh":
+		return "sub_refresh"
+	case "RPC":
+		return "rpc"
+	case "SubscribeStream":
+		return "subscribe_stream"
+	}
+	return strings.ToLower(method)
+}
+
 // bad logs a response the engine cannot use and returns the failure.
 func (p *Proxy) bad(method, client string, err error) error {
+	p.calls.CallFailed(callType(method))
 	p.logCall(method, "invalid", slog.LevelError, "proxy: invalid response", "endpoint", p.endpoint, "client", client, "error", err)
 	return fmt.Errorf("%w: %s %s: %w", errFailed, p.name, method, err)
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/server/proxy/proxypb"
@@ -20,6 +21,10 @@ var errNotGRPC = errors.New("subscription streams need a grpc:// endpoint")
 // client alone (docs/proxy.md, "Subscription streams"). The request, its
 // forwarded headers and metadata are those of Subscribe.
 func (p *Proxy) SubscribeStream(ctx context.Context, c *gyre.Client, e gyre.SubscribeEvent, bidirectional bool) (gyre.SubscribeReply, error) {
+	const typ = "subscribe_stream"
+	p.calls.CallStarted(typ)
+	start := time.Now()
+	defer func() { p.calls.CallDone(typ, time.Since(start)) }()
 	if p.stream == nil {
 		return gyre.SubscribeReply{}, p.bad("SubscribeStream", c.ID(), errNotGRPC)
 	}
@@ -27,10 +32,18 @@ func (p *Proxy) SubscribeStream(ctx context.Context, c *gyre.Client, e gyre.Subs
 	if hdr := p.forwarded(ctx, nil); len(hdr) > 0 {
 		call.Metadata = outgoing(hdr)
 	}
-	return p.stream.Subscribe(ctx, call, func(resp *proxypb.SubscribeResponse) (gyre.SubscribeReply, error) {
+	answered := false
+	rep, err := p.stream.Subscribe(ctx, call, func(resp *proxypb.SubscribeResponse) (gyre.SubscribeReply, error) {
+		answered = true
 		if err := refusal(resp); err != nil {
 			return gyre.SubscribeReply{}, err
 		}
 		return p.subscribeReply("SubscribeStream", c.ID(), resp.GetResult())
 	})
+	// A stream that gave no answer failed, unless the client went away;
+	// an answer that could not be used was counted by bad.
+	if err != nil && !answered && !errors.Is(err, gyre.DisconnectConnectionClosed) {
+		p.calls.CallFailed(typ)
+	}
+	return rep, err
 }
