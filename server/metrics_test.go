@@ -63,6 +63,7 @@ func metricsTestConfig(backend string) *config.Config {
 	c := testConfig()
 	c.Prometheus.Enabled = true
 	c.Prometheus.InstrumentHTTPHandlers = true
+	c.Prometheus.RecoveredPublicationsHistogram = true
 	c.Channel.Proxy.Subscribe = config.Proxy{Endpoint: backend + "/subscribe", Timeout: 2 * time.Second}
 	c.Channel.Namespaces = append(c.Channel.Namespaces,
 		config.Namespace{Name: "chat", ChannelOptions: config.ChannelOptions{

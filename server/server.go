@@ -61,7 +61,11 @@ type Server struct {
 func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	ncfg := nodeConfig(cfg)
 	ncfg.Logger = log
-	m := metrics.New(metrics.Options{Version: Version, Centrifugo: cfg.Prometheus.CentrifugoNames})
+	m := metrics.New(metrics.Options{
+		Version:                        Version,
+		Centrifugo:                     cfg.Prometheus.CentrifugoNames,
+		RecoveredPublicationsHistogram: cfg.Prometheus.RecoveredPublicationsHistogram,
+	})
 	ncfg.Observer = m
 	logEngine(cfg, log)
 	if _, err := useRedisEngine(cfg, &ncfg, log, m); err != nil {

@@ -93,10 +93,12 @@ func (a *Admin) TrustedProxyPrefixes() ([]netip.Prefix, error) {
 
 // Prometheus configures the metrics endpoint.
 type Prometheus struct {
-	Enabled                bool   `key:"enabled" help:"Serve Prometheus metrics."`
-	HandlerPrefix          string `key:"handler_prefix" default:"/metrics" help:"URL path of the metrics endpoint."`
-	InstrumentHTTPHandlers bool   `key:"instrument_http_handlers" help:"Count and time the requests of each HTTP handler (client transports, API, health): gyre_http_requests_total and gyre_http_request_duration_seconds, labelled by handler."`
-	CentrifugoNames        bool   `key:"centrifugo_names" default:"true" help:"Also serve the series Centrifugo v6 dashboards and alerts read (centrifugo_node_num_clients, centrifugo_client_num_reply_errors, ...), under Centrifugo's names and labels, from the same measurements as the gyre_* series (docs/metrics.md). A Gyre key: false serves the gyre_* series only."`
+	Enabled                        bool          `key:"enabled" help:"Serve Prometheus metrics."`
+	HandlerPrefix                  string        `key:"handler_prefix" default:"/metrics" help:"URL path of the metrics endpoint."`
+	InstrumentHTTPHandlers         bool          `key:"instrument_http_handlers" help:"Count and time the requests of each HTTP handler (client transports, API, health): gyre_http_requests_total and gyre_http_request_duration_seconds, labelled by handler."`
+	RecoveredPublicationsHistogram bool          `key:"recovered_publications_histogram" help:"Also serve centrifugo_client_recovered_publications, the histogram of publications given per recovery, as Centrifugo does with this key (with centrifugo_names); gyre_client_recovered_publications is served either way."`
+	NativeHistograms               Unimplemented `key:"native_histograms" help:"Prometheus native (sparse) histograms." unsupported:"Gyre serves classic histograms, with bucket bounds that include Centrifugo's (docs/metrics.md); remove the key, and use histogram_quantile over the _bucket series."`
+	CentrifugoNames                bool          `key:"centrifugo_names" default:"true" help:"Also serve the series Centrifugo v6 dashboards and alerts read (centrifugo_node_num_clients, centrifugo_client_num_reply_errors, ...), under Centrifugo's names and labels, from the same measurements as the gyre_* series (docs/metrics.md). A Gyre key: false serves the gyre_* series only."`
 }
 
 // Health configures the health check endpoint.

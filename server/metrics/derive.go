@@ -57,10 +57,21 @@ type centrifugoView struct {
 	mu  sync.Mutex
 	// windows holds the snapshots of each summary, by series and labels.
 	windows map[string]*window
+	// skip names a series left out, as Centrifugo leaves it out unless
+	// configured to serve it.
+	skip string
 }
 
-func newCentrifugoView(now func() time.Time) *centrifugoView {
-	return &centrifugoView{now: now, windows: map[string]*window{}}
+// recoveredPublicationsSeries is served only with
+// Options.RecoveredPublicationsHistogram.
+const recoveredPublicationsSeries = "centrifugo_client_recovered_publications"
+
+func newCentrifugoView(now func() time.Time, recoveredHistogram bool) *centrifugoView {
+	v := &centrifugoView{now: now, windows: map[string]*window{}}
+	if !recoveredHistogram {
+		v.skip = recoveredPublicationsSeries
+	}
+	return v
 }
 
 // derive returns the Centrifugo families read from own, the gathered Gyre
@@ -78,7 +89,7 @@ func (v *centrifugoView) derive(own []*dto.MetricFamily) []*dto.MetricFamily {
 	for i := range centrifugoSeries {
 		s := &centrifugoSeries[i]
 		src := byName[s.from]
-		if src == nil {
+		if src == nil || s.name == v.skip {
 			continue
 		}
 		if f := v.family(s, src, now); len(f.Metric) > 0 {

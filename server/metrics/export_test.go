@@ -7,7 +7,7 @@ import "time"
 func NewWithClock(opts Options, now func() time.Time) *Metrics {
 	m := New(opts)
 	if m.compat != nil {
-		m.compat = newCentrifugoView(now)
+		m.compat = newCentrifugoView(now, opts.RecoveredPublicationsHistogram)
 	}
 	return m
 }

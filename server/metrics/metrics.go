@@ -35,6 +35,10 @@ type Options struct {
 	// Centrifugo also serves the series under Centrifugo v6's names and
 	// labels.
 	Centrifugo bool
+	// RecoveredPublicationsHistogram serves, among the Centrifugo-named
+	// series, centrifugo_client_recovered_publications, which Centrifugo
+	// serves only when asked to (prometheus.recovered_publications_histogram).
+	RecoveredPublicationsHistogram bool
 }
 
 // Metrics implements gyre.Observer and records the server's API and proxy
@@ -74,7 +78,7 @@ func New(opts Options) *Metrics {
 	m.reg.MustRegister(m.httpRequests, m.httpTime, build)
 	m.runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Centrifugo {
-		m.compat = newCentrifugoView(time.Now)
+		m.compat = newCentrifugoView(time.Now, opts.RecoveredPublicationsHistogram)
 	}
 	return m
 }

@@ -221,6 +221,26 @@ func TestCentrifugoOff(t *testing.T) {
 	}
 }
 
+// centrifugo_client_recovered_publications is served only when asked for
+// (prometheus.recovered_publications_histogram), as Centrifugo serves it;
+// gyre_client_recovered_publications always is.
+func TestRecoveredPublicationsHistogram(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{false, true} {
+		m := metrics.New(metrics.Options{Centrifugo: true, RecoveredPublicationsHistogram: on})
+		newNode(t, m)
+		m.Recovered(true, 3)
+		got := scrape(t, m)
+		if got["gyre_client_recovered_publications_sum"] != 3 {
+			t.Errorf("on=%v: gyre_client_recovered_publications_sum = %v, want 3", on, got["gyre_client_recovered_publications_sum"])
+		}
+		sum, served := got[`centrifugo_client_recovered_publications_sum{channel_namespace=""}`]
+		if served != on || (on && sum != 3) {
+			t.Errorf("on=%v: centrifugo_client_recovered_publications_sum served=%v value=%v", on, served, sum)
+		}
+	}
+}
+
 func TestConcurrentUse(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(metrics.Options{Centrifugo: true})
