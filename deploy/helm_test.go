@@ -110,6 +110,9 @@ type probe struct {
 		Path string `yaml:"path"`
 		Port string `yaml:"port"`
 	} `yaml:"httpGet"`
+	TCPSocket *struct {
+		Port string `yaml:"port"`
+	} `yaml:"tcpSocket"`
 }
 
 // helmBinary is the helm the tests render the chart with:
@@ -344,17 +347,24 @@ func checkProbes(t *testing.T, c container, cfg *config.Config) {
 	if !cfg.Health.Enabled {
 		t.Fatal("health.enabled is off in the pod's config: the probes would get 404")
 	}
-	for name, p := range map[string]*probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-		if p == nil || p.HTTPGet == nil {
-			t.Errorf("no HTTP %s probe", name)
-			continue
-		}
-		if p.HTTPGet.Path != "/health" || p.HTTPGet.Path != cfg.Health.HandlerPrefix {
-			t.Errorf("%s probe path %q, health endpoint at %q, want /health", name, p.HTTPGet.Path, cfg.Health.HandlerPrefix)
-		}
-		if got, want := containerPort(c, p.HTTPGet.Port), internalPort(cfg); got != want {
-			t.Errorf("%s probe on port %q (%d), health served on %d", name, p.HTTPGet.Port, got, want)
-		}
+	// Readiness follows /health, which fails while the broker is
+	// unreachable; liveness must not, or a Redis outage restarts every pod.
+	r := c.ReadinessProbe
+	if r == nil || r.HTTPGet == nil {
+		t.Fatal("no HTTP readiness probe")
+	}
+	if r.HTTPGet.Path != "/health" || r.HTTPGet.Path != cfg.Health.HandlerPrefix {
+		t.Errorf("readiness probe path %q, health endpoint at %q, want /health", r.HTTPGet.Path, cfg.Health.HandlerPrefix)
+	}
+	if got, want := containerPort(c, r.HTTPGet.Port), internalPort(cfg); got != want {
+		t.Errorf("readiness probe on port %q (%d), health served on %d", r.HTTPGet.Port, got, want)
+	}
+	l := c.LivenessProbe
+	if l == nil || l.TCPSocket == nil || l.HTTPGet != nil {
+		t.Fatal("the liveness probe is not a TCP probe: one on /health would restart every pod while Redis is down")
+	}
+	if got, want := containerPort(c, l.TCPSocket.Port), internalPort(cfg); got != want {
+		t.Errorf("liveness probe on port %q (%d), the internal port is %d", l.TCPSocket.Port, got, want)
 	}
 }
 
