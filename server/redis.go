@@ -42,8 +42,7 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *me
 		case "memory":
 			ncfg.Broker = nil // the node's own memory broker
 		}
-		// nats: reported by the config as unsupported; the engine's
-		// broker stays.
+		// nats never gets here: the config refuses it.
 	}
 	if p := c.PresenceManager; p.Enabled {
 		switch p.Type {

@@ -58,7 +58,7 @@ func (s *Server) logListening(portKey, addr string, tls bool, serves []string, a
 // credentials.
 func logEngine(c *config.Config, log *slog.Logger) {
 	log.Info("engine", backendAttrs(c.Engine.Type, c.Engine.Redis.Redis)...)
-	// A nats broker is reported as unsupported; the engine's stays.
+	// A nats broker never gets here: the config refuses it.
 	if b := c.Broker; b.Enabled && b.Type != "nats" {
 		log.Info("broker", backendAttrs(b.Type, b.Redis.Redis)...)
 	}

@@ -1,9 +1,6 @@
 package config
 
-import (
-	"reflect"
-	"time"
-)
+import "time"
 
 // Engine chooses where PUB/SUB, history and presence live.
 type Engine struct {
@@ -14,19 +11,9 @@ type Engine struct {
 // Broker chooses the PUB/SUB and history backend apart from the engine.
 type Broker struct {
 	Enabled bool        `key:"enabled" help:"Use this broker instead of the engine's."`
-	Type    string      `key:"type" default:"memory" enum:"memory,redis,nats" help:"memory, redis, or nats (PUB/SUB only, no history)."`
+	Type    string      `key:"type" default:"memory" enum:"memory,redis,nats" help:"memory or redis. nats is refused at start: Gyre has no NATS broker yet, and a node running on its own broker would never see other nodes' publications."`
 	Redis   RedisBroker `key:"redis" help:"Redis used by the redis broker."`
 	Nats    Nats        `key:"nats" help:"NATS used by the nats broker." unsupported:"Gyre has no NATS broker; use broker.type redis (or engine.type redis) for several nodes."`
-}
-
-// unsupported reports the one broker setting Gyre cannot honour: a
-// NATS broker switched on. The nats keys alone change nothing.
-func (b Broker) unsupported(path string) []UnsupportedKey {
-	if b.Enabled && b.Type == "nats" {
-		f, _ := lookupField(reflect.TypeFor[Broker](), "nats")
-		return []UnsupportedKey{{Path: path + ".type", Instead: f.instead}}
-	}
-	return nil
 }
 
 // PresenceManager chooses the presence backend apart from the engine.

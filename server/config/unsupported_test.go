@@ -17,7 +17,6 @@ func TestUnsupported(t *testing.T) {
 		{"typed key changed", `{"websocket": {"write_buffer_size": 8192}, "uni_websocket": {"read_buffer_size": 4096}}`, nil,
 			[]string{"websocket.write_buffer_size", "uni_websocket.read_buffer_size"}},
 		{"typed key at a non-zero default", `{"node": {"info_metrics_aggregate_interval": "30s"}}`, nil, []string{"node.info_metrics_aggregate_interval"}},
-		{"nats broker switched on", `{"broker": {"enabled": true, "type": "nats"}}`, nil, []string{"broker.type"}},
 		{"redis broker switched on", `{"broker": {"enabled": true, "type": "redis"}, "presence_manager": {"enabled": true, "type": "redis"}}`, nil, nil},
 		{"section configured but off", `{"broker": {"enabled": false, "type": "redis"}}`, nil, nil},
 		{"unimplemented in effect", `{"graphite": {"enabled": true}, "channel": {"namespaces": [{"name": "m", "subscription_type": "map"}]}}`, nil,

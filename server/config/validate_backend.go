@@ -20,6 +20,10 @@ func (v *validator) backends(c *Config) {
 		case "redis":
 			v.redis("broker.redis", &c.Broker.Redis.Redis)
 		case "nats":
+			// Where publications go is not a setting to ignore with a
+			// warning: each node on its own memory broker would split a
+			// cluster silently.
+			v.fail("broker.type", "nats is not supported: Gyre has no NATS broker yet, and a node would run on its own broker, never seeing other nodes' publications; use broker.type redis or engine.type redis for several nodes")
 			v.natsURL("broker.nats.url", c.Broker.Nats.URL)
 		}
 	}

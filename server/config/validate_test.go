@@ -120,6 +120,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 			c.PresenceManager.Redis.SentinelAddress = []string{"s:26379"}
 		}, "presence_manager.redis.cluster_address", "cannot be combined"},
 		{"nats url", func(c *Config) { c.Broker.Enabled, c.Broker.Type, c.Broker.Nats.URL = true, "nats", "::" }, "broker.nats.url", "invalid NATS URL"},
+		{"nats broker", func(c *Config) { c.Broker.Enabled, c.Broker.Type = true, "nats" }, "broker.type", "nats is not supported"},
 		{"redis timeout", func(c *Config) { c.Engine.Redis.IOTimeout = 0 }, "engine.redis.io_timeout", "must be positive"},
 	}
 	for _, tt := range tests {
@@ -179,7 +180,6 @@ func TestValidateAccepts(t *testing.T) {
 			c.Engine.Redis.SentinelAddress = []string{"s1:26379", "s2:26379"}
 			c.Engine.Redis.SentinelMasterName = "mymaster"
 		}},
-		{"nats", func(c *Config) { c.Broker.Enabled, c.Broker.Type = true, "nats" }},
 		{"rsa key", func(c *Config) { c.Client.Token.RSAPublicKey = rsaPEM(t) }},
 		{"rsa key base64", func(c *Config) { c.Client.Token.RSAPublicKey = base64.StdEncoding.EncodeToString([]byte(rsaPEM(t))) }},
 		{"rsa key file", func(c *Config) { c.Client.Token.RSAPublicKey = writeTemp(t, rsaPEM(t)) }},
