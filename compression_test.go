@@ -236,6 +236,50 @@ func TestCompressedBomb(t *testing.T) {
 	}
 }
 
+// TestCompressedDecompressedLimit: with DecompressedMessageSizeLimit a
+// compressed command may inflate past MessageSizeLimit up to it (the
+// command is read and answered); one that inflates past it closes the
+// connection with 1009. Without it, MessageSizeLimit bounds both.
+func TestCompressedDecompressedLimit(t *testing.T) {
+	const limit = 4 << 10
+	publish := func(size int) *protocol.Command {
+		data := `{"text":"` + strings.Repeat("a", size) + `"}`
+		return &protocol.Command{Publish: &protocol.PublishRequest{Channel: "closed", Data: []byte(data)}}
+	}
+	for _, tt := range []struct {
+		name         string
+		decompressed int64
+		size         int
+		wantClose    bool
+	}{
+		{name: "inflates within the decompressed limit", decompressed: 16 * limit, size: 8 * limit},
+		{name: "inflates past the decompressed limit", decompressed: 16 * limit, size: 32 * limit, wantClose: true},
+		{name: "no decompressed limit: the message size limit", size: 8 * limit, wantClose: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, u := newTestNodeWS(t, gyre.Config{}, gyre.WebsocketConfig{
+				Compression: true, MessageSizeLimit: limit, DecompressedMessageSizeLimit: tt.decompressed,
+			}, nil)
+			c := dial(t, u, protocol.TypeJSON, wstest.Deflate())
+			if ok, _ := c.Negotiated(); !ok {
+				t.Fatal("compression not negotiated")
+			}
+			c.connect(connToken(t, "u", 0, nil))
+			r, closed := c.TryCall(publish(tt.size))
+			switch {
+			case tt.wantClose && (closed == nil || closed.Code != 1009):
+				t.Fatalf("reply %v, close %v: want the connection closed with 1009", r, closed)
+			case !tt.wantClose && closed != nil:
+				t.Fatalf("closed %d %q: want the command read and answered", closed.Code, closed.Reason)
+			case !tt.wantClose && (r.Error == nil || r.Error.Code != 103):
+				// Publishing into the channel is not allowed: the answer
+				// shows the server read the whole command.
+				t.Fatalf("reply %+v, want error 103 (permission denied)", r)
+			}
+		})
+	}
+}
+
 // TestCompressedRun: publications handed over together (PublishMany) go
 // to a compressed subscriber as one message, their pushes joined as in an
 // uncompressed frame and compressed together, in order; a plain

@@ -24,9 +24,10 @@ type UniWebsocketConfig struct {
 	// per frame. A connection with compression always gets one per frame.
 	JoinPushMessages bool
 	// Compression accepts permessage-deflate, as in WebsocketConfig.
-	Compression        bool
-	CompressionLevel   int
-	CompressionMinSize int
+	Compression                  bool
+	CompressionLevel             int
+	CompressionMinSize           int
+	DecompressedMessageSizeLimit int64
 }
 
 // UniWebsocketHandler serves the unidirectional WebSocket transport,
@@ -46,7 +47,7 @@ func NewUniWebsocketHandler(n *Node, cfg UniWebsocketConfig) *UniWebsocketHandle
 		ReadLimit:    cfg.MessageSizeLimit,
 		WriteTimeout: cfg.WriteTimeout,
 		CheckOrigin:  OriginChecker(cfg.AllowedOrigins),
-		Compression:  compression(cfg.Compression, cfg.CompressionLevel, cfg.CompressionMinSize),
+		Compression:  compression(cfg.Compression, cfg.CompressionLevel, cfg.CompressionMinSize, cfg.DecompressedMessageSizeLimit),
 	}}
 }
 

@@ -42,18 +42,22 @@ type WebsocketConfig struct {
 	// CompressionMinSize is the smallest message, in bytes, that is
 	// compressed; shorter ones go as they are.
 	CompressionMinSize int
+	// DecompressedMessageSizeLimit bounds what a message the client
+	// compressed may inflate to; 0 means MessageSizeLimit. Over it the
+	// connection is closed with 1009.
+	DecompressedMessageSizeLimit int64
 }
 
 // compression is the websocket package's Compression for a handler's
 // settings, nil when off.
-func compression(on bool, level, minSize int) *websocket.Compression {
+func compression(on bool, level, minSize int, maxInflated int64) *websocket.Compression {
 	if !on {
 		return nil
 	}
 	if level == 0 {
 		level = 1
 	}
-	return &websocket.Compression{Level: level, MinSize: minSize}
+	return &websocket.Compression{Level: level, MinSize: minSize, MaxInflated: maxInflated}
 }
 
 // WebsocketHandler serves the bidirectional WebSocket transport, usually at
@@ -74,7 +78,7 @@ func NewWebsocketHandler(n *Node, cfg WebsocketConfig) *WebsocketHandler {
 		ReadLimit:    cfg.MessageSizeLimit,
 		WriteTimeout: cfg.WriteTimeout,
 		CheckOrigin:  OriginChecker(cfg.AllowedOrigins),
-		Compression:  compression(cfg.Compression, cfg.CompressionLevel, cfg.CompressionMinSize),
+		Compression:  compression(cfg.Compression, cfg.CompressionLevel, cfg.CompressionMinSize, cfg.DecompressedMessageSizeLimit),
 	}}
 	if !cfg.DisablePolling {
 		p, err := wsPoller()

@@ -157,12 +157,13 @@ func (s *Server) routes() {
 	c := s.cfg
 	if !c.WebSocket.Disabled {
 		s.ws = gyre.NewWebsocketHandler(s.node, gyre.WebsocketConfig{
-			MessageSizeLimit:   int64(c.WebSocket.MessageSizeLimit),
-			WriteTimeout:       c.WebSocket.WriteTimeout,
-			AllowedOrigins:     c.Client.AllowedOrigins,
-			Compression:        c.WebSocket.Compression,
-			CompressionLevel:   c.WebSocket.CompressionLevel,
-			CompressionMinSize: c.WebSocket.CompressionMinSize,
+			MessageSizeLimit:             int64(c.WebSocket.MessageSizeLimit),
+			WriteTimeout:                 c.WebSocket.WriteTimeout,
+			AllowedOrigins:               c.Client.AllowedOrigins,
+			Compression:                  c.WebSocket.Compression,
+			CompressionLevel:             c.WebSocket.CompressionLevel,
+			CompressionMinSize:           c.WebSocket.CompressionMinSize,
+			DecompressedMessageSizeLimit: int64(c.WebSocket.DecompressedMessageSizeLimit),
 		})
 		s.route(s.mux, "websocket", c.WebSocket.HandlerPrefix, s.instrument("websocket", s.client(s.ws)))
 	}
@@ -187,6 +188,7 @@ func (s *Server) routes() {
 			MessageSizeLimit: int64(u.MessageSizeLimit), WriteTimeout: u.WriteTimeout,
 			AllowedOrigins: origins, JoinPushMessages: u.JoinPushMessages,
 			Compression: u.Compression, CompressionLevel: u.CompressionLevel, CompressionMinSize: u.CompressionMinSize,
+			DecompressedMessageSizeLimit: int64(u.DecompressedMessageSizeLimit),
 		}))))
 	}
 	if c.UniSSE.Enabled {

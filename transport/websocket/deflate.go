@@ -30,6 +30,11 @@ type Compression struct {
 	// MinSize is the smallest message, in bytes, that is compressed;
 	// shorter ones go as they are.
 	MinSize int
+	// MaxInflated bounds what a message the client compressed may inflate
+	// to, in bytes; past it ReadMessage fails with ErrMessageTooLarge.
+	// Zero means the read limit (Options.ReadLimit). The compressed
+	// message itself is held to about the read limit either way.
+	MaxInflated int64
 }
 
 // deflateAnswer is how a handshake answers the client's offers of

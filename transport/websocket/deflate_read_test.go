@@ -313,6 +313,45 @@ func TestReadCompressedAtTheLimit(t *testing.T) {
 	}
 }
 
+// TestReadCompressedMaxInflated: with Compression.MaxInflated set, a
+// compressed message may inflate past the read limit up to MaxInflated,
+// and a smaller MaxInflated refuses what the read limit would take; an
+// uncompressed message keeps the read limit.
+func TestReadCompressedMaxInflated(t *testing.T) {
+	const limit = 4 << 10
+	big := bytes.Repeat([]byte(`{"text":"hello"}`), 3*limit/16) // 12 KiB, compresses to little
+	for _, tt := range []struct {
+		name        string
+		maxInflated int64
+		payload     []byte
+		compressed  bool
+		wantErr     error
+	}{
+		{name: "up to max_inflated", maxInflated: 4 * limit, payload: big, compressed: true},
+		{name: "past max_inflated", maxInflated: 2 * limit, payload: big, compressed: true, wantErr: ErrMessageTooLarge},
+		{name: "zero keeps the read limit", payload: big, compressed: true, wantErr: ErrMessageTooLarge},
+		{name: "below the read limit", maxInflated: limit / 4, payload: big[:limit/2], compressed: true, wantErr: ErrMessageTooLarge},
+		{name: "plain messages keep the read limit", maxInflated: 4 * limit, payload: big, wantErr: ErrMessageTooLarge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTestServer(t, Options{Compression: &Compression{MaxInflated: tt.maxInflated}, ReadLimit: limit})
+			cl, c, _ := s.connectDeflate(t, offerBrowser)
+			frame := wstest.MaskedFrame(b0Fin|byte(ws.OpText), tt.payload)
+			if tt.compressed {
+				frame = wstest.MaskedFrame(b0Fin|b0Rsv1|byte(ws.OpText), stdDeflate(t, tt.payload, stdflate.BestSpeed))
+			}
+			go cl.sendRaw(frame)
+			r := waitRead(t, readAsync(c))
+			if !errors.Is(r.err, tt.wantErr) || (tt.wantErr == nil) != (r.err == nil) {
+				t.Fatalf("ReadMessage error %v, want %v", r.err, tt.wantErr)
+			}
+			if tt.wantErr == nil && !bytes.Equal(r.payload, tt.payload) {
+				t.Errorf("read %d bytes, not the %d sent", len(r.payload), len(tt.payload))
+			}
+		})
+	}
+}
+
 // TestReadCompressedBomb sends a message of about 1 MB that inflates to
 // 1 GiB of zeros. It must be refused with ErrMessageTooLarge once it
 // inflates past the read limit, and what the read allocates in all (the

@@ -290,11 +290,16 @@ func compressedLimit(limit int64) int64 { return limit + limit/64 + 64 }
 // buffer that dropMessage gives back. The output is bounded by the read
 // limit as it grows, so a small message that would inflate to gigabytes
 // (a decompression bomb) costs at most twice the limit before it is
-// refused with ErrMessageTooLarge.
+// refused with ErrMessageTooLarge. The limit is Compression.MaxInflated
+// when set, else the read limit.
 func (c *Conn) inflate(p []byte) ([]byte, error) {
 	f := getInflater(p)
 	defer putInflater(f)
-	c.zbuf = getBuf(int(min(int64(2*len(p)+readBufSize), c.readLimit+1)))
+	limit := c.readLimit
+	if c.deflate != nil && c.deflate.MaxInflated > 0 {
+		limit = c.deflate.MaxInflated
+	}
+	c.zbuf = getBuf(int(min(int64(2*len(p)+readBufSize), limit+1)))
 	b := (*c.zbuf)[:0]
 	for {
 		if len(b) == cap(b) {
@@ -306,8 +311,8 @@ func (c *Conn) inflate(p []byte) ([]byte, error) {
 		}
 		n, err := f.r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
-		if int64(len(b)) > c.readLimit {
-			return nil, fmt.Errorf("%w: a compressed message of %d bytes inflates past the limit of %d", ErrMessageTooLarge, len(p), c.readLimit)
+		if int64(len(b)) > limit {
+			return nil, fmt.Errorf("%w: a compressed message of %d bytes inflates past the limit of %d", ErrMessageTooLarge, len(p), limit)
 		}
 		switch {
 		case err == io.EOF:
