@@ -170,6 +170,9 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 		if rep.Meta != nil {
 			meta = rep.Meta
 		}
+		if rep.Context != nil {
+			c.ctx = rep.Context
+		}
 	}
 	if creds == nil {
 		if !n.cfg.Insecure && !n.cfg.AllowAnonymousConnectWithoutToken {

@@ -53,6 +53,11 @@ type ConnectingReply struct {
 	// available to later handlers through Client.Meta. Nil keeps the
 	// connect token's meta claim, if any.
 	Meta []byte
+	// Context, when set, becomes the connection's context (Client.Context)
+	// and is what later handlers get: a handler adds values for them to the
+	// context it was given. It must derive from that context, which ends
+	// when the connection does.
+	Context context.Context
 }
 
 // SubscribeOptions are the options of one server-side subscription: given

@@ -22,8 +22,12 @@ type proxies struct {
 	// proxies with the same endpoint and TLS share a connection.
 	tlsConfigs map[config.TLS]*tls.Config
 	built      map[string]*proxy.Proxy // by name, or by key of a default
-	// headers are the client request headers any proxy forwards.
-	headers []string
+	// headers are the client request headers any proxy forwards;
+	// emulated the headers of connect commands any proxy forwards (lower
+	// case), kept with the connection for the proxies called after connect.
+	headers, emulated []string
+	// connect is the connect proxy, nil without one.
+	connect *proxy.Proxy
 
 	// Per namespace ("" is channels without a namespace); absent: the
 	// namespace's own rules apply.
@@ -54,8 +58,31 @@ func (s *Server) setupProxies() error {
 	if err := p.rpcs(); err != nil {
 		return err
 	}
+	p.connecting()
 	s.proxyHeaders = p.headers
 	return nil
+}
+
+// connecting registers the connect proxy and keeps the emulated headers
+// that later proxies forward with the connection; it runs once every
+// proxy is built, so that it knows them all.
+func (p *proxies) connecting() {
+	if p.connect == nil && len(p.emulated) == 0 {
+		return
+	}
+	connect, names := p.connect, p.emulated
+	p.s.node.OnConnecting(func(ctx context.Context, e gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
+		ctx = proxy.KeepEmulated(ctx, e.Headers, names)
+		// A connection with a token is the token's to decide, as in
+		// Centrifugo; one authenticated by the user header
+		// (client.user_id_http_header) is the proxy in front's.
+		if connect == nil || e.Token != "" || e.Credentials != nil {
+			return gyre.ConnectingReply{Context: ctx}, nil
+		}
+		rep, err := connect.Connect(ctx, e)
+		rep.Context = ctx
+		return rep, err
+	})
 }
 
 // streamProxy is a namespace's subscription streams.
@@ -91,7 +118,7 @@ func (p *proxies) build(key, name string, cfg config.Proxy) (*proxy.Proxy, error
 	}
 	pc := proxy.Config{
 		Name: key, Endpoint: cfg.Endpoint, Timeout: cfg.Timeout,
-		HTTPHeaders: cfg.HTTPHeaders, GRPCMetadata: cfg.GRPCMetadata,
+		HTTPHeaders: cfg.HTTPHeaders, GRPCMetadata: cfg.GRPCMetadata, EmulatedHeaders: cfg.EmulatedHeaders,
 		BinaryEncoding: cfg.BinaryEncoding, IncludeConnectionMeta: cfg.IncludeConnectionMeta,
 		GRPCCredentialsKey: cfg.GRPC.CredentialsKey, GRPCCredentialsValue: cfg.GRPC.CredentialsValue,
 		GRPCCompression: cfg.GRPC.Compression, Logger: p.s.log,
@@ -131,6 +158,11 @@ func (p *proxies) build(key, name string, cfg config.Proxy) (*proxy.Proxy, error
 			p.headers = append(p.headers, h)
 		}
 	}
+	for _, h := range cfg.EmulatedHeaders {
+		if h = strings.ToLower(h); !slices.Contains(p.emulated, h) {
+			p.emulated = append(p.emulated, h)
+		}
+	}
 	return pr, nil
 }
 
@@ -165,17 +197,7 @@ func (p *proxies) client() error {
 	if err != nil {
 		return err
 	}
-	if connect != nil {
-		p.s.node.OnConnecting(func(ctx context.Context, e gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
-			// A connection with a token is the token's to decide, as
-			// in Centrifugo; one authenticated by the user header
-			// (client.user_id_http_header) is the proxy in front's.
-			if e.Token != "" || e.Credentials != nil {
-				return gyre.ConnectingReply{}, nil
-			}
-			return connect.Connect(ctx, e)
-		})
-	}
+	p.connect = connect
 	if refresh != nil {
 		p.s.node.OnServerSideRefresh(refresh.Refresh)
 	}

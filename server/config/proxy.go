@@ -11,6 +11,7 @@ type Proxy struct {
 	Timeout               time.Duration `key:"timeout" default:"1s" min:"1ns" help:"How long one call may take before the client gets an internal error (100)."`
 	HTTPHeaders           []string      `key:"http_headers" help:"Names of client request headers forwarded to the backend (as HTTP headers, or gRPC metadata)."`
 	GRPCMetadata          []string      `key:"grpc_metadata" help:"Names of gRPC metadata keys of gRPC clients forwarded to the backend."`
+	EmulatedHeaders       []string      `key:"emulated_headers" help:"Names of headers a client sent in its connect command (headers emulation, for browsers that cannot set real ones) forwarded to the backend. Their values are the client's own: list only what the backend checks as untrusted input (a signed token), never a header it trusts because a reverse proxy sets it; http_headers never forwards these."`
 	BinaryEncoding        bool          `key:"binary_encoding" help:"Send payloads base64-encoded (b64data, b64info) instead of as raw JSON."`
 	IncludeConnectionMeta bool          `key:"include_connection_meta" help:"Send the connection's meta (from the connect token or connect proxy) with each call."`
 	HTTP                  ProxyHTTP     `key:"http" help:"Options of HTTP endpoints."`

@@ -22,6 +22,10 @@ type Config struct {
 	// of gRPC clients forwarded.
 	HTTPHeaders  []string
 	GRPCMetadata []string
+	// EmulatedHeaders names the headers a client sent in its connect
+	// command (headers emulation) that are forwarded; their values are
+	// the client's own. HTTPHeaders never forwards those.
+	EmulatedHeaders []string
 	// BinaryEncoding sends payloads as base64 (b64data ...) rather than
 	// raw JSON.
 	BinaryEncoding bool

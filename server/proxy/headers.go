@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/metadata"
@@ -40,29 +42,69 @@ func KeepHeaders(names []string, next http.Handler) http.Handler {
 	})
 }
 
-// forwarded collects what a proxy sends along with a call: the configured
-// client headers (from the connection's context, then from the headers a
-// client sent in its connect command, which browsers use where they cannot
-// set real ones) and gRPC metadata of gRPC clients. Keys are canonical
-// header names.
+type emulatedKey struct{}
+
+// KeepEmulated returns ctx holding the headers a client sent in its
+// connect command (headers emulation: centrifuge-js's headers option, for
+// browsers that cannot set real ones) that names allows, names in lower
+// case, for the proxies called later on the connection; ctx itself when
+// there are none.
+func KeepEmulated(ctx context.Context, headers map[string]string, names []string) context.Context {
+	var kept map[string]string
+	for k, v := range headers {
+		if slices.Contains(names, strings.ToLower(k)) {
+			if kept == nil {
+				kept = map[string]string{}
+			}
+			kept[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+	if kept == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, emulatedKey{}, kept)
+}
+
+// forwarded collects what a proxy sends along with a call: the headers a
+// client sent in its connect command that emulated_headers names (those
+// of this connect, or kept by KeepEmulated), then the client request
+// headers http_headers names, which win over emulated ones of the same
+// name, and the gRPC metadata of gRPC clients. Keys are canonical header
+// names.
+//
+// Emulated headers are the client's to choose, so a name in http_headers
+// alone never forwards one: a backend that trusts a header because a
+// reverse proxy in front sets it would otherwise take a client's word for
+// it whenever the proxy did not set it.
 func (p *Proxy) forwarded(ctx context.Context, emulated map[string]string) map[string]string {
-	if len(p.headers) == 0 && len(p.metadata) == 0 {
+	if len(p.headers) == 0 && len(p.metadata) == 0 && len(p.emulated) == 0 {
 		return nil
 	}
 	out := map[string]string{}
+	if emulated == nil {
+		emulated, _ = ctx.Value(emulatedKey{}).(map[string]string)
+	}
+	var refused []string
+	for k, v := range emulated {
+		name := http.CanonicalHeaderKey(k)
+		switch {
+		case slices.Contains(p.emulated, strings.ToLower(k)):
+			out[name] = v
+		case slices.Contains(p.headers, name):
+			refused = append(refused, name)
+		}
+	}
+	if refused != nil {
+		slices.Sort(refused)
+		p.fails.Add("emulated headers", slog.LevelInfo,
+			"proxy: headers the client sent in its connect command are named in http_headers but not in emulated_headers: not forwarded (their values are the client's own)",
+			"proxy", p.name, "headers", refused)
+	}
 	kept, _ := ctx.Value(headersKey{}).(keptHeaders)
 	for _, name := range p.headers {
 		for i := 0; i+1 < len(kept); i += 2 {
 			if kept[i] == name {
 				out[name] = kept[i+1]
-			}
-		}
-		if _, ok := out[name]; ok {
-			continue
-		}
-		for k, v := range emulated {
-			if strings.EqualFold(k, name) {
-				out[name] = v
 			}
 		}
 	}

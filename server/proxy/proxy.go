@@ -34,6 +34,7 @@ type Proxy struct {
 	timeout  time.Duration
 	headers  []string // canonical header names
 	metadata []string // lower-case metadata keys
+	emulated []string // lower-case names of emulated headers forwarded
 	b64      bool
 	meta     bool
 	http     bool
@@ -75,6 +76,9 @@ func New(cfg Config, pool *Pool) (*Proxy, error) {
 	}
 	for _, m := range cfg.GRPCMetadata {
 		p.metadata = append(p.metadata, strings.ToLower(m))
+	}
+	for _, h := range cfg.EmulatedHeaders {
+		p.emulated = append(p.emulated, strings.ToLower(h))
 	}
 	switch {
 	case strings.HasPrefix(cfg.Endpoint, "http://"), strings.HasPrefix(cfg.Endpoint, "https://"):

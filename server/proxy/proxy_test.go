@@ -267,26 +267,57 @@ func TestHooks(t *testing.T) {
 
 // TestEmulatedHeaders: headers a client sends in its connect command
 // (centrifuge-js's headers option, for browsers that cannot set real ones)
-// are forwarded to the connect proxy when http_headers names them.
+// are forwarded to the proxies whose emulated_headers name them, the
+// connect proxy and those called later on the connection; a name in
+// http_headers alone never forwards one (its value is the client's), and
+// says so in the log; a real request header wins over an emulated one.
 func TestEmulatedHeaders(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			b, b2 := newBackend(t), newBackend(t)
 			defaultAnswers(b)
-			g := startGyre(t, proxyConfig(kind, b, b2))
-			c := wstest.Dial(t, g.url, protocol.TypeJSON)
-			r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{
-				Headers: map[string]string{"authorization": "Bearer emulated", "x-other": "no"},
+			c := proxyConfig(kind, b, b2)
+			c.Client.Proxy.Connect.HTTPHeaders = []string{"Authorization", "X-Forwarded-User"}
+			c.Channel.Proxy.Subscribe.EmulatedHeaders = []string{"X-Tenant"}
+			c.Client.Proxy.Connect.EmulatedHeaders = []string{"authorization", "x-real"}
+			c.Client.Proxy.Connect.HTTPHeaders = append(c.Client.Proxy.Connect.HTTPHeaders, "X-Real")
+			g := startGyre(t, c)
+			cl := wstest.Dial(t, g.url, protocol.TypeJSON, wstest.Header(http.Header{"X-Real": {"from the request"}}))
+			r := cl.Call(&protocol.Command{Connect: &protocol.ConnectRequest{
+				Headers: map[string]string{"authorization": "Bearer emulated", "x-forwarded-user": "admin", "x-tenant": "acme", "x-other": "no", "x-real": "emulated"},
 			}})
 			if r.Error != nil {
 				t.Fatal(r.Error)
 			}
 			h := b.waitCalls("connect", 1)[0].header
 			if got := h.Get("Authorization"); got != "Bearer emulated" {
-				t.Errorf("Authorization = %q, want the emulated header", got)
+				t.Errorf("connect: Authorization = %q, want the emulated header (listed in emulated_headers)", got)
 			}
-			if got := h.Get("X-Other"); got != "" {
-				t.Errorf("X-Other forwarded though not configured: %q", got)
+			if got := h.Get("X-Real"); got != "from the request" {
+				t.Errorf("connect: X-Real = %q, want the request's own header over the emulated one", got)
+			}
+			for _, name := range []string{"X-Forwarded-User", "X-Tenant", "X-Other"} {
+				if got := h.Get(name); got != "" {
+					t.Errorf("connect: %s = %q forwarded, though emulated_headers does not name it", name, got)
+				}
+			}
+			// The connect call logged it before the connect was answered.
+			if lines := g.log.Find(slog.LevelInfo, "proxy: headers the client sent in its connect command are named in http_headers but not in emulated_headers: not forwarded (their values are the client's own)",
+				map[string]string{"headers": "[X-Forwarded-User]"}); len(lines) != 1 {
+				t.Errorf("%d log lines about the header not forwarded, want 1", len(lines))
+			}
+
+			// The subscribe proxy, called later, gets the emulated header
+			// its own emulated_headers names, kept from the connect.
+			if sr := cl.Subscribe(&protocol.SubscribeRequest{Channel: "chat:x"}); sr.Error != nil {
+				t.Fatalf("subscribe: %v", sr.Error)
+			}
+			sh := b.waitCalls("subscribe", 1)[0].header
+			if got := sh.Get("X-Tenant"); got != "acme" {
+				t.Errorf("subscribe: X-Tenant = %q, want acme", got)
+			}
+			if got := sh.Get("Authorization"); got != "" {
+				t.Errorf("subscribe: Authorization = %q, though only the connect proxy names it", got)
 			}
 		})
 	}
