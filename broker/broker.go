@@ -310,3 +310,32 @@ type SubscriptionLostHandler interface {
 type PatternScopeLostHandler interface {
 	HandlePatternScopeLost(scopes []string) error
 }
+
+// Store keeps channel streams (offsets, epochs, history, idempotency
+// results and versions) for a broker whose pub/sub keeps none: the NATS
+// broker pairs with one on Redis or on JetStream. The broker asks the
+// store for a position first, then sends the publication with it.
+type Store interface {
+	// Append does for each item what PublishMany does, without delivering
+	// anything: it assigns the channel's next position (history on),
+	// stores the publication, remembers the idempotency result and the
+	// version, and sets Position and Suppressed, or Err. Per channel the
+	// items keep their order, and positions are handed out in that order.
+	// When an item asks for delta (Opts.UseDelta) the store sets Prev to
+	// the channel's previous publication when it knows it.
+	Append(items []StoreItem)
+	// History and RemoveHistory are Broker's.
+	History(channel string, opts HistoryOptions) ([]*Publication, StreamPosition, error)
+	RemoveHistory(channel string) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// StoreItem is one publication of Store.Append: the item as PublishMany
+// takes it, the publish time (Unix ms) to store, and, once Append
+// returns, the publication before it when delta was asked for.
+type StoreItem struct {
+	PublishItem
+	Time int64
+	Prev *Publication
+}
