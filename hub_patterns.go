@@ -53,22 +53,42 @@ func (h *patternHub) scope(scope string) *patternScope {
 	return (*m)[scope]
 }
 
+// patternHooks are the broker calls the hub makes, under its lock, as
+// scopes and patterns come and go here: scope when a scope gets its first
+// pattern, pattern (nil unless the broker subscribes patterns one by
+// one) when a pattern gets its first subscriber; unscope and unpattern
+// when they lose their last.
+type patternHooks struct {
+	scope     func(scope string) error
+	unscope   func(scope string)
+	pattern   func(scope, name string) error
+	unpattern func(scope, name string)
+}
+
 // add adds s, a subscription to a pattern of scope whose part after the
-// scope is name. subscribeScope is called, under the hub's lock, when the
-// scope gets its first pattern here; its error leaves nothing added.
-func (h *patternHub) add(s *subscription, scope, name string, subscribeScope func(scope string) error) error {
+// scope is name, calling the broker's hooks for a new scope or pattern;
+// their error leaves nothing added.
+func (h *patternHub) add(s *subscription, scope, name string, hooks patternHooks) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ps := h.scope(scope)
-	if ps == nil {
-		if err := subscribeScope(scope); err != nil {
+	newScope := ps == nil
+	if newScope {
+		if err := hooks.scope(scope); err != nil {
 			return err
 		}
 		ps = &patternScope{index: match.NewIndex[*patternSubs](), byName: make(map[string]*patternSubs)}
-		h.replaceScope(scope, ps)
 	}
 	g := ps.byName[name]
 	if g == nil {
+		if hooks.pattern != nil {
+			if err := hooks.pattern(scope, name); err != nil {
+				if newScope {
+					hooks.unscope(scope)
+				}
+				return err
+			}
+		}
 		g = &patternSubs{pattern: s.channel}
 		g.list.Store(emptySubs)
 		if err := ps.index.Set(name, g); err != nil {
@@ -79,13 +99,16 @@ func (h *patternHub) add(s *subscription, scope, name string, subscribeScope fun
 		ps.byName[name] = g
 		ps.mu.Unlock()
 	}
+	if newScope {
+		h.replaceScope(scope, ps)
+	}
 	g.list.Store(g.list.Load().withSub(s))
 	return nil
 }
 
-// remove removes s. unsubscribeScope is called, under the hub's lock,
-// when the scope loses its last pattern here.
-func (h *patternHub) remove(s *subscription, scope, name string, unsubscribeScope func(scope string)) {
+// remove removes s, calling the broker's hooks when its pattern, and its
+// scope, lose their last subscriber here.
+func (h *patternHub) remove(s *subscription, scope, name string, hooks patternHooks) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ps := h.scope(scope)
@@ -108,9 +131,12 @@ func (h *patternHub) remove(s *subscription, scope, name string, unsubscribeScop
 	ps.mu.Lock()
 	delete(ps.byName, name)
 	ps.mu.Unlock()
+	if hooks.unpattern != nil {
+		hooks.unpattern(scope, name)
+	}
 	if len(ps.byName) == 0 {
 		h.replaceScope(scope, nil)
-		unsubscribeScope(scope)
+		hooks.unscope(scope)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/gyrehq/gyre/broker"
 )
 
 // checkPatternSupport refuses rules with wildcard subscriptions when the
@@ -25,17 +27,36 @@ func (n *Node) checkPatternSupport(r *channelRules) error {
 }
 
 // attachPattern adds a pattern subscription to the hub, subscribing the
-// broker to its scope when it is the scope's first pattern here.
+// broker to its scope when it is the scope's first pattern here (and to
+// the pattern when the broker filters by pattern and it is its first
+// subscriber).
 func (n *Node) attachPattern(s *subscription) error {
-	return n.hub.patterns.add(s, s.scope, s.channel[len(s.channel)-int(s.nameLen):], n.patterns.SubscribePatternScope)
+	return n.hub.patterns.add(s, s.scope, s.channel[len(s.channel)-int(s.nameLen):], n.patternHooks())
 }
 
 // detachPattern removes a pattern subscription from the hub, and the
-// broker's scope subscription with the scope's last pattern.
+// broker's pattern and scope subscriptions with their last subscriber.
 func (n *Node) detachPattern(s *subscription) {
-	n.hub.patterns.remove(s, s.scope, s.channel[len(s.channel)-int(s.nameLen):], func(scope string) {
-		if err := n.patterns.UnsubscribePatternScope(scope); err != nil {
-			n.logBrokerFailure("unsubscribe", slog.LevelError, "broker pattern scope unsubscribe", "scope", scope, "error", err)
+	n.hub.patterns.remove(s, s.scope, s.channel[len(s.channel)-int(s.nameLen):], n.patternHooks())
+}
+
+// patternHooks are the broker calls for patternHub.
+func (n *Node) patternHooks() patternHooks {
+	h := patternHooks{
+		scope: n.patterns.SubscribePatternScope,
+		unscope: func(scope string) {
+			if err := n.patterns.UnsubscribePatternScope(scope); err != nil {
+				n.logBrokerFailure("unsubscribe", slog.LevelError, "broker pattern scope unsubscribe", "scope", scope, "error", err)
+			}
+		},
+	}
+	if f, ok := n.patterns.(broker.PatternFilterBroker); ok {
+		h.pattern = f.SubscribePattern
+		h.unpattern = func(scope, name string) {
+			if err := f.UnsubscribePattern(scope, name); err != nil {
+				n.logBrokerFailure("unsubscribe", slog.LevelError, "broker pattern unsubscribe", "scope", scope, "pattern", name, "error", err)
+			}
 		}
-	})
+	}
+	return h
 }

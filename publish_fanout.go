@@ -60,7 +60,7 @@ func (n *Node) broadcastRuns(runs []broker.Run, b *burst) {
 		if r.Scope == "" {
 			n.broadcastRun(r.Channel, r.Pubs, b)
 		} else {
-			n.broadcastPatternRun(r.Scope, r.Channel, r.Pubs, b)
+			n.broadcastPatternRun(r.Scope, r.Pattern, r.Channel, r.Pubs, b)
 		}
 	}
 }

@@ -8,18 +8,19 @@ import (
 )
 
 // broadcastPatternRun hands a run of publications of channel to the
-// subscribers of every pattern of scope that matches it, as broadcastRun
+// subscribers of every pattern of scope that matches it (of pattern
+// alone, its name in the scope, when the broker names it), as broadcastRun
 // does to a channel's: each pattern's pushes encoded once per wire
 // variant, and a subscriber that takes all of them given the whole run in
 // one queue operation. The push names the pattern, as the subscription
 // does, and the publication names the channel.
-func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublication, b *burst) {
+func (n *Node) broadcastPatternRun(scope, pattern, channel string, run []broker.RunPublication, b *burst) {
 	if len(run) == 0 {
 		return
 	}
 	var pps []*protocol.Publication
 	start := time.Now()
-	subs := n.eachMatch(scope, channel, func(g *patternSubs, list *subList) {
+	subs := n.eachMatch(scope, pattern, channel, func(g *patternSubs, list *subList) {
 		if pps == nil {
 			pps = make([]*protocol.Publication, len(run))
 			for i, rp := range run {
@@ -40,12 +41,24 @@ func (n *Node) broadcastPatternRun(scope, channel string, run []broker.RunPublic
 }
 
 // eachMatch calls deliver with the subscribers of every pattern of scope
-// held here that matches channel, and returns how many subscribers it was
+// held here that matches channel, or of pattern alone when it is set (a
+// PatternFilterBroker's run), and returns how many subscribers it was
 // given.
-func (n *Node) eachMatch(scope, channel string, deliver func(g *patternSubs, list *subList)) (subs int) {
+func (n *Node) eachMatch(scope, pattern, channel string, deliver func(g *patternSubs, list *subList)) (subs int) {
 	ps := n.hub.patterns.scope(scope)
 	if ps == nil {
 		return 0
+	}
+	if pattern != "" {
+		// The broker matched the channel already; the pattern may have
+		// lost its last subscriber since.
+		if g, ok := ps.index.Get(pattern); ok {
+			if list := g.list.Load(); list.len() > 0 {
+				deliver(g, list)
+				subs = list.len()
+			}
+		}
+		return subs
 	}
 	ps.index.Match(n.rules.Load().patternName(scope, channel), func(g *patternSubs) bool {
 		if list := g.list.Load(); list.len() > 0 {

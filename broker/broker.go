@@ -146,7 +146,12 @@ type Run struct {
 	// Set, the run is for this node's pattern subscriptions: publications
 	// published with PublishOptions.PatternScope Scope (see PatternBroker).
 	Scope string
-	Pubs  []RunPublication
+	// Pattern, set only by a PatternFilterBroker, names the one pattern
+	// of Scope (its part after the scope) whose subscribers the run is
+	// for; empty, the run goes to every pattern of Scope that matches the
+	// channel.
+	Pattern string
+	Pubs    []RunPublication
 }
 
 // RunHandler receives publications.
@@ -260,6 +265,21 @@ type PatternBroker interface {
 	// UnsubscribePatternScope stops that delivery; called when the node's
 	// last pattern subscription in the scope leaves.
 	UnsubscribePatternScope(scope string) error
+}
+
+// PatternFilterBroker is a PatternBroker that subscribes each pattern
+// on its own, so that a node receives only what its patterns match (NATS
+// subject wildcards) rather than every publication of a scope. The engine
+// calls SubscribePattern when the node's first subscriber of a pattern
+// arrives (after SubscribePatternScope for the scope's first), and
+// UnsubscribePattern when its last leaves; name is the pattern's part
+// after the scope. Such a broker hands over each pattern's publications
+// in runs with Run.Pattern set, once per pattern: two patterns of a node
+// that match one channel each get the publication.
+type PatternFilterBroker interface {
+	PatternBroker
+	SubscribePattern(scope, name string) error
+	UnsubscribePattern(scope, name string) error
 }
 
 // PresenceStats counts a channel's present connections and distinct users.
