@@ -1,0 +1,464 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/nats/natstest"
+)
+
+var hist = broker.PublishOptions{HistorySize: 100, HistoryTTL: time.Minute}
+
+func newStore(t testing.TB, url string) *Store {
+	t.Helper()
+	s, err := New(Config{URL: url, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func item(channel, data string, opts broker.PublishOptions) broker.StoreItem {
+	return broker.StoreItem{PublishItem: broker.PublishItem{Channel: channel, Data: []byte(data), Opts: opts}, Time: time.Now().UnixMilli()}
+}
+
+// appendOne appends one item and fails the test on error.
+func appendOne(t testing.TB, s *Store, channel, data string, opts broker.PublishOptions) broker.StoreItem {
+	t.Helper()
+	items := []broker.StoreItem{item(channel, data, opts)}
+	s.Append(items)
+	if items[0].Err != nil {
+		t.Fatalf("append to %q: %v", channel, items[0].Err)
+	}
+	return items[0]
+}
+
+func history(t testing.TB, s *Store, channel string, f broker.HistoryFilter) ([]*broker.Publication, broker.StreamPosition) {
+	t.Helper()
+	pubs, top, err := s.History(channel, broker.HistoryOptions{Filter: f})
+	if err != nil {
+		t.Fatalf("history of %q: %v", channel, err)
+	}
+	return pubs, top
+}
+
+func offsets(pubs []*broker.Publication) []uint64 {
+	out := make([]uint64, len(pubs))
+	for i, p := range pubs {
+		out[i] = p.Offset
+	}
+	return out
+}
+
+func seq(from, to uint64) []uint64 {
+	var out []uint64
+	for o := from; o <= to; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+func TestAppendOrderAndHistory(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	var items []broker.StoreItem
+	for i := range 10 {
+		items = append(items, item("a", "a"+strconv.Itoa(i), hist), item("b", "b"+strconv.Itoa(i), hist))
+	}
+	s.Append(items)
+	epochs := map[string]string{}
+	for i, it := range items {
+		if it.Err != nil || it.Suppressed {
+			t.Fatalf("item %d: err %v suppressed %v", i, it.Err, it.Suppressed)
+		}
+		if want := uint64(i/2 + 1); it.Position.Offset != want {
+			t.Fatalf("item %d (%s): offset %d, want %d", i, it.Channel, it.Position.Offset, want)
+		}
+		if e, ok := epochs[it.Channel]; ok && e != it.Position.Epoch {
+			t.Fatalf("channel %s: epoch changed from %q to %q", it.Channel, e, it.Position.Epoch)
+		}
+		epochs[it.Channel] = it.Position.Epoch
+	}
+	pubs, top := history(t, s, "a", broker.HistoryFilter{Limit: -1})
+	if top != (broker.StreamPosition{Offset: 10, Epoch: epochs["a"]}) {
+		t.Fatalf("top %+v", top)
+	}
+	if got := offsets(pubs); !slices.Equal(got, seq(1, 10)) {
+		t.Fatalf("all: %v", got)
+	}
+	if string(pubs[3].Data) != "a3" || pubs[3].Time == 0 {
+		t.Fatalf("publication 4: %+v", pubs[3])
+	}
+	since := func(o uint64) *broker.StreamPosition { return &broker.StreamPosition{Offset: o, Epoch: epochs["a"]} }
+	for _, tc := range []struct {
+		name string
+		f    broker.HistoryFilter
+		want []uint64
+	}{
+		{"since", broker.HistoryFilter{Since: since(4), Limit: -1}, seq(5, 10)},
+		{"since limit", broker.HistoryFilter{Since: since(4), Limit: 3}, seq(5, 7)},
+		{"since top", broker.HistoryFilter{Since: since(10), Limit: -1}, nil},
+		{"limit", broker.HistoryFilter{Limit: 2}, seq(1, 2)},
+		{"top only", broker.HistoryFilter{Limit: 0}, nil},
+		{"reverse", broker.HistoryFilter{Limit: 3, Reverse: true}, []uint64{10, 9, 8}},
+		{"reverse one", broker.HistoryFilter{Limit: 1, Reverse: true}, []uint64{10}},
+		{"reverse since", broker.HistoryFilter{Since: since(4), Limit: 2, Reverse: true}, []uint64{3, 2}},
+		{"reverse since all", broker.HistoryFilter{Since: since(4), Limit: -1, Reverse: true}, []uint64{3, 2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pubs, _ := history(t, s, "a", tc.f)
+			if got := offsets(pubs); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []broker.StreamPosition{{Offset: 11, Epoch: epochs["a"]}, {Offset: 1, Epoch: "other"}} {
+		_, top, err := s.History("a", broker.HistoryOptions{Filter: broker.HistoryFilter{Since: &bad, Limit: -1}})
+		if !errors.Is(err, broker.ErrUnrecoverablePosition) || top.Offset != 10 {
+			t.Fatalf("since %+v: top %+v, err %v", bad, top, err)
+		}
+	}
+}
+
+func TestHistoryEvictedBySize(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	opts := broker.PublishOptions{HistorySize: 5, HistoryTTL: time.Minute}
+	for i := range 12 {
+		appendOne(t, s, "c", strconv.Itoa(i), opts)
+		appendOne(t, s, "other", strconv.Itoa(i), opts) // interleave sequences
+	}
+	pubs, top := history(t, s, "c", broker.HistoryFilter{Limit: -1})
+	if got := offsets(pubs); !slices.Equal(got, seq(8, 12)) || top.Offset != 12 {
+		t.Fatalf("got %v top %+v", got, top)
+	}
+	pubs, _ = history(t, s, "c", broker.HistoryFilter{Since: &broker.StreamPosition{Offset: 2, Epoch: top.Epoch}, Limit: 2})
+	if got := offsets(pubs); !slices.Equal(got, seq(8, 9)) {
+		t.Fatalf("since evicted: %v (the caller sees the gap)", got)
+	}
+}
+
+func TestConcurrentAppenders(t *testing.T) {
+	srv := natstest.Start(t)
+	stores := []*Store{newStore(t, srv.URL), newStore(t, srv.URL)}
+	const perWorker, workers = 30, 3
+	var mu sync.Mutex
+	var got []broker.StreamPosition
+	var wg sync.WaitGroup
+	for _, s := range stores {
+		for w := range workers {
+			wg.Go(func() {
+				for i := range perWorker {
+					items := []broker.StoreItem{item("hot", fmt.Sprint(w, i), hist), item("hot", "x", hist)}
+					s.Append(items)
+					mu.Lock()
+					for _, it := range items {
+						if it.Err != nil {
+							t.Error(it.Err)
+						}
+						got = append(got, it.Position)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	n := uint64(len(stores) * workers * perWorker * 2)
+	pubs, top := history(t, stores[0], "hot", broker.HistoryFilter{Limit: -1})
+	if top.Offset != n {
+		t.Fatalf("top %+v, want offset %d", top, n)
+	}
+	if n > 100 {
+		n = 100
+	}
+	if o := offsets(pubs); len(o) != int(n) || o[len(o)-1] != top.Offset || o[0] != top.Offset-n+1 {
+		t.Fatalf("history offsets %v", o)
+	}
+	seen := map[uint64]bool{}
+	for _, p := range got {
+		if p.Epoch != top.Epoch || seen[p.Offset] {
+			t.Fatalf("position %+v given twice or in another epoch (top %+v)", p, top)
+		}
+		seen[p.Offset] = true
+	}
+}
+
+func TestRestartKeepsHistoryAndEpoch(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	first := appendOne(t, s, "r", "1", hist)
+	appendOne(t, s, "r", "2", hist)
+	srv.Kill()
+	srv.Restart(t)
+	s2 := newStore(t, srv.URL)
+	pubs, top := history(t, s2, "r", broker.HistoryFilter{Limit: -1})
+	if top != (broker.StreamPosition{Offset: 2, Epoch: first.Position.Epoch}) || !slices.Equal(offsets(pubs), seq(1, 2)) {
+		t.Fatalf("after restart: top %+v pubs %v", top, offsets(pubs))
+	}
+	third := appendOne(t, s2, "r", "3", hist)
+	if third.Position != (broker.StreamPosition{Offset: 3, Epoch: first.Position.Epoch}) {
+		t.Fatalf("third %+v", third.Position)
+	}
+}
+
+func TestExpiryStartsNewEpoch(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	short := broker.PublishOptions{HistorySize: 10, HistoryTTL: time.Second}
+	old := appendOne(t, s, "e", "1", short)
+	appendOne(t, s, "e", "2", short)
+	var top broker.StreamPosition
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		_, top = history(t, s, "e", broker.HistoryFilter{})
+		if top.Offset == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("publications never expired: top %+v", top)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if top.Epoch == old.Position.Epoch {
+		t.Fatalf("expired stream kept its epoch %q", top.Epoch)
+	}
+	next := appendOne(t, s, "e", "3", short)
+	if next.Position != (broker.StreamPosition{Offset: 1, Epoch: top.Epoch}) {
+		t.Fatalf("first after expiry %+v, want offset 1 in the epoch History gave (%q)", next.Position, top.Epoch)
+	}
+}
+
+func TestHistoryBeforeFirstPublication(t *testing.T) {
+	srv := natstest.Start(t)
+	s, other := newStore(t, srv.URL), newStore(t, srv.URL)
+	_, top := history(t, s, "new", broker.HistoryFilter{})
+	if top.Offset != 0 || top.Epoch == "" {
+		t.Fatalf("top %+v", top)
+	}
+	if _, again := history(t, other, "new", broker.HistoryFilter{}); again != top {
+		t.Fatalf("other store sees %+v, want %+v", again, top)
+	}
+	it := appendOne(t, other, "new", "1", hist)
+	if it.Position != (broker.StreamPosition{Offset: 1, Epoch: top.Epoch}) {
+		t.Fatalf("first publication %+v, want epoch %q", it.Position, top.Epoch)
+	}
+	pubs, _ := history(t, s, "new", broker.HistoryFilter{Since: &top, Limit: -1})
+	if !slices.Equal(offsets(pubs), []uint64{1}) {
+		t.Fatalf("recovery from the pending epoch: %v", offsets(pubs))
+	}
+}
+
+func TestRemoveHistoryKeepsTop(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	for i := range 3 {
+		appendOne(t, s, "rm", strconv.Itoa(i), hist)
+	}
+	if err := s.RemoveHistory("rm"); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newStore(t, srv.URL)
+	pubs, top := history(t, s2, "rm", broker.HistoryFilter{Limit: -1})
+	if len(pubs) != 0 || top.Offset != 3 {
+		t.Fatalf("after remove: %v top %+v", offsets(pubs), top)
+	}
+	next := appendOne(t, s2, "rm", "x", hist)
+	if next.Position != (broker.StreamPosition{Offset: 4, Epoch: top.Epoch}) {
+		t.Fatalf("next %+v", next.Position)
+	}
+	pubs, _ = history(t, s, "rm", broker.HistoryFilter{Limit: -1})
+	if !slices.Equal(offsets(pubs), []uint64{4}) {
+		t.Fatalf("history %v", offsets(pubs))
+	}
+	if err := s.RemoveHistory("never"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIdempotency(t *testing.T) {
+	srv := natstest.Start(t)
+	s, s2 := newStore(t, srv.URL), newStore(t, srv.URL)
+	opts := hist
+	opts.IdempotencyKey = "k1"
+	first := appendOne(t, s, "i", "1", opts)
+	appendOne(t, s, "i", "2", hist)
+	for _, st := range []*Store{s, s2} {
+		again := appendOne(t, st, "i", "1", opts)
+		if !again.Suppressed || again.Position != first.Position {
+			t.Fatalf("repeat: %+v suppressed %v, want %+v", again.Position, again.Suppressed, first.Position)
+		}
+	}
+	other := appendOne(t, s, "i2", "1", opts) // same key, other channel
+	if other.Suppressed || other.Position.Offset != 1 {
+		t.Fatalf("key shared across channels: %+v", other)
+	}
+	_, top := history(t, s, "i", broker.HistoryFilter{})
+	if top.Offset != 2 {
+		t.Fatalf("top %+v", top)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	srv := natstest.Start(t)
+	s, s2 := newStore(t, srv.URL), newStore(t, srv.URL)
+	v := func(version uint64, epoch string) broker.PublishOptions {
+		o := hist
+		o.Version, o.VersionEpoch = version, epoch
+		return o
+	}
+	for i, tc := range []struct {
+		st         *Store
+		opts       broker.PublishOptions
+		suppressed bool
+	}{
+		{s, v(2, "a"), false},
+		{s2, v(1, "a"), true},  // older, seen by another store
+		{s, v(2, ""), true},    // no epoch: compared whatever the epoch
+		{s, v(1, "b"), false},  // new version epoch
+		{s2, v(1, "b"), true},  // equal
+		{s, hist, false},       // unversioned goes through and keeps the version
+		{s2, v(1, "b"), true},  //
+		{s2, v(5, "b"), false}, //
+	} {
+		it := appendOne(t, tc.st, "v", "x", tc.opts)
+		if it.Suppressed != tc.suppressed {
+			t.Fatalf("step %d: suppressed %v, want %v", i, it.Suppressed, tc.suppressed)
+		}
+		_, top := history(t, s, "v", broker.HistoryFilter{})
+		if it.Position != top {
+			t.Fatalf("step %d: position %+v, top %+v", i, it.Position, top)
+		}
+	}
+}
+
+func TestDeltaPrev(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	d := hist
+	d.UseDelta = true
+	items := []broker.StoreItem{item("d", "1", d), item("d", "2", d)}
+	s.Append(items)
+	if items[0].Prev != nil || items[1].Prev == nil || string(items[1].Prev.Data) != "1" {
+		t.Fatalf("prev: %+v, %+v", items[0].Prev, items[1].Prev)
+	}
+	s2 := newStore(t, srv.URL) // knows nothing: reads the base from the stream
+	it := appendOne(t, s2, "d", "3", d)
+	if it.Prev == nil || string(it.Prev.Data) != "2" || it.Prev.Offset != 2 {
+		t.Fatalf("prev from the stream: %+v", it.Prev)
+	}
+}
+
+func TestSettingsChangeMovesChannel(t *testing.T) {
+	srv := natstest.Start(t)
+	s, s2 := newStore(t, srv.URL), newStore(t, srv.URL)
+	a := appendOne(t, s, "m", "1", hist)
+	appendOne(t, s, "m", "2", hist)
+	history(t, s2, "m", broker.HistoryFilter{}) // s2 caches the old stream
+	bigger := broker.PublishOptions{HistorySize: 200, HistoryTTL: time.Minute}
+	b := appendOne(t, s, "m", "3", bigger)
+	if b.Position.Offset != 1 || b.Position.Epoch == a.Position.Epoch {
+		t.Fatalf("after the move %+v (before %+v)", b.Position, a.Position)
+	}
+	for _, st := range []*Store{s, s2, newStore(t, srv.URL)} {
+		pubs, top := history(t, st, "m", broker.HistoryFilter{Limit: -1})
+		if top != b.Position || !slices.Equal(offsets(pubs), []uint64{1}) {
+			t.Fatalf("history after move: %v top %+v", offsets(pubs), top)
+		}
+	}
+}
+
+func TestOddChannelNames(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	names := []string{"", ".", "a.b", "*", ">", "a.*.>", "a b", "\t\r\n", "\x00\xff", "%", "%25", "%2E", "ü", "a..b", "$gyre", "x#1"}
+	for i, ch := range names {
+		for j := 0; j <= i%3; j++ {
+			appendOne(t, s, ch, ch, hist)
+		}
+	}
+	for i, ch := range names {
+		pubs, top := history(t, s, ch, broker.HistoryFilter{Limit: -1})
+		if want := uint64(i%3 + 1); top.Offset != want || len(pubs) != int(want) || string(pubs[0].Data) != ch {
+			t.Fatalf("channel %q: top %+v, %d publications", ch, top, len(pubs))
+		}
+	}
+}
+
+func TestNATSDown(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	appendOne(t, s, "down", "1", hist)
+	srv.Kill()
+	items := []broker.StoreItem{item("down", "2", hist), item("other", "1", hist)}
+	s.Append(items)
+	for _, it := range items {
+		if !errors.Is(it.Err, broker.ErrNotAvailable) {
+			t.Fatalf("append while down: %v", it.Err)
+		}
+	}
+	if _, _, err := s.History("down", broker.HistoryOptions{}); !errors.Is(err, broker.ErrNotAvailable) {
+		t.Fatalf("history while down: %v", err)
+	}
+	if err := s.RemoveHistory("down"); !errors.Is(err, broker.ErrNotAvailable) {
+		t.Fatalf("remove while down: %v", err)
+	}
+	if _, err := New(Config{URL: srv.URL}); !errors.Is(err, broker.ErrNotAvailable) {
+		t.Fatalf("new while down: %v", err)
+	}
+}
+
+func TestNoHistoryStoresNothing(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	it := appendOne(t, s, "nh", "1", broker.PublishOptions{})
+	if it.Position != (broker.StreamPosition{}) || it.Suppressed {
+		t.Fatalf("%+v", it)
+	}
+}
+
+// TestHistorySinceEveryOffset reads after every offset of a channel whose
+// messages are spread unevenly through its stream, so that the search for
+// the start takes every branch.
+func TestHistorySinceEveryOffset(t *testing.T) {
+	srv := natstest.Start(t)
+	s := newStore(t, srv.URL)
+	opts := broker.PublishOptions{HistorySize: 40, HistoryTTL: time.Minute}
+	var items []broker.StoreItem
+	for i := range 60 {
+		items = append(items, item("seek", strconv.Itoa(i), opts))
+		for j := range (i * 7) % 11 {
+			items = append(items, item("noise"+strconv.Itoa(j), "n", opts))
+		}
+	}
+	s.Append(items)
+	for _, it := range items {
+		if it.Err != nil {
+			t.Fatal(it.Err)
+		}
+	}
+	_, top := history(t, s, "seek", broker.HistoryFilter{})
+	for since := uint64(0); since <= top.Offset; since++ {
+		sp := broker.StreamPosition{Offset: since, Epoch: top.Epoch}
+		pubs, _ := history(t, s, "seek", broker.HistoryFilter{Since: &sp, Limit: 5})
+		from := max(since+1, top.Offset-39)
+		want := seq(from, min(from+4, top.Offset))
+		if got := offsets(pubs); !slices.Equal(got, want) {
+			t.Fatalf("since %d: %v, want %v", since, got, want)
+		}
+		pubs, _ = history(t, s, "seek", broker.HistoryFilter{Since: &sp, Limit: 3, Reverse: true})
+		var rwant []uint64
+		for o := int(since) - 1; o >= int(top.Offset-39) && len(rwant) < 3; o-- {
+			rwant = append(rwant, uint64(o))
+		}
+		if got := offsets(pubs); !slices.Equal(got, rwant) {
+			t.Fatalf("reverse since %d: %v, want %v", since, got, rwant)
+		}
+	}
+}
