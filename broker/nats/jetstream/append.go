@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"time"
 
 	js "github.com/nats-io/nats.go/jetstream"
 
@@ -220,6 +222,11 @@ func (s *Store) receive(c *chain) {
 		c.loaded = false
 		if c.attempts++; c.attempts >= maxAttempts {
 			s.fail(c, fmt.Errorf("jetstream: channel %q: gave up after %d conflicting appends", c.channel, c.attempts))
+		} else if c.attempts > 2 {
+			// A node appending back to back always beats one that must
+			// read the top first; a random pause lets the loser in when
+			// the winner pauses between its own appends.
+			time.Sleep(rand.N(time.Duration(c.attempts) * 200 * time.Microsecond))
 		}
 	case err != nil:
 		s.fail(c, wrap("publish", err))

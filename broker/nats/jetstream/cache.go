@@ -17,7 +17,8 @@ type chanState struct {
 	version      uint64
 	versionEpoch string
 	// last is the channel's last publication when the store has it at
-	// hand (it wrote it, or read it), kept as the next delta's base.
+	// hand (it wrote it, or read it), kept as the next delta's base. Read
+	// from the stream, nil means the last message is a marker.
 	last *broker.Publication
 	// lastTime is when the stream stored the last message (Unix ns),
 	// known when it was read back.

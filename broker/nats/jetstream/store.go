@@ -24,7 +24,7 @@ const (
 	DefaultCacheSize       = 65536
 	// maxAttempts bounds how often one publication is sent again after
 	// another appender took its place in the channel's stream.
-	maxAttempts = 16
+	maxAttempts = 64
 )
 
 // Config configures a Store. The zero value connects to nats.DefaultURL.
