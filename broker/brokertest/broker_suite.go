@@ -11,6 +11,7 @@ import (
 type Option func(*options)
 
 type options struct {
+	noHistory             bool
 	scopesAlwaysDelivered bool
 	interruptPatterns     func(t *testing.T)
 }
@@ -22,6 +23,14 @@ type options struct {
 // delivered.
 func ScopesAlwaysDelivered() Option {
 	return func(o *options) { o.scopesAlwaysDelivered = true }
+}
+
+// NoHistory declares a broker that keeps no streams (core NATS without a
+// store): it must refuse publications that need one (history, an
+// idempotency key, a version) with an error, and the tests of streams are
+// skipped.
+func NoHistory() Option {
+	return func(o *options) { o.noHistory = true }
 }
 
 // PatternScopeInterrupt declares that the broker can lose its pattern
@@ -54,6 +63,7 @@ func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, op
 		name string
 		fn   func(t *testing.T, e *brokerEnv)
 	}{
+		{"NoHistoryRefused", testNoHistoryRefused},
 		{"Offsets", testOffsets},
 		{"HistoryCreatesStream", testHistoryCreatesStream},
 		{"PublishWithoutHistory", testPublishWithoutHistory},

@@ -21,6 +21,7 @@ func testIdempotency(t *testing.T, e *brokerEnv) {
 		{"WithoutHistory", broker.PublishOptions{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			e.skipUnlessStreams(t, broker.PublishOptions{IdempotencyKey: "k"})
 			ch := e.channel()
 			keyed := func(key string) broker.PublishOptions {
 				o := tt.opts
@@ -90,6 +91,7 @@ func testOrderOnePublisher(t *testing.T, e *brokerEnv) {
 		{"WithoutHistory", broker.PublishOptions{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			e.skipUnlessStreams(t, tt.opts)
 			ch := e.channel()
 			const n = 500
 			want := make([]string, n)
@@ -149,6 +151,9 @@ func testDelta(t *testing.T, e *brokerEnv) {
 		{"WithoutHistory", broker.PublishOptions{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			// The delta base is kept with the stream's meta, also for
+			// channels without history.
+			e.skipUnlessStreams(t, withHistory)
 			ch := e.channel()
 			delta := tt.opts
 			delta.UseDelta = true

@@ -85,6 +85,7 @@ func (e *brokerEnv) channel() string {
 
 func (e *brokerEnv) publish(ch, data string, opts broker.PublishOptions) broker.StreamPosition {
 	e.t.Helper()
+	e.needStreams(opts)
 	sp, suppressed, err := e.b.Publish(ch, []byte(data), opts)
 	if err != nil {
 		e.t.Fatalf("Publish(%q, %q): %v", ch, data, err)
@@ -97,11 +98,50 @@ func (e *brokerEnv) publish(ch, data string, opts broker.PublishOptions) broker.
 
 func (e *brokerEnv) history(ch string, f broker.HistoryFilter) ([]*broker.Publication, broker.StreamPosition) {
 	e.t.Helper()
+	e.needStreams(withHistory)
 	pubs, top, err := e.b.History(ch, broker.HistoryOptions{Filter: f})
 	if err != nil {
 		e.t.Fatalf("History(%q, %+v): %v", ch, f, err)
 	}
 	return pubs, top
+}
+
+// needStreams skips the test when opts need a stream and the broker was
+// declared NoHistory. Call it on the test's goroutine.
+func (e *brokerEnv) needStreams(opts broker.PublishOptions) {
+	e.t.Helper()
+	e.skipUnlessStreams(e.t, opts)
+}
+
+// skipUnlessStreams is needStreams for a subtest's t.
+func (e *brokerEnv) skipUnlessStreams(t testing.TB, opts broker.PublishOptions) {
+	t.Helper()
+	if e.opts.noHistory && streamed(opts) {
+		t.Skip("the broker keeps no streams")
+	}
+}
+
+// streamed reports whether a publication with opts needs a stream.
+func streamed(opts broker.PublishOptions) bool {
+	return (opts.HistorySize > 0 && opts.HistoryTTL > 0) || opts.IdempotencyKey != "" || opts.Version > 0
+}
+
+// testNoHistoryRefused: a broker without streams refuses what needs one,
+// rather than publishing it without the history, idempotency or version
+// asked for.
+func testNoHistoryRefused(t *testing.T, e *brokerEnv) {
+	if !e.opts.noHistory {
+		t.Skip("the broker keeps streams")
+	}
+	ch := e.channel()
+	for _, opts := range []broker.PublishOptions{withHistory, {IdempotencyKey: "k"}, {Version: 1}} {
+		if _, _, err := e.b.Publish(ch, []byte("x"), opts); err == nil {
+			t.Errorf("Publish with %+v: no error from a broker without streams", opts)
+		}
+	}
+	if _, _, err := e.b.History(ch, broker.HistoryOptions{}); err == nil {
+		t.Error("History: no error from a broker without streams")
+	}
 }
 
 // withHistory keeps up to ten publications for a minute.
@@ -151,6 +191,7 @@ func span(from, to uint64) []uint64 {
 // and fails the test on any error.
 func publishConcurrently(t *testing.T, e *brokerEnv, chs []string, publishers, each int, opts broker.PublishOptions) {
 	t.Helper()
+	e.needStreams(opts)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(chs)*publishers)
 	for _, ch := range chs {
@@ -193,6 +234,7 @@ func (o publisherOrder) check(t *testing.T, ch string, data []byte) {
 // item's error and returns each publisher's items with their results.
 func publishManyConcurrently(t *testing.T, e *brokerEnv, chs []string, publishers, batches int, opts broker.PublishOptions) [][]broker.PublishItem {
 	t.Helper()
+	e.needStreams(opts)
 	stretches := []int{0, 0, 1, 0, 2, 1, 2, 2, 0, 1, 1, 2} // channels, shifted per publisher
 	results := make([][]broker.PublishItem, publishers)
 	var wg sync.WaitGroup

@@ -95,6 +95,7 @@ func (e *brokerEnv) checkNothingMore(ch string, n int, opts broker.PublishOption
 // position, suppressed, and delivers nothing. Results left in the items
 // by an earlier call are replaced. An empty call does nothing.
 func testPublishManyResults(t *testing.T, e *brokerEnv) {
+	e.needStreams(withHistory)
 	e.b.PublishMany(nil)
 	e.b.PublishMany([]broker.PublishItem{})
 	a, b, n := e.channel(), e.channel(), e.channel()
@@ -198,6 +199,7 @@ func testPublishManyOrder(t *testing.T, e *brokerEnv) {
 		{"WithoutHistory", broker.PublishOptions{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			e.skipUnlessStreams(t, tt.opts)
 			chs := []string{e.channel(), e.channel(), e.channel()}
 			items := interleaved(chs, n, 1, tt.opts)
 			publishMany(t, e.b, items)
@@ -340,6 +342,7 @@ func testPublishManyAfterClose(t *testing.T, e *brokerEnv) {
 // testPublishManyLarge: a PublishMany of 2,000 items over 50 channels is
 // published and delivered completely, each channel in order.
 func testPublishManyLarge(t *testing.T, e *brokerEnv) {
+	e.needStreams(withHistory)
 	const n, channels = 2000, 50
 	opts := broker.PublishOptions{HistorySize: n, HistoryTTL: time.Minute}
 	chs := make([]string, channels)

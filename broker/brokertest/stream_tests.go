@@ -66,6 +66,7 @@ func testPublishWithoutHistory(t *testing.T, e *brokerEnv) {
 		{"TTLZero", broker.PublishOptions{HistorySize: 10}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			e.skipUnlessStreams(t, withHistory)
 			ch := e.channel()
 			before := e.publish(ch, "stored", withHistory)
 			if sp := e.publish(ch, "transient", tt.opts); sp != (broker.StreamPosition{}) {
@@ -191,6 +192,7 @@ func testHistoryReturnsCopies(t *testing.T, e *brokerEnv) {
 // testPublishCopiesInput: a caller may reuse its buffers once Publish
 // returns.
 func testPublishCopiesInput(t *testing.T, e *brokerEnv) {
+	e.needStreams(withHistory)
 	ch := e.channel()
 	data := []byte("payload")
 	opts := withHistory

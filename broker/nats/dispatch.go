@@ -1,0 +1,537 @@
+package nats
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+
+	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/nats/internal/wirepb"
+)
+
+// maxBatch bounds the messages a worker takes from its queue at once;
+// what it takes together is handed to the engine in one HandleRuns.
+const maxBatch = 512
+
+// worker hands the messages of its share of the subscriptions to the
+// engine, in the order NATS delivered them (each subscription's messages
+// are in publish order per publisher). With a store it also puts each
+// channel's publications in offset order (sequence) and fills gaps from
+// the store.
+type worker struct {
+	b    *Broker
+	in   chan *natsgo.Msg
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
+
+	// gen is the broker's connection count this worker has accounted for.
+	gen uint64
+
+	mu sync.Mutex
+	// seqs are the channels subscribed here whose publications are put in
+	// offset order (with a store); waiting those with publications held.
+	seqs    map[string]*sequence
+	waiting map[string]struct{}
+	// drops are subscriptions whose messages NATS's client dropped.
+	drops map[subKey]struct{}
+
+	timer *time.Timer
+	out   output
+}
+
+// sequence is one channel's order: the next offset expected in epoch,
+// and what arrived ahead of it.
+type sequence struct {
+	ready   bool // the stream top is known
+	epoch   string
+	next    uint64
+	held    []broker.RunPublication // ordered by offset
+	heldAt  time.Time               // when the first of held arrived
+	pending bool                    // listed in worker.waiting
+}
+
+func newWorker(b *Broker) *worker {
+	w := &worker{
+		b:       b,
+		in:      make(chan *natsgo.Msg, b.cfg.QueueSize),
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		gen:     b.gen.Load(),
+		seqs:    make(map[string]*sequence),
+		waiting: make(map[string]struct{}),
+		drops:   make(map[subKey]struct{}),
+		timer:   time.NewTimer(time.Hour),
+	}
+	w.timer.Stop()
+	return w
+}
+
+func (w *worker) wakeUp() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) stop() {
+	close(w.quit)
+	<-w.done
+}
+
+func (w *worker) run() {
+	defer close(w.done)
+	batch := make([]*natsgo.Msg, 0, maxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case m := <-w.in:
+			batch = append(batch, m)
+		fill:
+			for len(batch) < maxBatch {
+				select {
+				case m := <-w.in:
+					batch = append(batch, m)
+				default:
+					break fill
+				}
+			}
+		case <-w.wake:
+		case <-w.timer.C:
+		case <-w.quit:
+			return
+		}
+		w.mu.Lock()
+		w.checkConnection()
+		w.checkDrops()
+		for _, m := range batch {
+			w.handle(m)
+		}
+		w.checkWaiting(time.Now())
+		w.mu.Unlock()
+		clear(batch)
+		// The engine is called without w.mu: it may subscribe and
+		// unsubscribe meanwhile.
+		w.out.flush(w.b)
+	}
+}
+
+// checkConnection accounts for a new connection to NATS: whatever was
+// published while there was none never reached this node. Channels with
+// a store catch up from it; the others, and patterns, are reported lost.
+func (w *worker) checkConnection() {
+	gen := w.b.gen.Load()
+	if gen == w.gen {
+		return
+	}
+	w.gen = gen
+	var channels, scopes []string
+	w.b.mu.Lock()
+	for k := range w.b.subs {
+		if w.b.workerOf(k) != w {
+			continue
+		}
+		if k.scope != "" {
+			scopes = append(scopes, k.scope)
+		} else if w.seqs[k.name] == nil {
+			channels = append(channels, k.name)
+		}
+	}
+	w.b.mu.Unlock()
+	for ch, s := range w.seqs {
+		if s.ready && !w.catchUp(ch, s) {
+			channels = append(channels, ch)
+		}
+	}
+	w.out.lost(channels, dedup(scopes))
+}
+
+// checkDrops reports what NATS's client dropped, as checkConnection.
+func (w *worker) checkDrops() {
+	if len(w.drops) == 0 {
+		return
+	}
+	var channels, scopes []string
+	for k := range w.drops {
+		switch s := w.seqs[k.name]; {
+		case k.scope != "":
+			scopes = append(scopes, k.scope)
+		case s != nil && s.ready && w.catchUp(k.name, s):
+		default:
+			channels = append(channels, k.name)
+		}
+	}
+	clear(w.drops)
+	w.out.lost(channels, dedup(scopes))
+}
+
+// dropped records that NATS's client dropped messages of k.
+func (w *worker) dropped(k subKey) {
+	w.mu.Lock()
+	w.drops[k] = struct{}{}
+	w.mu.Unlock()
+	w.wakeUp()
+}
+
+// handle takes one message.
+func (w *worker) handle(m *natsgo.Msg) {
+	b := w.b
+	var sub string
+	if m.Sub != nil {
+		sub = m.Sub.Subject
+	}
+	pattern := isWildcard(sub)
+	if b.cfg.RawMode.Enabled {
+		w.handleRaw(m, sub, pattern)
+		return
+	}
+	var msg wirepb.Message
+	if err := msg.UnmarshalVT(m.Data); err != nil {
+		w.undecodable(m, sub, pattern, err)
+		return
+	}
+	switch msg.Type {
+	case publicationMessage:
+		rp, err := decodeRunPublication(&msg)
+		if err != nil {
+			w.undecodable(m, sub, pattern, err)
+			return
+		}
+		if pattern {
+			scope, name := b.parseSubject(sub)
+			w.out.add(broker.Run{Channel: msg.Channel, Scope: scope, Pattern: name}, rp)
+			return
+		}
+		if s := w.seqs[msg.Channel]; s != nil && rp.Position.Offset > 0 {
+			w.sequence(msg.Channel, s, rp)
+			return
+		}
+		w.out.add(broker.Run{Channel: msg.Channel}, rp)
+	case joinMessage, leaveMessage:
+		if pattern {
+			return // join and leave are not for pattern subscribers
+		}
+		info, err := decodeInfo(msg.Info)
+		if err != nil {
+			w.undecodable(m, sub, pattern, err)
+			return
+		}
+		w.out.event(msg.Type == joinMessage, msg.Channel, info)
+	default:
+		b.cfg.Logger.Warn("nats broker: unknown message type", "subject", m.Subject, "type", msg.Type)
+	}
+}
+
+// handleRaw takes a message of raw mode: bare data, a publication of the
+// subscribed channel, or of the one its subject names for a pattern.
+func (w *worker) handleRaw(m *natsgo.Msg, sub string, pattern bool) {
+	b := w.b
+	pub := &broker.Publication{Data: m.Data, Time: time.Now().UnixMilli()}
+	rp := broker.RunPublication{Pub: pub}
+	if pattern {
+		scope, name := b.split(b.rawChannel(sub))
+		w.out.add(broker.Run{Channel: b.rawChannel(m.Subject), Scope: scope, Pattern: name}, rp)
+		return
+	}
+	w.out.add(broker.Run{Channel: b.rawChannel(sub)}, rp)
+}
+
+// undecodable reports a message that cannot be read: its subscribers may
+// have missed a publication.
+func (w *worker) undecodable(m *natsgo.Msg, sub string, pattern bool, err error) {
+	b := w.b
+	scope, name := b.parseSubject(sub)
+	b.cfg.Logger.Error("nats broker: undecodable message", "subject", m.Subject, "size", len(m.Data), "error", err)
+	if pattern {
+		w.out.lost(nil, []string{scope})
+		return
+	}
+	w.out.lost([]string{b.joinScope(scope, name)}, nil)
+}
+
+// sequence hands rp, a publication of a channel with a stream, over in
+// offset order: the next one expected goes at once (with what it
+// unblocks), one ahead waits for those before it, a late or repeated one
+// is dropped (the subscriber's position covers it).
+func (w *worker) sequence(channel string, s *sequence, rp broker.RunPublication) {
+	off := rp.Position.Offset
+	if s.ready && rp.Position.Epoch != s.epoch {
+		// The stream was reset (a new epoch): positions in the old one
+		// are gone, so its subscribers lost state.
+		w.out.lost([]string{channel}, nil)
+		s.epoch, s.next = rp.Position.Epoch, off
+		s.held = slices.DeleteFunc(s.held, func(h broker.RunPublication) bool { return h.Position.Epoch != s.epoch })
+	}
+	if s.ready && off < s.next {
+		return
+	}
+	if s.ready && off == s.next {
+		w.out.add(broker.Run{Channel: channel}, rp)
+		s.next++
+		w.release(channel, s)
+		return
+	}
+	i, found := slices.BinarySearchFunc(s.held, off, func(h broker.RunPublication, o uint64) int {
+		return cmpOffset(h.Position.Offset, o)
+	})
+	if found {
+		return
+	}
+	s.held = slices.Insert(s.held, i, rp)
+	if len(s.held) == 1 {
+		s.heldAt = time.Now()
+	}
+	w.markWaiting(channel, s)
+}
+
+func cmpOffset(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// release hands over the held publications that are next in order.
+func (w *worker) release(channel string, s *sequence) {
+	n := 0
+	for _, h := range s.held {
+		if h.Position.Offset < s.next {
+			n++
+			continue
+		}
+		if h.Position.Offset != s.next {
+			break
+		}
+		w.out.add(broker.Run{Channel: channel}, h)
+		s.next++
+		n++
+	}
+	if n > 0 {
+		clear(s.held[:n])
+		s.held = s.held[n:]
+		if len(s.held) > 0 {
+			s.heldAt = time.Now()
+		}
+	}
+}
+
+func (w *worker) markWaiting(channel string, s *sequence) {
+	if !s.pending {
+		s.pending = true
+		w.waiting[channel] = struct{}{}
+	}
+}
+
+// checkWaiting fills the gaps that waited long enough from the store and
+// arms the timer for the others.
+func (w *worker) checkWaiting(now time.Time) {
+	var soonest time.Duration
+	for ch := range w.waiting {
+		s := w.seqs[ch]
+		if s == nil {
+			delete(w.waiting, ch)
+			continue
+		}
+		if s.ready {
+			w.release(ch, s)
+		}
+		if len(s.held) == 0 && s.ready {
+			s.pending = false
+			delete(w.waiting, ch)
+			continue
+		}
+		if !s.ready {
+			continue // ready wakes the worker
+		}
+		left := w.b.cfg.ReorderWait - now.Sub(s.heldAt)
+		if left > 0 {
+			if soonest == 0 || left < soonest {
+				soonest = left
+			}
+			continue
+		}
+		if !w.fill(ch, s, s.held[0].Position.Offset-1) {
+			// What the store no longer has is lost to the subscribers:
+			// they are told, and go on from what is held.
+			w.out.lost([]string{ch}, nil)
+			s.next = s.held[0].Position.Offset
+		}
+		w.release(ch, s)
+		if len(s.held) == 0 {
+			s.pending = false
+			delete(w.waiting, ch)
+		} else {
+			s.heldAt = now
+			if soonest == 0 || w.b.cfg.ReorderWait < soonest {
+				soonest = w.b.cfg.ReorderWait
+			}
+		}
+	}
+	if soonest > 0 {
+		w.timer.Reset(soonest)
+	}
+}
+
+// catchUp reads from the store what the channel's stream has past what
+// was handed over (a connection to NATS was down, or messages were
+// dropped), and reports whether nothing is missing.
+func (w *worker) catchUp(channel string, s *sequence) bool {
+	_, top, err := w.b.store.History(channel, broker.HistoryOptions{})
+	if err != nil {
+		w.b.cfg.Logger.Warn("nats broker: stream top after an interruption", "channel", channel, "error", err)
+		return false
+	}
+	if top.Epoch != s.epoch {
+		s.epoch, s.next = top.Epoch, top.Offset+1
+		s.held = nil
+		return false
+	}
+	if top.Offset < s.next {
+		return true
+	}
+	ok := w.fill(channel, s, top.Offset)
+	if !ok {
+		s.next = top.Offset + 1
+	}
+	w.release(channel, s)
+	return ok
+}
+
+// fill reads the publications from s.next to upto from the store and
+// hands them over, and reports whether it got every one of them.
+func (w *worker) fill(channel string, s *sequence, upto uint64) bool {
+	if upto < s.next {
+		return true
+	}
+	pubs, _, err := w.b.store.History(channel, broker.HistoryOptions{Filter: broker.HistoryFilter{
+		Since: &broker.StreamPosition{Offset: s.next - 1, Epoch: s.epoch},
+		Limit: int(upto - s.next + 1),
+	}})
+	if err != nil {
+		w.b.cfg.Logger.Warn("nats broker: reading missed publications from the store", "channel", channel, "error", err)
+		return false
+	}
+	for _, p := range pubs {
+		if p.Offset != s.next {
+			return false
+		}
+		w.out.add(broker.Run{Channel: channel}, broker.RunPublication{Pub: p, Position: broker.StreamPosition{Offset: p.Offset, Epoch: s.epoch}})
+		s.next++
+		if s.next > upto {
+			return true
+		}
+	}
+	return s.next > upto
+}
+
+// track starts ordering the channel's publications; they wait until
+// ready gives the stream top.
+func (w *worker) track(channel string) {
+	w.mu.Lock()
+	if w.seqs[channel] == nil {
+		w.seqs[channel] = &sequence{}
+	}
+	w.mu.Unlock()
+}
+
+// ready sets the stream top the subscribers of the channel start from:
+// publications at or before it were published before the subscription
+// and are dropped, those after it go in order.
+func (w *worker) ready(channel string, top broker.StreamPosition) {
+	w.mu.Lock()
+	if s := w.seqs[channel]; s != nil && !s.ready {
+		s.ready, s.epoch, s.next = true, top.Epoch, top.Offset+1
+		s.held = slices.DeleteFunc(s.held, func(h broker.RunPublication) bool {
+			return h.Position.Epoch == top.Epoch && h.Position.Offset <= top.Offset
+		})
+		if len(s.held) > 0 {
+			if s.held[0].Position.Epoch != top.Epoch {
+				// Published after a reset that happened after the top
+				// was read: start from it.
+				s.epoch, s.next = s.held[0].Position.Epoch, s.held[0].Position.Offset
+			}
+			w.markWaiting(channel, s)
+		}
+	}
+	w.mu.Unlock()
+	w.wakeUp()
+}
+
+func (w *worker) untrack(channel string) {
+	w.mu.Lock()
+	delete(w.seqs, channel)
+	delete(w.waiting, channel)
+	w.mu.Unlock()
+}
+
+// isWildcard reports whether a subscription's subject has a wildcard
+// token: escaping keeps every channel's subject free of them.
+func isWildcard(subject string) bool {
+	for tok := range strings.SplitSeq(subject, ".") {
+		if tok == "*" || tok == ">" {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSubject is the scope and name a subject (outside raw mode) was
+// made of, wildcards kept.
+func (b *Broker) parseSubject(subject string) (scope, name string) {
+	rest := strings.TrimPrefix(subject, b.channelBase)
+	first, rest, _ := strings.Cut(rest, ".")
+	var sb strings.Builder
+	for i, tok := range strings.Split(rest, ".") {
+		if i > 0 {
+			sb.WriteByte('.')
+		}
+		if tok == "*" || tok == ">" {
+			sb.WriteString(tok)
+			continue
+		}
+		sb.WriteString(unescapeToken(tok))
+	}
+	return unescapeToken(first), sb.String()
+}
+
+// unescapeToken is the inverse of escapeToken.
+func unescapeToken(tok string) string {
+	if tok == "%" {
+		return ""
+	}
+	if !strings.Contains(tok, "%") {
+		return tok
+	}
+	out := make([]byte, 0, len(tok))
+	for i := 0; i < len(tok); i++ {
+		if tok[i] == '%' && i+2 < len(tok) {
+			out = append(out, unhex(tok[i+1])<<4|unhex(tok[i+2]))
+			i += 2
+			continue
+		}
+		out = append(out, tok[i])
+	}
+	return string(out)
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10
+	}
+	return 0
+}
+
+func dedup(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}

@@ -1,0 +1,96 @@
+package nats
+
+import (
+	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/nats/internal/wirepb"
+	"github.com/gyrehq/gyre/protocol"
+)
+
+type messageKind = wirepb.Message_Type
+
+const (
+	publicationMessage = wirepb.Message_PUBLICATION
+	joinMessage        = wirepb.Message_JOIN
+	leaveMessage       = wirepb.Message_LEAVE
+)
+
+// Publications and client infos travel as the client protocol's protobuf
+// messages inside a wirepb.Message.
+
+func toProtoInfo(info *broker.ClientInfo) *protocol.ClientInfo {
+	if info == nil {
+		return nil
+	}
+	return &protocol.ClientInfo{User: info.UserID, Client: info.ClientID, ConnInfo: info.ConnInfo, ChanInfo: info.ChanInfo}
+}
+
+func fromProtoInfo(info *protocol.ClientInfo) *broker.ClientInfo {
+	if info == nil {
+		return nil
+	}
+	return &broker.ClientInfo{ClientID: info.Client, UserID: info.User, ConnInfo: info.ConnInfo, ChanInfo: info.ChanInfo}
+}
+
+func toProtoPub(p *broker.Publication) *protocol.Publication {
+	return &protocol.Publication{Offset: p.Offset, Data: p.Data, Info: toProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
+}
+
+// encodePublication is the message of a publication of channel at sp.
+func encodePublication(channel string, pub *broker.Publication, sp broker.StreamPosition, delta bool, prev *broker.Publication) ([]byte, error) {
+	pb, err := toProtoPub(pub).MarshalVT()
+	if err != nil {
+		return nil, err
+	}
+	m := wirepb.Message{Type: publicationMessage, Channel: channel, Publication: pb, Epoch: sp.Epoch, Delta: delta}
+	if prev != nil {
+		if m.Prev, err = toProtoPub(prev).MarshalVT(); err != nil {
+			return nil, err
+		}
+	}
+	return m.MarshalVT()
+}
+
+func encodeEvent(kind messageKind, channel string, info *broker.ClientInfo) ([]byte, error) {
+	m := wirepb.Message{Type: kind, Channel: channel}
+	if info != nil {
+		var err error
+		if m.Info, err = toProtoInfo(info).MarshalVT(); err != nil {
+			return nil, err
+		}
+	}
+	return m.MarshalVT()
+}
+
+func decodePublication(data []byte) (*broker.Publication, error) {
+	var p protocol.Publication
+	if err := p.UnmarshalVT(data); err != nil {
+		return nil, err
+	}
+	return &broker.Publication{Offset: p.Offset, Data: p.Data, Info: fromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}, nil
+}
+
+// decodeRunPublication reads the publication of m with its position.
+func decodeRunPublication(m *wirepb.Message) (broker.RunPublication, error) {
+	pub, err := decodePublication(m.Publication)
+	if err != nil {
+		return broker.RunPublication{}, err
+	}
+	rp := broker.RunPublication{Pub: pub, Position: broker.StreamPosition{Offset: pub.Offset, Epoch: m.Epoch}, Delta: m.Delta}
+	if len(m.Prev) > 0 {
+		if rp.Prev, err = decodePublication(m.Prev); err != nil {
+			return broker.RunPublication{}, err
+		}
+	}
+	return rp, nil
+}
+
+func decodeInfo(data []byte) (*broker.ClientInfo, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	var info protocol.ClientInfo
+	if err := info.UnmarshalVT(data); err != nil {
+		return nil, err
+	}
+	return fromProtoInfo(&info), nil
+}
