@@ -12,6 +12,7 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/pubconv"
 )
 
 // Append stores items as broker.Store says. The items of one channel form
@@ -237,7 +238,7 @@ func (s *Store) receive(c *chain) {
 		c.st.seq, c.st.offset, c.st.last, c.st.lastTime = ack.Sequence, c.pub.Offset, nil, 0
 		if it.Opts.UseDelta {
 			// Kept only for channels that use delta, to bound the cache.
-			c.st.last = clonePub(c.pub)
+			c.st.last = pubconv.Clone(c.pub)
 		}
 		if o := &it.Opts; o.Version > 0 {
 			c.st.version, c.st.versionEpoch = o.Version, o.VersionEpoch

@@ -1,14 +1,13 @@
 package jetstream
 
 import (
-	"bytes"
 	"fmt"
-	"maps"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -43,7 +42,7 @@ func newMsg(subject string, st *chanState, pub *broker.Publication) (*nats.Msg, 
 		h[hdrMarker] = []string{"1"}
 		return m, nil
 	}
-	p := protocol.Publication{Data: pub.Data, Info: toProtoInfo(pub.Info), Tags: pub.Tags, Time: pub.Time, Offset: pub.Offset}
+	p := protocol.Publication{Data: pub.Data, Info: pubconv.ToProtoInfo(pub.Info), Tags: pub.Tags, Time: pub.Time, Offset: pub.Offset}
 	data, err := p.MarshalVT()
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: encode publication: %w", err)
@@ -86,37 +85,6 @@ func decodeStored(seq uint64, h nats.Header, data []byte) (stored, error) {
 	if err := p.UnmarshalVT(data); err != nil {
 		return m, fmt.Errorf("jetstream: decode publication %d: %w", seq, err)
 	}
-	m.pub = &broker.Publication{Offset: off, Data: p.Data, Info: fromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
+	m.pub = &broker.Publication{Offset: off, Data: p.Data, Info: pubconv.FromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
 	return m, nil
-}
-
-func toProtoInfo(info *broker.ClientInfo) *protocol.ClientInfo {
-	if info == nil {
-		return nil
-	}
-	return &protocol.ClientInfo{User: info.UserID, Client: info.ClientID, ConnInfo: info.ConnInfo, ChanInfo: info.ChanInfo}
-}
-
-func fromProtoInfo(info *protocol.ClientInfo) *broker.ClientInfo {
-	if info == nil {
-		return nil
-	}
-	return &broker.ClientInfo{ClientID: info.Client, UserID: info.User, ConnInfo: info.ConnInfo, ChanInfo: info.ChanInfo}
-}
-
-// clonePub copies a publication so that the caller's buffers may be reused
-// and the cached delta base never changes under the store.
-func clonePub(p *broker.Publication) *broker.Publication {
-	if p == nil {
-		return nil
-	}
-	c := *p
-	c.Data = bytes.Clone(p.Data)
-	c.Tags = maps.Clone(p.Tags)
-	if p.Info != nil {
-		info := *p.Info
-		info.ConnInfo, info.ChanInfo = bytes.Clone(p.Info.ConnInfo), bytes.Clone(p.Info.ChanInfo)
-		c.Info = &info
-	}
-	return &c
 }
