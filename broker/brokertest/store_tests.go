@@ -142,14 +142,7 @@ func itemOffsets(items []broker.PublishItem) []uint64 {
 // or version, an item gets the zero position and no error, is not stored
 // and leaves the stream's offset alone.
 func testAppendWithoutHistory(t *testing.T, e *storeEnv) {
-	for _, tt := range []struct {
-		name string
-		opts broker.PublishOptions
-	}{
-		{"NoOptions", broker.PublishOptions{}},
-		{"SizeZero", broker.PublishOptions{HistoryTTL: time.Minute}},
-		{"TTLZero", broker.PublishOptions{HistorySize: 10}},
-	} {
+	for _, tt := range withoutHistory {
 		t.Run(tt.name, func(t *testing.T) {
 			ch := e.channel()
 			items := []broker.StoreItem{

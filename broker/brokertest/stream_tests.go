@@ -53,18 +53,21 @@ func testHistoryCreatesStream(t *testing.T, e *streamEnv) {
 	}
 }
 
+// withoutHistory are options that keep no history: size or TTL zero.
+var withoutHistory = []struct {
+	name string
+	opts broker.PublishOptions
+}{
+	{"NoOptions", broker.PublishOptions{}},
+	{"SizeZero", broker.PublishOptions{HistoryTTL: time.Minute}},
+	{"TTLZero", broker.PublishOptions{HistorySize: 10}},
+}
+
 // testPublishWithoutHistory: with size or TTL zero a publication is
 // delivered with offset 0, not stored, and leaves the stream's offset
 // alone.
 func testPublishWithoutHistory(t *testing.T, e *brokerEnv) {
-	for _, tt := range []struct {
-		name string
-		opts broker.PublishOptions
-	}{
-		{"NoOptions", broker.PublishOptions{}},
-		{"SizeZero", broker.PublishOptions{HistoryTTL: time.Minute}},
-		{"TTLZero", broker.PublishOptions{HistorySize: 10}},
-	} {
+	for _, tt := range withoutHistory {
 		t.Run(tt.name, func(t *testing.T) {
 			e.skipUnlessStreams(t, withHistory)
 			ch := e.channel()
