@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/gyrehq/gyre/broker"
@@ -21,7 +23,10 @@ type Store struct {
 	closed atomic.Bool
 }
 
-var _ broker.Store = (*Store)(nil)
+var (
+	_ broker.Store         = (*Store)(nil)
+	_ broker.HealthChecker = (*Store)(nil)
+)
 
 // Append runs the publish script (lua/publish.lua) for each item, as
 // PublishMany does: idempotency, version, offset, epoch (with the
@@ -63,6 +68,25 @@ func (s *Store) RemoveHistory(channel string) error {
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	return nil
+}
+
+// Healthy pings every Redis of the Engine (one in a cluster, which
+// rueidis routes), so that a broker using the store can report a Redis it
+// cannot reach; errors wrap broker.ErrNotAvailable.
+func (s *Store) Healthy() error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	e := s.b.e
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.IOTimeout)
+	defer cancel()
+	var errs []error
+	for _, c := range e.clients {
+		if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+			errs = append(errs, wrapErr("ping", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Store) checkOpen() error {

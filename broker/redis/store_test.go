@@ -100,3 +100,19 @@ func TestStoreClose(t *testing.T) {
 		t.Errorf("Broker.History after the Store closed: %v", err)
 	}
 }
+
+// TestStoreHealthy: the store reports a Redis it cannot reach, and is
+// healthy again once it is back.
+func TestStoreHealthy(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newEngine(t, Config{Addresses: []string{srv.Addr}}).Store()
+	if err := s.Healthy(); err != nil {
+		t.Fatalf("Healthy: %v", err)
+	}
+	srv.Stop()
+	if err := s.Healthy(); !errors.Is(err, broker.ErrNotAvailable) {
+		t.Errorf("Healthy with Redis stopped: %v, want ErrNotAvailable", err)
+	}
+	srv.Restart()
+	eventually(t, "the store to be healthy again", func() bool { return s.Healthy() == nil })
+}
