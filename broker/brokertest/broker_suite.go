@@ -59,27 +59,12 @@ func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, op
 	for _, opt := range opts {
 		opt(&o)
 	}
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, e *brokerEnv)
-	}{
+	tests := []brokerTest{
 		{"NoHistoryRefused", testNoHistoryRefused},
 		{"Offsets", testOffsets},
-		{"HistoryCreatesStream", testHistoryCreatesStream},
 		{"PublishWithoutHistory", testPublishWithoutHistory},
 		{"PublicationFields", testPublicationFields},
-		{"ChannelsIsolated", testChannelsIsolated},
-		{"HistoryLimit", testHistoryLimit},
-		{"HistorySince", testHistorySince},
-		{"HistoryUnrecoverable", testHistoryUnrecoverable},
-		{"HistorySize", testHistorySize},
-		{"HistoryTTL", testHistoryTTL},
-		{"MetaTTL", testMetaTTL},
-		{"RemoveHistory", testRemoveHistory},
-		{"HistoryReturnsCopies", testHistoryReturnsCopies},
-		{"PublishCopiesInput", testPublishCopiesInput},
 		{"Idempotency", testIdempotency},
-		{"IdempotencyExpiry", testIdempotencyExpiry},
 		{"Version", testVersion},
 		{"OrderOnePublisher", testOrderOnePublisher},
 		{"OrderConcurrentPublishers", testOrderConcurrentPublishers},
@@ -103,11 +88,41 @@ func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, op
 		{"PublishManyToHandler", testPublishManyToHandler},
 		{"PublishManyToRuns", testPublishManyToRuns},
 	}
+	for _, tt := range streamTests {
+		tests = append(tests, brokerTest{tt.name, func(t *testing.T, e *brokerEnv) { tt.fn(t, e.streamEnv) }})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newBrokerEnv(t, newBroker)
-			e.opts = o
+			e.opts, e.noStreams = o, o.noHistory
 			tt.fn(t, e)
 		})
 	}
+}
+
+// streamTests check what brokers and stores share: streams, history,
+// idempotency. RunBrokerTests and RunStoreTests both run them.
+var streamTests = []streamTest{
+	{"HistoryCreatesStream", testHistoryCreatesStream},
+	{"ChannelsIsolated", testChannelsIsolated},
+	{"HistoryLimit", testHistoryLimit},
+	{"HistorySince", testHistorySince},
+	{"HistoryUnrecoverable", testHistoryUnrecoverable},
+	{"HistorySize", testHistorySize},
+	{"HistoryTTL", testHistoryTTL},
+	{"MetaTTL", testMetaTTL},
+	{"RemoveHistory", testRemoveHistory},
+	{"HistoryReturnsCopies", testHistoryReturnsCopies},
+	{"PublishCopiesInput", testPublishCopiesInput},
+	{"IdempotencyExpiry", testIdempotencyExpiry},
+}
+
+type brokerTest struct {
+	name string
+	fn   func(t *testing.T, e *brokerEnv)
+}
+
+type streamTest struct {
+	name string
+	fn   func(t *testing.T, e *streamEnv)
 }

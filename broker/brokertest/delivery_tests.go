@@ -13,42 +13,49 @@ import (
 // testIdempotency: a repeated key returns the first position, reports the
 // publish suppressed and delivers nothing; other keys publish.
 func testIdempotency(t *testing.T, e *brokerEnv) {
-	for _, tt := range []struct {
-		name string
-		opts broker.PublishOptions
-	}{
-		{"WithHistory", withHistory},
-		{"WithoutHistory", broker.PublishOptions{}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			e.skipUnlessStreams(t, broker.PublishOptions{IdempotencyKey: "k"})
-			ch := e.channel()
-			keyed := func(key string) broker.PublishOptions {
-				o := tt.opts
-				o.IdempotencyKey = key
-				return o
-			}
-			first := e.publish(ch, "a", keyed("k1"))
-			sp, suppressed, err := e.b.Publish(ch, []byte("b"), keyed("k1"))
-			if err != nil || !suppressed || sp != first {
-				t.Fatalf("repeated key: position %+v suppressed %v error %v; want %+v, true, nil", sp, suppressed, err, first)
-			}
-			other := e.publish(ch, "c", keyed("k2"))
-			e.publish(ch, "d", tt.opts)
-			if got := deliveredData(e.rec.waitPubs(t, ch, 3)); !reflect.DeepEqual(got, []string{"a", "c", "d"}) {
-				t.Errorf("delivered %q, want [a c d]", got)
-			}
-			if tt.opts.HistorySize > 0 && other.Offset != first.Offset+1 {
-				t.Errorf("second key got offset %d, want %d", other.Offset, first.Offset+1)
-			}
-		})
+	eachHistory(t, func(t *testing.T, opts broker.PublishOptions) {
+		e.skipUnlessStreams(t, broker.PublishOptions{IdempotencyKey: "k"})
+		ch := e.channel()
+		publishIdempotent(t, e.streamEnv, ch, opts)
+		if got := deliveredData(e.rec.waitPubs(t, ch, 3)); !reflect.DeepEqual(got, []string{"a", "c", "d"}) {
+			t.Errorf("delivered %q, want [a c d]", got)
+		}
+	})
+}
+
+// eachHistory runs f as two subtests, publishing with history and
+// without.
+func eachHistory(t *testing.T, f func(t *testing.T, opts broker.PublishOptions)) {
+	t.Run("WithHistory", func(t *testing.T) { f(t, withHistory) })
+	t.Run("WithoutHistory", func(t *testing.T) { f(t, broker.PublishOptions{}) })
+}
+
+// publishIdempotent publishes into ch "a" with key k1, "b" with k1 again,
+// "c" with k2 and "d" without a key, and checks that "b" alone was
+// suppressed, at the position of "a".
+func publishIdempotent(t *testing.T, e *streamEnv, ch string, opts broker.PublishOptions) {
+	t.Helper()
+	keyed := func(key string) broker.PublishOptions {
+		o := opts
+		o.IdempotencyKey = key
+		return o
+	}
+	first := e.publish(ch, "a", keyed("k1"))
+	sp, suppressed, err := e.publishOne(ch, []byte("b"), keyed("k1"))
+	if err != nil || !suppressed || sp != first {
+		t.Fatalf("repeated key: position %+v suppressed %v error %v; want %+v, true, nil", sp, suppressed, err, first)
+	}
+	other := e.publish(ch, "c", keyed("k2"))
+	e.publish(ch, "d", opts)
+	if opts.HistorySize > 0 && other.Offset != first.Offset+1 {
+		t.Errorf("second key got offset %d, want %d", other.Offset, first.Offset+1)
 	}
 }
 
 // testIdempotencyExpiry: once IdempotentResultTTL passes, the key
 // publishes again, even while a key stored earlier with a longer TTL is
 // still remembered.
-func testIdempotencyExpiry(t *testing.T, e *brokerEnv) {
+func testIdempotencyExpiry(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	keyed := func(key string, ttl time.Duration) broker.PublishOptions {
 		o := withHistory
@@ -60,7 +67,7 @@ func testIdempotencyExpiry(t *testing.T, e *brokerEnv) {
 	e.publish(ch, "m", long)
 	first := e.publish(ch, "m", short)
 	eventually(t, "the idempotency key to expire", func() bool {
-		sp, suppressed, err := e.b.Publish(ch, []byte("m"), short)
+		sp, suppressed, err := e.publishOne(ch, []byte("m"), short)
 		if err != nil {
 			t.Fatalf("Publish: %v", err)
 		}
@@ -75,7 +82,7 @@ func testIdempotencyExpiry(t *testing.T, e *brokerEnv) {
 		}
 		return true
 	})
-	if _, suppressed, err := e.b.Publish(ch, []byte("m"), long); err != nil || !suppressed {
+	if _, suppressed, err := e.publishOne(ch, []byte("m"), long); err != nil || !suppressed {
 		t.Errorf("key with the long TTL: suppressed %v, error %v; want true, nil", suppressed, err)
 	}
 }
@@ -115,7 +122,7 @@ func testOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
 	for i := range chs {
 		chs[i] = e.channel()
 	}
-	publishConcurrently(t, e, chs, publishers, each, withHistory)
+	publishConcurrently(t, e.streamEnv, chs, publishers, each, withHistory)
 	checkMergedStreams(t, e, chs, publishers*each)
 }
 

@@ -13,6 +13,11 @@
 //		})
 //	}
 //
+// A broker.Store (what keeps streams for a broker whose pub/sub keeps
+// none) has its own suite, RunStoreTests, called the same way. Its stream
+// tests (history, its limits and TTLs, idempotency expiry) are the
+// broker suite's, with publications appended instead of published.
+//
 // The suites work with brokers that deliver asynchronously (through Redis
 // or NATS): they subscribe before publishing, wait for deliveries with a
 // generous deadline, and prove that something was not delivered by

@@ -39,10 +39,35 @@ func eventually(t testing.TB, what string, check func() bool) {
 	}
 }
 
+// streamEnv publishes into channel streams and reads them back, through
+// a broker (Publish and PublishMany, each channel subscribed first) or a
+// store (Append). The stream tests take one, so that brokers and stores
+// pass the same checks of offsets, history, idempotency and versions.
+type streamEnv struct {
+	t       *testing.T
+	streams streamReader
+	// publishOne publishes one publication: Broker.Publish, or an Append
+	// of one item.
+	publishOne  func(ch string, data []byte, opts broker.PublishOptions) (broker.StreamPosition, bool, error)
+	publishMany func(items []broker.PublishItem)
+	// subscribe is called for each channel the test makes; nil for a
+	// store, which delivers nothing.
+	subscribe func(ch string) error
+	// noStreams: a broker declared NoHistory; the tests that need
+	// streams skip.
+	noStreams bool
+}
+
+// streamReader reads and drops streams: what brokers and stores share.
+type streamReader interface {
+	History(channel string, opts broker.HistoryOptions) ([]*broker.Publication, broker.StreamPosition, error)
+	RemoveHistory(channel string) error
+}
+
 // brokerEnv is a running broker with a recorder, closed when the subtest
 // ends.
 type brokerEnv struct {
-	t         *testing.T
+	*streamEnv
 	b         broker.Broker
 	rec       *recorder
 	opts      options
@@ -52,7 +77,11 @@ type brokerEnv struct {
 func newBrokerEnv(t *testing.T, newBroker func(t *testing.T) broker.Broker) *brokerEnv {
 	t.Helper()
 	b := newBroker(t)
-	e := &brokerEnv{t: t, b: b, newBroker: newBroker}
+	e := &brokerEnv{
+		streamEnv: &streamEnv{t: t, streams: b, publishOne: b.Publish, publishMany: b.PublishMany, subscribe: b.Subscribe},
+		b:         b,
+		newBroker: newBroker,
+	}
 	e.rec = e.recorder()
 	if err := b.Run(e.rec); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -73,20 +102,24 @@ func (e *brokerEnv) recorder() *recorder {
 	return r
 }
 
-// channel returns a fresh channel this node is subscribed to.
-func (e *brokerEnv) channel() string {
+// channel returns a fresh channel, which a broker's node is subscribed
+// to.
+func (e *streamEnv) channel() string {
 	e.t.Helper()
 	ch := uniqueChannel(e.t)
-	if err := e.b.Subscribe(ch); err != nil {
+	if e.subscribe == nil {
+		return ch
+	}
+	if err := e.subscribe(ch); err != nil {
 		e.t.Fatalf("Subscribe(%q): %v", ch, err)
 	}
 	return ch
 }
 
-func (e *brokerEnv) publish(ch, data string, opts broker.PublishOptions) broker.StreamPosition {
+func (e *streamEnv) publish(ch, data string, opts broker.PublishOptions) broker.StreamPosition {
 	e.t.Helper()
 	e.needStreams(opts)
-	sp, suppressed, err := e.b.Publish(ch, []byte(data), opts)
+	sp, suppressed, err := e.publishOne(ch, []byte(data), opts)
 	if err != nil {
 		e.t.Fatalf("Publish(%q, %q): %v", ch, data, err)
 	}
@@ -96,10 +129,10 @@ func (e *brokerEnv) publish(ch, data string, opts broker.PublishOptions) broker.
 	return sp
 }
 
-func (e *brokerEnv) history(ch string, f broker.HistoryFilter) ([]*broker.Publication, broker.StreamPosition) {
+func (e *streamEnv) history(ch string, f broker.HistoryFilter) ([]*broker.Publication, broker.StreamPosition) {
 	e.t.Helper()
 	e.needStreams(withHistory)
-	pubs, top, err := e.b.History(ch, broker.HistoryOptions{Filter: f})
+	pubs, top, err := e.streams.History(ch, broker.HistoryOptions{Filter: f})
 	if err != nil {
 		e.t.Fatalf("History(%q, %+v): %v", ch, f, err)
 	}
@@ -108,15 +141,15 @@ func (e *brokerEnv) history(ch string, f broker.HistoryFilter) ([]*broker.Public
 
 // needStreams skips the test when opts need a stream and the broker was
 // declared NoHistory. Call it on the test's goroutine.
-func (e *brokerEnv) needStreams(opts broker.PublishOptions) {
+func (e *streamEnv) needStreams(opts broker.PublishOptions) {
 	e.t.Helper()
 	e.skipUnlessStreams(e.t, opts)
 }
 
 // skipUnlessStreams is needStreams for a subtest's t.
-func (e *brokerEnv) skipUnlessStreams(t testing.TB, opts broker.PublishOptions) {
+func (e *streamEnv) skipUnlessStreams(t testing.TB, opts broker.PublishOptions) {
 	t.Helper()
-	if e.opts.noHistory && streamed(opts) {
+	if e.noStreams && streamed(opts) {
 		t.Skip("the broker keeps no streams")
 	}
 }
@@ -155,6 +188,14 @@ func offsets(pubs []*broker.Publication) []uint64 {
 	return out
 }
 
+func pubData(pubs []*broker.Publication) []string {
+	out := make([]string, 0, len(pubs))
+	for _, p := range pubs {
+		out = append(out, string(p.Data))
+	}
+	return out
+}
+
 func deliveredData(ds []delivery) []string {
 	out := make([]string, 0, len(ds))
 	for _, d := range ds {
@@ -189,7 +230,7 @@ func span(from, to uint64) []uint64 {
 // publishConcurrently publishes each publications "<publisher>-<i>" into
 // every channel of chs from publishers goroutines per channel at once,
 // and fails the test on any error.
-func publishConcurrently(t *testing.T, e *brokerEnv, chs []string, publishers, each int, opts broker.PublishOptions) {
+func publishConcurrently(t *testing.T, e *streamEnv, chs []string, publishers, each int, opts broker.PublishOptions) {
 	t.Helper()
 	e.needStreams(opts)
 	var wg sync.WaitGroup
@@ -198,7 +239,7 @@ func publishConcurrently(t *testing.T, e *brokerEnv, chs []string, publishers, e
 		for p := range publishers {
 			wg.Go(func() {
 				for i := range each {
-					if _, _, err := e.b.Publish(ch, fmt.Appendf(nil, "%d-%d", p, i), opts); err != nil {
+					if _, _, err := e.publishOne(ch, fmt.Appendf(nil, "%d-%d", p, i), opts); err != nil {
 						errs <- err
 						return
 					}
@@ -232,7 +273,7 @@ func (o publisherOrder) check(t *testing.T, ch string, data []byte) {
 // interleave the channels of chs, each channel's carrying
 // "<publisher>-<i>" as publishConcurrently's do. It fails the test on any
 // item's error and returns each publisher's items with their results.
-func publishManyConcurrently(t *testing.T, e *brokerEnv, chs []string, publishers, batches int, opts broker.PublishOptions) [][]broker.PublishItem {
+func publishManyConcurrently(t *testing.T, e *streamEnv, chs []string, publishers, batches int, opts broker.PublishOptions) [][]broker.PublishItem {
 	t.Helper()
 	e.needStreams(opts)
 	stretches := []int{0, 0, 1, 0, 2, 1, 2, 2, 0, 1, 1, 2} // channels, shifted per publisher
@@ -248,7 +289,7 @@ func publishManyConcurrently(t *testing.T, e *brokerEnv, chs []string, publisher
 					batch = append(batch, broker.PublishItem{Channel: ch, Data: fmt.Appendf(nil, "%d-%d", p, seq[ch]), Opts: opts})
 					seq[ch]++
 				}
-				e.b.PublishMany(batch)
+				e.publishMany(batch)
 				results[p] = append(results[p], batch...)
 			}
 		})

@@ -10,7 +10,7 @@ import (
 
 // publishN publishes n publications with opts and returns the last
 // position.
-func (e *brokerEnv) publishN(ch string, n int, opts broker.PublishOptions) broker.StreamPosition {
+func (e *streamEnv) publishN(ch string, n int, opts broker.PublishOptions) broker.StreamPosition {
 	e.t.Helper()
 	var sp broker.StreamPosition
 	for range n {
@@ -22,7 +22,7 @@ func (e *brokerEnv) publishN(ch string, n int, opts broker.PublishOptions) broke
 // testHistoryLimit: without Since, forward starts at the oldest, reverse
 // at the newest; limit 0 returns none, negative all, positive at most
 // that many.
-func testHistoryLimit(t *testing.T, e *brokerEnv) {
+func testHistoryLimit(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	top := e.publishN(ch, 5, withHistory)
 	for _, tt := range []struct {
@@ -52,7 +52,7 @@ func testHistoryLimit(t *testing.T, e *brokerEnv) {
 
 // testHistorySince: Since is exclusive; forward returns what follows it,
 // reverse what precedes it, newest first.
-func testHistorySince(t *testing.T, e *brokerEnv) {
+func testHistorySince(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	top := e.publishN(ch, 5, withHistory)
 	for _, tt := range []struct {
@@ -86,7 +86,7 @@ func testHistorySince(t *testing.T, e *brokerEnv) {
 
 // testHistoryUnrecoverable: a Since from another epoch or past the top
 // gives ErrUnrecoverablePosition, no publications and the current top.
-func testHistoryUnrecoverable(t *testing.T, e *brokerEnv) {
+func testHistoryUnrecoverable(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	top := e.publishN(ch, 3, withHistory)
 	for _, tt := range []struct {
@@ -102,7 +102,7 @@ func testHistoryUnrecoverable(t *testing.T, e *brokerEnv) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			since := tt.since
-			pubs, got, err := e.b.History(ch, broker.HistoryOptions{Filter: broker.HistoryFilter{Since: &since, Limit: tt.limit}})
+			pubs, got, err := e.streams.History(ch, broker.HistoryOptions{Filter: broker.HistoryFilter{Since: &since, Limit: tt.limit}})
 			if !errors.Is(err, broker.ErrUnrecoverablePosition) {
 				t.Fatalf("History since %+v: error %v, want ErrUnrecoverablePosition", tt.since, err)
 			}
@@ -116,7 +116,7 @@ func testHistoryUnrecoverable(t *testing.T, e *brokerEnv) {
 // testHistorySize: the stream keeps the newest HistorySize publications;
 // a Since whose successors were evicted returns what is left without an
 // error, and the gap shows in the first offset.
-func testHistorySize(t *testing.T, e *brokerEnv) {
+func testHistorySize(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	small := broker.PublishOptions{HistorySize: 3, HistoryTTL: time.Minute}
 	top := e.publishN(ch, 5, small)
@@ -124,7 +124,7 @@ func testHistorySize(t *testing.T, e *brokerEnv) {
 	checkOffsets(t, pubs, span(3, 5)...)
 
 	since := &broker.StreamPosition{Offset: 1, Epoch: top.Epoch}
-	pubs, got, err := e.b.History(ch, broker.HistoryOptions{Filter: broker.HistoryFilter{Since: since, Limit: -1}})
+	pubs, got, err := e.streams.History(ch, broker.HistoryOptions{Filter: broker.HistoryFilter{Since: since, Limit: -1}})
 	if err != nil {
 		t.Fatalf("History since an evicted offset: %v", err)
 	}
@@ -148,7 +148,7 @@ func testHistorySize(t *testing.T, e *brokerEnv) {
 
 // testHistoryTTL: publications leave history once their TTL passes; the
 // stream position stays.
-func testHistoryTTL(t *testing.T, e *brokerEnv) {
+func testHistoryTTL(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	short := broker.PublishOptions{HistorySize: 10, HistoryTTL: 100 * time.Millisecond}
 	top := e.publishN(ch, 3, short)
@@ -166,14 +166,14 @@ func testHistoryTTL(t *testing.T, e *brokerEnv) {
 
 // testMetaTTL: once the meta TTL passes with no publish or History call,
 // the stream is lost: a new epoch, offsets from 1 again.
-func testMetaTTL(t *testing.T, e *brokerEnv) {
+func testMetaTTL(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	const metaTTL = 200 * time.Millisecond
 	opts := broker.PublishOptions{HistorySize: 10, HistoryTTL: 100 * time.Millisecond, HistoryMetaTTL: metaTTL}
 	old := e.publishN(ch, 2, opts)
 	var top broker.StreamPosition
 	eventually(t, "the stream to be lost", func() bool {
-		pubs, sp, err := e.b.History(ch, broker.HistoryOptions{Filter: broker.HistoryFilter{Limit: -1}, MetaTTL: metaTTL})
+		pubs, sp, err := e.streams.History(ch, broker.HistoryOptions{Filter: broker.HistoryFilter{Limit: -1}, MetaTTL: metaTTL})
 		if err != nil {
 			t.Fatalf("History: %v", err)
 		}

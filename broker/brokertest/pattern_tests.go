@@ -173,7 +173,7 @@ func testPatternOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
 		chs[i] = uniqueChannel(t)
 	}
 	opts := scoped(withHistory, scope)
-	publishConcurrently(t, e, chs, publishers, each, opts)
+	publishConcurrently(t, e.streamEnv, chs, publishers, each, opts)
 	for _, ch := range chs {
 		ps := e.rec.waitPatterns(t, ch, publishers*each)
 		checkScopes(t, ps, scope)

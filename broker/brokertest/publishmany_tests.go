@@ -3,8 +3,10 @@ package brokertest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -88,16 +90,28 @@ func (e *brokerEnv) checkNothingMore(ch string, n int, opts broker.PublishOption
 	}
 }
 
-// testPublishManyResults: PublishMany sets each item's result: offsets
-// that follow each other per channel, in one epoch per channel, whatever
-// the items of other channels in between; offset 0 without history; a
-// key repeated inside one call or across calls reports the first
-// position, suppressed, and delivers nothing. Results left in the items
-// by an earlier call are replaced. An empty call does nothing.
+// testPublishManyResults: PublishMany sets each item's result (see
+// publishManyResults), and delivers the items not suppressed, in order.
 func testPublishManyResults(t *testing.T, e *brokerEnv) {
+	published := publishManyResults(t, e.streamEnv)
+	for _, ch := range slices.Sorted(maps.Keys(published)) {
+		checkDelivered(t, e.rec, ch, published[ch])
+		e.checkNothingMore(ch, len(published[ch]), broker.PublishOptions{})
+	}
+}
+
+// publishManyResults checks the results PublishMany (or Append) sets in
+// items: offsets that follow each other per channel, in one epoch per
+// channel, whatever the items of other channels in between; offset 0
+// without history; a key repeated inside one call or across calls reports
+// the first position, suppressed, and stores nothing. Results left in the
+// items by an earlier call are replaced. An empty call does nothing. It
+// returns, per channel, the items not suppressed, in order.
+func publishManyResults(t *testing.T, e *streamEnv) map[string][]broker.PublishItem {
+	t.Helper()
 	e.needStreams(withHistory)
-	e.b.PublishMany(nil)
-	e.b.PublishMany([]broker.PublishItem{})
+	e.publishMany(nil)
+	e.publishMany([]broker.PublishItem{})
 	a, b, n := e.channel(), e.channel(), e.channel()
 	none := broker.PublishOptions{}
 	type result struct {
@@ -134,7 +148,8 @@ func testPublishManyResults(t *testing.T, e *brokerEnv) {
 		{"first call", first, []result{{1, false}, {1, false}, {2, false}, {0, false}, {1, true}, {2, false}, {0, false}, {0, true}}},
 		{"second call", second, []result{{1, true}, {2, true}, {3, false}, {0, true}}},
 	} {
-		publishMany(t, e.b, call.items)
+		e.publishMany(call.items)
+		checkItems(t, call.items)
 		for i, it := range call.items {
 			if it.Position.Offset != call.want[i].offset || it.Suppressed != call.want[i].suppressed {
 				t.Errorf("%s, item %d (%q on %s): offset %d, suppressed %v; want %d, %v",
@@ -160,15 +175,18 @@ func testPublishManyResults(t *testing.T, e *brokerEnv) {
 		}
 	}
 
-	delivered := map[string][]broker.PublishItem{
+	published := map[string][]broker.PublishItem{
 		a: {first[0], first[2], second[2]},
 		b: {first[1], first[5]},
 		n: {first[3], first[6]},
 	}
-	for _, ch := range []string{a, b, n} {
-		checkDelivered(t, e.rec, ch, delivered[ch])
-		e.checkNothingMore(ch, len(delivered[ch]), none)
+	for _, ch := range []string{a, b} {
+		pubs, _ := e.history(ch, broker.HistoryFilter{Limit: -1})
+		if got, want := pubData(pubs), itemData(published[ch]); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: history holds %q, want %q", ch, got, want)
+		}
 	}
+	return published
 }
 
 // interleaved returns n items spread over chs in stretches of one to
@@ -241,7 +259,15 @@ func testPublishManyOrder(t *testing.T, e *brokerEnv) {
 func testPublishManyConcurrent(t *testing.T, e *brokerEnv) {
 	const publishers, batches = 4, 25
 	chs := []string{e.channel(), e.channel(), e.channel()}
-	results := publishManyConcurrently(t, e, chs, publishers, batches, withHistory)
+	results := publishManyConcurrently(t, e.streamEnv, chs, publishers, batches, withHistory)
+	checkPublisherOffsets(t, chs, results)
+	checkMergedStreams(t, e, chs, publishers*len(itemsOf(results[0], chs[0])))
+}
+
+// checkPublisherOffsets fails the test unless each publisher's items
+// (publishManyConcurrently's results) got increasing offsets per channel.
+func checkPublisherOffsets(t *testing.T, chs []string, results [][]broker.PublishItem) {
+	t.Helper()
 	for p, items := range results {
 		for _, ch := range chs {
 			var last uint64
@@ -253,7 +279,6 @@ func testPublishManyConcurrent(t *testing.T, e *brokerEnv) {
 			}
 		}
 	}
-	checkMergedStreams(t, e, chs, publishers*len(itemsOf(results[0], chs[0])))
 }
 
 // testPatternPublishMany: the items of a PublishMany that have a pattern

@@ -41,7 +41,7 @@ func testOffsets(t *testing.T, e *brokerEnv) {
 
 // testHistoryCreatesStream: a subscriber can learn the epoch before the
 // first publish, and the first publish continues that stream.
-func testHistoryCreatesStream(t *testing.T, e *brokerEnv) {
+func testHistoryCreatesStream(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	pubs, top := e.history(ch, broker.HistoryFilter{Limit: -1})
 	if len(pubs) != 0 || top.Offset != 0 || top.Epoch == "" {
@@ -53,18 +53,21 @@ func testHistoryCreatesStream(t *testing.T, e *brokerEnv) {
 	}
 }
 
+// withoutHistory are options that keep no history: size or TTL zero.
+var withoutHistory = []struct {
+	name string
+	opts broker.PublishOptions
+}{
+	{"NoOptions", broker.PublishOptions{}},
+	{"SizeZero", broker.PublishOptions{HistoryTTL: time.Minute}},
+	{"TTLZero", broker.PublishOptions{HistorySize: 10}},
+}
+
 // testPublishWithoutHistory: with size or TTL zero a publication is
 // delivered with offset 0, not stored, and leaves the stream's offset
 // alone.
 func testPublishWithoutHistory(t *testing.T, e *brokerEnv) {
-	for _, tt := range []struct {
-		name string
-		opts broker.PublishOptions
-	}{
-		{"NoOptions", broker.PublishOptions{}},
-		{"SizeZero", broker.PublishOptions{HistoryTTL: time.Minute}},
-		{"TTLZero", broker.PublishOptions{HistorySize: 10}},
-	} {
+	for _, tt := range withoutHistory {
 		t.Run(tt.name, func(t *testing.T) {
 			e.skipUnlessStreams(t, withHistory)
 			ch := e.channel()
@@ -125,7 +128,7 @@ func testPublicationFields(t *testing.T, e *brokerEnv) {
 
 // testChannelsIsolated: streams of different channels do not share
 // offsets or publications.
-func testChannelsIsolated(t *testing.T, e *brokerEnv) {
+func testChannelsIsolated(t *testing.T, e *streamEnv) {
 	a, b := e.channel(), e.channel()
 	e.publish(a, "a1", withHistory)
 	e.publish(a, "a2", withHistory)
@@ -140,13 +143,13 @@ func testChannelsIsolated(t *testing.T, e *brokerEnv) {
 
 // testRemoveHistory: publications go, the stream position stays, and the
 // next publish continues it.
-func testRemoveHistory(t *testing.T, e *brokerEnv) {
+func testRemoveHistory(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	var last broker.StreamPosition
 	for range 3 {
 		last = e.publish(ch, "m", withHistory)
 	}
-	if err := e.b.RemoveHistory(ch); err != nil {
+	if err := e.streams.RemoveHistory(ch); err != nil {
 		t.Fatalf("RemoveHistory: %v", err)
 	}
 	pubs, top := e.history(ch, broker.HistoryFilter{Limit: -1})
@@ -156,14 +159,14 @@ func testRemoveHistory(t *testing.T, e *brokerEnv) {
 	if sp := e.publish(ch, "m", withHistory); sp.Offset != last.Offset+1 || sp.Epoch != last.Epoch {
 		t.Errorf("publish after RemoveHistory = %+v, want offset %d epoch %q", sp, last.Offset+1, last.Epoch)
 	}
-	if err := e.b.RemoveHistory(uniqueChannel(t)); err != nil {
+	if err := e.streams.RemoveHistory(uniqueChannel(t)); err != nil {
 		t.Errorf("RemoveHistory of an unknown channel: %v", err)
 	}
 }
 
 // testHistoryReturnsCopies: changing what History returned does not change
 // what it returns next time.
-func testHistoryReturnsCopies(t *testing.T, e *brokerEnv) {
+func testHistoryReturnsCopies(t *testing.T, e *streamEnv) {
 	ch := e.channel()
 	opts := withHistory
 	opts.ClientInfo = &broker.ClientInfo{ClientID: "c", UserID: "u", ConnInfo: []byte("conn"), ChanInfo: []byte("chan")}
@@ -191,14 +194,14 @@ func testHistoryReturnsCopies(t *testing.T, e *brokerEnv) {
 
 // testPublishCopiesInput: a caller may reuse its buffers once Publish
 // returns.
-func testPublishCopiesInput(t *testing.T, e *brokerEnv) {
+func testPublishCopiesInput(t *testing.T, e *streamEnv) {
 	e.needStreams(withHistory)
 	ch := e.channel()
 	data := []byte("payload")
 	opts := withHistory
 	opts.Tags = map[string]string{"k": "v"}
 	opts.ClientInfo = &broker.ClientInfo{ClientID: "c", UserID: "u", ConnInfo: []byte("conn")}
-	if _, _, err := e.b.Publish(ch, data, opts); err != nil {
+	if _, _, err := e.publishOne(ch, data, opts); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
 	copy(data, "XXXXXXX")

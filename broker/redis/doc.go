@@ -1,5 +1,5 @@
-// Package redis implements the broker contracts (broker.Broker and
-// broker.PresenceManager) on Redis, so that many Gyre nodes share
+// Package redis implements the broker contracts (broker.Broker,
+// broker.PresenceManager and broker.Store) on Redis, so that many Gyre nodes share
 // publications, history and presence. It talks to Redis through
 // github.com/redis/rueidis (RESP3, automatic pipelining) and works with
 // standalone servers, several standalone servers sharded by channel, a
@@ -94,6 +94,26 @@
 // broker.ErrUnrecoverablePosition means only "other epoch" or "offset
 // past the top". Expiry times come from Redis (TIME), not from the nodes'
 // clocks.
+//
+// # Store
+//
+// Engine.Store returns a broker.Store for a broker whose pub/sub keeps no
+// history (NATS): the NATS broker appends to it to get each publication's
+// position, then delivers the publication itself. Store.Append is
+// PublishMany without the pub/sub message: the same script in the same
+// pipelines, with the publish command argument empty, so offsets, epochs
+// (the replication id rule included), history, idempotency results,
+// versions, Config.SyncReplicas and the delta base behave exactly as for
+// the Broker, on the same keys. The script stores the item's Time instead
+// of the node's clock, and, for an item with UseDelta, returns the delta
+// base it replaces (the previous publication, if that one asked for delta
+// too), which Append sets as the item's Prev. History and RemoveHistory
+// are the Broker's.
+//
+// The Engine owns the connections. The Store owns nothing: Store.Close
+// only stops the store, so whoever was given it may close it while the
+// Engine's PresenceManager still serves; Engine.Close closes the store
+// and the connections.
 //
 // # Delivery and order
 //

@@ -12,8 +12,10 @@ import (
 )
 
 // Engine is a connection to one Redis setup (standalone servers, a
-// cluster, or a Sentinel-watched master) shared by a Broker and a
-// PresenceManager. Close the Engine, or both of them, to release it.
+// cluster, or a Sentinel-watched master) shared by a Broker, a
+// PresenceManager and a Store. The Engine owns the connections: Close the
+// Engine, or both the Broker and the PresenceManager, to release them.
+// The Store owns nothing and its Close releases nothing (see Store).
 type Engine struct {
 	cfg     Config
 	log     *slog.Logger
@@ -26,6 +28,7 @@ type Engine struct {
 
 	broker   *Broker
 	presence *PresenceManager
+	store    *Store
 
 	refs      atomic.Int32 // parts not closed yet
 	closeOnce sync.Once
@@ -59,6 +62,7 @@ func New(cfg Config) (*Engine, error) {
 	e.refs.Store(2)
 	e.broker = newBroker(e)
 	e.presence = &PresenceManager{e: e}
+	e.store = &Store{b: e.broker}
 	return e, nil
 }
 
@@ -84,9 +88,14 @@ func (e *Engine) Broker() *Broker { return e.broker }
 // PresenceManager returns the engine's broker.PresenceManager.
 func (e *Engine) PresenceManager() *PresenceManager { return e.presence }
 
-// Close closes the Broker and the PresenceManager and the connections to
-// Redis.
+// Store returns the engine's broker.Store: streams kept in Redis for a
+// broker whose pub/sub is elsewhere (NATS).
+func (e *Engine) Store() *Store { return e.store }
+
+// Close closes the Broker, the PresenceManager, the Store and the
+// connections to Redis.
 func (e *Engine) Close() error {
+	_ = e.store.Close() // never fails
 	err := e.broker.Close()
 	err2 := e.presence.Close()
 	e.closeOnce.Do(e.closeClients)

@@ -9,8 +9,8 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// ErrClosed is returned by every method of a closed Broker or
-// PresenceManager except Close.
+// ErrClosed is returned by every method of a closed Broker,
+// PresenceManager or Store except Close.
 var ErrClosed = errors.New("redis: closed")
 
 // wrapErr adds context to an error from Redis. Errors that say Redis

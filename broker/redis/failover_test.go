@@ -379,7 +379,7 @@ func TestReplicationIDKeyNeedsToken(t *testing.T) {
 	}
 	c.args[argReplicationRead] = "k:fresh.token"
 	client := b.e.clients[0]
-	setResult(&item, client.Do(t.Context(), publishScript.cmd(client, c.keys, c.args, true)))
+	c.setResult(client.Do(t.Context(), publishScript.cmd(client, c.keys, c.args, true)))
 	if item.Err != nil {
 		t.Fatalf("publish: %v", item.Err)
 	}

@@ -18,6 +18,10 @@ func (b *Broker) History(channel string, opts broker.HistoryOptions) ([]*broker.
 	if err := b.checkOpen(); err != nil {
 		return nil, broker.StreamPosition{}, err
 	}
+	return b.history(channel, opts)
+}
+
+func (b *Broker) history(channel string, opts broker.HistoryOptions) ([]*broker.Publication, broker.StreamPosition, error) {
 	ci, si := b.e.locate(channel)
 	base := b.e.bases[si]
 	f := opts.Filter
@@ -95,6 +99,10 @@ func (b *Broker) RemoveHistory(channel string) error {
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
+	return b.removeHistory(channel)
+}
+
+func (b *Broker) removeHistory(channel string) error {
 	ci, si := b.e.locate(channel)
 	c := b.e.clients[ci]
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/protocol"
@@ -32,21 +33,27 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 // else's. With PatternScope the script also sends the publication to the
 // scope's pub/sub channel of the channel's base (patterns.go).
 func (b *Broker) PublishMany(items []broker.PublishItem) {
-	if err := b.checkOpen(); err != nil {
-		for i := range items {
-			items[i].Position, items[i].Suppressed, items[i].Err = broker.StreamPosition{}, false, err
-		}
-		return
-	}
 	calls := make([]publishCall, len(items))
+	for i := range items {
+		calls[i].item = &items[i]
+	}
+	b.runScript(calls, b.checkOpen())
+}
+
+// runScript runs the publish script for each call, or sets refused on
+// each when it is not nil, as PublishMany and Store.Append do.
+func (b *Broker) runScript(calls []publishCall, refused error) {
 	var perClient []int // calls per client, counted when there are several
 	if len(b.e.clients) > 1 {
 		perClient = make([]int, len(b.e.clients))
 	}
-	for i := range items {
+	for i := range calls {
 		c := &calls[i]
-		c.item = &items[i]
-		c.item.Position, c.item.Suppressed, c.item.Err = broker.StreamPosition{}, false, nil
+		c.reset()
+		if refused != nil {
+			c.item.Err = refused
+			continue
+		}
 		if err := b.prepare(c); err != nil {
 			c.item.Err = err
 			c.client = -1
@@ -55,6 +62,9 @@ func (b *Broker) PublishMany(items []broker.PublishItem) {
 		if perClient != nil {
 			perClient[c.client]++
 		}
+	}
+	if refused != nil {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
 	defer cancel()
@@ -74,12 +84,24 @@ func (b *Broker) PublishMany(items []broker.PublishItem) {
 
 // publishCall is one publish script call of PublishMany.
 type publishCall struct {
-	item    *broker.PublishItem
+	item *broker.PublishItem
+	// store is the item's StoreItem for Store.Append (item points into
+	// it), nil for PublishMany: the script then sends nothing over
+	// pub/sub, stores store.Time and returns the previous publication.
+	store   *broker.StoreItem
 	client  int    // index in Engine.clients; -1 when the item failed already
 	base    string // the key base of the channel's shard (one slot in a cluster)
 	history bool   // the channel keeps history: the script checks the stream's master
 	keys    []string
 	args    []string
+}
+
+// reset clears the results an earlier call left in the item.
+func (c *publishCall) reset() {
+	c.item.Position, c.item.Suppressed, c.item.Err = broker.StreamPosition{}, false, nil
+	if c.store != nil {
+		c.store.Prev = nil
+	}
 }
 
 // prepare encodes the item's publication and fills in the script's keys
@@ -88,11 +110,15 @@ func (b *Broker) prepare(c *publishCall) error {
 	it := c.item
 	opts := it.Opts
 	// Encoding copies data, tags and info, so the caller may reuse them.
+	now := time.Now().UnixMilli()
+	if c.store != nil && c.store.Time != 0 {
+		now = c.store.Time
+	}
 	pub, err := (&protocol.Publication{
 		Data: it.Data,
 		Info: toProtoInfo(opts.ClientInfo),
 		Tags: opts.Tags,
-		Time: time.Now().UnixMilli(),
+		Time: now,
 	}).MarshalVT()
 	if err != nil {
 		return fmt.Errorf("redis: encode publication: %w", err)
@@ -121,13 +147,17 @@ func (b *Broker) prepare(c *publishCall) error {
 	if opts.UseDelta {
 		delta = "1"
 	}
+	pubsub, command := base+pubsubInfix+it.Channel, b.e.publishCommand()
 	var scopePubSub, scopeChannel string
-	if opts.PatternScope != "" {
+	switch {
+	case c.store != nil:
+		pubsub, command = "", "" // the caller delivers
+	case opts.PatternScope != "":
 		scopePubSub, scopeChannel = scopeName(base, opts.PatternScope), it.Channel
 	}
 	c.client, c.base, c.keys = ci, base, keys
 	c.args = []string{
-		base + pubsubInfix + it.Channel,
+		pubsub,
 		rueidis.BinaryString(pub),
 		strconv.FormatInt(size, 10),
 		strconv.FormatInt(ttl, 10),
@@ -135,7 +165,7 @@ func (b *Broker) prepare(c *publishCall) error {
 		epoch,
 		delta,
 		strconv.FormatInt(idemTTL, 10),
-		b.e.publishCommand(),
+		command,
 		scopePubSub,
 		scopeChannel,
 		strconv.FormatUint(version, 10),
@@ -249,7 +279,7 @@ func (b *Broker) runPipeline(ctx context.Context, ci int, sent []*publishCall, d
 		case isNoScript(err):
 			c.item.Err = fmt.Errorf("redis: publish: the script was missing, and a later publish to the channel ran meanwhile: %w", broker.ErrNotAvailable)
 		default:
-			setResult(c.item, results[i])
+			c.setResult(results[i])
 		}
 	}
 	if again == 0 {
@@ -257,7 +287,7 @@ func (b *Broker) runPipeline(ctx context.Context, ci int, sent []*publishCall, d
 	}
 	again2 := do(ctx, cmds...)
 	for k, c := range retried {
-		setResult(c.item, again2[k])
+		c.setResult(again2[k])
 	}
 }
 
@@ -301,33 +331,53 @@ func isNoScript(err error) bool {
 	return ok && re.IsNoScript()
 }
 
-// setResult sets an item's result from the publish script's reply.
-func setResult(it *broker.PublishItem, res rueidis.RedisResult) {
+// setResult sets the item's result from the publish script's reply.
+func (c *publishCall) setResult(res rueidis.RedisResult) {
 	arr, err := res.ToArray()
 	if err != nil {
-		it.Err = wrapErr("publish", err)
+		c.item.Err = wrapErr("publish", err)
 		return
 	}
-	it.Position, it.Suppressed, it.Err = parsePublishResult(arr)
+	var prev *broker.Publication
+	c.item.Position, c.item.Suppressed, prev, c.item.Err = parsePublishResult(arr)
+	if c.store != nil {
+		c.store.Prev = prev
+	}
 }
 
-func parsePublishResult(res []rueidis.RedisMessage) (broker.StreamPosition, bool, error) {
-	if len(res) != 3 {
-		return broker.StreamPosition{}, false, fmt.Errorf("redis: publish script returned %d values, want 3", len(res))
+// parsePublishResult reads the publish script's reply: position,
+// suppressed flag and, for a store's delta item, the previous publication.
+func parsePublishResult(res []rueidis.RedisMessage) (broker.StreamPosition, bool, *broker.Publication, error) {
+	fail := func(err error) (broker.StreamPosition, bool, *broker.Publication, error) {
+		return broker.StreamPosition{}, false, nil, err
+	}
+	if len(res) != 3 && len(res) != 4 {
+		return fail(fmt.Errorf("redis: publish script returned %d values, want 3 or 4", len(res)))
 	}
 	offset, err := res[0].AsInt64()
 	if err != nil {
-		return broker.StreamPosition{}, false, fmt.Errorf("redis: publish script offset: %w", err)
+		return fail(fmt.Errorf("redis: publish script offset: %w", err))
 	}
 	epoch, err := res[1].ToString()
 	if err != nil {
-		return broker.StreamPosition{}, false, fmt.Errorf("redis: publish script epoch: %w", err)
+		return fail(fmt.Errorf("redis: publish script epoch: %w", err))
 	}
 	suppressed, err := res[2].AsInt64()
 	if err != nil {
-		return broker.StreamPosition{}, false, fmt.Errorf("redis: publish script flag: %w", err)
+		return fail(fmt.Errorf("redis: publish script flag: %w", err))
 	}
-	return broker.StreamPosition{Offset: uint64(offset), Epoch: epoch}, suppressed == 1, nil
+	var prev *broker.Publication
+	if len(res) == 4 {
+		data, err := res[3].ToString()
+		if err == nil {
+			// Decoding copies, so the reply string is read in place.
+			prev, err = decodePublication(unsafe.Slice(unsafe.StringData(data), len(data)))
+		}
+		if err != nil {
+			return fail(fmt.Errorf("redis: publish script previous publication: %w", err))
+		}
+	}
+	return broker.StreamPosition{Offset: uint64(offset), Epoch: epoch}, suppressed == 1, prev, nil
 }
 
 // millis rounds a positive duration up to whole milliseconds, so that a

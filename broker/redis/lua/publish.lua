@@ -1,6 +1,7 @@
 -- Publishes one publication: checks the idempotency key, assigns the next
 -- offset and appends to the stream when history is on, keeps the previous
--- publication for delta compression, and sends the pub/sub message. All in
+-- publication for delta compression, and sends the pub/sub message (or,
+-- for a store, returns the previous publication and sends nothing). All in
 -- one script, so offsets and pub/sub order agree for every publisher. When
 -- the channel has a pattern scope, the same script also sends the
 -- publication to the scope's pub/sub channel, so that order on that path is
@@ -16,7 +17,8 @@
 -- ARGV[6] epoch to use if the stream has none, or starts a new one
 -- ARGV[7] "1" for delta compression
 -- ARGV[8] idempotency result TTL, milliseconds, 0 for no key
--- ARGV[9] publish command: PUBLISH or SPUBLISH
+-- ARGV[9] publish command: PUBLISH or SPUBLISH; "" sends nothing (a
+--         store's append: the caller delivers the publication itself)
 -- ARGV[10] pub/sub channel of the pattern scope, "" for none; in a cluster
 --          it has the channel's hash tag, so ARGV[9] may send to it
 -- ARGV[11] the channel's name, sent with the publication to the scope
@@ -28,7 +30,9 @@
 -- left it there (stream_common.lua)
 -- ARGV[15] "1" when a restart of this Redis loses no acknowledged write
 -- (appendfsync always): streams then keep their epoch across restarts
--- Returns {offset, epoch, suppressed (0 or 1)}.
+-- Returns {offset, epoch, suppressed (0 or 1)}, and, when ARGV[9] is ""
+-- and the publication asks for delta, the delta base it replaced (the
+-- previous publication, protobuf with its offset) as a fourth value.
 local stream, meta, idem = KEYS[1], KEYS[2], KEYS[3]
 local channel, pub = ARGV[1], ARGV[2]
 local size, ttl, metaTTL = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -98,24 +102,12 @@ if size > 0 then
   redis.call('PEXPIRE', stream, ttl)
 end
 
--- Message fields: 2 publication, 3 offset, 4 epoch, 5 delta, 6 prev,
--- 9 channel.
-local msg = '\18' .. varint(#pub) .. pub
-if offset > 0 then
-  msg = msg .. '\24' .. varint(offset) .. '\34' .. varint(#epoch) .. epoch
-end
--- Pattern subscribers get neither the delta flag nor prev: they receive
--- publications of many channels and keep no delta base per channel.
-local scope, scopeMsg = ARGV[10], nil
-if scope ~= '' then
-  scopeMsg = msg .. '\74' .. varint(#ARGV[11]) .. ARGV[11]
-end
+-- The delta base: this publication when it asks for delta, else none,
+-- as subscribers get it in full and a later delta must not be computed
+-- against an older one.
+local prev = nil
 if delta then
-  msg = msg .. '\40\1'
-  local prev = redis.call('HGET', meta, 'p')
-  if prev then
-    msg = msg .. '\50' .. varint(#prev) .. prev
-  end
+  prev = redis.call('HGET', meta, 'p')
   -- Publication field 6 is its offset.
   local cur = pub
   if offset > 0 then
@@ -123,23 +115,45 @@ if delta then
   end
   redis.call('HSET', meta, 'p', cur)
 else
-  -- Subscribers get this publication in full: a later delta must not be
-  -- computed against an older one.
   redis.call('HDEL', meta, 'p')
 end
 if size > 0 or delta then
   extendMeta()
 end
 
-redis.call(ARGV[9], channel, msg)
-if scopeMsg then
-  -- The same command: in a cluster an SPUBLISH in the channel's slot,
-  -- which the slot's master hands to the connections subscribed on it
-  -- (every node holding the scope has one), not over the cluster bus.
-  redis.call(ARGV[9], scope, scopeMsg)
+local command = ARGV[9]
+if command ~= '' then
+  -- Message fields: 2 publication, 3 offset, 4 epoch, 5 delta, 6 prev,
+  -- 9 channel.
+  local msg = '\18' .. varint(#pub) .. pub
+  if offset > 0 then
+    msg = msg .. '\24' .. varint(offset) .. '\34' .. varint(#epoch) .. epoch
+  end
+  -- Pattern subscribers get neither the delta flag nor prev: they receive
+  -- publications of many channels and keep no delta base per channel.
+  local scope, scopeMsg = ARGV[10], nil
+  if scope ~= '' then
+    scopeMsg = msg .. '\74' .. varint(#ARGV[11]) .. ARGV[11]
+  end
+  if delta then
+    msg = msg .. '\40\1'
+    if prev then
+      msg = msg .. '\50' .. varint(#prev) .. prev
+    end
+  end
+  redis.call(command, channel, msg)
+  if scopeMsg then
+    -- The same command: in a cluster an SPUBLISH in the channel's slot,
+    -- which the slot's master hands to the connections subscribed on it
+    -- (every node holding the scope has one), not over the cluster bus.
+    redis.call(command, scope, scopeMsg)
+  end
 end
 
 if idemTTL > 0 then
   redis.call('SET', idem, offset .. ':' .. epoch, 'PX', idemTTL)
+end
+if command == '' and prev then
+  return {offset, epoch, 0, prev}
 end
 return {offset, epoch, 0}

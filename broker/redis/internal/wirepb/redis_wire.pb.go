@@ -9,7 +9,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: wire.proto
+// source: redis_wire.proto
 
 package wirepb
 
@@ -64,11 +64,11 @@ func (x Message_Type) String() string {
 }
 
 func (Message_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_wire_proto_enumTypes[0].Descriptor()
+	return file_redis_wire_proto_enumTypes[0].Descriptor()
 }
 
 func (Message_Type) Type() protoreflect.EnumType {
-	return &file_wire_proto_enumTypes[0]
+	return &file_redis_wire_proto_enumTypes[0]
 }
 
 func (x Message_Type) Number() protoreflect.EnumNumber {
@@ -77,7 +77,7 @@ func (x Message_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Message_Type.Descriptor instead.
 func (Message_Type) EnumDescriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{0, 0}
+	return file_redis_wire_proto_rawDescGZIP(), []int{0, 0}
 }
 
 type Message struct {
@@ -109,7 +109,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_wire_proto_msgTypes[0]
+	mi := &file_redis_wire_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -121,7 +121,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[0]
+	mi := &file_redis_wire_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -134,7 +134,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{0}
+	return file_redis_wire_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Message) GetType() Message_Type {
@@ -200,12 +200,11 @@ func (x *Message) GetChannel() string {
 	return ""
 }
 
-var File_wire_proto protoreflect.FileDescriptor
+var File_redis_wire_proto protoreflect.FileDescriptor
 
-const file_wire_proto_rawDesc = "" +
+const file_redis_wire_proto_rawDesc = "" +
 	"\n" +
-	"\n" +
-	"wire.proto\x12\x11gyre.broker.redis\"\xb5\x02\n" +
+	"\x10redis_wire.proto\x12\x11gyre.broker.redis\"\xb5\x02\n" +
 	"\aMessage\x123\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1f.gyre.broker.redis.Message.TypeR\x04type\x12 \n" +
 	"\vpublication\x18\x02 \x01(\fR\vpublication\x12\x16\n" +
@@ -223,24 +222,24 @@ const file_wire_proto_rawDesc = "" +
 	"\aCONTROL\x10\x03B5Z3github.com/gyrehq/gyre/broker/redis/internal/wirepbb\x06proto3"
 
 var (
-	file_wire_proto_rawDescOnce sync.Once
-	file_wire_proto_rawDescData []byte
+	file_redis_wire_proto_rawDescOnce sync.Once
+	file_redis_wire_proto_rawDescData []byte
 )
 
-func file_wire_proto_rawDescGZIP() []byte {
-	file_wire_proto_rawDescOnce.Do(func() {
-		file_wire_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)))
+func file_redis_wire_proto_rawDescGZIP() []byte {
+	file_redis_wire_proto_rawDescOnce.Do(func() {
+		file_redis_wire_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_redis_wire_proto_rawDesc), len(file_redis_wire_proto_rawDesc)))
 	})
-	return file_wire_proto_rawDescData
+	return file_redis_wire_proto_rawDescData
 }
 
-var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
-var file_wire_proto_goTypes = []any{
+var file_redis_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_redis_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_redis_wire_proto_goTypes = []any{
 	(Message_Type)(0), // 0: gyre.broker.redis.Message.Type
 	(*Message)(nil),   // 1: gyre.broker.redis.Message
 }
-var file_wire_proto_depIdxs = []int32{
+var file_redis_wire_proto_depIdxs = []int32{
 	0, // 0: gyre.broker.redis.Message.type:type_name -> gyre.broker.redis.Message.Type
 	1, // [1:1] is the sub-list for method output_type
 	1, // [1:1] is the sub-list for method input_type
@@ -249,27 +248,27 @@ var file_wire_proto_depIdxs = []int32{
 	0, // [0:1] is the sub-list for field type_name
 }
 
-func init() { file_wire_proto_init() }
-func file_wire_proto_init() {
-	if File_wire_proto != nil {
+func init() { file_redis_wire_proto_init() }
+func file_redis_wire_proto_init() {
+	if File_redis_wire_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_redis_wire_proto_rawDesc), len(file_redis_wire_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_wire_proto_goTypes,
-		DependencyIndexes: file_wire_proto_depIdxs,
-		EnumInfos:         file_wire_proto_enumTypes,
-		MessageInfos:      file_wire_proto_msgTypes,
+		GoTypes:           file_redis_wire_proto_goTypes,
+		DependencyIndexes: file_redis_wire_proto_depIdxs,
+		EnumInfos:         file_redis_wire_proto_enumTypes,
+		MessageInfos:      file_redis_wire_proto_msgTypes,
 	}.Build()
-	File_wire_proto = out.File
-	file_wire_proto_goTypes = nil
-	file_wire_proto_depIdxs = nil
+	File_redis_wire_proto = out.File
+	file_redis_wire_proto_goTypes = nil
+	file_redis_wire_proto_depIdxs = nil
 }
