@@ -123,7 +123,22 @@ func channelConfig(c *config.Config) gyre.ChannelConfig {
 	for _, ns := range ch.Namespaces {
 		out.Namespaces = append(out.Namespaces, gyre.Namespace{Name: ns.Name, ChannelOptions: channelOptions(ns.ChannelOptions, ch.HistoryMetaTTL)})
 	}
+	if natsWildcards(c) {
+		// broker.nats.allow_wildcards lets clients subscribe to patterns
+		// everywhere, as Centrifugo's NATS broker does.
+		out.WithoutNamespace.AllowWildcardSubscriptions = true
+		for i := range out.Namespaces {
+			out.Namespaces[i].AllowWildcardSubscriptions = true
+		}
+	}
 	return out
+}
+
+// natsWildcards reports whether broker.nats.allow_wildcards is in effect:
+// on a nats or redisnats broker.
+func natsWildcards(c *config.Config) bool {
+	b := c.Broker
+	return b.Enabled && (b.Type == "nats" || b.Type == "redisnats") && b.Nats.AllowWildcards
 }
 
 func channelOptions(o config.ChannelOptions, metaTTL time.Duration) gyre.ChannelOptions {

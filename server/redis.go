@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/gyrehq/gyre/broker"
 	"log/slog"
 	"time"
 
@@ -41,8 +42,21 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *me
 			ncfg.Broker = e.Broker()
 		case "memory":
 			ncfg.Broker = nil // the node's own memory broker
+		case "nats", "redisnats":
+			var store broker.Store
+			if b.Type == "redisnats" {
+				e, err := open("broker.redis", b.Redis.Redis, b.Redis.RedisHistory, 0)
+				if err != nil {
+					return engines, err
+				}
+				store = e.Store()
+			}
+			nb, err := newNatsBroker(c, store, log)
+			if err != nil {
+				return engines, err
+			}
+			ncfg.Broker = nb
 		}
-		// nats never gets here: the config refuses it.
 	}
 	if p := c.PresenceManager; p.Enabled {
 		switch p.Type {

@@ -34,6 +34,9 @@ func appliedOnReload(key string) bool {
 		return true
 	case strings.HasPrefix(key, "channel.proxy."):
 		return false
+	case key == "channel.namespace_boundary", key == "channel.private_prefix":
+		// The NATS broker names subjects after them from its start.
+		return false
 	default:
 		// The namespaces' proxy options are compared as proxyRoutes.
 		return strings.HasPrefix(key, "channel.")

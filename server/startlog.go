@@ -58,13 +58,36 @@ func (s *Server) logListening(portKey, addr string, tls bool, serves []string, a
 // credentials.
 func logEngine(c *config.Config, log *slog.Logger) {
 	log.Info("engine", backendAttrs(c.Engine.Type, c.Engine.Redis.Redis)...)
-	// A nats broker never gets here: the config refuses it.
-	if b := c.Broker; b.Enabled && b.Type != "nats" {
-		log.Info("broker", backendAttrs(b.Type, b.Redis.Redis)...)
+	if b := c.Broker; b.Enabled {
+		switch b.Type {
+		case "nats", "redisnats":
+			log.Info("broker", natsAttrs(c)...)
+		default:
+			log.Info("broker", backendAttrs(b.Type, b.Redis.Redis)...)
+		}
 	}
 	if p := c.PresenceManager; p.Enabled {
 		log.Info("presence manager", backendAttrs(p.Type, p.Redis.Redis)...)
 	}
+}
+
+// natsAttrs describe a nats or redisnats broker: where NATS is, and where
+// history is kept.
+func natsAttrs(c *config.Config) []any {
+	n := c.Broker.Nats
+	history := "none"
+	switch {
+	case c.Broker.Type == "redisnats":
+		history = "redis"
+	case n.JetStream.Enabled:
+		history = "jetstream"
+	}
+	attrs := []any{"type", c.Broker.Type, "nats_url", strings.Join(withoutCredentials(strings.Split(n.URL, ",")), ","), "history", history, "raw_mode", n.RawMode.Enabled}
+	if c.Broker.Type == "redisnats" {
+		mode, addrs := redisShape(c.Broker.Redis.Redis)
+		attrs = append(attrs, "redis_mode", mode, "redis_addresses", addrs)
+	}
+	return attrs
 }
 
 func backendAttrs(typ string, r config.Redis) []any {

@@ -222,7 +222,9 @@ func (b *Broker) subscribe(k subKey, subject string) error {
 		return fmt.Errorf("nats broker: subscribe %s: %w: %w", subject, err, broker.ErrNotAvailable)
 	}
 	if k.scope == "" && b.store != nil {
-		_, top, err := b.store.History(k.name, broker.HistoryOptions{})
+		// Everything appended from now on arrives through the
+		// subscription: the top now is where the order starts.
+		_, top, err := b.store.History(k.name, broker.HistoryOptions{MetaTTL: peekTTL})
 		if err != nil {
 			_ = b.unsubscribe(k)
 			return fmt.Errorf("nats broker: subscribe %s: stream top: %w", k.name, err)
@@ -243,8 +245,12 @@ func (b *Broker) unsubscribe(k subKey) error {
 	if !ok {
 		return nil
 	}
-	if k.scope == "" && b.store != nil {
-		b.workerOf(k).untrack(k.name)
+	if k.scope == "" {
+		w := b.workerOf(k)
+		w.forget(k.name)
+		if b.store != nil {
+			w.untrack(k.name)
+		}
 	}
 	if err := sub.Unsubscribe(); err != nil && !errors.Is(err, natsgo.ErrConnectionClosed) && !errors.Is(err, natsgo.ErrBadSubscription) {
 		return fmt.Errorf("nats broker: unsubscribe %s: %w", sub.Subject, err)
@@ -322,6 +328,11 @@ func (b *Broker) History(channel string, opts broker.HistoryOptions) ([]*broker.
 	}
 	return b.store.History(channel, opts)
 }
+
+// peekTTL is the meta TTL of the broker's own reads of a stream: stores
+// never shorten a meta's life, so the shortest keeps the namespace's
+// history_meta_ttl in charge (a zero would mean the store's default).
+const peekTTL = time.Millisecond
 
 // RemoveHistory drops the channel's stored publications.
 func (b *Broker) RemoveHistory(channel string) error {

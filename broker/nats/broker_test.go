@@ -1,11 +1,15 @@
 package nats
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/brokertest"
+	"github.com/gyrehq/gyre/broker/nats/jetstream"
 	"github.com/gyrehq/gyre/broker/nats/natstest"
+	"github.com/gyrehq/gyre/broker/redis"
+	"github.com/gyrehq/gyre/broker/redis/redistest"
 )
 
 // newBroker connects a broker to s with cfg's other settings.
@@ -25,4 +29,37 @@ func TestBrokerWithoutStore(t *testing.T) {
 	brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker {
 		return newBroker(t, s, Config{})
 	}, brokertest.NoHistory())
+}
+
+// TestBrokerWithJetStream runs the whole contract on the broker with its
+// history in JetStream: every subtest on a store of its own prefix.
+func TestBrokerWithJetStream(t *testing.T) {
+	s := natstest.Start(t)
+	n := 0
+	brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker {
+		n++
+		prefix := fmt.Sprintf("t%d", n)
+		st, err := jetstream.New(jetstream.Config{URL: s.URL, Prefix: prefix})
+		if err != nil {
+			t.Fatalf("jetstream store: %v", err)
+		}
+		return newBroker(t, s, Config{Prefix: prefix, Store: st})
+	})
+}
+
+// TestBrokerWithRedis runs the whole contract on the broker with its
+// history in Redis (redisnats), on one redis-server.
+func TestBrokerWithRedis(t *testing.T) {
+	s, r := natstest.Start(t), redistest.Start(t)
+	n := 0
+	brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker {
+		n++
+		prefix := fmt.Sprintf("t%d", n)
+		e, err := redis.New(redis.Config{Addresses: []string{r.Addr}, Prefix: prefix})
+		if err != nil {
+			t.Fatalf("redis engine: %v", err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		return newBroker(t, s, Config{Prefix: prefix, Store: e.Store()})
+	})
 }

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,9 @@ type worker struct {
 	waiting map[string]struct{}
 	// drops are subscriptions whose messages NATS's client dropped.
 	drops map[subKey]struct{}
+	// lastData is the data of the last publication handed over of each
+	// channel that had one asking for delta.
+	lastData map[string][]byte
 
 	timer *time.Timer
 	out   output
@@ -49,23 +53,57 @@ type sequence struct {
 	ready   bool // the stream top is known
 	epoch   string
 	next    uint64
-	held    []broker.RunPublication // ordered by offset
-	heldAt  time.Time               // when the first of held arrived
+	held    []heldPub // ordered by key, then after, then arrival
+	heldAt  time.Time // when the first of held arrived
 	pending bool                    // listed in worker.waiting
+}
+
+// heldPub is a publication waiting in a sequence: one of the stream at
+// offset key, or (after set) one without an offset that arrived behind
+// the one at key and goes once the sequence is past it.
+type heldPub struct {
+	rp    broker.RunPublication
+	key   uint64
+	after bool
+}
+
+func (h heldPub) cmp(key uint64, after bool) int {
+	if c := cmpOffset(h.key, key); c != 0 {
+		return c
+	}
+	switch {
+	case h.after == after:
+		return 0
+	case h.after:
+		return 1
+	}
+	return -1
+}
+
+// firstInStream is the offset of the first held publication of the
+// stream, 0 when only publications without one are held.
+func (s *sequence) firstInStream() uint64 {
+	for _, h := range s.held {
+		if !h.after {
+			return h.key
+		}
+	}
+	return 0
 }
 
 func newWorker(b *Broker) *worker {
 	w := &worker{
-		b:       b,
-		in:      make(chan *natsgo.Msg, b.cfg.QueueSize),
-		wake:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		gen:     b.gen.Load(),
-		seqs:    make(map[string]*sequence),
-		waiting: make(map[string]struct{}),
-		drops:   make(map[subKey]struct{}),
-		timer:   time.NewTimer(time.Hour),
+		b:        b,
+		in:       make(chan *natsgo.Msg, b.cfg.QueueSize),
+		wake:     make(chan struct{}, 1),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		gen:      b.gen.Load(),
+		seqs:     make(map[string]*sequence),
+		waiting:  make(map[string]struct{}),
+		drops:    make(map[subKey]struct{}),
+		lastData: make(map[string][]byte),
+		timer:    time.NewTimer(time.Hour),
 	}
 	w.timer.Stop()
 	return w
@@ -206,11 +244,11 @@ func (w *worker) handle(m *natsgo.Msg) {
 			w.out.add(broker.Run{Channel: msg.Channel, Scope: scope, Pattern: name}, rp)
 			return
 		}
-		if s := w.seqs[msg.Channel]; s != nil && rp.Position.Offset > 0 {
+		if s := w.seqs[msg.Channel]; s != nil && (rp.Position.Offset > 0 || len(s.held) > 0) {
 			w.sequence(msg.Channel, s, rp)
 			return
 		}
-		w.out.add(broker.Run{Channel: msg.Channel}, rp)
+		w.deliver(msg.Channel, rp)
 	case joinMessage, leaveMessage:
 		if pattern {
 			return // join and leave are not for pattern subscribers
@@ -259,33 +297,68 @@ func (w *worker) undecodable(m *natsgo.Msg, sub string, pattern bool, err error)
 // is dropped (the subscriber's position covers it).
 func (w *worker) sequence(channel string, s *sequence, rp broker.RunPublication) {
 	off := rp.Position.Offset
+	if off == 0 {
+		// Published without a stream behind those held: it goes after
+		// the last of them.
+		w.hold(channel, s, heldPub{rp: rp, key: s.held[len(s.held)-1].key, after: true})
+		return
+	}
 	if s.ready && rp.Position.Epoch != s.epoch {
-		// The stream was reset (a new epoch): positions in the old one
-		// are gone, so its subscribers lost state.
-		w.out.lost([]string{channel}, nil)
-		s.epoch, s.next = rp.Position.Epoch, off
-		s.held = slices.DeleteFunc(s.held, func(h broker.RunPublication) bool { return h.Position.Epoch != s.epoch })
+		if s.next == 1 {
+			// Nothing was handed over from the old epoch (the stream was
+			// empty when subscribed): the new one simply starts.
+			s.epoch = rp.Position.Epoch
+		} else {
+			// The stream was reset: positions in the old epoch are
+			// gone, so its subscribers lost state.
+			w.out.lost([]string{channel}, nil)
+			s.epoch, s.next = rp.Position.Epoch, off
+			w.dropOtherEpochs(channel, s, true)
+		}
 	}
 	if s.ready && off < s.next {
 		return
 	}
-	if s.ready && off == s.next {
-		w.out.add(broker.Run{Channel: channel}, rp)
+	if s.ready && off == s.next && len(s.held) == 0 {
+		w.deliver(channel, rp)
 		s.next++
+		return
+	}
+	if _, found := slices.BinarySearchFunc(s.held, off, func(h heldPub, o uint64) int { return h.cmp(o, false) }); found {
+		return
+	}
+	w.hold(channel, s, heldPub{rp: rp, key: off})
+	if s.ready {
 		w.release(channel, s)
-		return
 	}
-	i, found := slices.BinarySearchFunc(s.held, off, func(h broker.RunPublication, o uint64) int {
-		return cmpOffset(h.Position.Offset, o)
-	})
-	if found {
-		return
+}
+
+// hold adds h to the held publications, after those with the same key.
+func (w *worker) hold(channel string, s *sequence, h heldPub) {
+	i := len(s.held)
+	for i > 0 && s.held[i-1].cmp(h.key, h.after) > 0 {
+		i--
 	}
-	s.held = slices.Insert(s.held, i, rp)
+	s.held = slices.Insert(s.held, i, h)
 	if len(s.held) == 1 {
 		s.heldAt = time.Now()
 	}
 	w.markWaiting(channel, s)
+}
+
+// dropOtherEpochs drops held publications of other epochs than s's.
+// After a reset (reset set) those without an offset, whose place was in
+// the old epoch, are handed over at once.
+func (w *worker) dropOtherEpochs(channel string, s *sequence, reset bool) {
+	s.held = slices.DeleteFunc(s.held, func(h heldPub) bool {
+		if h.after {
+			if reset {
+				w.deliver(channel, h.rp)
+			}
+			return reset
+		}
+		return h.rp.Position.Epoch != s.epoch
+	})
 }
 
 func cmpOffset(a, b uint64) int {
@@ -298,19 +371,49 @@ func cmpOffset(a, b uint64) int {
 	return 0
 }
 
+// deliver hands over rp, a publication for the channel's own
+// subscribers. A delta goes against the publication handed over before
+// it, and only then: the base the publisher got from the store may be
+// older (a publication without delta skips the store) or the node may
+// have joined since, so that a delta whose base is not the last
+// publication here goes in full.
+func (w *worker) deliver(channel string, rp broker.RunPublication) {
+	last, tracked := w.lastData[channel]
+	if rp.Delta || tracked {
+		if rp.Prev != nil && !(tracked && bytes.Equal(rp.Prev.Data, last)) {
+			rp.Prev = nil
+		}
+		w.lastData[channel] = rp.Pub.Data
+	}
+	w.out.add(broker.Run{Channel: channel}, rp)
+}
+
+// forget drops what deliver kept of the channel.
+func (w *worker) forget(channel string) {
+	w.mu.Lock()
+	delete(w.lastData, channel)
+	w.mu.Unlock()
+}
+
 // release hands over the held publications that are next in order.
 func (w *worker) release(channel string, s *sequence) {
 	n := 0
 	for _, h := range s.held {
-		if h.Position.Offset < s.next {
-			n++
-			continue
+		if h.after {
+			if s.next <= h.key {
+				break
+			}
+		} else {
+			if h.key > s.next {
+				break
+			}
+			if h.key < s.next {
+				n++ // handed over already
+				continue
+			}
+			s.next++
 		}
-		if h.Position.Offset != s.next {
-			break
-		}
-		w.out.add(broker.Run{Channel: channel}, h)
-		s.next++
+		w.deliver(channel, h.rp)
 		n++
 	}
 	if n > 0 {
@@ -339,29 +442,27 @@ func (w *worker) checkWaiting(now time.Time) {
 			delete(w.waiting, ch)
 			continue
 		}
-		if s.ready {
-			w.release(ch, s)
+		wait := w.b.cfg.ReorderWait
+		if !s.ready {
+			continue // ready wakes the worker
 		}
-		if len(s.held) == 0 && s.ready {
+		w.release(ch, s)
+		if len(s.held) == 0 {
 			s.pending = false
 			delete(w.waiting, ch)
 			continue
 		}
-		if !s.ready {
-			continue // ready wakes the worker
-		}
-		left := w.b.cfg.ReorderWait - now.Sub(s.heldAt)
-		if left > 0 {
+		if left := wait - now.Sub(s.heldAt); left > 0 {
 			if soonest == 0 || left < soonest {
 				soonest = left
 			}
 			continue
 		}
-		if !w.fill(ch, s, s.held[0].Position.Offset-1) {
+		if first := s.firstInStream(); first > 0 && !w.fill(ch, s, first-1) {
 			// What the store no longer has is lost to the subscribers:
 			// they are told, and go on from what is held.
 			w.out.lost([]string{ch}, nil)
-			s.next = s.held[0].Position.Offset
+			s.next = first
 		}
 		w.release(ch, s)
 		if len(s.held) == 0 {
@@ -383,7 +484,7 @@ func (w *worker) checkWaiting(now time.Time) {
 // was handed over (a connection to NATS was down, or messages were
 // dropped), and reports whether nothing is missing.
 func (w *worker) catchUp(channel string, s *sequence) bool {
-	_, top, err := w.b.store.History(channel, broker.HistoryOptions{})
+	_, top, err := w.b.store.History(channel, broker.HistoryOptions{MetaTTL: peekTTL})
 	if err != nil {
 		w.b.cfg.Logger.Warn("nats broker: stream top after an interruption", "channel", channel, "error", err)
 		return false
@@ -410,7 +511,7 @@ func (w *worker) fill(channel string, s *sequence, upto uint64) bool {
 	if upto < s.next {
 		return true
 	}
-	pubs, _, err := w.b.store.History(channel, broker.HistoryOptions{Filter: broker.HistoryFilter{
+	pubs, _, err := w.b.store.History(channel, broker.HistoryOptions{MetaTTL: peekTTL, Filter: broker.HistoryFilter{
 		Since: &broker.StreamPosition{Offset: s.next - 1, Epoch: s.epoch},
 		Limit: int(upto - s.next + 1),
 	}})
@@ -422,7 +523,7 @@ func (w *worker) fill(channel string, s *sequence, upto uint64) bool {
 		if p.Offset != s.next {
 			return false
 		}
-		w.out.add(broker.Run{Channel: channel}, broker.RunPublication{Pub: p, Position: broker.StreamPosition{Offset: p.Offset, Epoch: s.epoch}})
+		w.deliver(channel, broker.RunPublication{Pub: p, Position: broker.StreamPosition{Offset: p.Offset, Epoch: s.epoch}})
 		s.next++
 		if s.next > upto {
 			return true
@@ -441,27 +542,34 @@ func (w *worker) track(channel string) {
 	w.mu.Unlock()
 }
 
-// ready sets the stream top the subscribers of the channel start from:
-// publications at or before it were published before the subscription
-// and are dropped, those after it go in order.
+// ready gives the channel's sequence the stream top its subscribers
+// start from.
 func (w *worker) ready(channel string, top broker.StreamPosition) {
 	w.mu.Lock()
 	if s := w.seqs[channel]; s != nil && !s.ready {
-		s.ready, s.epoch, s.next = true, top.Epoch, top.Offset+1
-		s.held = slices.DeleteFunc(s.held, func(h broker.RunPublication) bool {
-			return h.Position.Epoch == top.Epoch && h.Position.Offset <= top.Offset
-		})
-		if len(s.held) > 0 {
-			if s.held[0].Position.Epoch != top.Epoch {
-				// Published after a reset that happened after the top
-				// was read: start from it.
-				s.epoch, s.next = s.held[0].Position.Epoch, s.held[0].Position.Offset
-			}
-			w.markWaiting(channel, s)
-		}
+		w.setReady(channel, s, top)
 	}
 	w.mu.Unlock()
 	w.wakeUp()
+}
+
+// setReady starts the channel's order after top: publications at or
+// before it were published before the subscribers' start and are
+// dropped, those after it go in order. w.mu must be held.
+func (w *worker) setReady(channel string, s *sequence, top broker.StreamPosition) {
+	s.ready, s.epoch, s.next = true, top.Epoch, top.Offset+1
+	if first := s.firstInStream(); first > 0 {
+		if h := s.held[slices.IndexFunc(s.held, func(h heldPub) bool { return !h.after })]; h.rp.Position.Epoch != top.Epoch {
+			// Published after a reset that happened after the top was
+			// read: start from it.
+			s.epoch, s.next = h.rp.Position.Epoch, first
+		}
+	}
+	w.dropOtherEpochs(channel, s, false)
+	w.release(channel, s)
+	if len(s.held) > 0 {
+		w.markWaiting(channel, s)
+	}
 }
 
 func (w *worker) untrack(channel string) {

@@ -37,7 +37,7 @@ func changedIn(a, b reflect.Value, path string, out *[]string) {
 				changedIn(ai, bi, p+"["+strconv.Itoa(i)+"]", out)
 			}
 		default:
-			if !reflect.DeepEqual(av.Interface(), bv.Interface()) {
+			if !equalValues(av, bv) {
 				*out = append(*out, p)
 			}
 		}

@@ -177,6 +177,8 @@ func typeName(f field) string {
 		return "duration"
 	case kindStrings:
 		return "list of strings"
+	case kindStringMap:
+		return "table of strings"
 	case kindStructs:
 		return "list of tables"
 	default:
@@ -204,6 +206,8 @@ func defaultText(f field) string {
 		return "`0s`"
 	case kindStrings, kindStructs:
 		return "`[]`"
+	case kindStringMap:
+		return "`{}`"
 	}
 	return ""
 }

@@ -11,9 +11,9 @@ type Engine struct {
 // Broker chooses the PUB/SUB and history backend apart from the engine.
 type Broker struct {
 	Enabled bool        `key:"enabled" help:"Use this broker instead of the engine's."`
-	Type    string      `key:"type" default:"memory" enum:"memory,redis,nats" help:"memory or redis. nats is refused at start: Gyre has no NATS broker yet, and a node running on its own broker would never see other nodes' publications."`
-	Redis   RedisBroker `key:"redis" help:"Redis used by the redis broker."`
-	Nats    Nats        `key:"nats" help:"NATS used by the nats broker." unsupported:"Gyre has no NATS broker; use broker.type redis (or engine.type redis) for several nodes."`
+	Type    string      `key:"type" default:"memory" enum:"memory,redis,nats,redisnats" help:"memory, redis, nats (core NATS for publications; history with broker.nats.jetstream), or redisnats (NATS for publications, broker.redis for history). See docs/engines.md."`
+	Redis   RedisBroker `key:"redis" help:"Redis used by the redis broker, and for history by redisnats."`
+	Nats    Nats        `key:"nats" help:"NATS used by the nats and redisnats brokers."`
 }
 
 // PresenceManager chooses the presence backend apart from the engine.
@@ -86,6 +86,20 @@ type Nats struct {
 	DialTimeout    time.Duration `key:"dial_timeout" default:"1s" min:"1ns" help:"Longest a connection attempt may take."`
 	WriteTimeout   time.Duration `key:"write_timeout" default:"1s" min:"1ns" help:"Longest a write to NATS may take."`
 	TLS            TLS           `key:"tls" help:"TLS towards NATS."`
-	AllowWildcards bool          `key:"allow_wildcards" help:"Let clients subscribe with NATS wildcards (no presence or join/leave for them)."`
-	RawMode        Unimplemented `key:"raw_mode" help:"Raw NATS subjects without Gyre's prefix and envelope." unsupported:"Gyre has no NATS broker; use engine.type redis."`
+	AllowWildcards bool          `key:"allow_wildcards" help:"Let clients subscribe to patterns (* one token, > the rest) in every namespace, as allow_wildcard_subscriptions does for one: each pattern is a NATS subject wildcard, so a node receives only what its patterns match (no presence, join/leave, history or delta for patterns; see docs/wildcards.md)."`
+	RawMode        NatsRawMode   `key:"raw_mode" help:"Channels as plain subjects carrying bare data, for systems that publish into NATS themselves."`
+	JetStream      NatsJetStream `key:"jetstream" help:"History, recovery and positioning kept in NATS JetStream (Gyre's own key; without it, and outside redisnats, the nats broker has no history)."`
+}
+
+// NatsRawMode maps channels to plain NATS subjects.
+type NatsRawMode struct {
+	Enabled             bool              `key:"enabled" help:"A channel is the subject prefix + channel (after channel_replacements), carrying a publication's bare data both ways: no join/leave, history, tags or client info."`
+	Prefix              string            `key:"prefix" help:"Put before every channel to make its subject."`
+	ChannelReplacements map[string]string `key:"channel_replacements" help:"Substrings of a channel name replaced in its subject, e.g. {\":\": \".\"}; replaced back for publications received through a pattern."`
+}
+
+// NatsJetStream keeps history in JetStream.
+type NatsJetStream struct {
+	Enabled  bool `key:"enabled" help:"Keep publications of channels with history in JetStream streams (one per history_size and history_ttl pair), with per-channel offsets and epochs: history, recovery and positioning work as on Redis. The NATS server must run with JetStream."`
+	Replicas int  `key:"replicas" default:"1" min:"1" max:"5" help:"Replicas of each JetStream stream (a clustered NATS)."`
 }

@@ -86,7 +86,7 @@ func listOf(v reflect.Value, short bool) []*table {
 }
 
 func equalValues(a, b reflect.Value) bool {
-	if a.Kind() == reflect.Slice && a.Len() == 0 && b.Len() == 0 {
+	if (a.Kind() == reflect.Slice || a.Kind() == reflect.Map) && a.Len() == 0 && b.Len() == 0 {
 		return true
 	}
 	return reflect.DeepEqual(a.Interface(), b.Interface())
@@ -108,6 +108,12 @@ func leafOf(k kind, v reflect.Value) any {
 			list = []string{}
 		}
 		return list
+	case kindStringMap:
+		m, _ := v.Interface().(map[string]string)
+		if m == nil {
+			m = map[string]string{}
+		}
+		return m
 	}
 	panic("config: no leaf form for kind " + strconv.Itoa(int(k)))
 }

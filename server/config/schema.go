@@ -17,6 +17,7 @@ const (
 	kindInt
 	kindDuration
 	kindStrings       // []string
+	kindStringMap     // map[string]string: a table of any keys with string values
 	kindStruct        // a table of further keys
 	kindStructs       // a list of tables ([]Namespace)
 	kindUnimplemented // a known key Gyre ignores
@@ -114,6 +115,10 @@ func kindOf(t reflect.Type) kind {
 		return kindInt
 	case reflect.Struct:
 		return kindStruct
+	case reflect.Map:
+		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String {
+			return kindStringMap
+		}
 	case reflect.Slice:
 		switch t.Elem().Kind() {
 		case reflect.String:

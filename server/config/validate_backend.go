@@ -19,12 +19,8 @@ func (v *validator) backends(c *Config) {
 		switch c.Broker.Type {
 		case "redis":
 			v.redis("broker.redis", &c.Broker.Redis.Redis)
-		case "nats":
-			// Where publications go is not a setting to ignore with a
-			// warning: each node on its own memory broker would split a
-			// cluster silently.
-			v.fail("broker.type", "nats is not supported: Gyre has no NATS broker yet, and a node would run on its own broker, never seeing other nodes' publications; use broker.type redis or engine.type redis for several nodes")
-			v.natsURL("broker.nats.url", c.Broker.Nats.URL)
+		case "nats", "redisnats":
+			v.nats(c)
 		}
 	}
 	if c.PresenceManager.Enabled && c.PresenceManager.Type == "redis" {
@@ -75,6 +71,43 @@ func checkRedisAddress(addr string) error {
 		return fmt.Errorf("no host in %q", addr)
 	}
 	return nil
+}
+
+// nats checks the NATS broker's settings: a channel that keeps history
+// needs somewhere to keep it, and raw mode carries no positions.
+func (v *validator) nats(c *Config) {
+	n := &c.Broker.Nats
+	v.natsURL("broker.nats.url", n.URL)
+	redisnats := c.Broker.Type == "redisnats"
+	if redisnats {
+		v.redis("broker.redis", &c.Broker.Redis.Redis)
+		if n.JetStream.Enabled {
+			v.fail("broker.nats.jetstream.enabled", "redisnats keeps history in Redis (broker.redis); turn jetstream off or use broker.type nats")
+		}
+	}
+	stored := redisnats || n.JetStream.Enabled
+	if n.RawMode.Enabled && stored {
+		v.fail("broker.nats.raw_mode.enabled", "raw mode carries bare data, without the offsets history needs: it cannot be combined with %s", map[bool]string{true: "broker.type redisnats", false: "broker.nats.jetstream"}[redisnats])
+	}
+	for from := range n.RawMode.ChannelReplacements {
+		if from == "" {
+			v.fail("broker.nats.raw_mode.channel_replacements", "an empty string cannot be replaced")
+		}
+	}
+	if stored {
+		return
+	}
+	// Without a store the broker keeps no streams: a namespace with
+	// history would have every publication refused.
+	check := func(path string, o *ChannelOptions) {
+		if o.HistorySize > 0 && o.HistoryTTL > 0 {
+			v.fail(path+".history_size", "broker.type nats keeps no history: set broker.nats.jetstream.enabled, or use broker.type redisnats (history in broker.redis)")
+		}
+	}
+	check("channel.without_namespace", &c.Channel.WithoutNamespace)
+	for i := range c.Channel.Namespaces {
+		check(fmt.Sprintf("channel.namespaces[%d]", i), &c.Channel.Namespaces[i].ChannelOptions)
+	}
 }
 
 func (v *validator) natsURL(path, raw string) {

@@ -117,6 +117,42 @@ func toDuration(raw any) (time.Duration, error) {
 
 // toStrings reads a list of strings. A single scalar is a list of one, as
 // engine.redis.address: "host:6379" is in Centrifugo.
+// toStringMap reads a table of strings from a file value, or from a JSON
+// object in a string (an environment variable or a flag).
+func toStringMap(raw any) (map[string]string, error) {
+	switch x := raw.(type) {
+	case string:
+		var m map[string]string
+		if err := json.Unmarshal([]byte(x), &m); err != nil {
+			return nil, fmt.Errorf("expected a JSON object of strings, got %s", describe(raw))
+		}
+		return m, nil
+	case map[any]any:
+		out := make(map[string]string, len(x))
+		for k, v := range x {
+			ks, err := toString(k)
+			if err != nil {
+				return nil, fmt.Errorf("key %v: %w", k, err)
+			}
+			if out[ks], err = toString(v); err != nil {
+				return nil, fmt.Errorf("key %q: %w", ks, err)
+			}
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]string, len(x))
+		for k, v := range x {
+			s, err := toString(v)
+			if err != nil {
+				return nil, fmt.Errorf("key %q: %w", k, err)
+			}
+			out[k] = s
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("expected a table of strings, got %s", describe(raw))
+}
+
 func toStrings(raw any) ([]string, error) {
 	list, ok := raw.([]any)
 	if !ok {
@@ -190,6 +226,12 @@ func setScalar(v reflect.Value, k kind, raw any) error {
 			return err
 		}
 		setList(v, list)
+	case kindStringMap:
+		m, err := toStringMap(raw)
+		if err != nil {
+			return err
+		}
+		v.Set(reflect.ValueOf(m))
 	case kindUnimplemented:
 		v.Set(reflect.ValueOf(Unimplemented{value: raw}))
 	default:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gyrehq/gyre/broker/nats/natstest"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 )
 
@@ -39,10 +40,82 @@ func TestRedisRestartDuringStream(t *testing.T) {
 		return c.set("client.recovery_max_publication_limit", total)
 	}
 	nodes := []*gyreNode{startNode(t, "A", cfg("A")), startNode(t, "B", cfg("B"))}
+	s := streamThroughOutage(t, nodes, channel, total, subs, func() {
+		srv.Kill()
+		time.Sleep(time.Second)
+		srv.Restart()
+	})
+	for _, f := range s.followers {
+		if f.resubscribes+f.reconnects == 0 {
+			t.Errorf("follower %s was never told it may have missed publications (no unsubscribe 2500, no reconnect)", f.name)
+		}
+	}
+	t.Logf("Redis killed after %d acknowledged publishes; %d failed publishes retried; %d of %d deliveries came through recovery",
+		s.ackedAtOutage, s.failures, s.recovered, total*subs)
+}
 
+// TestNATSRestartDuringStream restarts nats-server in the middle of
+// 10,000 publishes, made through the API of both nodes, to 20 subscribers
+// spread over both nodes, with history in JetStream (on that same server,
+// whose store survives the restart) and in Redis (redisnats). Publishes
+// fail while NATS is down and are retried; every subscriber must end up
+// with all 10,000 exactly once in offset order, whether it was told to
+// recover or its node filled the gap from the store.
+func TestNATSRestartDuringStream(t *testing.T) {
+	t.Parallel()
+	const (
+		channel = "chat:stream"
+		total   = 10000
+		subs    = 20
+	)
+	for _, jetstream := range []bool{true, false} {
+		name := map[bool]string{true: "nats-jetstream", false: "redisnats"}[jetstream]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r, n := redistest.Start(t), natstest.Start(t)
+			cfg := func(name string) config {
+				b := natsBroker(n.URL, jetstream)
+				if !jetstream {
+					b["type"] = "redisnats"
+					b["redis"] = redisAt(r.Addr)
+				}
+				c := nodeConfig(name, redisAt(r.Addr)).set("broker", b)
+				return c.set("client.recovery_max_publication_limit", total)
+			}
+			nodes := []*gyreNode{startNode(t, "A", cfg("A")), startNode(t, "B", cfg("B"))}
+			s := streamThroughOutage(t, nodes, channel, total, subs, func() {
+				n.Kill()
+				time.Sleep(time.Second)
+				n.Restart(t)
+			})
+			told := 0
+			for _, f := range s.followers {
+				told += f.resubscribes + f.reconnects
+			}
+			t.Logf("NATS killed after %d acknowledged publishes; %d failed publishes retried; %d of %d deliveries came through recovery; %d resubscribes or reconnects",
+				s.ackedAtOutage, s.failures, s.recovered, total*subs, told)
+		})
+	}
+}
+
+// outageRun is what streamThroughOutage saw.
+type outageRun struct {
+	followers     []*follower
+	ackedAtOutage int64
+	failures      int64
+	recovered     int
+}
+
+// streamThroughOutage publishes total numbers into channel through the
+// API of every node, with subs followers spread over the nodes, runs
+// outage once 2,000 publishes were acknowledged, and checks that the
+// stream holds them all in one epoch and that every follower got each
+// exactly once in offset order.
+func streamThroughOutage(t *testing.T, nodes []*gyreNode, channel string, total, subs int, outage func()) outageRun {
+	t.Helper()
 	var followers []*follower
 	for i := range subs {
-		n := nodes[i%2]
+		n := nodes[i%len(nodes)]
 		followers = append(followers, startFollower(t, fmt.Sprintf("%s/%d", n.name, i), fmt.Sprintf("user%d", i), channel, n.wsURL()))
 	}
 	for _, f := range followers {
@@ -59,10 +132,8 @@ func TestRedisRestartDuringStream(t *testing.T) {
 	}
 
 	eventually(t, "2,000 acknowledged publishes", 2*time.Minute, func() bool { return acked.Load() >= 2000 })
-	ackedAtKill := acked.Load()
-	srv.Kill()
-	time.Sleep(time.Second)
-	srv.Restart()
+	run := outageRun{followers: followers, ackedAtOutage: acked.Load()}
+	outage()
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
@@ -71,25 +142,21 @@ func TestRedisRestartDuringStream(t *testing.T) {
 	}
 
 	top, epoch := nodes[0].streamTop(t, channel)
-	if top != total {
+	if top != uint64(total) {
 		t.Fatalf("stream top after %d publishes is %d", total, top)
 	}
 	epochs := map[string]bool{}
 	for _, p := range pubs {
 		maps.Copy(epochs, p.epochs)
+		run.failures += p.failures.Load()
 	}
 	if len(epochs) != 1 || !epochs[epoch] {
 		t.Errorf("publishes answered with epochs %v, the stream has %s", slices.Collect(maps.Keys(epochs)), epoch)
 	}
-	recovered := 0
 	for _, f := range followers {
-		f.waitOffset(t, total, 2*time.Minute)
+		f.waitOffset(t, uint64(total), 2*time.Minute)
 		f.close()
-		recovered += f.verify(t, total, epoch)
-		if f.resubscribes+f.reconnects == 0 {
-			t.Errorf("follower %s was never told it may have missed publications (no unsubscribe 2500, no reconnect)", f.name)
-		}
+		run.recovered += f.verify(t, total, epoch)
 	}
-	t.Logf("Redis killed after %d acknowledged publishes; %d failed publishes retried; %d of %d deliveries came through recovery",
-		ackedAtKill, pubs[0].failures.Load()+pubs[1].failures.Load(), recovered, total*subs)
+	return run
 }

@@ -8,17 +8,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
-// TestTwoNodes runs two gyre processes on one Redis and checks that what
-// happens on one node reaches the connections of the other.
+// TestTwoNodes runs two gyre processes on one Redis, on NATS with history
+// in JetStream and presence in Redis, and on redisnats (NATS with history
+// and presence in Redis), and checks that what happens on one node
+// reaches the connections of the other.
 func TestTwoNodes(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	a := startNode(t, "A", nodeConfig("A", redisAt(srv.Addr)))
-	b := startNode(t, "B", nodeConfig("B", redisAt(srv.Addr)))
+	for _, setup := range historySetups() {
+		t.Run(setup.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := setup.start(t)
+			checkTwoNodes(t, startNode(t, "A", cfg("A")), startNode(t, "B", cfg("B")))
+		})
+	}
+}
+
+// checkTwoNodes checks that what happens on node a reaches the
+// connections of node b, and the other way round.
+func checkTwoNodes(t *testing.T, a, b *gyreNode) {
 
 	t.Run("publication from the API of the other node", func(t *testing.T) {
 		c, _ := connectUser(t, a, "alice")

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,8 @@ type Config struct {
 	// and, upper-cased, every stream name. Empty means "gyre". Stores
 	// sharing a prefix share streams.
 	Prefix string
+	// TLS, when set, is used towards NATS (ignored when Conn is set).
+	TLS *tls.Config
 	// Replicas of each stream (JetStream clustering). Zero means 1.
 	Replicas int
 	// DuplicateWindow is the streams' duplicate window: how long an
@@ -139,8 +142,12 @@ func New(cfg Config) (*Store, error) {
 		}
 		// Without a reconnect buffer a publish while NATS is away fails at
 		// once instead of waiting for an ack that cannot come.
-		nc, err := nats.Connect(url, nats.Name("gyre jetstream store"), nats.ReconnectBufSize(-1),
-			nats.MaxReconnects(-1), nats.Timeout(cfg.Timeout))
+		opts := []nats.Option{nats.Name("gyre jetstream store"), nats.ReconnectBufSize(-1),
+			nats.MaxReconnects(-1), nats.Timeout(cfg.Timeout)}
+		if cfg.TLS != nil {
+			opts = append(opts, nats.Secure(cfg.TLS))
+		}
+		nc, err := nats.Connect(url, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("jetstream: connect %s: %w: %w", url, broker.ErrNotAvailable, err)
 		}
