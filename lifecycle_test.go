@@ -17,6 +17,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 )
@@ -157,9 +158,9 @@ func forwardOffsets(c *rawConn, channel string, out chan<- uint64) {
 // close frame: the node forgets them all, its goroutines return to where
 // they were, and it keeps serving.
 func TestAbruptDisconnects(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		const conns = 1000
-		n, url := newTestNode(t, b.config(t, chatConfig()))
+		n, url := newTestNode(t, b.Config(t, chatConfig()))
 		// Let goroutines started on first use exist before the baseline.
 		warm := dialRaw(t, url, protocol.TypeJSON)
 		warm.connect(connToken(t, "warm", 0, nil))
@@ -378,9 +379,9 @@ func TestExpiryAndRefresh(t *testing.T) {
 }
 
 func TestServerSideSubscriptions(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, chatConfig()))
+			n, url := newTestNode(t, b.Config(t, chatConfig()))
 			c := dial(t, url, proto)
 			res := c.connect(connToken(t, "42", 0, map[string]any{
 				"channels": []string{"news", "chat:srv"},
@@ -413,8 +414,8 @@ func TestServerSideSubscriptions(t *testing.T) {
 }
 
 func TestNodeSubscribeUnsubscribe(t *testing.T) {
-	brokers(t, func(t *testing.T, br testBroker) {
-		n, url := newTestNode(t, br.config(t, chatConfig()))
+	enginetest.Each(t, func(t *testing.T, br enginetest.Engine) {
+		n, url := newTestNode(t, br.Config(t, chatConfig()))
 		a := dial(t, url, protocol.TypeJSON)
 		aRes := a.connect(connToken(t, "alice", 0, nil))
 		b := dial(t, url, protocol.TypeProtobuf)
@@ -490,8 +491,8 @@ func TestNodeSubscribeUnsubscribe(t *testing.T) {
 }
 
 func TestNodeDisconnect(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
-		n, url := newTestNode(t, b.config(t, chatConfig()))
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
+		n, url := newTestNode(t, b.Config(t, chatConfig()))
 		keep := dial(t, url, protocol.TypeJSON)
 		keepRes := keep.connect(connToken(t, "bob", 0, nil))
 		drop := dial(t, url, protocol.TypeProtobuf)
@@ -522,8 +523,8 @@ func TestNodeDisconnect(t *testing.T) {
 }
 
 func TestNodeChannelAPI(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
-		n, url := newTestNode(t, b.config(t, chatConfig()))
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
+		n, url := newTestNode(t, b.Config(t, chatConfig()))
 		for _, user := range []string{"alice", "bob", "bob"} {
 			c := dial(t, url, protocol.TypeJSON)
 			c.connect(connToken(t, user, 0, nil))
