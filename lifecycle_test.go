@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,28 +169,27 @@ func TestAbruptDisconnects(t *testing.T) {
 		waitFor(t, "warm-up client gone", func() bool { return n.Info()[0].NumClients == 0 })
 		baseline := engineGoroutines()
 
-		raws := make([]*rawConn, 0, conns)
+		toks := make([]string, conns)
+		for i := range toks {
+			toks[i] = connToken(t, "user"+strconv.Itoa(i), 0, nil)
+		}
+		raws, err := dialConcurrently(url, conns, func(i int, c *rawConn) error {
+			r, err := c.tryCall(&protocol.Command{Connect: &protocol.ConnectRequest{Token: toks[i]}})
+			if err == nil && r.Error == nil {
+				r, err = c.tryCall(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: "chat:drop" + strconv.Itoa(i%10)}})
+			}
+			if err == nil && r.Error != nil {
+				err = fmt.Errorf("error %d %s", r.Error.Code, r.Error.Message)
+			}
+			return err
+		})
 		t.Cleanup(func() {
 			for _, c := range raws {
 				c.nc.Close()
 			}
 		})
-		for i := range conns {
-			proto := protocol.TypeJSON
-			if i%2 == 1 {
-				proto = protocol.TypeProtobuf
-			}
-			c, err := tryDialRaw(url, proto)
-			if err != nil {
-				t.Fatalf("connection %d: %v", i, err)
-			}
-			c.t = t
-			raws = append(raws, c)
-			c.connect(connToken(t, "user"+strconv.Itoa(i), 0, nil))
-			ch := "chat:drop" + strconv.Itoa(i%10)
-			if r := c.call(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: ch}}); r.Error != nil {
-				t.Fatalf("connection %d subscribe: %+v", i, r.Error)
-			}
+		if err != nil {
+			t.Fatal(err)
 		}
 		if info := n.Info()[0]; info.NumClients != conns || info.NumSubs != conns {
 			t.Fatalf("info with %d connections: %+v", conns, info)
@@ -226,6 +226,50 @@ func TestAbruptDisconnects(t *testing.T) {
 			t.Fatalf("publication %+v", p)
 		}
 	})
+}
+
+// dialConcurrently opens n raw connections, JSON and protobuf in turn,
+// and runs setup on each, a few at a time: one after the other, a
+// thousand connections spend most of their time waiting for replies.
+// It returns the connections opened, for the caller to close, and the
+// first error.
+func dialConcurrently(url string, n int, setup func(i int, c *rawConn) error) ([]*rawConn, error) {
+	conns := make([]*rawConn, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	go func() {
+		for i := range n {
+			next <- i
+		}
+		close(next)
+	}()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				proto := protocol.TypeJSON
+				if i%2 == 1 {
+					proto = protocol.TypeProtobuf
+				}
+				c, err := tryDialRaw(url, proto)
+				if err == nil {
+					conns[i] = c
+					err = setup(i, c)
+				}
+				if err != nil {
+					errs[i] = fmt.Errorf("connection %d: %w", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	opened := slices.DeleteFunc(conns, func(c *rawConn) bool { return c == nil })
+	for _, err := range errs {
+		if err != nil {
+			return opened, err
+		}
+	}
+	return opened, nil
 }
 
 // waitGoroutines polls until no more goroutines run than baseline, and
