@@ -9,9 +9,13 @@ import (
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 )
 
-// variants are run by Each in this order. A variant on servers of a new
-// kind adds a servers value for them (see servers.go) and opens its
-// engines on the addresses that servers.addrs returns.
+// variants are run by Each in this order. Adding one is adding an entry:
+// name (GYRE_ENGINES, the subtest's name), multinode when engines opened
+// under one prefix share channels, history and presence between nodes,
+// require to skip or fail where its servers are not installed, and open
+// to make the parts of one engine under a prefix. open reaches servers
+// that the test binary shares through a servers value (servers.go):
+// redisOne and the others, or one added for servers of a new kind.
 var variants = []variant{
 	{
 		name: "memory",
