@@ -1,12 +1,12 @@
 package enginetest
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/broker"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -32,71 +32,47 @@ func TestSelected(t *testing.T) {
 	}
 }
 
-// TestIsolation: nodes of one group of Same share history; a node of
-// Config, or of another group, or of the same group in another test,
-// sees none of it.
+// TestIsolation: engines of one group of Same share streams; an engine
+// of Config, or of another group, or of the same group in another test,
+// has none of them.
 func TestIsolation(t *testing.T) {
 	Each(t, func(t *testing.T, e Engine) {
-		alone := runNode(t, e.Config(t, historyConfig()))
-		if _, err := alone.Publish("news", []byte(`{}`)); err != nil {
-			t.Fatal(err)
-		}
-		if n := historyLen(t, alone); n != 1 {
-			t.Fatalf("the publishing node has %d publications, want 1", n)
-		}
 		if !e.Multinode() {
+			if cfg := e.Config(t, gyre.Config{}); cfg.Broker != nil || cfg.PresenceManager != nil {
+				t.Fatalf("%s sets a broker: the node would not make its own", e.Name())
+			}
 			return
 		}
-		a := runNode(t, e.Same(t, historyConfig(), "g"))
-		b := runNode(t, e.Same(t, historyConfig(), "g"))
-		if _, err := a.Publish("news", []byte(`{}`)); err != nil {
+		a := e.Same(t, gyre.Config{}, "g").Broker
+		if _, _, err := a.Publish("news", []byte(`{}`), broker.PublishOptions{HistorySize: 10, HistoryTTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		if n := historyLen(t, b); n != 1 {
-			t.Fatalf("a node of the same group has %d publications, want 1", n)
+		if top := streamTop(t, e.Same(t, gyre.Config{}, "g")); top != 1 {
+			t.Fatalf("an engine of the same group has the stream at %d, want 1", top)
 		}
 		for name, cfg := range map[string]gyre.Config{
-			"Config":      e.Config(t, historyConfig()),
-			"other group": e.Same(t, historyConfig(), "h"),
+			"Config":      e.Config(t, gyre.Config{}),
+			"other group": e.Same(t, gyre.Config{}, "h"),
 		} {
-			if n := historyLen(t, runNode(t, cfg)); n != 0 {
-				t.Errorf("a node of %s has %d publications, want 0", name, n)
+			if top := streamTop(t, cfg); top != 0 {
+				t.Errorf("an engine of %s has the stream at %d, want 0", name, top)
 			}
 		}
 		t.Run("subtest", func(t *testing.T) {
-			if n := historyLen(t, runNode(t, e.Same(t, historyConfig(), "g"))); n != 0 {
-				t.Errorf("group g of a subtest has %d publications, want 0", n)
+			if top := streamTop(t, e.Same(t, gyre.Config{}, "g")); top != 0 {
+				t.Errorf("group g of a subtest has the stream at %d, want 0", top)
 			}
 		})
 	})
 }
 
-func historyConfig() gyre.Config {
-	return gyre.Config{Channels: gyre.ChannelConfig{WithoutNamespace: gyre.ChannelOptions{HistorySize: 10, HistoryTTL: time.Minute}}}
-}
-
-func runNode(t *testing.T, cfg gyre.Config) *gyre.Node {
+// streamTop is the offset of the last publication of "news" in cfg's
+// broker.
+func streamTop(t *testing.T, cfg gyre.Config) uint64 {
 	t.Helper()
-	n, err := gyre.NewNode(cfg)
+	_, top, err := cfg.Broker.History("news", broker.HistoryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Run(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = n.Shutdown(ctx)
-	})
-	return n
-}
-
-func historyLen(t *testing.T, n *gyre.Node) int {
-	t.Helper()
-	pubs, _, err := n.History("news", -1, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(pubs)
+	return top.Offset
 }
