@@ -12,6 +12,10 @@
 //		...
 //	})
 //
+// Config gives each node an engine of its own. Nodes of one cluster take
+// theirs from Same with one group name; on the memory engine, whose nodes
+// cannot share, Same skips the test (Multinode tells beforehand).
+//
 // The variants, in order:
 //
 //   - memory: the node's own memory engine; its nodes share nothing.
