@@ -7,7 +7,9 @@ import (
 
 	"github.com/gobwas/ws"
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/broker/redis"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/protocol"
 )
@@ -20,12 +22,12 @@ func TestBrokerFailureLogsRateLimited(t *testing.T) {
 	logs := &logtest.Recorder{}
 	cfg := chatConfig()
 	cfg.Logger = slog.New(logs)
-	b := testBroker{name: "redis", redis: redistest.Start(t)}
-	_, url := newTestNode(t, b.config(t, cfg))
+	srv := redistest.Start(t) // killed below: not a shared one
+	_, url := newTestNode(t, enginetest.OnRedis(t, cfg, redis.Config{Addresses: []string{srv.Addr}}))
 	c := dial(t, url, protocol.TypeJSON)
 	c.connect(connToken(t, "42", time.Hour, nil))
 	c.MustSubscribe("chat:down")
-	b.redis.Kill()
+	srv.Kill()
 
 	for range calls {
 		r, closed := c.TryCall(&protocol.Command{History: &protocol.HistoryRequest{Channel: "chat:down", Limit: 1}})
@@ -48,10 +50,10 @@ func TestBrokerFailureLogsRateLimited(t *testing.T) {
 // without them: it gets its connect result, then a close with 3004 (a
 // reconnect code), and once Redis is back a new connection holds them.
 func TestServerSideSubscriptionBrokerDown(t *testing.T) {
-	b := testBroker{name: "redis", redis: redistest.Start(t)}
-	_, url := newTestNode(t, b.config(t, chatConfig()))
+	srv := redistest.Start(t) // killed below: not a shared one
+	_, url := newTestNode(t, enginetest.OnRedis(t, chatConfig(), redis.Config{Addresses: []string{srv.Addr}}))
 	tok := connToken(t, "42", time.Hour, map[string]any{"channels": []string{"chat:side", "news"}})
-	b.redis.Kill()
+	srv.Kill()
 
 	c := dial(t, url, protocol.TypeJSON)
 	res := c.connect(tok)
@@ -62,7 +64,7 @@ func TestServerSideSubscriptionBrokerDown(t *testing.T) {
 		t.Fatalf("closed with %d %q, want %d", closed.Code, closed.Reason, gyre.DisconnectServerError.Code)
 	}
 
-	b.redis.Restart()
+	srv.Restart()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c := dial(t, url, protocol.TypeJSON)

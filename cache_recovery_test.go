@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -87,11 +88,11 @@ func TestCacheRecovery(t *testing.T) {
 		{name: "missed none", missed: 0, want: nil},
 		{name: "stale epoch", missed: 3, stale: true, want: []int{3}},
 	}
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				protocols(t, func(t *testing.T, proto protocol.Type) {
-					n, url := newTestNode(t, b.config(t, recoveryModesConfig()))
+					n, url := newTestNode(t, b.Config(t, recoveryModesConfig()))
 					const ch = "cache:c"
 					offset, epoch := leaveAfter(t, n, url, proto, &protocol.SubscribeRequest{Channel: ch})
 					top := publishRange(t, n, ch, 1, 1+tt.missed, nil)
@@ -156,11 +157,11 @@ func TestRecoveryAppliesTagsFilter(t *testing.T) {
 		// one that matches, but never the latest one itself.
 		{"cache:g", 5, [][]int{nil, {4}}},
 	}
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		for _, tt := range tests {
 			t.Run(tt.channel, func(t *testing.T) {
 				protocols(t, func(t *testing.T, proto protocol.Type) {
-					n, url := newTestNode(t, b.config(t, recoveryModesConfig()))
+					n, url := newTestNode(t, b.Config(t, recoveryModesConfig()))
 					tf := mustParse(t, `even == "true"`)
 					offset, epoch := leaveAfter(t, n, url, proto, &protocol.SubscribeRequest{Channel: tt.channel, Tf: tf})
 					publishRange(t, n, tt.channel, 1, 1+tt.missed, evenTag)
@@ -185,9 +186,9 @@ func TestRecoveryAppliesTagsFilter(t *testing.T) {
 // subscriber comes in full (a JSON string on JSON connections), and the
 // live deltas that follow decode against it.
 func TestCacheRecoveryDelta(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, recoveryModesConfig()))
+			n, url := newTestNode(t, b.Config(t, recoveryModesConfig()))
 			const ch = "cache:d"
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "42", 0, nil))

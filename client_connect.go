@@ -20,6 +20,12 @@ func (c *Client) connectCmd(id uint32, req *protocol.ConnectRequest) bool {
 		}
 		return c.finishCommand("connect", id, nil, err)
 	}
+	// The check runs before the result goes out: a client that saw its
+	// connect succeed may connect again at once, elsewhere, and a check
+	// still to come would find that newer connection and close it.
+	if !c.keepSingleConnection() {
+		return false
+	}
 	if c.uni {
 		c.enqueuePush(&protocol.Push{Connect: &protocol.Connect{
 			Client: res.Client, Version: res.Version, Data: res.Data, Subs: res.Subs,
@@ -76,23 +82,19 @@ func (c *Client) afterConnect(subs []*subscription) {
 	for _, s := range subs {
 		s.activate(s.offset.Load())
 	}
-	if n := c.node; n.cfg.SingleConnection && n.cfg.SubscribeToUserPersonalChannel {
-		if !c.keepSingleConnection() {
-			return
-		}
-	}
 	if h := c.node.handlers.connect; h != nil {
 		h(c)
 	}
 }
 
-// keepSingleConnection closes the user's other connections when presence
-// in the personal channel (which now holds this one) counts more than one.
-// Presence is what makes it work across nodes. It returns false when this
-// connection had to be closed instead: without presence it cannot tell.
+// keepSingleConnection, with SingleConnection, closes the user's other
+// connections when presence in the personal channel (which now holds this
+// one) counts more than one. Presence is what makes it work across nodes.
+// It returns false when this connection had to be closed instead: without
+// presence it cannot tell.
 func (c *Client) keepSingleConnection() bool {
 	n, user := c.node, c.UserID()
-	if user == "" {
+	if !n.cfg.SingleConnection || !n.cfg.SubscribeToUserPersonalChannel || user == "" {
 		return true
 	}
 	ch := n.PersonalChannel(user)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -69,7 +69,7 @@ func TestConnectIncludeServerTime(t *testing.T) {
 // TestSingleConnection: a user's new connection closes the older ones
 // with 3504, on one node and, through Redis, on another node.
 func TestSingleConnection(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
 			cfg := chatConfig()
 			cfg.SubscribeToUserPersonalChannel = true
@@ -77,15 +77,14 @@ func TestSingleConnection(t *testing.T) {
 			cfg.SingleConnection = true
 			cfg.Channels.Namespaces = append(cfg.Channels.Namespaces, gyre.Namespace{Name: "personal", ChannelOptions: gyre.ChannelOptions{Presence: true}})
 			url, secondURL := "", ""
-			if b.redis == nil {
-				_, url = newTestNode(t, cfg)
+			if !b.Multinode() {
+				_, url = newTestNode(t, b.Config(t, cfg))
 				secondURL = url
 			} else {
 				// The second connection lands on another node of the
 				// cluster: the first must go all the same.
-				prefix := "single" + strconv.FormatInt(redisPrefixes.Add(1), 10)
-				_, url = newTestNode(t, b.sameRedis(t, cfg, prefix))
-				_, secondURL = newTestNode(t, b.sameRedis(t, cfg, prefix))
+				_, url = newTestNode(t, b.Same(t, cfg, "single"))
+				_, secondURL = newTestNode(t, b.Same(t, cfg, "single"))
 			}
 			first := dial(t, url, proto)
 			first.connect(connToken(t, "42", time.Hour, nil))
@@ -141,9 +140,9 @@ func TestConnectExpiredToken(t *testing.T) {
 }
 
 func TestSubscribeAndReceive(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, chatConfig()))
+			n, url := newTestNode(t, b.Config(t, chatConfig()))
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "42", 0, nil))
 			r := c.Subscribe(&protocol.SubscribeRequest{Channel: "news"})
@@ -264,9 +263,9 @@ func TestSubscriptionToken(t *testing.T) {
 }
 
 func TestRecovery(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, chatConfig()))
+			n, url := newTestNode(t, b.Config(t, chatConfig()))
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "42", 0, nil))
 			r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:r", Recoverable: true})
@@ -306,9 +305,9 @@ func TestRecovery(t *testing.T) {
 }
 
 func TestPresenceAndJoinLeave(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			_, url := newTestNode(t, b.config(t, chatConfig()))
+			_, url := newTestNode(t, b.Config(t, chatConfig()))
 			a := dial(t, url, proto)
 			a.connect(connToken(t, "alice", 0, map[string]any{"info": map[string]string{"name": "Alice"}}))
 			if r := a.Subscribe(&protocol.SubscribeRequest{Channel: "chat:p"}); r.Error != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -43,9 +44,9 @@ func pushesWithID(c *testClient, id int64) []*protocol.Push {
 // differ between channels and are never given again, also to a channel
 // subscribed anew.
 func TestChannelCompaction(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, compactionConfig()))
+			n, url := newTestNode(t, b.Config(t, compactionConfig()))
 			compact := dial(t, url, proto)
 			compact.connect(connToken(t, "alice", 0, nil))
 			named := dial(t, url, proto)
@@ -117,9 +118,9 @@ func TestChannelCompaction(t *testing.T) {
 // TestChannelCompactionDelta: a delta subscriber with channel compaction
 // receives compacted deltas that decode against what it was given.
 func TestChannelCompactionDelta(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, compactionConfig()))
+			n, url := newTestNode(t, b.Config(t, compactionConfig()))
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "alice", 0, nil))
 			r := c.Subscribe(&protocol.SubscribeRequest{Channel: "compact:d", Flag: 1, Delta: "fossil"})

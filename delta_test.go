@@ -10,6 +10,7 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/delta/fossil"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -73,9 +74,9 @@ func decodeDeltaStream(t *testing.T, proto protocol.Type, pubs []*protocol.Publi
 }
 
 func TestDeltaCompression(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, deltaConfig()))
+			n, url := newTestNode(t, b.Config(t, deltaConfig()))
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "42", 0, nil))
 			r := c.Subscribe(&protocol.SubscribeRequest{Channel: "prices:all", Delta: "fossil"})
@@ -119,9 +120,9 @@ func TestDeltaCompression(t *testing.T) {
 // TestDeltaAfterRecovery: recovered publications come in full (as JSON
 // strings on JSON), and the live ones that follow decode against them.
 func TestDeltaAfterRecovery(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, deltaConfig()))
+			n, url := newTestNode(t, b.Config(t, deltaConfig()))
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "42", 0, nil))
 			r := c.Subscribe(&protocol.SubscribeRequest{Channel: "prices:r", Delta: "fossil", Recoverable: true})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/filter"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -39,9 +40,9 @@ func publishTagged(t *testing.T, n *gyre.Node, channel string, tags []map[string
 }
 
 func TestTagsFilter(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, filterConfig()))
+			n, url := newTestNode(t, b.Config(t, filterConfig()))
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "42", 0, nil))
 			tf := mustParse(t, `event == "goal" || (event == "shot" && xg >= 0.8)`)
@@ -97,12 +98,12 @@ func TestTagsFilterRefused(t *testing.T) {
 // TestServerEnforcedFilter: a filter in the subscription token applies even
 // when the client asks for none, and is ANDed with the client's.
 func TestServerEnforcedFilter(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		for _, claim := range []map[string]any{
 			{"filter": `region == "eu"`},
 			{"tf": map[string]any{"key": "region", "cmp": "eq", "val": "eu"}},
 		} {
-			n, url := newTestNode(t, b.config(t, filterConfig()))
+			n, url := newTestNode(t, b.Config(t, filterConfig()))
 			c := dial(t, url, protocol.TypeJSON)
 			c.connect(connToken(t, "42", 0, nil))
 			extra := map[string]any{"channel": "scores:m2"}
@@ -131,8 +132,8 @@ func TestServerEnforcedFilter(t *testing.T) {
 // TestServerFilterFromHandler: the subscribe handler's filter is ANDed
 // with the client's.
 func TestServerFilterFromHandler(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
-		n, url := newTestNodeWith(t, b.config(t, filterConfig()), func(n *gyre.Node) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
+		n, url := newTestNodeWith(t, b.Config(t, filterConfig()), func(n *gyre.Node) {
 			n.OnSubscribe(func(_ context.Context, _ *gyre.Client, e gyre.SubscribeEvent) (gyre.SubscribeReply, error) {
 				tree, err := filter.Parse(`tier != "premium"`)
 				return gyre.SubscribeReply{Filter: tree}, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -77,11 +78,11 @@ func TestHandlerFallsBackToRules(t *testing.T) {
 // subscriptions with options, meta) and what a publish handler adds (tags,
 // skip_history) take effect, on each broker.
 func TestHandlerReplies(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		off, on := false, true
 		var mu sync.Mutex
 		var seenMeta string
-		n, url := newTestNodeWith(t, b.config(t, handlersConfig()), func(n *gyre.Node) {
+		n, url := newTestNodeWith(t, b.Config(t, handlersConfig()), func(n *gyre.Node) {
 			n.OnConnecting(func(context.Context, gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
 				return gyre.ConnectingReply{
 					Credentials: &gyre.Credentials{UserID: "u2"},

@@ -10,6 +10,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
 
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -87,8 +88,8 @@ func TestShutdownDuringConnects(t *testing.T) {
 // disconnect was closing the client once left its transport open, the
 // connection counted as live, and Shutdown waited until its deadline.
 func TestShutdownAfterAbruptCloses(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
-		n, url := newTestNode(t, b.config(t, chatConfig()))
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
+		n, url := newTestNode(t, b.Config(t, chatConfig()))
 		tok := connToken(t, "42", time.Hour, nil)
 		var wg sync.WaitGroup
 		for g := range 8 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 )
@@ -157,9 +159,9 @@ func forwardOffsets(c *rawConn, channel string, out chan<- uint64) {
 // close frame: the node forgets them all, its goroutines return to where
 // they were, and it keeps serving.
 func TestAbruptDisconnects(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		const conns = 1000
-		n, url := newTestNode(t, b.config(t, chatConfig()))
+		n, url := newTestNode(t, b.Config(t, chatConfig()))
 		// Let goroutines started on first use exist before the baseline.
 		warm := dialRaw(t, url, protocol.TypeJSON)
 		warm.connect(connToken(t, "warm", 0, nil))
@@ -167,28 +169,27 @@ func TestAbruptDisconnects(t *testing.T) {
 		waitFor(t, "warm-up client gone", func() bool { return n.Info()[0].NumClients == 0 })
 		baseline := engineGoroutines()
 
-		raws := make([]*rawConn, 0, conns)
+		toks := make([]string, conns)
+		for i := range toks {
+			toks[i] = connToken(t, "user"+strconv.Itoa(i), 0, nil)
+		}
+		raws, err := dialConcurrently(url, conns, func(i int, c *rawConn) error {
+			r, err := c.tryCall(&protocol.Command{Connect: &protocol.ConnectRequest{Token: toks[i]}})
+			if err == nil && r.Error == nil {
+				r, err = c.tryCall(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: "chat:drop" + strconv.Itoa(i%10)}})
+			}
+			if err == nil && r.Error != nil {
+				err = fmt.Errorf("error %d %s", r.Error.Code, r.Error.Message)
+			}
+			return err
+		})
 		t.Cleanup(func() {
 			for _, c := range raws {
 				c.nc.Close()
 			}
 		})
-		for i := range conns {
-			proto := protocol.TypeJSON
-			if i%2 == 1 {
-				proto = protocol.TypeProtobuf
-			}
-			c, err := tryDialRaw(url, proto)
-			if err != nil {
-				t.Fatalf("connection %d: %v", i, err)
-			}
-			c.t = t
-			raws = append(raws, c)
-			c.connect(connToken(t, "user"+strconv.Itoa(i), 0, nil))
-			ch := "chat:drop" + strconv.Itoa(i%10)
-			if r := c.call(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: ch}}); r.Error != nil {
-				t.Fatalf("connection %d subscribe: %+v", i, r.Error)
-			}
+		if err != nil {
+			t.Fatal(err)
 		}
 		if info := n.Info()[0]; info.NumClients != conns || info.NumSubs != conns {
 			t.Fatalf("info with %d connections: %+v", conns, info)
@@ -225,6 +226,50 @@ func TestAbruptDisconnects(t *testing.T) {
 			t.Fatalf("publication %+v", p)
 		}
 	})
+}
+
+// dialConcurrently opens n raw connections, JSON and protobuf in turn,
+// and runs setup on each, a few at a time: one after the other, a
+// thousand connections spend most of their time waiting for replies.
+// It returns the connections opened, for the caller to close, and the
+// first error.
+func dialConcurrently(url string, n int, setup func(i int, c *rawConn) error) ([]*rawConn, error) {
+	conns := make([]*rawConn, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	go func() {
+		for i := range n {
+			next <- i
+		}
+		close(next)
+	}()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				proto := protocol.TypeJSON
+				if i%2 == 1 {
+					proto = protocol.TypeProtobuf
+				}
+				c, err := tryDialRaw(url, proto)
+				if err == nil {
+					conns[i] = c
+					err = setup(i, c)
+				}
+				if err != nil {
+					errs[i] = fmt.Errorf("connection %d: %w", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	opened := slices.DeleteFunc(conns, func(c *rawConn) bool { return c == nil })
+	for _, err := range errs {
+		if err != nil {
+			return opened, err
+		}
+	}
+	return opened, nil
 }
 
 // waitGoroutines polls until no more goroutines run than baseline, and
@@ -378,9 +423,9 @@ func TestExpiryAndRefresh(t *testing.T) {
 }
 
 func TestServerSideSubscriptions(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, chatConfig()))
+			n, url := newTestNode(t, b.Config(t, chatConfig()))
 			c := dial(t, url, proto)
 			res := c.connect(connToken(t, "42", 0, map[string]any{
 				"channels": []string{"news", "chat:srv"},
@@ -413,8 +458,8 @@ func TestServerSideSubscriptions(t *testing.T) {
 }
 
 func TestNodeSubscribeUnsubscribe(t *testing.T) {
-	brokers(t, func(t *testing.T, br testBroker) {
-		n, url := newTestNode(t, br.config(t, chatConfig()))
+	enginetest.Each(t, func(t *testing.T, br enginetest.Engine) {
+		n, url := newTestNode(t, br.Config(t, chatConfig()))
 		a := dial(t, url, protocol.TypeJSON)
 		aRes := a.connect(connToken(t, "alice", 0, nil))
 		b := dial(t, url, protocol.TypeProtobuf)
@@ -490,8 +535,8 @@ func TestNodeSubscribeUnsubscribe(t *testing.T) {
 }
 
 func TestNodeDisconnect(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
-		n, url := newTestNode(t, b.config(t, chatConfig()))
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
+		n, url := newTestNode(t, b.Config(t, chatConfig()))
 		keep := dial(t, url, protocol.TypeJSON)
 		keepRes := keep.connect(connToken(t, "bob", 0, nil))
 		drop := dial(t, url, protocol.TypeProtobuf)
@@ -522,8 +567,8 @@ func TestNodeDisconnect(t *testing.T) {
 }
 
 func TestNodeChannelAPI(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
-		n, url := newTestNode(t, b.config(t, chatConfig()))
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
+		n, url := newTestNode(t, b.Config(t, chatConfig()))
 		for _, user := range []string{"alice", "bob", "bob"} {
 			c := dial(t, url, protocol.TypeJSON)
 			c.connect(connToken(t, user, 0, nil))

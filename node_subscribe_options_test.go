@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
-	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -15,10 +15,10 @@ import (
 // presence, the publications after recover_since as pushes right after
 // the subscribe push, and expire_at ending the subscription.
 func TestNodeSubscribeWith(t *testing.T) {
-	brokers(t, func(t *testing.T, br testBroker) {
+	enginetest.Each(t, func(t *testing.T, br enginetest.Engine) {
 		cfg := chatConfig()
 		cfg.ExpiredSubCloseDelay = time.Millisecond
-		n, url := newTestNode(t, br.config(t, cfg))
+		n, url := newTestNode(t, br.Config(t, cfg))
 		c := dial(t, url, protocol.TypeJSON)
 		c.connect(connToken(t, "alice", 0, nil))
 
@@ -91,8 +91,8 @@ func TestNodeSubscribeWith(t *testing.T) {
 // publication on every engine: the result is Suppressed at the top, and
 // neither history nor subscribers get it.
 func TestPublishVersion(t *testing.T) {
-	brokers(t, func(t *testing.T, br testBroker) {
-		n, url := newTestNode(t, br.config(t, chatConfig()))
+	enginetest.Each(t, func(t *testing.T, br enginetest.Engine) {
+		n, url := newTestNode(t, br.Config(t, chatConfig()))
 		c := dial(t, url, protocol.TypeJSON)
 		c.connect(connToken(t, "alice", 0, nil))
 		if r := c.Subscribe(&protocol.SubscribeRequest{Channel: "chat:v"}); r.Error != nil {
@@ -123,44 +123,45 @@ func TestPublishVersion(t *testing.T) {
 // TestNodeSubscribeWithOtherNode: the options travel in the control
 // message to the node holding the user's connection.
 func TestNodeSubscribeWithOtherNode(t *testing.T) {
-	b := testBroker{name: "redis", redis: redistest.Start(t)}
-	a, _ := newTestNode(t, b.sameRedis(t, chatConfig(), "subscribewith"))
-	_, urlB := newTestNode(t, b.sameRedis(t, chatConfig(), "subscribewith"))
-	c := dial(t, urlB, protocol.TypeProtobuf)
-	c.connect(connToken(t, "zoe", 0, nil))
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
+		a, _ := newTestNode(t, b.Same(t, chatConfig(), "subscribewith"))
+		_, urlB := newTestNode(t, b.Same(t, chatConfig(), "subscribewith"))
+		c := dial(t, urlB, protocol.TypeProtobuf)
+		c.connect(connToken(t, "zoe", 0, nil))
 
-	first, err := a.Publish("chat:far", []byte(`{"n":1}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Publish("chat:far", []byte(`{"n":2}`)); err != nil {
-		t.Fatal(err)
-	}
-	off := false
-	err = a.SubscribeWith("zoe", "chat:far", gyre.ClientFilter{}, gyre.ServerSubscribeOptions{
-		SubscribeOptions: gyre.SubscribeOptions{
-			ChanInfo: []byte(`{"far":1}`), Data: []byte("\x00bin"),
-			Override: &gyre.SubscribeOverride{JoinLeave: &off},
-		},
-		RecoverSince: &first.StreamPosition,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil && p.Channel == "chat:far" })
-	if string(p.Subscribe.Data) != "\x00bin" {
-		t.Fatalf("subscribe push data %q", p.Subscribe.Data)
-	}
-	if pubs := c.WaitPubs("chat:far", 1); string(pubs[0].Data) != `{"n":2}` {
-		t.Fatalf("recovered %q, want n 2", pubs[0].Data)
-	}
-	pres, err := a.Presence("chat:far")
-	if err != nil || len(pres) != 1 {
-		t.Fatalf("presence %v %v", pres, err)
-	}
-	for _, ci := range pres {
-		if string(ci.ChanInfo) != `{"far":1}` {
-			t.Fatalf("chan info %q", ci.ChanInfo)
+		first, err := a.Publish("chat:far", []byte(`{"n":1}`))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if _, err := a.Publish("chat:far", []byte(`{"n":2}`)); err != nil {
+			t.Fatal(err)
+		}
+		off := false
+		err = a.SubscribeWith("zoe", "chat:far", gyre.ClientFilter{}, gyre.ServerSubscribeOptions{
+			SubscribeOptions: gyre.SubscribeOptions{
+				ChanInfo: []byte(`{"far":1}`), Data: []byte("\x00bin"),
+				Override: &gyre.SubscribeOverride{JoinLeave: &off},
+			},
+			RecoverSince: &first.StreamPosition,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := c.WaitPush("subscribe push", func(p *protocol.Push) bool { return p.Subscribe != nil && p.Channel == "chat:far" })
+		if string(p.Subscribe.Data) != "\x00bin" {
+			t.Fatalf("subscribe push data %q", p.Subscribe.Data)
+		}
+		if pubs := c.WaitPubs("chat:far", 1); string(pubs[0].Data) != `{"n":2}` {
+			t.Fatalf("recovered %q, want n 2", pubs[0].Data)
+		}
+		pres, err := a.Presence("chat:far")
+		if err != nil || len(pres) != 1 {
+			t.Fatalf("presence %v %v", pres, err)
+		}
+		for _, ci := range pres {
+			if string(ci.ChanInfo) != `{"far":1}` {
+				t.Fatalf("chan info %q", ci.ChanInfo)
+			}
+		}
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gobwas/ws/wsutil"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -52,10 +53,10 @@ func TestPublicationOrder(t *testing.T) {
 		{"runs", 1, viaRuns},
 		{"runs and plain publishers", 4, viaRuns},
 	}
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				n, url := newTestNode(t, b.config(t, streamConfig()))
+				n, url := newTestNode(t, b.Config(t, streamConfig()))
 				channel := "ord:" + strconv.Itoa(tt.publishers) + strconv.Itoa(int(tt.via))
 				recs := make([]*offsetRecorder, subscribers)
 				for i := range recs {
@@ -96,7 +97,7 @@ func TestPublicationOrder(t *testing.T) {
 // and the live ones that follow make one sequence.
 func TestSubscribeDuringPublish(t *testing.T) {
 	const subscribers = 20
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		for _, tt := range []struct {
 			recover, runs bool
 		}{{false, false}, {true, false}, {false, true}, {true, true}} {
@@ -104,7 +105,7 @@ func TestSubscribeDuringPublish(t *testing.T) {
 			t.Run(fmt.Sprintf("recover=%v,runs=%v", tt.recover, tt.runs), func(t *testing.T) {
 				cfg := streamConfig()
 				cfg.RecoveryMaxPublicationLimit = 2000
-				n, url := newTestNode(t, b.config(t, cfg))
+				n, url := newTestNode(t, b.Config(t, cfg))
 				channel := "ord:live"
 				first, err := n.Publish(channel, []byte(`{"i":0}`))
 				if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -26,9 +27,9 @@ func TestPositioning(t *testing.T) {
 			{Name: "kept", ChannelOptions: opts},
 		}},
 	}
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, cfg))
+			n, url := newTestNode(t, b.Config(t, cfg))
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "42", 0, nil))
 			lost := c.MustSubscribe("fleeting:a")
@@ -79,9 +80,9 @@ func TestStreamRestartReachesPlainSubscribers(t *testing.T) {
 			HistorySize: 10, HistoryTTL: time.Minute, HistoryMetaTTL: 100 * time.Millisecond, AllowSubscribeForClient: true,
 		},
 	}}}}
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, cfg))
+			n, url := newTestNode(t, b.Config(t, cfg))
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "42", 0, nil))
 			if res := c.MustSubscribe("fleeting:a"); res.Positioned {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -57,9 +58,9 @@ func TestRecoveryOutcomes(t *testing.T) {
 		{name: "from the start, evicted", ns: "h2", published: 3},
 		{name: "from the start, more than the limit", ns: "h10", published: 5},
 	}
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
-			n, url := newTestNode(t, b.config(t, recoveryLimitConfig()))
+			n, url := newTestNode(t, b.Config(t, recoveryLimitConfig()))
 			c := dial(t, url, proto)
 			c.connect(connToken(t, "42", 0, nil))
 			for i, tt := range tests {

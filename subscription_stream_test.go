@@ -12,6 +12,7 @@ import (
 	"github.com/gobwas/ws/wsutil"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -96,7 +97,7 @@ func (s *testStream) waitClosed(t *testing.T) {
 // namespaces keep history and force recovery, which streamed subscriptions
 // must turn off. The publish handler refuses everything: a publication
 // into a stream must not reach it.
-func streamNode(t *testing.T, b testBroker, setup func(ch string, st *testStream) gyre.SubscribeReply) (*gyre.Node, string, chan *testStream) {
+func streamNode(t *testing.T, b enginetest.Engine, setup func(ch string, st *testStream) gyre.SubscribeReply) (*gyre.Node, string, chan *testStream) {
 	t.Helper()
 	opts := gyre.ChannelOptions{
 		HistorySize: 10, HistoryTTL: time.Minute, ForceRecovery: true, AllowTagsFilter: true,
@@ -107,7 +108,7 @@ func streamNode(t *testing.T, b testBroker, setup func(ch string, st *testStream
 		Namespaces:       []gyre.Namespace{{Name: "stream", ChannelOptions: opts}, {Name: "bidi", ChannelOptions: opts}},
 	}}
 	streams := make(chan *testStream, 10)
-	n, url := newTestNodeWith(t, b.config(t, cfg), func(n *gyre.Node) {
+	n, url := newTestNodeWith(t, b.Config(t, cfg), func(n *gyre.Node) {
 		n.OnSubscribe(func(_ context.Context, c *gyre.Client, e gyre.SubscribeEvent) (gyre.SubscribeReply, error) {
 			var st *testStream
 			switch {
@@ -149,7 +150,7 @@ func nextStream(t *testing.T, streams chan *testStream) *testStream {
 // recoverable nor positioned though its namespace forces recovery, and it
 // still receives what is published into the channel.
 func TestSubscriptionStreamDelivers(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
 			n, url, streams := streamNode(t, b, nil)
 			const ch = "stream:feed"
@@ -224,7 +225,7 @@ func TestSubscriptionStreamDelivers(t *testing.T) {
 // starts is still behind the subscribe reply on the wire, which a client
 // needs to take the publication as its subscription's.
 func TestSubscriptionStreamReplyFirst(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		_, url, _ := streamNode(t, b, func(_ string, st *testStream) gyre.SubscribeReply {
 			st.onStart = func(sub *gyre.StreamSubscription) {
 				for i := range 3 {
@@ -276,7 +277,7 @@ func TestSubscriptionStreamReplyFirst(t *testing.T) {
 // everything here), the channel's other subscribers nor its history. A
 // one-way stream refuses it with 108.
 func TestSubscriptionStreamPublish(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		protocols(t, func(t *testing.T, proto protocol.Type) {
 			n, url, streams := streamNode(t, b, nil)
 			const ch = "bidi:chat"
@@ -335,7 +336,7 @@ func TestSubscriptionStreamPublish(t *testing.T) {
 // the client with the stream's code, without touching a later
 // subscription to the same channel.
 func TestSubscriptionStreamEnds(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		_, url, streams := streamNode(t, b, nil)
 		const ch = "stream:ends"
 		c := dial(t, url, protocol.TypeJSON)
@@ -401,7 +402,7 @@ func TestSubscriptionStreamEnds(t *testing.T) {
 // that fails after the handler returned closes the stream without
 // starting it.
 func TestSubscriptionStreamLifecycleEdges(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		_, url, streams := streamNode(t, b, func(ch string, st *testStream) gyre.SubscribeReply {
 			switch ch {
 			case "stream:refuse-at-once":
@@ -445,7 +446,7 @@ func TestSubscriptionStreamLifecycleEdges(t *testing.T) {
 // a JSON connection with 3506, as a channel publication would, and
 // reaches a protobuf connection as it is.
 func TestSubscriptionStreamFilterAndPayloads(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		_, url, streams := streamNode(t, b, nil)
 		const ch = "stream:filtered"
 		c := dial(t, url, protocol.TypeProtobuf)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -15,11 +16,11 @@ import (
 // joins no presence, sends no join or leave, shows to no handler, and its
 // subscription goes when its context ends.
 func TestTail(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
 		opts := gyre.ChannelOptions{AllowSubscribeForClient: true, Presence: true, JoinLeave: true, ForcePushJoinLeave: true, HistorySize: 10, HistoryTTL: time.Minute}
 		var mu sync.Mutex
 		var events []string
-		n, url := newTestNodeWith(t, b.config(t, gyre.Config{Channels: gyre.ChannelConfig{WithoutNamespace: opts}}), func(n *gyre.Node) {
+		n, url := newTestNodeWith(t, b.Config(t, gyre.Config{Channels: gyre.ChannelConfig{WithoutNamespace: opts}}), func(n *gyre.Node) {
 			n.OnUnsubscribe(func(c *gyre.Client, e gyre.UnsubscribeEvent) {
 				mu.Lock()
 				events = append(events, "unsubscribe "+c.ID())

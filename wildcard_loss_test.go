@@ -13,6 +13,7 @@ import (
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/broker/redis"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -61,14 +62,7 @@ func TestWildcardPubSubLoss(t *testing.T) {
 			rc, servers := shape.start(t)
 			rc.Prefix = "loss"
 			rc.IOTimeout = time.Second
-			e, err := redis.New(rc)
-			if err != nil {
-				t.Fatalf("redis engine: %v", err)
-			}
-			t.Cleanup(func() { _ = e.Close() })
-			cfg := wildcardConfig()
-			cfg.Broker, cfg.PresenceManager = e.Broker(), e.PresenceManager()
-			n, url := newTestNode(t, cfg)
+			n, url := newTestNode(t, enginetest.OnRedis(t, wildcardConfig(), rc))
 
 			pubs := startPublishers(t, n, []string{"geo:eu.a", "geo:eu.b", "geo:eu.c", "geo:eu.d"})
 			subs := []*lossSubscriber{

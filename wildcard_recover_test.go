@@ -11,6 +11,7 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
 
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -22,8 +23,8 @@ import (
 // never a silent {}. Client-side on the wire (JSON bytes, protobuf), and
 // server-side through the connect request's subs.
 func TestWildcardRecover(t *testing.T) {
-	brokers(t, func(t *testing.T, b testBroker) {
-		_, url := newTestNode(t, b.config(t, wildcardConfig()))
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
+		_, url := newTestNode(t, b.Config(t, wildcardConfig()))
 
 		t.Run("json wire", func(t *testing.T) {
 			conn := rawDial(t, url)

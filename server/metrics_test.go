@@ -37,6 +37,9 @@ func TestMetricsServed(t *testing.T) {
 		}
 	})
 	t.Run("redis", func(t *testing.T) {
+		// A server of its own rather than enginetest's shared ones:
+		// failRedis stops it, and the page is read through the server's
+		// config keys, not an engine handed to a node.
 		redis := redistest.Start(t)
 		page := runMetricsTraffic(t, redis)
 		checkMetricsDoc(t, doc, page, true)

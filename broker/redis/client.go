@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -48,7 +49,10 @@ func (c Config) clientOptions() ([]rueidis.ClientOption, error) {
 
 func (c Config) baseOption(addrs []string) rueidis.ClientOption {
 	return rueidis.ClientOption{
-		InitAddress:      addrs,
+		// A copy: rueidis shuffles the seed addresses of a cluster in
+		// place, which would reorder the caller's Config and race with
+		// another engine made from the same one.
+		InitAddress:      slices.Clone(addrs),
 		Username:         c.User,
 		Password:         c.Password,
 		ClientName:       c.ClientName,

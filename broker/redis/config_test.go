@@ -103,4 +103,21 @@ func TestConfigModes(t *testing.T) {
 			t.Errorf("cluster options %+v, %v", opts, err)
 		}
 	})
+	t.Run("seeds copied", func(t *testing.T) {
+		// rueidis shuffles the seeds it is given; engines made from one
+		// Config must not shuffle the Config's own slice.
+		for _, cfg := range []Config{
+			{ClusterAddresses: []string{"a:1", "b:2"}},
+			{SentinelAddresses: []string{"a:1", "b:2"}, SentinelMasterName: "m"},
+		} {
+			opts, err := cfg.clientOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts[0].InitAddress[0] = "changed"
+			if cfg.ClusterAddresses != nil && cfg.ClusterAddresses[0] != "a:1" || cfg.SentinelAddresses != nil && cfg.SentinelAddresses[0] != "a:1" {
+				t.Errorf("the options share the Config's addresses: %+v", cfg)
+			}
+		}
+	})
 }

@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
-	"github.com/gyrehq/gyre/broker/redis"
-	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/server/admin"
 	"github.com/gyrehq/gyre/server/api"
@@ -60,12 +59,7 @@ type env struct {
 	clock *clock
 }
 
-type engine string
-
-const (
-	memoryEngine engine = "memory"
-	redisEngine  engine = "redis"
-)
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
 // testChannels: channels without namespace and "chat:" keep history and
 // are open to clients; "wild:" allows wildcard subscriptions.
@@ -81,24 +75,14 @@ func testChannels() gyre.ChannelConfig {
 	}
 }
 
-// redisAddr starts a Redis server for the test.
-func redisAddr(t *testing.T) string {
-	t.Helper()
-	return redistest.Start(t).Addr
+// nodeConfig is the configuration of a test node named name.
+func nodeConfig(name string) gyre.Config {
+	return gyre.Config{Name: name, Version: "test-version", Token: token.Config{HMACSecretKey: testHMAC}, Channels: testChannels()}
 }
 
-// newNode runs a node; with a Redis address it uses that Redis, under the
-// prefix given (nodes sharing a prefix form a cluster).
-func newNode(t *testing.T, name, redisAddr, prefix string) *gyre.Node {
+// newNode runs a node on cfg.
+func newNode(t *testing.T, ncfg gyre.Config) *gyre.Node {
 	t.Helper()
-	ncfg := gyre.Config{Name: name, Version: "test-version", Token: token.Config{HMACSecretKey: testHMAC}, Channels: testChannels()}
-	if redisAddr != "" {
-		r, err := redis.New(redis.Config{Addresses: []string{redisAddr}, Prefix: prefix, IOTimeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ncfg.Broker, ncfg.PresenceManager = r.Broker(), r.PresenceManager()
-	}
 	n, err := gyre.NewNode(ncfg)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +102,7 @@ func newNode(t *testing.T, name, redisAddr, prefix string) *gyre.Node {
 // unset Password, Secret and Now get the test's.
 func newEnv(t *testing.T, cfg admin.Config) *env {
 	t.Helper()
-	return newEnvOn(t, newNode(t, "node-a", "", ""), cfg)
+	return newEnvOn(t, newNode(t, nodeConfig("node-a")), cfg)
 }
 
 func newEnvOn(t *testing.T, n *gyre.Node, cfg admin.Config) *env {
@@ -135,7 +119,7 @@ func newEnvOn(t *testing.T, n *gyre.Node, cfg admin.Config) *env {
 // newEnvNoDefaults is newEnv with cfg's password and secret as they are.
 func newEnvNoDefaults(t *testing.T, cfg admin.Config) *env {
 	t.Helper()
-	return serve(t, newNode(t, "node-a", "", ""), cfg)
+	return serve(t, newNode(t, nodeConfig("node-a")), cfg)
 }
 
 func serve(t *testing.T, n *gyre.Node, cfg admin.Config) *env {

@@ -12,7 +12,7 @@ import (
 // the HTTP/2 frames; compare with BenchmarkHTTPPublish in server/api,
 // which has no network.
 func BenchmarkGRPCPublish(b *testing.B) {
-	e := newEnv(b, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(b, grpcapi.Config{Key: testKey})
 	ctx := e.ctx()
 	req := &apipb.PublishRequest{Channel: "plain:bench", Data: []byte(`{"text":"hello, world","n":42}`)}
 	b.ReportAllocs()
@@ -26,7 +26,7 @@ func BenchmarkGRPCPublish(b *testing.B) {
 
 // BenchmarkGRPCBatch10 is a Batch of ten publishes.
 func BenchmarkGRPCBatch10(b *testing.B) {
-	e := newEnv(b, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(b, grpcapi.Config{Key: testKey})
 	ctx := e.ctx()
 	req := &apipb.BatchRequest{}
 	for range 10 {

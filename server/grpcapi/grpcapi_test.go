@@ -16,6 +16,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/grpcapi"
 	"github.com/gyrehq/gyre/server/grpcapi/apipb"
@@ -23,7 +24,7 @@ import (
 
 func TestAuth(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	info := &apipb.InfoRequest{}
 	if _, err := e.client.Info(e.ctx(), info); err != nil {
 		t.Fatalf("with the key: %v", err)
@@ -56,7 +57,7 @@ func TestAuth(t *testing.T) {
 // with its cause and method; a bad request is logged at info level.
 func TestFailureLogged(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	r, err := e.client.RPC(e.ctx(), &apipb.RPCRequest{Method: "crash"})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestFailureLogged(t *testing.T) {
 // TestNoKey: with an empty key every call is accepted, as in Centrifugo.
 func TestNoKey(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{})
+	e := newEnv(t, grpcapi.Config{})
 	if _, err := e.client.Info(t.Context(), &apipb.InfoRequest{}); err != nil {
 		t.Fatalf("without a key: %v", err)
 	}
@@ -89,7 +90,7 @@ func TestNoKey(t *testing.T) {
 // should fail, with the code the HTTP API gives the same request.
 func TestMethods(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	ctx := e.ctx()
 	c := e.dial("42")
 	c.MustSubscribe("pres:room")
@@ -269,8 +270,8 @@ func TestMethods(t *testing.T) {
 // subscriber and is in history, on every engine.
 func TestPublishDelivered(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, eng engine) {
-		e := newEnv(t, eng, grpcapi.Config{Key: testKey})
+	enginetest.Each(t, func(t *testing.T, eng enginetest.Engine) {
+		e := newEnvOn(t, eng, grpcapi.Config{Key: testKey})
 		c := e.dial("7")
 		c.MustSubscribe("hist:live")
 		r, err := e.client.Publish(e.ctx(), &apipb.PublishRequest{Channel: "hist:live", Data: []byte(`{"text":"over grpc"}`), Tags: map[string]string{"via": "grpc"}})
@@ -293,8 +294,8 @@ func TestPublishDelivered(t *testing.T) {
 // order of its publications.
 func TestBatch(t *testing.T) {
 	t.Parallel()
-	eachEngine(t, func(t *testing.T, eng engine) {
-		e := newEnv(t, eng, grpcapi.Config{Key: testKey})
+	enginetest.Each(t, func(t *testing.T, eng enginetest.Engine) {
+		e := newEnvOn(t, eng, grpcapi.Config{Key: testKey})
 		c := e.dial("9")
 		c.MustSubscribe("hist:b")
 		for _, parallel := range []bool{false, true} {
@@ -349,7 +350,7 @@ func TestBatch(t *testing.T) {
 // whole with InvalidArgument.
 func TestBatchTooLarge(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	cmds := make([]*apipb.Command, 1001)
 	for i := range cmds {
 		cmds[i] = &apipb.Command{Info: &apipb.InfoRequest{}}
@@ -364,7 +365,7 @@ func TestBatchTooLarge(t *testing.T) {
 // with ResourceExhausted; one under it passes.
 func TestMaxReceiveMessageSize(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey, MaxReceiveMessageSize: 1024})
+	e := newEnv(t, grpcapi.Config{Key: testKey, MaxReceiveMessageSize: 1024})
 	small := &apipb.PublishRequest{Channel: "plain:s", Data: []byte(`"` + strings.Repeat("a", 500) + `"`)}
 	r, err := e.client.Publish(e.ctx(), small)
 	noErr(t, "small publish", err, r.GetError())
@@ -401,11 +402,11 @@ func TestTransportErrorMode(t *testing.T) {
 		noErr(t, "publish", err, r.GetError())
 	}
 	t.Run("config", func(t *testing.T) {
-		e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey, TransportErrorMode: true})
+		e := newEnv(t, grpcapi.Config{Key: testKey, TransportErrorMode: true})
 		check(t, e.client, e.ctx())
 	})
 	t.Run("metadata", func(t *testing.T) {
-		e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+		e := newEnv(t, grpcapi.Config{Key: testKey})
 		check(t, e.client, metadata.AppendToOutgoingContext(e.ctx(), "x-centrifugo-error-mode", "transport"))
 		// Without it the error is in the response.
 		r, err := e.client.Publish(e.ctx(), &apipb.PublishRequest{Channel: "nope:x", Data: []byte(`{}`)})
@@ -440,7 +441,7 @@ func TestReflection(t *testing.T) {
 		}
 		return names, nil
 	}
-	on := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey, Reflection: true})
+	on := newEnv(t, grpcapi.Config{Key: testKey, Reflection: true})
 	names, err := list(t, on.conn)
 	if err != nil {
 		t.Fatal(err)
@@ -448,7 +449,7 @@ func TestReflection(t *testing.T) {
 	if !slices.Contains(names, "centrifugal.centrifugo.api.CentrifugoApi") {
 		t.Fatalf("services %v", names)
 	}
-	off := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	off := newEnv(t, grpcapi.Config{Key: testKey})
 	if _, err := list(t, off.conn); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("reflection off: %v, want Unimplemented", err)
 	}
@@ -457,7 +458,7 @@ func TestReflection(t *testing.T) {
 // TestOnCall: every call of a method is told, with its error code.
 func TestOnCall(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	_, _ = e.client.Publish(e.ctx(), &apipb.PublishRequest{Channel: "plain:x", Data: []byte(`{}`)})
 	_, _ = e.client.History(e.ctx(), &apipb.HistoryRequest{Channel: "plain:x"})
 	_, _ = e.client.Batch(e.ctx(), &apipb.BatchRequest{Commands: []*apipb.Command{{Info: &apipb.InfoRequest{}}}})
@@ -471,7 +472,7 @@ func TestOnCall(t *testing.T) {
 // from history byte for byte (which the HTTP API would base64).
 func TestBinaryPayload(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	bin := []byte{0xff, 0x00, 0x10}
 	r, err := e.client.Publish(e.ctx(), &apipb.PublishRequest{Channel: "hist:bin", B64Data: base64.StdEncoding.EncodeToString(bin)})
 	noErr(t, "publish", err, r.GetError())

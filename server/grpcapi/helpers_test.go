@@ -16,8 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/gyrehq/gyre"
-	"github.com/gyrehq/gyre/broker/redis"
-	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
@@ -80,35 +79,27 @@ type call struct {
 	code   uint32
 }
 
-// engine names a broker to run a test on.
-type engine string
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
-const (
-	memoryEngine engine = "memory"
-	redisEngine  engine = "redis"
-)
-
-// eachEngine runs f on the memory engine and on Redis (skipped where
-// redis-server is missing).
-func eachEngine(t *testing.T, f func(t *testing.T, eng engine)) {
-	for _, eng := range []engine{memoryEngine, redisEngine} {
-		t.Run(string(eng), func(t *testing.T) { f(t, eng) })
-	}
+// newEnv starts a node on the memory engine and the gRPC API for it,
+// with cfg and an RPC hook.
+func newEnv(t testing.TB, cfg grpcapi.Config) *env {
+	t.Helper()
+	return startEnv(t, nodeConfig(), cfg)
 }
 
-// newEnv starts a node on eng and the gRPC API for it, with cfg (its
-// Key defaulting to testKey unless noKey) and an RPC hook.
-func newEnv(t testing.TB, eng engine, cfg grpcapi.Config) *env {
+// newEnvOn is newEnv on eng.
+func newEnvOn(t testing.TB, eng enginetest.Engine, cfg grpcapi.Config) *env {
 	t.Helper()
-	ncfg := gyre.Config{Token: token.Config{HMACSecretKey: testSecret}, Channels: testChannels()}
-	if eng == redisEngine {
-		rs := redistest.Start(t)
-		r, err := redis.New(redis.Config{Addresses: []string{rs.Addr}, Prefix: "grpcapitest", IOTimeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ncfg.Broker, ncfg.PresenceManager = r.Broker(), r.PresenceManager()
-	}
+	return startEnv(t, eng.Config(t, nodeConfig()), cfg)
+}
+
+func nodeConfig() gyre.Config {
+	return gyre.Config{Token: token.Config{HMACSecretKey: testSecret}, Channels: testChannels()}
+}
+
+func startEnv(t testing.TB, ncfg gyre.Config, cfg grpcapi.Config) *env {
+	t.Helper()
 	n, err := gyre.NewNode(ncfg)
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ func wantNotJSON(t *testing.T, what string, got *apipb.Error, field string) {
 // connected and get what comes next.
 func TestNotJSONPayloadRefused(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	sub := e.dial("7")
 	sub.MustSubscribe("hist:j")
 	ctx := e.ctx()
@@ -76,7 +76,7 @@ func TestNotJSONPayloadRefused(t *testing.T) {
 // payload that is not JSON are refused; the others run, in order.
 func TestNotJSONPayloadRefusedInBatch(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	sub := e.dial("8")
 	sub.MustSubscribe("hist:bj")
 	for _, parallel := range []bool{false, true} {
@@ -117,7 +117,7 @@ func TestNotJSONPayloadRefusedInBatch(t *testing.T) {
 // and the field, limited like every bad command of the API.
 func TestNotJSONPayloadLogged(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	p, err := e.client.Publish(e.ctx(), &apipb.PublishRequest{Channel: "hist:l", Data: notJSONBytes})
 	noErr(t, "publish", err, nil)
 	wantNotJSON(t, "publish", p.GetError(), "data")
@@ -135,7 +135,7 @@ func TestNotJSONPayloadLogged(t *testing.T) {
 // reach JSON subscribers as they are.
 func TestBinaryPayloadInB64Data(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, memoryEngine, grpcapi.Config{Key: testKey})
+	e := newEnv(t, grpcapi.Config{Key: testKey})
 	pb := e.dialProto("9", protocol.TypeProtobuf)
 	pb.MustSubscribe("hist:bin")
 	js := e.dial("10")

@@ -16,8 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/gyrehq/gyre"
-	"github.com/gyrehq/gyre/broker/redis"
-	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/server/unigrpc"
 	"github.com/gyrehq/gyre/server/unigrpc/unistreampb"
 	"github.com/gyrehq/gyre/token"
@@ -25,22 +24,7 @@ import (
 
 const testSecret = "unigrpc-test-secret"
 
-// engines runs fn on the memory engine and on Redis (a redis-server
-// started for the test).
-func engines(t *testing.T, fn func(t *testing.T, edit func(*gyre.Config))) {
-	t.Run("memory", func(t *testing.T) { fn(t, func(*gyre.Config) {}) })
-	t.Run("redis", func(t *testing.T) {
-		rs := redistest.Start(t)
-		fn(t, func(cfg *gyre.Config) {
-			e, err := redis.New(redis.Config{Addresses: []string{rs.Addr}, Prefix: t.Name()})
-			if err != nil {
-				t.Fatalf("redis engine: %v", err)
-			}
-			t.Cleanup(func() { _ = e.Close() })
-			cfg.Broker, cfg.PresenceManager = e.Broker(), e.PresenceManager()
-		})
-	})
-}
+func TestMain(m *testing.M) { enginetest.Main(m) }
 
 // testServer is a node with a uni_grpc server on a local port.
 type testServer struct {

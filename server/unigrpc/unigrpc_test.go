@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/server/unigrpc"
 	"github.com/gyrehq/gyre/server/unigrpc/unistreampb"
 )
@@ -33,11 +34,11 @@ import (
 // the stream ends with status OK. A second consumer recovers what it
 // missed from the stream position of the first.
 func TestConsume(t *testing.T) {
-	engines(t, func(t *testing.T, engine func(*gyre.Config)) {
+	enginetest.Each(t, func(t *testing.T, eng enginetest.Engine) {
 		cfg := gyre.Config{Channels: gyre.ChannelConfig{WithoutNamespace: gyre.ChannelOptions{
 			HistorySize: 100, HistoryTTL: time.Minute, AllowRecovery: true,
 		}}}
-		engine(&cfg)
+		cfg = eng.Config(t, cfg)
 		events := make(chan gyre.ConnectingEvent, 2)
 		s := startServer(t, cfg, unigrpc.Config{}, func(n *gyre.Node) {
 			n.OnConnecting(func(_ context.Context, e gyre.ConnectingEvent) (gyre.ConnectingReply, error) {
@@ -125,11 +126,11 @@ func TestConsume(t *testing.T) {
 // TestConsumeJoinLeave: a channel with join/leave pushed sends the joins
 // and leaves of other clients.
 func TestConsumeJoinLeave(t *testing.T) {
-	engines(t, func(t *testing.T, engine func(*gyre.Config)) {
+	enginetest.Each(t, func(t *testing.T, eng enginetest.Engine) {
 		cfg := gyre.Config{Channels: gyre.ChannelConfig{WithoutNamespace: gyre.ChannelOptions{
 			Presence: true, JoinLeave: true, ForcePushJoinLeave: true,
 		}}}
-		engine(&cfg)
+		cfg = eng.Config(t, cfg)
 		s := startServer(t, cfg, unigrpc.Config{}, nil)
 		client := dial(t, s.addr)
 		a := consume(t, client, &unistreampb.ConnectRequest{Token: connToken(t, "ann", map[string]any{"channels": []string{"room"}})})

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,36 +33,52 @@ func StartClusterWithReplicas(t testing.TB, masters, replicas int) *Cluster {
 func startCluster(t testing.TB, n, replicas int) *Cluster {
 	t.Helper()
 	Require(t)
+	c, err := formCluster(n, replicas, func(port int, args ...string) (*Server, error) {
+		return startOn(t, port, "", args...), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// formCluster starts n cluster-enabled servers with start and joins them.
+// On error the servers started are left to the caller's cleanup.
+func formCluster(n, replicas int, start func(port int, args ...string) (*Server, error)) (*Cluster, error) {
 	c := &Cluster{}
 	create := []string{"--cluster", "create"}
 	for range n {
 		port, err := freePort(true)
 		if err != nil {
-			t.Fatal(err)
+			return c, err
 		}
-		s := startOn(t, port, "",
+		s, err := start(port,
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "2000",
 		)
+		if err != nil {
+			return c, err
+		}
 		c.Nodes = append(c.Nodes, s)
 		create = append(create, s.Addr)
 	}
 	create = append(create, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	if out, err := c.Nodes[0].Cli(create...); err != nil {
-		t.Fatalf("redistest: create cluster: %v: %s", err, out)
+		return c, fmt.Errorf("redistest: create cluster: %w: %s", err, out)
 	}
-	c.waitOK(t)
+	if err := c.waitOK(); err != nil {
+		return c, err
+	}
 	if replicas > 0 {
-		c.waitReplicasInSync(t)
+		return c, c.waitReplicasInSync()
 	}
-	return c
+	return c, nil
 }
 
 // waitReplicasInSync waits until every replica is linked to its master
 // and has its dataset, so that a failover does not find an empty one.
-func (c *Cluster) waitReplicasInSync(t testing.TB) {
-	t.Helper()
+func (c *Cluster) waitReplicasInSync() error {
 	deadline := time.Now().Add(startTimeout)
 	for _, s := range c.Nodes {
 		for {
@@ -70,11 +87,12 @@ func (c *Cluster) waitReplicasInSync(t testing.TB) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("redistest: cluster replica %s not in sync: %v %s", s.Addr, err, out)
+				return fmt.Errorf("redistest: cluster replica %s not in sync: %v %s", s.Addr, err, out)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	return nil
 }
 
 // Addrs returns the addresses of every node, for seeding a client.
@@ -86,8 +104,14 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
-func (c *Cluster) waitOK(t testing.TB) {
-	t.Helper()
+// Kill kills every node.
+func (c *Cluster) Kill() {
+	for _, s := range c.Nodes {
+		s.Kill()
+	}
+}
+
+func (c *Cluster) waitOK() error {
 	deadline := time.Now().Add(startTimeout)
 	for _, s := range c.Nodes {
 		for {
@@ -100,9 +124,10 @@ func (c *Cluster) waitOK(t testing.TB) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("redistest: cluster node %s not ok: %v %s", s.Addr, err, out)
+				return fmt.Errorf("redistest: cluster node %s not ok: %v %s", s.Addr, err, out)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	return nil
 }

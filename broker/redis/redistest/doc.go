@@ -2,7 +2,8 @@
 // server, a Redis Cluster of several masters, and a master with a replica
 // watched by a Sentinel. Every process listens on a free loopback port,
 // keeps its files in the test's temporary directory and is killed when the
-// test ends.
+// test ends (StartShared and StartSharedCluster start processes that a
+// whole test binary shares and that the caller kills).
 //
 // The redis-server, redis-cli and redis-sentinel binaries come from the
 // Debian package redis-server (scripts/install-redis installs it). When

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -10,12 +11,20 @@ import (
 // GYRE_SKIP_REDIS=1 it skips t instead.
 func Require(t testing.TB) {
 	t.Helper()
+	if err := Installed(); err != nil {
+		if os.Getenv("GYRE_SKIP_REDIS") == "1" {
+			t.Skipf("%v and GYRE_SKIP_REDIS=1", err)
+		}
+		t.Fatalf("%v: install it with scripts/install-redis (or apt-get install redis-server), or set GYRE_SKIP_REDIS=1 to skip Redis tests", err)
+	}
+}
+
+// Installed tells whether redis-server and redis-cli are on the PATH.
+func Installed() error {
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("GYRE_SKIP_REDIS") == "1" {
-				t.Skipf("%s not installed and GYRE_SKIP_REDIS=1", bin)
-			}
-			t.Fatalf("%s not found: install it with scripts/install-redis (or apt-get install redis-server), or set GYRE_SKIP_REDIS=1 to skip Redis tests", bin)
+			return fmt.Errorf("%s not installed", bin)
 		}
 	}
+	return nil
 }

@@ -27,8 +27,9 @@ type Server struct {
 	// Dir is the working directory of the process (logs, config).
 	Dir string
 
-	t    testing.TB
-	args []string
+	t          testing.TB // nil for a server of StartShared
+	args       []string
+	orphanKill bool
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -52,25 +53,43 @@ func Start(t testing.TB, args ...string) *Server {
 // set, is a config file written into the server's directory.
 func startOn(t testing.TB, port int, conf string, args ...string) *Server {
 	t.Helper()
-	return startProcess(t, port, conf, func(dir string) []string {
+	return startProcess(t, port, conf, redisArgs(args))
+}
+
+// redisArgs are the arguments of a server without persistence, keeping
+// its files in dir, followed by args.
+func redisArgs(args []string) func(dir string) []string {
+	return func(dir string) []string {
 		return append([]string{
 			"--dir", dir,
 			"--save", "",
 			"--appendonly", "no",
 		}, args...)
-	})
+	}
 }
 
 // startProcess starts redis-server on port with the arguments extra
-// returns for the process's directory.
+// returns for the process's directory, killed when t ends.
 func startProcess(t testing.TB, port int, conf string, extra func(dir string) []string) *Server {
 	t.Helper()
-	dir := t.TempDir()
+	s, err := launch(t.TempDir(), port, conf, extra, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.t = t
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// launch starts redis-server on port in dir and waits until it answers.
+// The caller kills it; with orphanKill, the system kills it too should the
+// test binary die first (a panic or -timeout skips every cleanup).
+func launch(dir string, port int, conf string, extra func(dir string) []string, orphanKill bool) (*Server, error) {
 	var full []string
 	if conf != "" {
 		path := filepath.Join(dir, "redis.conf")
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-			t.Fatalf("redistest: write config: %v", err)
+			return nil, fmt.Errorf("redistest: write config: %w", err)
 		}
 		full = append(full, path)
 	}
@@ -81,12 +100,11 @@ func startProcess(t testing.TB, port int, conf string, extra func(dir string) []
 		"--logfile", filepath.Join(dir, "redis.log"),
 	)
 	full = append(full, extra(dir)...)
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, t: t, args: full}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, args: full, orphanKill: orphanKill}
 	if err := s.start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(s.Kill)
-	return s
+	return s, nil
 }
 
 func (s *Server) start() error {
@@ -96,6 +114,9 @@ func (s *Server) start() error {
 		return fmt.Errorf("redistest: %s already running", s.Addr)
 	}
 	cmd := exec.Command("redis-server", s.args...)
+	if s.orphanKill {
+		killWithParent(cmd)
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("redistest: start redis-server: %w", err)
 	}
@@ -142,11 +163,17 @@ func (s *Server) signalAndWait(sig syscall.Signal) {
 }
 
 // Restart starts a stopped or killed server again on the same port with
-// the same arguments; its data is gone (persistence is off).
+// the same arguments; its data is gone (persistence is off). A server of
+// StartShared, having no test to fail, panics if it cannot.
 func (s *Server) Restart() {
-	s.t.Helper()
-	if err := s.start(); err != nil {
+	err := s.start()
+	switch {
+	case err == nil:
+	case s.t != nil:
+		s.t.Helper()
 		s.t.Fatal(err)
+	default:
+		panic(err)
 	}
 }
 
