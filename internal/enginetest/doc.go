@@ -24,6 +24,13 @@
 //     the engine's consistent hashing (redis.Config.Addresses).
 //   - redis-cluster: a Redis Cluster of three masters
 //     (redis.Config.ClusterAddresses).
+//   - nats-jetstream: the NATS broker with its history in JetStream, on one
+//     nats-server, and presence on the redis variant's server.
+//   - redisnats: the NATS broker with history and presence in Redis.
+//
+// The NATS broker without a store keeps no history, which most of what
+// these tests check needs: it has its own tests (broker/nats, and
+// tests/cluster for nodes without history).
 //
 // The servers of a variant start when a test first needs them and serve
 // every test of the test binary, each engine under a key prefix of its
@@ -36,5 +43,6 @@
 //     GYRE_ENGINES=memory,redis); all when unset. An unknown name fails
 //     the test.
 //   - GYRE_SKIP_REDIS=1: where redis-server is not installed, the variants
-//     that need it are skipped rather than failed (see redistest.Require).
+//     that need it are skipped rather than failed (see redistest.Require);
+//     GYRE_SKIP_NATS=1 the same for nats-server.
 package enginetest

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gyrehq/gyre/broker/nats/natstest"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 )
 
@@ -29,6 +30,13 @@ var (
 			return nil, nil, err
 		}
 		return []string{a.Addr, b.Addr}, func() { a.Kill(); b.Kill() }, nil
+	}}
+	natsOne = &servers{name: "nats-server", start: func(dir string) ([]string, func(), error) {
+		s, err := natstest.StartDir(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []string{s.URL}, s.Kill, nil
 	}}
 	redisCluster = &servers{name: "Redis Cluster", start: func(dir string) ([]string, func(), error) {
 		c, err := redistest.StartSharedCluster(dir, 3)

@@ -5,6 +5,9 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/nats"
+	"github.com/gyrehq/gyre/broker/nats/jetstream"
+	"github.com/gyrehq/gyre/broker/nats/natstest"
 	"github.com/gyrehq/gyre/broker/redis"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 )
@@ -39,6 +42,44 @@ var variants = []variant{
 			return openRedis(t, redis.Config{ClusterAddresses: redisCluster.addrs(t), Prefix: prefix})
 		},
 	},
+	{
+		name: "nats-jetstream", multinode: true, require: requireNATS,
+		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+			url := natsOne.addrs(t)[0]
+			st, err := jetstream.New(jetstream.Config{URL: url, Prefix: prefix})
+			if err != nil {
+				t.Fatalf("enginetest: jetstream store: %v", err)
+			}
+			_, pm := openRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
+			return openNATS(t, nats.Config{URL: url, Prefix: prefix, Store: st}), pm
+		},
+	},
+	{
+		name: "redisnats", multinode: true, require: requireNATS,
+		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+			e := newRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
+			return openNATS(t, nats.Config{URL: natsOne.addrs(t)[0], Prefix: prefix, Store: e.Store()}), e.PresenceManager()
+		},
+	},
+}
+
+// requireNATS needs nats-server for the broker and redis-server for
+// presence (and, on redisnats, history).
+func requireNATS(t testing.TB) {
+	t.Helper()
+	natstest.Require(t)
+	redistest.Require(t)
+}
+
+// openNATS returns a NATS broker on cfg, closed when t ends.
+func openNATS(t testing.TB, cfg nats.Config) broker.Broker {
+	t.Helper()
+	b, err := nats.New(cfg)
+	if err != nil {
+		t.Fatalf("enginetest: nats broker: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
 
 // OnRedis returns cfg with Broker and PresenceManager set to a Redis
@@ -54,12 +95,19 @@ func OnRedis(t testing.TB, cfg gyre.Config, rc redis.Config) gyre.Config {
 // openRedis returns the parts of a Redis engine on cfg.
 func openRedis(t testing.TB, cfg redis.Config) (broker.Broker, broker.PresenceManager) {
 	t.Helper()
+	e := newRedis(t, cfg)
+	return e.Broker(), e.PresenceManager()
+}
+
+// newRedis returns a Redis engine on cfg, closed when t ends.
+func newRedis(t testing.TB, cfg redis.Config) *redis.Engine {
+	t.Helper()
 	e, err := redis.New(cfg)
 	if err != nil {
 		t.Fatalf("enginetest: redis engine: %v", err)
 	}
-	// The node closes both parts at Shutdown; closing the engine too
-	// covers a test that fails before its node runs.
+	// The node closes what it is given at Shutdown; closing the engine
+	// too covers a test that fails before its node runs.
 	t.Cleanup(func() { _ = e.Close() })
-	return e.Broker(), e.PresenceManager()
+	return e
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -109,11 +111,14 @@ func leafOf(k kind, v reflect.Value) any {
 		}
 		return list
 	case kindStringMap:
+		// A table, which every format writes; keys sorted for a stable
+		// output.
 		m, _ := v.Interface().(map[string]string)
-		if m == nil {
-			m = map[string]string{}
+		t := &table{keys: slices.Sorted(maps.Keys(m))}
+		for _, k := range t.keys {
+			t.vals = append(t.vals, m[k])
 		}
-		return m
+		return t
 	}
 	panic("config: no leaf form for kind " + strconv.Itoa(int(k)))
 }

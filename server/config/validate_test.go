@@ -120,7 +120,34 @@ func TestValidateNamesTheKey(t *testing.T) {
 			c.PresenceManager.Redis.SentinelAddress = []string{"s:26379"}
 		}, "presence_manager.redis.cluster_address", "cannot be combined"},
 		{"nats url", func(c *Config) { c.Broker.Enabled, c.Broker.Type, c.Broker.Nats.URL = true, "nats", "::" }, "broker.nats.url", "invalid NATS URL"},
-		{"nats broker", func(c *Config) { c.Broker.Enabled, c.Broker.Type = true, "nats" }, "broker.type", "nats is not supported"},
+		{"nats without a store and a namespace with history", func(c *Config) {
+			c.Broker.Enabled, c.Broker.Type = true, "nats"
+			c.Channel.Namespaces = chat(ChannelOptions{HistorySize: 10, HistoryTTL: time.Minute})
+		}, "channel.namespaces[0].history_size", "broker.type nats keeps no history"},
+		{"nats without a store and history without a namespace", func(c *Config) {
+			c.Broker.Enabled, c.Broker.Type = true, "nats"
+			c.Channel.WithoutNamespace.HistorySize, c.Channel.WithoutNamespace.HistoryTTL = 1, time.Minute
+		}, "channel.without_namespace.history_size", "keeps no history"},
+		{"raw mode with jetstream", func(c *Config) {
+			c.Broker.Enabled, c.Broker.Type = true, "nats"
+			c.Broker.Nats.RawMode.Enabled, c.Broker.Nats.JetStream.Enabled = true, true
+		}, "broker.nats.raw_mode.enabled", "cannot be combined with broker.nats.jetstream"},
+		{"raw mode with redisnats", func(c *Config) {
+			c.Broker.Enabled, c.Broker.Type = true, "redisnats"
+			c.Broker.Nats.RawMode.Enabled = true
+		}, "broker.nats.raw_mode.enabled", "cannot be combined with broker.type redisnats"},
+		{"redisnats with jetstream", func(c *Config) {
+			c.Broker.Enabled, c.Broker.Type = true, "redisnats"
+			c.Broker.Nats.JetStream.Enabled = true
+		}, "broker.nats.jetstream.enabled", "redisnats keeps history in Redis"},
+		{"redisnats redis address", func(c *Config) {
+			c.Broker.Enabled, c.Broker.Type = true, "redisnats"
+			c.Broker.Redis.Address = []string{"nohostport"}
+		}, "broker.redis.address[0]", "invalid address"},
+		{"raw mode empty replacement", func(c *Config) {
+			c.Broker.Enabled, c.Broker.Type = true, "nats"
+			c.Broker.Nats.RawMode.ChannelReplacements = map[string]string{"": "."}
+		}, "broker.nats.raw_mode.channel_replacements", "an empty string"},
 		{"redis timeout", func(c *Config) { c.Engine.Redis.IOTimeout = 0 }, "engine.redis.io_timeout", "must be positive"},
 	}
 	for _, tt := range tests {

@@ -118,8 +118,17 @@ func toDuration(raw any) (time.Duration, error) {
 // toStrings reads a list of strings. A single scalar is a list of one, as
 // engine.redis.address: "host:6379" is in Centrifugo.
 // toStringMap reads a table of strings from a file value, or from a JSON
-// object in a string (an environment variable or a flag).
+// object in a string (an environment variable or a flag). An empty table
+// is nil, as a missing one is.
 func toStringMap(raw any) (map[string]string, error) {
+	m, err := readStringMap(raw)
+	if len(m) == 0 {
+		m = nil
+	}
+	return m, err
+}
+
+func readStringMap(raw any) (map[string]string, error) {
 	switch x := raw.(type) {
 	case string:
 		var m map[string]string

@@ -93,6 +93,7 @@ func (s *Server) start() error {
 		return fmt.Errorf("natstest: %s already running", s.Addr)
 	}
 	cmd := exec.Command("nats-server", s.args...)
+	killWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("natstest: start nats-server: %w", err)
 	}
