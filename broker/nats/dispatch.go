@@ -55,7 +55,7 @@ type sequence struct {
 	next    uint64
 	held    []heldPub // ordered by key, then after, then arrival
 	heldAt  time.Time // when the first of held arrived
-	pending bool                    // listed in worker.waiting
+	pending bool      // listed in worker.waiting
 }
 
 // heldPub is a publication waiting in a sequence: one of the stream at
