@@ -181,8 +181,8 @@ func (w *worker) checkConnection() {
 	}
 	w.b.mu.Unlock()
 	for ch, s := range w.seqs {
-		if s.ready && !w.catchUp(ch, s) {
-			channels = append(channels, ch)
+		if s.ready {
+			w.catchUp(ch, s)
 		}
 	}
 	w.out.lost(channels, dedup(scopes))
@@ -198,8 +198,9 @@ func (w *worker) checkDrops() {
 		switch s := w.seqs[k.name]; {
 		case k.scope != "":
 			scopes = append(scopes, k.scope)
-		case s != nil && s.ready && w.catchUp(k.name, s):
-		default:
+		case s != nil && s.ready:
+			w.catchUp(k.name, s)
+		case s == nil:
 			channels = append(channels, k.name)
 		}
 	}
@@ -458,11 +459,8 @@ func (w *worker) checkWaiting(now time.Time) {
 			}
 			continue
 		}
-		if first := s.firstInStream(); first > 0 && !w.fill(ch, s, first-1) {
-			// What the store no longer has is lost to the subscribers:
-			// they are told, and go on from what is held.
-			w.out.lost([]string{ch}, nil)
-			s.next = first
+		if first := s.firstInStream(); first > 0 {
+			w.fill(ch, s, first-1)
 		}
 		w.release(ch, s)
 		if len(s.held) == 0 {
@@ -480,36 +478,33 @@ func (w *worker) checkWaiting(now time.Time) {
 	}
 }
 
-// catchUp reads from the store what the channel's stream has past what
-// was handed over (a connection to NATS was down, or messages were
-// dropped), and reports whether nothing is missing.
-func (w *worker) catchUp(channel string, s *sequence) bool {
+// catchUp hands over from the store what the channel's stream has past
+// what was handed over (a connection to NATS was down, or messages were
+// dropped), reporting the channel lost where the store cannot give all
+// of it.
+func (w *worker) catchUp(channel string, s *sequence) {
 	_, top, err := w.b.store.History(channel, broker.HistoryOptions{MetaTTL: peekTTL})
-	if err != nil {
+	switch {
+	case err != nil:
 		w.b.cfg.Logger.Warn("nats broker: stream top after an interruption", "channel", channel, "error", err)
-		return false
-	}
-	if top.Epoch != s.epoch {
+		w.out.lost([]string{channel}, nil)
+		return
+	case top.Epoch != s.epoch:
+		w.out.lost([]string{channel}, nil)
 		s.epoch, s.next = top.Epoch, top.Offset+1
-		s.held = nil
-		return false
-	}
-	if top.Offset < s.next {
-		return true
-	}
-	ok := w.fill(channel, s, top.Offset)
-	if !ok {
-		s.next = top.Offset + 1
+		w.dropOtherEpochs(channel, s, true)
+	default:
+		w.fill(channel, s, top.Offset)
 	}
 	w.release(channel, s)
-	return ok
 }
 
-// fill reads the publications from s.next to upto from the store and
-// hands them over, and reports whether it got every one of them.
-func (w *worker) fill(channel string, s *sequence, upto uint64) bool {
+// fill hands over the publications from s.next to upto, read from the
+// store; where the store no longer has some (evicted, expired), the
+// channel is reported lost in their place, before what follows them.
+func (w *worker) fill(channel string, s *sequence, upto uint64) {
 	if upto < s.next {
-		return true
+		return
 	}
 	pubs, _, err := w.b.store.History(channel, broker.HistoryOptions{MetaTTL: peekTTL, Filter: broker.HistoryFilter{
 		Since: &broker.StreamPosition{Offset: s.next - 1, Epoch: s.epoch},
@@ -517,19 +512,27 @@ func (w *worker) fill(channel string, s *sequence, upto uint64) bool {
 	}})
 	if err != nil {
 		w.b.cfg.Logger.Warn("nats broker: reading missed publications from the store", "channel", channel, "error", err)
-		return false
+		pubs = nil
 	}
+	lost := false
 	for _, p := range pubs {
-		if p.Offset != s.next {
-			return false
+		if p.Offset < s.next || p.Offset > upto {
+			continue
 		}
+		if p.Offset > s.next && !lost {
+			w.out.lost([]string{channel}, nil)
+			lost = true
+		}
+		s.next = p.Offset
 		w.deliver(channel, broker.RunPublication{Pub: p, Position: broker.StreamPosition{Offset: p.Offset, Epoch: s.epoch}})
 		s.next++
-		if s.next > upto {
-			return true
-		}
 	}
-	return s.next > upto
+	if s.next <= upto {
+		if !lost {
+			w.out.lost([]string{channel}, nil)
+		}
+		s.next = upto + 1
+	}
 }
 
 // track starts ordering the channel's publications; they wait until
