@@ -189,6 +189,10 @@ func brokerError(n *Node, op, channel string, err error) error {
 		n.logBrokerFailure(kind, slog.LevelWarn, op+": broker not available", "channel", channel, "error", err)
 		return ErrorInternal
 	}
+	if errors.Is(err, broker.ErrNotSupported) {
+		n.logBrokerFailure(kind, slog.LevelWarn, op+": not supported by the broker", "channel", channel, "error", err)
+		return ErrorNotAvailable
+	}
 	n.logBrokerFailure(kind, slog.LevelError, op+" failed", "channel", channel, "error", err)
 	return ErrorInternal
 }

@@ -303,8 +303,11 @@ func (n *Node) brokerPublishOptions(rules *channelRules, channel string, chOpts 
 // ErrorInternal (temporary) to the client, the broker's error kept for the
 // caller's log.
 func publishError(channel string, err error) error {
-	if errors.Is(err, broker.ErrNotAvailable) {
+	switch {
+	case errors.Is(err, broker.ErrNotAvailable):
 		err = &causedError{e: ErrorInternal, cause: err}
+	case errors.Is(err, broker.ErrNotSupported):
+		err = &causedError{e: ErrorNotAvailable, cause: err}
 	}
 	return fmt.Errorf("gyre: publish to %q: %w", channel, err)
 }

@@ -41,6 +41,11 @@ var (
 	// ErrNotAvailable is returned by a broker that is temporarily unable to
 	// serve (Redis down). The engine reports it as a temporary error.
 	ErrNotAvailable = errors.New("broker: not available")
+	// ErrNotSupported is returned for what the broker cannot do at all,
+	// such as keeping history without a store (the NATS broker). The
+	// engine reports it as not available (108), not as a temporary error
+	// worth retrying.
+	ErrNotSupported = errors.New("broker: not supported")
 )
 
 // ClientInfo describes a connection inside a channel: who published a

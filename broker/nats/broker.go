@@ -17,7 +17,7 @@ import (
 
 // ErrNoHistory is returned for a publication that needs a stream (history,
 // an idempotency key, a version) by a broker without a Store.
-var ErrNoHistory = errors.New("nats broker: no history: publications with history, idempotency keys or versions need a store (broker.nats.jetstream, or broker.type redisnats)")
+var ErrNoHistory = fmt.Errorf("nats broker: no history: publications with history, idempotency keys or versions need a store (broker.nats.jetstream, or broker.type redisnats): %w", broker.ErrNotSupported)
 
 // Broker carries publications, join/leave and control messages between
 // nodes over core NATS, and keeps history in its Store when it has one.

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -62,6 +63,15 @@ func TestNATSWithoutHistory(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("node A delivered %q, want %q", got, want)
+		}
+	})
+
+	t.Run("idempotency key refused", func(t *testing.T) {
+		// An idempotency key needs a stream to remember the result in.
+		_, err := b.call("publish", map[string]any{"channel": "live:scores", "data": json.RawMessage(`{}`), "idempotency_key": "k1"})
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.Code != 108 {
+			t.Fatalf("publish with an idempotency key: %v, want error 108 (not available)", err)
 		}
 	})
 
