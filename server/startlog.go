@@ -62,6 +62,9 @@ func logEngine(c *config.Config, log *slog.Logger) {
 		switch b.Type {
 		case "nats", "redisnats":
 			log.Info("broker", natsAttrs(c)...)
+			if presenceInProcess(c) {
+				log.Warn("presence is kept by each node for its own clients: presence, and presence_stats differ between nodes; set engine.type redis or presence_manager for presence across nodes")
+			}
 		default:
 			log.Info("broker", backendAttrs(b.Type, b.Redis.Redis)...)
 		}
@@ -69,6 +72,14 @@ func logEngine(c *config.Config, log *slog.Logger) {
 	if p := c.PresenceManager; p.Enabled {
 		log.Info("presence manager", backendAttrs(p.Type, p.Redis.Redis)...)
 	}
+}
+
+// presenceInProcess reports whether presence stays in the node's memory.
+func presenceInProcess(c *config.Config) bool {
+	if p := c.PresenceManager; p.Enabled {
+		return p.Type == "memory"
+	}
+	return c.Engine.Type == "memory"
 }
 
 // natsAttrs describe a nats or redisnats broker: where NATS is, and where

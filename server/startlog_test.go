@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gyrehq/gyre/broker/nats/natstest"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/internal/logtest"
 	"github.com/gyrehq/gyre/server/config"
@@ -155,6 +156,25 @@ func TestStartLogEngine(t *testing.T) {
 					}
 				}
 			}
+		}
+	})
+	t.Run("nats", func(t *testing.T) {
+		n := natstest.Start(t)
+		c := testConfig()
+		c.Broker.Enabled, c.Broker.Type = true, "nats"
+		c.Broker.Nats.URL = "nats://user:nats-secret@" + n.Addr
+		c.Channel.Namespaces = nil // no history without a store
+		c.Channel.WithoutNamespace.HistorySize, c.Channel.WithoutNamespace.HistoryTTL = 0, 0
+		_, logs := startLogged(t, c)
+		lines := logs.Find(slog.LevelInfo, "broker", map[string]string{"type": "nats", "history": "none"})
+		if len(lines) != 1 {
+			t.Fatalf("%d nats broker lines, want 1", len(lines))
+		}
+		if got := lines[0].Attrs["nats_url"].String(); got != "nats://"+n.Addr {
+			t.Errorf("nats_url %q, want it without credentials", got)
+		}
+		if len(logs.Find(slog.LevelWarn, "presence is kept by each node for its own clients: presence, and presence_stats differ between nodes; set engine.type redis or presence_manager for presence across nodes", nil)) != 1 {
+			t.Error("no warning that presence stays per node on the memory engine")
 		}
 	})
 }
