@@ -24,8 +24,8 @@ type acks struct {
 	sub    *nats.Subscription
 	prefix string // reply subjects are prefix + id
 
-	mu   sync.Mutex
-	next uint64
+	mu    sync.Mutex
+	next  uint64
 	slots map[uint64]ackSlot
 }
 

@@ -37,7 +37,6 @@ const (
 
 	// noEpoch stands for the empty epoch in hdrPos (epochs are base64url).
 	noEpoch = '-'
-
 )
 
 // posHeader is the value of hdrPos for st.

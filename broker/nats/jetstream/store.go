@@ -18,7 +18,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultPrefix          = "gyre"
+	DefaultPrefix                 = "gyre"
 	DefaultMetaTTL                = 30 * 24 * time.Hour
 	DefaultIdempotentResultTTL    = 5 * time.Minute
 	DefaultMaxIdempotentResultTTL = 24 * time.Hour
@@ -119,7 +119,7 @@ type Store struct {
 	locks  chanLocks
 	closed chan struct{}
 
-	acks    *acks
+	acks *acks
 
 	mu      sync.Mutex
 	streams map[string]*streamRef // by stream name
