@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -35,7 +36,8 @@ func (s *Store) Append(items []broker.StoreItem) {
 	}
 	unlock := s.locks.lock(names)
 	defer unlock()
-	out := &outbox{msg: nats.Msg{Header: nats.Header{}}}
+	out := outboxes.Get().(*outbox)
+	defer outboxes.Put(out)
 	for active := chains; len(active) > 0; {
 		b := newBatch(len(active))
 		for i, c := range active {
@@ -64,33 +66,49 @@ type outbox struct {
 	buf []byte
 }
 
+var outboxes = sync.Pool{New: func() any { return &outbox{msg: nats.Msg{Header: nats.Header{}}} }}
+
 // chain is the items of one channel in one Append.
 type chain struct {
-	channel  string
-	items    []*broker.StoreItem
-	next     int       // index in items of the item in flight
-	st       chanState // the channel's state before items[next]
-	loaded   bool      // st is valid
-	cached   bool      // the cache was asked already: st is read from the stream
-	fresh    bool      // st was read from the stream for items[next]
-	attempts int
-	inFlight bool
-	sent     chanState // the state items[next] leaves when stored
-	claim    uint64    // sequence of items[next]'s idempotency claim
+	channel   string
+	items     []*broker.StoreItem
+	next      int       // index in items of the item in flight
+	st        chanState // the channel's state before items[next]
+	loaded    bool      // st is valid
+	cached    bool      // the cache was asked already: st is read from the stream
+	fresh     bool      // st was read from the stream for items[next]
+	attempts  int
+	inFlight  bool
+	sent      chanState // the state items[next] leaves when stored
+	claim     uint64    // sequence of items[next]'s idempotency claim
+	subject   string    // the channel's subject in subjectOf
+	subjectOf *streamRef
+	one       [1]*broker.StoreItem // items of a chain of one
+}
+
+// subjectIn returns the channel's subject in r.
+func (c *chain) subjectIn(r *streamRef) string {
+	if c.subjectOf != r {
+		c.subject, c.subjectOf = r.subject(c.channel), r
+	}
+	return c.subject
 }
 
 func (c *chain) done() bool { return c.next >= len(c.items) }
 
 // chains groups items by channel, sorted by channel name (the lock order).
 func (s *Store) chains(items []broker.StoreItem) []*chain {
-	by := make(map[string]*chain)
-	var out []*chain
+	by := make(map[string]*chain, len(items))
+	all := make([]chain, 0, len(items))
+	out := make([]*chain, 0, len(items))
 	for i := range items {
 		it := &items[i]
 		it.Position, it.Suppressed, it.Prev, it.Err = broker.StreamPosition{}, false, nil, nil
 		c := by[it.Channel]
 		if c == nil {
-			c = &chain{channel: it.Channel}
+			all = append(all, chain{channel: it.Channel})
+			c = &all[len(all)-1]
+			c.items = c.one[:0]
 			by[it.Channel] = c
 			out = append(out, c)
 		}
@@ -250,7 +268,7 @@ func (s *Store) publish(c *chain, it *broker.StoreItem, out *outbox, b *ackBatch
 		}
 	}
 	m := &out.msg
-	m.Subject, m.Data = c.st.stream.subject(c.channel), nil
+	m.Subject, m.Data = c.subjectIn(c.st.stream), nil
 	if withHistory(o) || o.UseDelta {
 		pub := broker.Publication{Offset: next.offset, Data: it.Data, Info: o.ClientInfo, Tags: o.Tags, Time: it.Time}
 		var err error
@@ -263,7 +281,7 @@ func (s *Store) publish(c *chain, it *broker.StoreItem, out *outbox, b *ackBatch
 		// A publication without delta drops the channel's delta base.
 		setHeaders(m.Header, &next, markRemoved)
 	}
-	m.Header[hdrExpectLastSubjSeq] = []string{strconv.FormatUint(c.st.seq, 10)}
+	setHeader(m.Header, hdrExpectLastSubjSeq, strconv.FormatUint(c.st.seq, 10))
 	if err := s.acks.publish(b, i, m); err != nil {
 		return wrap("publish", err)
 	}

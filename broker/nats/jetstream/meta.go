@@ -89,6 +89,9 @@ func (s *Store) publishIfLast(what string, m *nats.Msg, prev uint64) (uint64, er
 }
 
 func isWrongLastSeq(err error) bool {
+	if err == nil {
+		return false
+	}
 	var apiErr *js.APIError
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == js.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == js.JSErrCodeStreamWrongLastSequenceConstant)

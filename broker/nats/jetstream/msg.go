@@ -59,17 +59,26 @@ func posHeader(st *chanState) string {
 // setHeaders writes st's position and version into h (whose other Gyre
 // headers it clears), and the marker when not empty.
 func setHeaders(h nats.Header, st *chanState, marker string) {
-	h[hdrPos] = []string{posHeader(st)}
+	setHeader(h, hdrPos, posHeader(st))
 	if st.version > 0 {
-		h[hdrVersion] = []string{strconv.FormatUint(st.version, 10) + " " + st.versionEpoch}
+		setHeader(h, hdrVersion, strconv.FormatUint(st.version, 10)+" "+st.versionEpoch)
 	} else {
 		delete(h, hdrVersion)
 	}
 	if marker != "" {
-		h[hdrMarker] = []string{marker}
+		setHeader(h, hdrMarker, marker)
 	} else {
 		delete(h, hdrMarker)
 	}
+}
+
+// setHeader sets one value, reusing the slice of a header used again.
+func setHeader(h nats.Header, key, value string) {
+	if v := h[key]; len(v) == 1 {
+		v[0] = value
+		return
+	}
+	h[key] = []string{value}
 }
 
 // encodePub is pub in the client protocol's protobuf, appended to buf.

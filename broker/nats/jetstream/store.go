@@ -123,6 +123,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	streams map[string]*streamRef // by stream name
+	byTTL   map[time.Duration]*streamRef
 }
 
 var _ broker.Store = (*Store)(nil)
@@ -142,6 +143,7 @@ func New(cfg Config) (*Store, error) {
 		cache:   newCache(cfg.CacheSize),
 		closed:  make(chan struct{}),
 		streams: make(map[string]*streamRef),
+		byTTL:   make(map[time.Duration]*streamRef),
 	}
 	if s.nc == nil {
 		url := cfg.URL

@@ -32,8 +32,17 @@ func (r *streamRef) subject(channel string) string { return r.base + token(chann
 // write of the store's own (nats-server 2.9 has no per-message TTL to keep
 // the last message alive).
 func (s *Store) historyStream(ttl time.Duration) (*streamRef, error) {
+	s.mu.Lock()
+	r := s.byTTL[ttl]
+	s.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
 	name, base := s.names.history(ttl)
 	if r := s.knownStream(name); r != nil {
+		s.mu.Lock()
+		s.byTTL[ttl] = r
+		s.mu.Unlock()
 		return r, nil
 	}
 	st, err := s.createStream(js.StreamConfig{
