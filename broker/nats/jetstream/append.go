@@ -1,15 +1,15 @@
 package jetstream
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
-	js "github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go"
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/internal/pubconv"
@@ -36,16 +36,22 @@ func (s *Store) Append(items []broker.StoreItem) {
 	}
 	unlock := s.locks.lock(names)
 	defer unlock()
+	out := outboxes.Get().(*outbox)
+	defer outboxes.Put(out)
 	for active := chains; len(active) > 0; {
-		for _, c := range active {
-			s.send(c)
+		b := newBatch(len(active))
+		for i, c := range active {
+			s.send(c, out, b, i)
 		}
-		for _, c := range active {
-			s.receive(c)
+		s.acks.wait(b, s.cfg.Timeout)
+		for i, c := range active {
+			s.receive(c, b.res[i])
 		}
 		active = slices.DeleteFunc(active, func(c *chain) bool {
 			if c.done() {
-				s.cache.put(c.channel, c.st)
+				if c.loaded {
+					s.cache.put(c.channel, c.st)
+				}
 				return true
 			}
 			return false
@@ -53,77 +59,113 @@ func (s *Store) Append(items []broker.StoreItem) {
 	}
 }
 
+// outbox is the message Append fills for each publication: the client
+// copies a message when it is published, so one serves them all.
+type outbox struct {
+	msg nats.Msg
+	buf []byte
+}
+
+var outboxes = sync.Pool{New: func() any { return &outbox{msg: nats.Msg{Header: nats.Header{}}} }}
+
 // chain is the items of one channel in one Append.
 type chain struct {
-	channel  string
-	items    []*broker.StoreItem
-	next     int       // index in items of the item in flight
-	st       chanState // the channel's state before items[next]
-	loaded   bool      // st is valid
-	cached   bool      // the cache was asked already: st is read from the stream
-	fresh    bool      // st was read from the stream for items[next]
-	attempts int
-	pending  js.PubAckFuture
-	pub      *broker.Publication // items[next] as sent
+	channel   string
+	items     []*broker.StoreItem
+	next      int       // index in items of the item in flight
+	st        chanState // the channel's state before items[next]
+	loaded    bool      // st is valid
+	cached    bool      // the cache was asked already: st is read from the stream
+	fresh     bool      // st was read from the stream for items[next]
+	attempts  int
+	inFlight  bool
+	sent      chanState // the state items[next] leaves when stored
+	claim     uint64    // sequence of items[next]'s idempotency claim
+	subject   string    // the channel's subject in subjectOf
+	subjectOf *streamRef
+	one       [1]*broker.StoreItem // items of a chain of one
+}
+
+// subjectIn returns the channel's subject in r.
+func (c *chain) subjectIn(r *streamRef) string {
+	if c.subjectOf != r {
+		c.subject, c.subjectOf = r.subject(c.channel), r
+	}
+	return c.subject
 }
 
 func (c *chain) done() bool { return c.next >= len(c.items) }
 
-// chains groups items of history-on channels by channel, sorted by
-// channel name (the lock order), and settles the others: without history
-// nothing is stored and the position is zero.
+// chains groups items by channel, sorted by channel name (the lock order).
 func (s *Store) chains(items []broker.StoreItem) []*chain {
-	by := make(map[string]*chain)
-	var out []*chain
+	by := make(map[string]*chain, len(items))
+	all := make([]chain, 0, len(items))
+	out := make([]*chain, 0, len(items))
 	for i := range items {
 		it := &items[i]
 		it.Position, it.Suppressed, it.Prev, it.Err = broker.StreamPosition{}, false, nil, nil
-		if it.Opts.HistorySize <= 0 || it.Opts.HistoryTTL <= 0 {
-			continue
-		}
 		c := by[it.Channel]
 		if c == nil {
-			c = &chain{channel: it.Channel}
+			all = append(all, chain{channel: it.Channel})
+			c = &all[len(all)-1]
+			c.items = c.one[:0]
 			by[it.Channel] = c
 			out = append(out, c)
 		}
 		c.items = append(c.items, it)
 	}
-	slices.SortFunc(out, func(a, b *chain) int {
-		switch {
-		case a.channel < b.channel:
-			return -1
-		case a.channel > b.channel:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *chain) int { return strings.Compare(a.channel, b.channel) })
 	return out
 }
 
+func withHistory(o *broker.PublishOptions) bool { return o.HistorySize > 0 && o.HistoryTTL > 0 }
+
 // send puts the chain's next item in flight, settling on the way the
-// items that need no write (stale versions) or cannot be sent.
-func (s *Store) send(c *chain) {
+// items that need no write (repeated keys, stale versions, items without
+// history nor delta) or cannot be sent.
+func (s *Store) send(c *chain, out *outbox, b *ackBatch, i int) {
 	for !c.done() {
 		it := c.items[c.next]
-		if err := s.load(c, it); err != nil {
+		o := &it.Opts
+		if o.IdempotencyKey != "" && c.claim == 0 {
+			settled, err := s.claimKey(c, it)
+			if err != nil {
+				s.fail(c, err)
+				continue
+			}
+			if settled {
+				c.advance()
+				continue
+			}
+		}
+		hist := withHistory(o)
+		if !hist && !o.UseDelta && c.loaded && c.st.stream.copies == nil && c.st.last == nil {
+			// No delta base to drop: nothing to store but the
+			// idempotency result.
+			s.settle(c, it)
+			continue
+		}
+		if err := s.load(c, it, hist); err != nil {
 			s.fail(c, err)
 			continue
 		}
-		o := &it.Opts
-		if o.Version > 0 && stale(&c.st, o.Version, o.VersionEpoch) {
+		if !hist && !o.UseDelta && c.st.last == nil {
+			s.settle(c, it)
+			continue
+		}
+		if hist && o.Version > 0 && stale(&c.st, o.Version, o.VersionEpoch) {
 			if !c.fresh {
 				// The cache may lag behind the stream (another node
-				// published, or the channel's publications expired):
-				// only the stream's own top may suppress.
+				// published, or the channel moved): only the stream's own
+				// top may suppress.
 				c.loaded = false
 				continue
 			}
 			it.Position, it.Suppressed = c.st.position(), true
-			c.advance()
+			s.settle(c, it)
 			continue
 		}
-		if err := s.publish(c, it); err != nil {
+		if err := s.publish(c, it, out, b, i); err != nil {
 			s.fail(c, err)
 			continue
 		}
@@ -131,9 +173,17 @@ func (s *Store) send(c *chain) {
 	}
 }
 
-// load makes c.st the channel's state in the stream of it's settings.
-func (s *Store) load(c *chain, it *broker.StoreItem) error {
-	r, err := s.historyStream(it.Opts.HistorySize, it.Opts.HistoryTTL)
+// load makes c.st the channel's state in the stream the item goes to:
+// the history stream of its HistoryTTL, or, without history, the stream
+// of delta bases.
+func (s *Store) load(c *chain, it *broker.StoreItem, hist bool) error {
+	var r *streamRef
+	var err error
+	if hist {
+		r, err = s.historyStream(it.Opts.HistoryTTL)
+	} else {
+		r, err = s.deltaStream()
+	}
 	if err != nil {
 		return err
 	}
@@ -147,19 +197,47 @@ func (s *Store) load(c *chain, it *broker.StoreItem) error {
 			return nil
 		}
 	}
-	st, found, err := s.lastState(r, c.channel)
+	st, err := s.startState(r, c.channel, s.metaTTL(&it.Opts), hist)
 	if err != nil {
 		return err
 	}
-	if !found {
-		epoch, err := s.startLife(r, c.channel)
-		if err != nil {
-			return err
-		}
-		st = chanState{stream: r, epoch: epoch}
-	}
 	c.st, c.loaded, c.fresh = st, true, true
 	return nil
+}
+
+// startState reads the state a publication of the channel into r starts
+// from: the channel's last message in r, else the copy of it, if the
+// position stands, else what carry finds.
+func (s *Store) startState(r *streamRef, channel string, metaTTL time.Duration, hist bool) (chanState, error) {
+	st, ok, err := s.subjectTop(r, channel)
+	if err != nil {
+		return chanState{}, err
+	}
+	if !hist {
+		// A delta base: the previous publication while its meta TTL runs.
+		if ok && !st.alive(time.Now()) {
+			st.last = nil
+		}
+		return st, nil
+	}
+	if ok && st.moved == "" {
+		return st, nil
+	}
+	if !ok {
+		cp, ok, err := s.copyTop(r, channel)
+		if err != nil {
+			return chanState{}, err
+		}
+		if ok && cp.moved == "" && cp.alive(time.Now()) {
+			cp.seq = 0
+			return cp, nil
+		}
+	}
+	return s.carry(r, channel, metaTTL)
+}
+
+func (s *Store) metaTTL(o *broker.PublishOptions) time.Duration {
+	return min(orDefault(o.HistoryMetaTTL, s.cfg.MetaTTL), s.cfg.MetaTTL)
 }
 
 // stale applies PublishOptions.Version: the publication is dropped unless
@@ -168,58 +246,61 @@ func stale(st *chanState, version uint64, epoch string) bool {
 	return (epoch == "" || epoch == st.versionEpoch) && version <= st.version
 }
 
-func (s *Store) publish(c *chain, it *broker.StoreItem) error {
+// floorFor is the oldest offset History returns once offset is stored
+// with HistorySize size, the floor before it being prev.
+func floorFor(prev, offset uint64, size int) uint64 {
+	f := uint64(1)
+	if offset > uint64(size) {
+		f = offset - uint64(size) + 1
+	}
+	return max(prev, f)
+}
+
+func (s *Store) publish(c *chain, it *broker.StoreItem, out *outbox, b *ackBatch, i int) error {
+	o := &it.Opts
 	next := c.st
-	next.offset++
-	if o := &it.Opts; o.Version > 0 {
-		next.version, next.versionEpoch = o.Version, o.VersionEpoch
+	next.metaTTL = s.metaTTL(o)
+	if withHistory(o) {
+		next.offset++
+		next.floor = floorFor(c.st.floor, next.offset, o.HistorySize)
+		if o.Version > 0 {
+			next.version, next.versionEpoch = o.Version, o.VersionEpoch
+		}
 	}
-	pub := &broker.Publication{Offset: next.offset, Data: it.Data, Info: it.Opts.ClientInfo, Tags: it.Opts.Tags, Time: it.Time}
-	m, err := newMsg(c.st.stream.subject(c.channel), &next, pub)
-	if err != nil {
-		return err
+	m := &out.msg
+	m.Subject, m.Data = c.subjectIn(c.st.stream), nil
+	if withHistory(o) || o.UseDelta {
+		pub := broker.Publication{Offset: next.offset, Data: it.Data, Info: o.ClientInfo, Tags: o.Tags, Time: it.Time}
+		var err error
+		if out.buf, err = encodePub(out.buf[:0], &pub); err != nil {
+			return err
+		}
+		m.Data = out.buf
+		setHeaders(m.Header, &next, "")
+	} else {
+		// A publication without delta drops the channel's delta base.
+		setHeaders(m.Header, &next, markRemoved)
 	}
-	opts := []js.PublishOpt{js.WithExpectLastSequencePerSubject(c.st.seq)}
-	if k := it.Opts.IdempotencyKey; k != "" {
-		opts = append(opts, js.WithMsgID(msgID(c.channel, k)))
-	}
-	f, err := s.js.PublishMsgAsync(m, opts...)
-	if err != nil {
+	setHeader(m.Header, hdrExpectLastSubjSeq, strconv.FormatUint(c.st.seq, 10))
+	if err := s.acks.publish(b, i, m); err != nil {
 		return wrap("publish", err)
 	}
-	c.pending, c.pub = f, pub
+	c.inFlight, c.sent = true, next
 	return nil
 }
 
-// msgID is the JetStream message id of an idempotency key: channels share
-// a stream, so the channel is part of it.
-func msgID(channel, key string) string {
-	h := sha256.New()
-	h.Write([]byte(channel))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// receive waits for the ack of the chain's item in flight and settles it,
-// or prepares it to be sent again.
-func (s *Store) receive(c *chain) {
-	f := c.pending
-	if f == nil {
+// receive settles the chain's item in flight with its ack, or prepares it
+// to be sent again.
+func (s *Store) receive(c *chain, r ackResult) {
+	if !c.inFlight {
 		return
 	}
-	c.pending = nil
+	c.inFlight = false
 	it := c.items[c.next]
-	var ack *js.PubAck
-	var err error
-	select {
-	case ack = <-f.Ok():
-	case err = <-f.Err():
-	}
 	switch {
-	case isWrongLastSeq(err):
-		// Another appender wrote first, or the channel's publications
-		// expired: read the top and send again.
+	case isWrongLastSeq(r.err):
+		// Another appender wrote first, the channel's publications
+		// expired, or it moved: read the top and send again.
 		c.loaded = false
 		if c.attempts++; c.attempts >= maxAttempts {
 			s.fail(c, fmt.Errorf("jetstream: channel %q: gave up after %d conflicting appends", c.channel, c.attempts))
@@ -229,50 +310,50 @@ func (s *Store) receive(c *chain) {
 			// the winner pauses between its own appends.
 			time.Sleep(rand.N(time.Duration(c.attempts) * 200 * time.Microsecond))
 		}
-	case err != nil:
-		s.fail(c, wrap("publish", err))
-	case ack.Duplicate:
-		s.settleDuplicate(c, it, ack.Sequence)
+	case r.err != nil:
+		s.fail(c, wrap("publish", r.err))
 	default:
-		prev := c.st.last
-		c.st.seq, c.st.offset, c.st.last, c.st.lastTime = ack.Sequence, c.pub.Offset, nil, 0
-		if it.Opts.UseDelta {
+		o := &it.Opts
+		prev, prevFloor := c.st.last, c.st.floor
+		if c.st.leftover {
+			s.purgeBelow(c.st.stream, c.channel, r.seq)
+		}
+		c.st = c.sent
+		c.st.seq, c.st.last, c.st.time, c.st.pubs, c.st.leftover = r.seq, nil, time.Time{}, true, false
+		if o.UseDelta {
 			// Kept only for channels that use delta, to bound the cache.
-			c.st.last = pubconv.Clone(c.pub)
-		}
-		if o := &it.Opts; o.Version > 0 {
-			c.st.version, c.st.versionEpoch = o.Version, o.VersionEpoch
-		}
-		it.Position = c.st.position()
-		if it.Opts.UseDelta {
+			c.st.last = pubconv.Clone(&broker.Publication{Offset: c.st.offset, Data: it.Data, Info: o.ClientInfo, Tags: o.Tags, Time: it.Time})
 			it.Prev = prev
 		}
-		c.advance()
+		if withHistory(o) {
+			it.Position = c.st.position()
+			s.trim(c, prevFloor, o.HistorySize)
+		}
+		s.settle(c, it)
 	}
 }
 
-// settleDuplicate answers a repeated idempotency key with the position of
-// the publication that first had it, read from its sequence. The stream
-// gained nothing, so the chain's state stays.
-func (s *Store) settleDuplicate(c *chain, it *broker.StoreItem, seq uint64) {
-	it.Suppressed = true
-	ctx, cancel := s.ctx()
-	defer cancel()
-	raw, err := c.st.stream.s.GetMsg(ctx, seq)
-	switch {
-	case errors.Is(err, js.ErrMsgNotFound):
-		// Evicted since: its offset is gone with it; the top is the
-		// nearest the store can tell.
-		it.Position = c.st.position()
-	case err != nil:
-		it.Suppressed, it.Err = false, wrap("read the original of a duplicate", err)
-	default:
-		m, derr := decodeStored(raw.Sequence, raw.Header, raw.Data)
-		if derr != nil {
-			it.Suppressed, it.Err = false, derr
-		} else {
-			it.Position = m.state.position()
-		}
+// trimEvery is the least number of publications between two trims of a
+// channel.
+const trimEvery = 32
+
+// trim drops, now and then, what the channel keeps below its floor:
+// History never returns it, HistoryTTL would drop it later. A channel's
+// messages are trimmed when its HistorySize shrinks, else every
+// max(HistorySize, trimEvery) publications, so that it keeps at most
+// about twice its HistorySize.
+func (s *Store) trim(c *chain, prevFloor uint64, size int) {
+	st := &c.st
+	if st.floor > prevFloor+1 || st.offset%uint64(max(size, trimEvery)) == 0 {
+		s.purgeAsync(st.stream, c.channel, st.offset-st.floor+1)
+	}
+}
+
+// settle ends the chain's next item as it stands, recording its
+// idempotency result.
+func (s *Store) settle(c *chain, it *broker.StoreItem) {
+	if c.claim != 0 {
+		s.finishKey(c, it)
 	}
 	c.advance()
 }
@@ -281,33 +362,15 @@ func (c *chain) advance() {
 	c.next++
 	c.attempts = 0
 	c.fresh = false
+	c.claim = 0
 }
 
 // fail settles the chain's next item with err. The state is read again
-// for the item after it: a publish that timed out may have landed.
+// for the item after it: a publish that timed out may have landed. An
+// idempotency claim is left to lapse.
 func (s *Store) fail(c *chain, err error) {
 	c.items[c.next].Err = err
 	c.loaded = false
 	s.cache.del(c.channel)
 	c.advance()
-}
-
-// lastState reads the channel's last message in r.
-func (s *Store) lastState(r *streamRef, channel string) (chanState, bool, error) {
-	ctx, cancel := s.ctx()
-	defer cancel()
-	raw, err := r.s.GetLastMsgForSubject(ctx, r.subject(channel))
-	if errors.Is(err, js.ErrMsgNotFound) {
-		return chanState{stream: r}, false, nil
-	}
-	if err != nil {
-		return chanState{}, false, wrap("read the top of "+r.name, err)
-	}
-	m, err := decodeStored(raw.Sequence, raw.Header, raw.Data)
-	if err != nil {
-		return chanState{}, false, err
-	}
-	st := m.state
-	st.stream, st.last, st.lastTime = r, m.pub, raw.Time.UnixNano()
-	return st, true, nil
 }

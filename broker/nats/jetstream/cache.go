@@ -2,27 +2,49 @@ package jetstream
 
 import (
 	"sync"
+	"time"
 
 	"github.com/gyrehq/gyre/broker"
 )
 
-// chanState is what a store last saw of a channel in its stream: enough
-// to send the next publication with the right offset and the expected
-// last sequence in one round trip.
+// chanState is what a store last saw of a channel in a stream: enough to
+// send the next publication with the right offset and the expected last
+// sequence in one round trip.
 type chanState struct {
-	stream       *streamRef
-	seq          uint64 // stream sequence of the channel's last message
+	stream *streamRef
+	// seq is the stream sequence of the channel's last message in stream,
+	// 0 when the subject is empty there: the next publication's expected
+	// last subject sequence.
+	seq          uint64
 	offset       uint64
 	epoch        string
+	floor        uint64 // the oldest offset History returns
 	version      uint64
 	versionEpoch string
+	// metaTTL is how long the position outlives its message.
+	metaTTL time.Duration
 	// last is the channel's last publication when the store has it at
 	// hand (it wrote it, or read it), kept as the next delta's base. Read
-	// from the stream, nil means the last message is a marker.
+	// from a stream, nil means the last message is a marker.
 	last *broker.Publication
-	// lastTime is when the stream stored the last message (Unix ns),
-	// known when it was read back.
-	lastTime int64
+	// time is when the stream stored the message the state was read from
+	// (server clock), zero when not read back.
+	time time.Time
+	// moved names the stream the channel moved to, when the message read
+	// is the marker of a move.
+	moved string
+	// leftover: stream's subject holds messages of before the channel
+	// came (back) to it, which go once it published there.
+	leftover bool
+	// pubs: stream's subject holds the channel's publications up to this
+	// position (it was read there, or written).
+	pubs bool
+}
+
+// alive reports whether a position read from a copy or a record still
+// stands at now.
+func (c *chanState) alive(now time.Time) bool {
+	return c.time.Add(c.metaTTL).After(now)
 }
 
 func (c *chanState) position() broker.StreamPosition {

@@ -31,11 +31,12 @@ func (s *Store) History(channel string, opts broker.HistoryOptions) ([]*broker.P
 	if since := f.Since; since != nil && (since.Epoch != sp.Epoch || since.Offset > sp.Offset) {
 		return nil, sp, broker.ErrUnrecoverablePosition
 	}
-	if f.Limit == 0 || !found || top.last == nil {
-		// A marker on top: RemoveHistory dropped everything before it.
+	if f.Limit == 0 || !found || !top.pubs || top.last == nil {
+		// Nothing stored (expired, or the channel is moving), or a marker
+		// on top: RemoveHistory dropped everything before it.
 		return nil, sp, nil
 	}
-	from, to := span(f, top.offset)
+	from, to := span(f, top.offset, top.floor)
 	if from > to {
 		return nil, sp, nil
 	}
@@ -56,30 +57,36 @@ func (s *Store) History(channel string, opts broker.HistoryOptions) ([]*broker.P
 // top reads the channel's last message: in the stream the cache names,
 // else where its epoch record points.
 func (s *Store) top(channel string) (chanState, bool, error) {
-	if c, ok := s.cache.get(channel); ok {
-		st, found, err := s.lastState(c.stream, channel)
-		if err != nil || found {
+	if c, ok := s.cache.get(channel); ok && c.stream.copies != nil {
+		st, found, err := s.subjectTop(c.stream, channel)
+		if err != nil || found && st.moved == "" {
 			return st, found, err
 		}
 	}
-	st, found, err := s.pendingTop(channel)
+	st, found, err := s.recordedTop(channel)
 	if err != nil || !found {
 		return st, found, err
 	}
-	c := st
-	c.last = nil // the cache keeps delta bases only for appenders that use delta
-	s.cache.put(channel, c)
+	if st.pubs {
+		// Only a position read from its stream may spare Append the
+		// record (a move under way is not).
+		c := st
+		c.last = nil // the cache keeps delta bases only for appenders that use delta
+		s.cache.put(channel, c)
+	}
 	return st, true, nil
 }
 
-// span returns the offsets [from, to] the filter asks for, given the top.
-// Offsets stored are consecutive, so the span is exact but for its start,
-// which may have been evicted: the read then begins at the oldest kept.
-func span(f broker.HistoryFilter, top uint64) (from, to uint64) {
+// span returns the offsets [from, to] the filter asks for, given the top
+// and the floor (the oldest offset History returns). Offsets stored are
+// consecutive, so the span is exact but for its start, which may have
+// expired: the read then begins at the oldest kept.
+func span(f broker.HistoryFilter, top, floor uint64) (from, to uint64) {
+	floor = max(floor, 1)
 	if !f.Reverse {
-		from, to = 1, top
+		from, to = floor, top
 		if f.Since != nil {
-			from = f.Since.Offset + 1
+			from = max(f.Since.Offset+1, floor)
 		}
 		if f.Limit > 0 {
 			to = min(to, from+uint64(f.Limit)-1)
@@ -96,7 +103,7 @@ func span(f broker.HistoryFilter, top uint64) (from, to uint64) {
 	if f.Limit > 0 && to >= uint64(f.Limit) {
 		from = to - uint64(f.Limit) + 1
 	}
-	return from, to
+	return max(from, floor), to
 }
 
 // read returns the channel's publications with offsets from..to, oldest
@@ -133,6 +140,11 @@ func (s *Store) read(top chanState, channel string, from, to uint64, f broker.Hi
 // has only a sequence to start reading at.
 func (s *Store) seek(r *streamRef, subj string, from uint64, top chanState) (start stored, first uint64, err error) {
 	lo, err := s.nextFrom(r, subj, 1)
+	for err == nil && lo.seq != 0 && lo.seq < top.seq && (lo.marker || lo.state.epoch != top.epoch) {
+		// Left by an earlier life or stay in the stream, before the
+		// channel's publications since (and gone soon).
+		lo, err = s.nextFrom(r, subj, lo.seq+1)
+	}
 	if err != nil || lo.seq == 0 {
 		return stored{}, 0, err
 	}
@@ -395,29 +407,27 @@ func (s *Store) RemoveHistory(channel string) error {
 	defer unlock()
 	for range maxAttempts {
 		top, found, err := s.top(channel)
-		if err != nil || !found {
+		if err != nil || !found || !top.pubs {
 			return err
 		}
 		r := top.stream
-		m, err := newMsg(r.subject(channel), &top, nil)
+		top.floor = top.offset + 1
+		m, err := newMsg(r.subject(channel), &top, nil, markRemoved)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := s.ctx()
-		ack, err := s.js.PublishMsg(ctx, m, js.WithExpectLastSequencePerSubject(top.seq))
-		if isWrongLastSeq(err) {
-			cancel()
+		seq, err := s.publishIfLast("remove history", m, top.seq)
+		if err == nil && seq == 0 {
 			continue
 		}
 		if err == nil {
-			err = r.s.Purge(ctx, js.WithPurgeSubject(m.Subject), js.WithPurgeKeep(1))
+			err = s.purge(r, channel, 1)
 		}
-		cancel()
 		if err != nil {
 			s.cache.del(channel)
-			return wrap("remove history", err)
+			return err
 		}
-		top.seq, top.last, top.lastTime = ack.Sequence, nil, 0
+		top.seq, top.last, top.time = seq, nil, time.Time{}
 		s.cache.put(channel, top)
 		return nil
 	}

@@ -3,6 +3,8 @@ package jetstream
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -12,40 +14,95 @@ import (
 )
 
 // Every stored message carries the channel's position and version in
-// headers, so that the last message of a subject is the channel's whole
-// meta: reading it (one direct get) is enough to publish the next one.
-// The body is the client protocol's Publication in protobuf, so a stored
-// publication needs no other schema.
+// headers, so that the last message of a subject (or its copy) is the
+// channel's whole meta: reading it (one direct get) is enough to publish
+// the next one. The body is the client protocol's Publication in
+// protobuf, so a stored publication needs no other schema.
 const (
-	hdrOffset       = "Gyre-Offset"
-	hdrEpoch        = "Gyre-Epoch"
-	hdrVersion      = "Gyre-Version"
-	hdrVersionEpoch = "Gyre-Version-Epoch"
-	// hdrMarker marks a message that holds the meta only (left by
-	// RemoveHistory); History skips it.
-	hdrMarker = "Gyre-Marker"
+	// hdrPos is "<offset> <epoch> <floor> <meta TTL ms>": floor is the
+	// oldest offset History may return (HistorySize, RemoveHistory), the
+	// meta TTL how long the position outlives the message.
+	hdrPos = "Gyre-Pos"
+	// hdrVersion is "<version> <version epoch>", present once a versioned
+	// publication was stored.
+	hdrVersion = "Gyre-Version"
+	// hdrMarker marks a message that holds the meta only, which History
+	// skips: markRemoved (left by RemoveHistory) or markMoved followed by
+	// the stream the channel moved to (see carry).
+	hdrMarker   = "Gyre-Marker"
+	markRemoved = "removed"
+	markMoved   = "moved "
+
+	hdrExpectLastSubjSeq = "Nats-Expected-Last-Subject-Sequence"
+
+	// noEpoch stands for the empty epoch in hdrPos (epochs are base64url).
+	noEpoch = '-'
 )
+
+// posHeader is the value of hdrPos for st.
+func posHeader(st *chanState) string {
+	b := make([]byte, 0, 48)
+	b = strconv.AppendUint(b, st.offset, 10)
+	b = append(b, ' ')
+	if st.epoch == "" {
+		b = append(b, noEpoch) // no position (delta bases, results without history)
+	} else {
+		b = append(b, st.epoch...)
+	}
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, st.floor, 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, st.metaTTL.Milliseconds(), 10)
+	return string(b)
+}
+
+// setHeaders writes st's position and version into h (whose other Gyre
+// headers it clears), and the marker when not empty.
+func setHeaders(h nats.Header, st *chanState, marker string) {
+	setHeader(h, hdrPos, posHeader(st))
+	if st.version > 0 {
+		setHeader(h, hdrVersion, strconv.FormatUint(st.version, 10)+" "+st.versionEpoch)
+	} else {
+		delete(h, hdrVersion)
+	}
+	if marker != "" {
+		setHeader(h, hdrMarker, marker)
+	} else {
+		delete(h, hdrMarker)
+	}
+}
+
+// setHeader sets one value, reusing the slice of a header used again.
+func setHeader(h nats.Header, key, value string) {
+	if v := h[key]; len(v) == 1 {
+		v[0] = value
+		return
+	}
+	h[key] = []string{value}
+}
+
+// encodePub is pub in the client protocol's protobuf, appended to buf.
+func encodePub(buf []byte, pub *broker.Publication) ([]byte, error) {
+	p := protocol.Publication{Data: pub.Data, Info: pubconv.ToProtoInfo(pub.Info), Tags: pub.Tags, Time: pub.Time, Offset: pub.Offset}
+	n := p.SizeVT()
+	buf = append(buf, make([]byte, n)...)
+	if _, err := p.MarshalToSizedBufferVT(buf[len(buf)-n:]); err != nil {
+		return nil, fmt.Errorf("jetstream: encode publication: %w", err)
+	}
+	return buf, nil
+}
 
 // newMsg builds the message of a publication, or of a marker when pub is
 // nil, at position st.
-func newMsg(subject string, st *chanState, pub *broker.Publication) (*nats.Msg, error) {
-	h := nats.Header{
-		hdrOffset: {strconv.FormatUint(st.offset, 10)},
-		hdrEpoch:  {st.epoch},
-	}
-	if st.version > 0 {
-		h[hdrVersion] = []string{strconv.FormatUint(st.version, 10)}
-		h[hdrVersionEpoch] = []string{st.versionEpoch}
-	}
-	m := &nats.Msg{Subject: subject, Header: h}
+func newMsg(subject string, st *chanState, pub *broker.Publication, marker string) (*nats.Msg, error) {
+	m := &nats.Msg{Subject: subject, Header: nats.Header{}}
+	setHeaders(m.Header, st, marker)
 	if pub == nil {
-		h[hdrMarker] = []string{"1"}
 		return m, nil
 	}
-	p := protocol.Publication{Data: pub.Data, Info: pubconv.ToProtoInfo(pub.Info), Tags: pub.Tags, Time: pub.Time, Offset: pub.Offset}
-	data, err := p.MarshalVT()
+	data, err := encodePub(nil, pub)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: encode publication: %w", err)
+		return nil, err
 	}
 	m.Data = data
 	return m, nil
@@ -54,37 +111,60 @@ func newMsg(subject string, st *chanState, pub *broker.Publication) (*nats.Msg, 
 // stored is a message read back from a stream.
 type stored struct {
 	seq    uint64
-	state  chanState // all but stream and last
+	state  chanState // stream and seq aside
 	marker bool
 	pub    *broker.Publication // nil for a marker
 }
 
-// decodeStored reads a message of a history stream.
+// decodeStored reads a message of a history, copy or delta stream.
 func decodeStored(seq uint64, h nats.Header, data []byte) (stored, error) {
-	var m stored
-	m.seq = seq
-	off, err := strconv.ParseUint(h.Get(hdrOffset), 10, 64)
-	if err != nil {
-		return m, fmt.Errorf("jetstream: message %d has no offset: %w", seq, err)
-	}
-	m.state.seq, m.state.offset, m.state.epoch = seq, off, h.Get(hdrEpoch)
-	if m.state.epoch == "" {
-		return m, fmt.Errorf("jetstream: message %d has no epoch", seq)
+	m := stored{seq: seq}
+	if err := parsePos(h.Get(hdrPos), &m.state); err != nil {
+		return m, fmt.Errorf("jetstream: message %d: %w", seq, err)
 	}
 	if v := h.Get(hdrVersion); v != "" {
-		if m.state.version, err = strconv.ParseUint(v, 10, 64); err != nil {
+		num, epoch, _ := strings.Cut(v, " ")
+		var err error
+		if m.state.version, err = strconv.ParseUint(num, 10, 64); err != nil {
 			return m, fmt.Errorf("jetstream: message %d: bad version: %w", seq, err)
 		}
-		m.state.versionEpoch = h.Get(hdrVersionEpoch)
+		m.state.versionEpoch = epoch
 	}
-	if h.Get(hdrMarker) != "" {
+	if mk := h.Get(hdrMarker); mk != "" {
 		m.marker = true
+		m.state.moved, _ = strings.CutPrefix(mk, markMoved)
+		if m.state.moved == mk {
+			m.state.moved = ""
+		}
 		return m, nil
 	}
 	var p protocol.Publication
 	if err := p.UnmarshalVT(data); err != nil {
 		return m, fmt.Errorf("jetstream: decode publication %d: %w", seq, err)
 	}
-	m.pub = &broker.Publication{Offset: off, Data: p.Data, Info: pubconv.FromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
+	m.pub = &broker.Publication{Offset: m.state.offset, Data: p.Data, Info: pubconv.FromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
 	return m, nil
+}
+
+// parsePos reads a hdrPos value into st.
+func parsePos(v string, st *chanState) error {
+	f := strings.Fields(v)
+	if len(f) != 4 {
+		return fmt.Errorf("bad %s header %q", hdrPos, v)
+	}
+	var err error
+	var ttl int64
+	if st.offset, err = strconv.ParseUint(f[0], 10, 64); err == nil {
+		if st.floor, err = strconv.ParseUint(f[2], 10, 64); err == nil {
+			ttl, err = strconv.ParseInt(f[3], 10, 64)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bad %s header %q: %w", hdrPos, v, err)
+	}
+	st.epoch, st.metaTTL = f[1], time.Duration(ttl)*time.Millisecond
+	if st.epoch == string(noEpoch) {
+		st.epoch = ""
+	}
+	return nil
 }

@@ -22,17 +22,37 @@ func newNames(prefix string) names {
 	return names{prefix: prefix, stream: string(b)}
 }
 
-// history names the stream of one (size, ttl) pair and the subject prefix
-// its channels' subjects start with (ending in a dot). TTLs are kept in
+// history names the stream of one HistoryTTL and the subject prefix its
+// channels' subjects start with (ending in a dot). TTLs are kept in
 // milliseconds, the resolution of a publication's time.
-func (n names) history(size int, ttl time.Duration) (stream, base string) {
-	tok := "s" + strconv.Itoa(size) + "t" + strconv.FormatInt(ttl.Milliseconds(), 10)
+func (n names) history(ttl time.Duration) (stream, base string) {
+	tok := "t" + strconv.FormatInt(ttl.Milliseconds(), 10)
 	return n.stream + "_" + strings.ToUpper(tok), n.prefix + "." + tok + "."
 }
+
+// copies names the stream that keeps the last message of each subject of
+// a history stream.
+func copies(history string) string { return history + "_TOP" }
 
 // meta names the stream of epoch records.
 func (n names) meta() (stream, base string) {
 	return n.stream + "_META", n.prefix + ".meta."
+}
+
+// idem names the stream of idempotency results.
+func (n names) idem() (stream, base string) {
+	return n.stream + "_IDEM", n.prefix + ".i."
+}
+
+// delta names the stream of delta bases of channels without history.
+func (n names) delta() (stream, base string) {
+	return n.stream + "_DELTA", n.prefix + ".d."
+}
+
+// isHistory reports whether a stream of the store holds history (not a
+// copy stream or one of the single streams).
+func (n names) isHistory(stream string) bool {
+	return strings.HasPrefix(stream, n.stream+"_T") && !strings.HasSuffix(stream, "_TOP")
 }
 
 // filter matches every subject of the store, for listing its streams.

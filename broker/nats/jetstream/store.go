@@ -18,11 +18,12 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultPrefix          = "gyre"
-	DefaultDuplicateWindow = 5 * time.Minute
-	DefaultMetaTTL         = 30 * 24 * time.Hour
-	DefaultTimeout         = 5 * time.Second
-	DefaultCacheSize       = 65536
+	DefaultPrefix                 = "gyre"
+	DefaultMetaTTL                = 30 * 24 * time.Hour
+	DefaultIdempotentResultTTL    = 5 * time.Minute
+	DefaultMaxIdempotentResultTTL = 24 * time.Hour
+	DefaultTimeout                = 5 * time.Second
+	DefaultCacheSize              = 65536
 	// maxAttempts bounds how often one publication is sent again after
 	// another appender took its place in the channel's stream.
 	maxAttempts = 64
@@ -44,14 +45,18 @@ type Config struct {
 	TLS *tls.Config
 	// Replicas of each stream (JetStream clustering). Zero means 1.
 	Replicas int
-	// DuplicateWindow is the streams' duplicate window: how long an
-	// idempotency key is remembered at most, whatever
-	// PublishOptions.IdempotentResultTTL asks. Capped at each stream's
-	// HistoryTTL. Zero means 5 minutes.
-	DuplicateWindow time.Duration
-	// MetaTTL is how long the record of a channel's epoch outlives its last
-	// change (see the package documentation). Zero means 30 days.
+	// MetaTTL is how long a channel's position outlives its last
+	// publication when PublishOptions.HistoryMetaTTL is zero, and the
+	// longest it can: the age limit of the streams that keep positions
+	// (see the package documentation). Zero means 30 days.
 	MetaTTL time.Duration
+	// IdempotentResultTTL is how long an idempotency key is remembered
+	// when PublishOptions.IdempotentResultTTL is zero. Zero means 5
+	// minutes.
+	IdempotentResultTTL time.Duration
+	// MaxIdempotentResultTTL caps PublishOptions.IdempotentResultTTL: the
+	// age limit of the stream of idempotency results. Zero means 24 hours.
+	MaxIdempotentResultTTL time.Duration
 	// Timeout bounds each request to NATS. Zero means 5 seconds.
 	Timeout time.Duration
 	// CacheSize is how many channels' last positions the store remembers.
@@ -66,8 +71,9 @@ func (c *Config) fill() error {
 		name string
 		v    int64
 	}{
-		{"Replicas", int64(c.Replicas)}, {"DuplicateWindow", int64(c.DuplicateWindow)},
-		{"MetaTTL", int64(c.MetaTTL)}, {"Timeout", int64(c.Timeout)}, {"CacheSize", int64(c.CacheSize)},
+		{"Replicas", int64(c.Replicas)}, {"MetaTTL", int64(c.MetaTTL)},
+		{"IdempotentResultTTL", int64(c.IdempotentResultTTL)}, {"MaxIdempotentResultTTL", int64(c.MaxIdempotentResultTTL)},
+		{"Timeout", int64(c.Timeout)}, {"CacheSize", int64(c.CacheSize)},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("jetstream: Config.%s is negative", f.name)
@@ -80,8 +86,9 @@ func (c *Config) fill() error {
 		return fmt.Errorf("jetstream: Config.Prefix %q is not a valid subject prefix", c.Prefix)
 	}
 	c.Replicas = max(c.Replicas, 1)
-	c.DuplicateWindow = orDefault(c.DuplicateWindow, DefaultDuplicateWindow)
 	c.MetaTTL = orDefault(c.MetaTTL, DefaultMetaTTL)
+	c.IdempotentResultTTL = orDefault(c.IdempotentResultTTL, DefaultIdempotentResultTTL)
+	c.MaxIdempotentResultTTL = orDefault(c.MaxIdempotentResultTTL, DefaultMaxIdempotentResultTTL)
 	c.Timeout = orDefault(c.Timeout, DefaultTimeout)
 	if c.CacheSize == 0 {
 		c.CacheSize = DefaultCacheSize
@@ -112,9 +119,11 @@ type Store struct {
 	locks  chanLocks
 	closed chan struct{}
 
+	acks *acks
+
 	mu      sync.Mutex
 	streams map[string]*streamRef // by stream name
-	meta    *streamRef
+	byTTL   map[time.Duration]*streamRef
 }
 
 var _ broker.Store = (*Store)(nil)
@@ -134,6 +143,7 @@ func New(cfg Config) (*Store, error) {
 		cache:   newCache(cfg.CacheSize),
 		closed:  make(chan struct{}),
 		streams: make(map[string]*streamRef),
+		byTTL:   make(map[time.Duration]*streamRef),
 	}
 	if s.nc == nil {
 		url := cfg.URL
@@ -153,13 +163,16 @@ func New(cfg Config) (*Store, error) {
 		}
 		s.nc, s.ownNC = nc, true
 	}
-	j, err := js.New(s.nc, js.WithPublishAsyncTimeout(cfg.Timeout), js.WithDefaultTimeout(cfg.Timeout),
-		js.WithPublishAsyncMaxPending(8192))
+	j, err := js.New(s.nc, js.WithDefaultTimeout(cfg.Timeout))
 	if err != nil {
 		s.closeConn()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	s.js = j
+	if s.acks, err = newAcks(s.nc); err != nil {
+		s.closeConn()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -172,6 +185,7 @@ func (s *Store) Close() error {
 	default:
 	}
 	close(s.closed)
+	s.acks.close()
 	s.closeConn()
 	return nil
 }

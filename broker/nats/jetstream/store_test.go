@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/brokertest"
 	"github.com/gyrehq/gyre/broker/nats/natstest"
 )
 
@@ -209,29 +210,54 @@ func TestRestartKeepsHistoryAndEpoch(t *testing.T) {
 	}
 }
 
-func TestExpiryStartsNewEpoch(t *testing.T) {
+// TestExpiryKeepsPosition: once HistoryTTL expired every publication the
+// position stands, in a store that never saw the channel too, until the
+// meta TTL passes; then the channel starts again at offset 1 in the epoch
+// History gave.
+func TestExpiryKeepsPosition(t *testing.T) {
 	srv := natstest.Start(t)
 	s := newStore(t, srv.URL)
-	short := broker.PublishOptions{HistorySize: 10, HistoryTTL: time.Second}
-	old := appendOne(t, s, "e", "1", short)
-	appendOne(t, s, "e", "2", short)
+	short := broker.PublishOptions{HistorySize: 10, HistoryTTL: 300 * time.Millisecond, HistoryMetaTTL: 3 * time.Second}
+	appendOne(t, s, "e", "1", short)
+	old := appendOne(t, s, "e", "2", short)
+	waitTop(t, s, "e", func(pubs int, top broker.StreamPosition) bool {
+		if top != old.Position {
+			t.Fatalf("top %+v while publications expire, want %+v", top, old.Position)
+		}
+		return pubs == 0
+	})
+	if _, top := history(t, newStore(t, srv.URL), "e", broker.HistoryFilter{}); top != old.Position {
+		t.Fatalf("another store sees %+v after expiry, want %+v", top, old.Position)
+	}
+	if next := appendOne(t, newStore(t, srv.URL), "e", "3", short); next.Position != (broker.StreamPosition{Offset: 3, Epoch: old.Position.Epoch}) {
+		t.Fatalf("first after expiry %+v, want the offset after %+v", next.Position, old.Position)
+	}
 	var top broker.StreamPosition
+	waitTop(t, s, "e", func(_ int, sp broker.StreamPosition) bool {
+		top = sp
+		return sp.Epoch != old.Position.Epoch
+	})
+	if top.Offset != 0 {
+		t.Fatalf("top after the meta TTL %+v, want offset 0", top)
+	}
+	next := appendOne(t, s, "e", "4", short)
+	if next.Position != (broker.StreamPosition{Offset: 1, Epoch: top.Epoch}) {
+		t.Fatalf("first after the meta TTL %+v, want offset 1 in the epoch History gave (%q)", next.Position, top.Epoch)
+	}
+}
+
+// waitTop reads the channel's history until done says so.
+func waitTop(t *testing.T, s *Store, channel string, done func(pubs int, top broker.StreamPosition) bool) {
+	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		_, top = history(t, s, "e", broker.HistoryFilter{})
-		if top.Offset == 0 {
-			break
+		pubs, top := history(t, s, channel, broker.HistoryFilter{Limit: -1})
+		if done(len(pubs), top) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("publications never expired: top %+v", top)
+			t.Fatalf("gave up: top %+v, %d publications", top, len(pubs))
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if top.Epoch == old.Position.Epoch {
-		t.Fatalf("expired stream kept its epoch %q", top.Epoch)
-	}
-	next := appendOne(t, s, "e", "3", short)
-	if next.Position != (broker.StreamPosition{Offset: 1, Epoch: top.Epoch}) {
-		t.Fatalf("first after expiry %+v, want offset 1 in the epoch History gave (%q)", next.Position, top.Epoch)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -353,23 +379,127 @@ func TestDeltaPrev(t *testing.T) {
 	if it.Prev == nil || string(it.Prev.Data) != "2" || it.Prev.Offset != 2 {
 		t.Fatalf("prev from the stream: %+v", it.Prev)
 	}
+	nd := broker.PublishOptions{UseDelta: true}
+	appendOne(t, s, "nd", "1", nd)
+	if it := appendOne(t, s2, "nd", "2", nd); it.Prev == nil || string(it.Prev.Data) != "1" || it.Position != (broker.StreamPosition{}) {
+		t.Fatalf("without history, prev from another store: %+v at %+v", it.Prev, it.Position)
+	}
+	appendOne(t, s, "nd", "3", broker.PublishOptions{})
+	if it := appendOne(t, s2, "nd", "4", nd); it.Prev != nil {
+		t.Fatalf("without history, prev after a publication without delta: %+v", it.Prev)
+	}
 }
 
-func TestSettingsChangeMovesChannel(t *testing.T) {
+// TestSettingsChange: a channel keeps its epoch and offsets when its
+// HistorySize changes (one stream) and when its HistoryTTL does (it moves
+// to the stream of the new TTL), also when a store that knows only the
+// old stream appends with the old settings (it moves back).
+func TestSettingsChange(t *testing.T) {
 	srv := natstest.Start(t)
 	s, s2 := newStore(t, srv.URL), newStore(t, srv.URL)
 	a := appendOne(t, s, "m", "1", hist)
 	appendOne(t, s, "m", "2", hist)
 	history(t, s2, "m", broker.HistoryFilter{}) // s2 caches the old stream
-	bigger := broker.PublishOptions{HistorySize: 200, HistoryTTL: time.Minute}
-	b := appendOne(t, s, "m", "3", bigger)
-	if b.Position.Offset != 1 || b.Position.Epoch == a.Position.Epoch {
-		t.Fatalf("after the move %+v (before %+v)", b.Position, a.Position)
+	want := func(it broker.StoreItem, offset uint64) {
+		t.Helper()
+		if it.Position != (broker.StreamPosition{Offset: offset, Epoch: a.Position.Epoch}) {
+			t.Fatalf("position %+v, want offset %d in epoch %q", it.Position, offset, a.Position.Epoch)
+		}
 	}
+	want(appendOne(t, s, "m", "3", broker.PublishOptions{HistorySize: 2, HistoryTTL: hist.HistoryTTL}), 3)
+	if pubs, _ := history(t, s2, "m", broker.HistoryFilter{Limit: -1}); !slices.Equal(offsets(pubs), []uint64{2, 3}) {
+		t.Fatalf("after shrinking: %v", offsets(pubs))
+	}
+	longer := broker.PublishOptions{HistorySize: 200, HistoryTTL: 2 * time.Minute}
+	want(appendOne(t, s, "m", "4", longer), 4)
 	for _, st := range []*Store{s, s2, newStore(t, srv.URL)} {
 		pubs, top := history(t, st, "m", broker.HistoryFilter{Limit: -1})
-		if top != b.Position || !slices.Equal(offsets(pubs), []uint64{1}) {
-			t.Fatalf("history after move: %v top %+v", offsets(pubs), top)
+		if top.Offset != 4 || !slices.Equal(offsets(pubs), []uint64{4}) {
+			t.Fatalf("history after the move: %v top %+v", offsets(pubs), top)
+		}
+	}
+	want(appendOne(t, s2, "m", "5", hist), 5) // back, from a store that knew the old stream
+	want(appendOne(t, s, "m", "6", longer), 6)
+	if pubs, top := history(t, s2, "m", broker.HistoryFilter{Limit: -1}); top.Offset != 6 || !slices.Equal(offsets(pubs), []uint64{6}) {
+		t.Fatalf("history after moving twice: %v top %+v", offsets(pubs), top)
+	}
+}
+
+// TestMovesUnderLoad: stores appending with two HistoryTTLs to one
+// channel move it back and forth; every position is handed out once, in
+// one epoch, with no gap.
+func TestMovesUnderLoad(t *testing.T) {
+	srv := natstest.Start(t)
+	settings := []broker.PublishOptions{hist, {HistorySize: 100, HistoryTTL: 2 * time.Minute}}
+	var mu sync.Mutex
+	var got []broker.StreamPosition
+	var wg sync.WaitGroup
+	for w := range 4 {
+		s := newStore(t, srv.URL)
+		wg.Go(func() {
+			for i := range 20 {
+				items := []broker.StoreItem{item("mv", fmt.Sprint(w, i), settings[(w+i/5)%2])}
+				s.Append(items)
+				mu.Lock()
+				if items[0].Err != nil {
+					t.Error(items[0].Err)
+				}
+				got = append(got, items[0].Position)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	checkUnique(t, got)
+}
+
+// checkUnique fails unless got are the offsets 1..len(got) of one epoch.
+func checkUnique(t *testing.T, got []broker.StreamPosition) {
+	t.Helper()
+	seen := map[uint64]bool{}
+	for _, p := range got {
+		if p.Epoch != got[0].Epoch || seen[p.Offset] || p.Offset == 0 || p.Offset > uint64(len(got)) {
+			t.Fatalf("position %+v given twice, out of range or in another epoch (first %+v)", p, got[0])
+		}
+		seen[p.Offset] = true
+	}
+}
+
+// TestIdempotencyRace: stores publishing one key at once publish it once;
+// the others answer with its position.
+func TestIdempotencyRace(t *testing.T) {
+	srv := natstest.Start(t)
+	for n, opts := range []broker.PublishOptions{hist, {}} {
+		opts.IdempotencyKey = "race"
+		ch := "ir" + strconv.Itoa(n)
+		var mu sync.Mutex
+		var got []broker.StoreItem
+		var wg sync.WaitGroup
+		for range 4 {
+			s := newStore(t, srv.URL)
+			wg.Go(func() {
+				items := []broker.StoreItem{item(ch, "x", opts)}
+				s.Append(items)
+				mu.Lock()
+				got = append(got, items[0])
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		published := 0
+		for _, it := range got {
+			if it.Err != nil {
+				t.Fatal(it.Err)
+			}
+			if !it.Suppressed {
+				published++
+			}
+			if it.Position != got[0].Position {
+				t.Fatalf("positions differ: %+v and %+v", it.Position, got[0].Position)
+			}
+		}
+		if published != 1 {
+			t.Fatalf("history %v: published %d times", opts.HistorySize > 0, published)
 		}
 	}
 }
@@ -461,4 +591,19 @@ func TestHistorySinceEveryOffset(t *testing.T) {
 			t.Fatalf("reverse since %d: %v, want %v", since, got, rwant)
 		}
 	}
+}
+
+// TestStore runs the store contract suite, every subtest on a store of
+// its own prefix.
+func TestStore(t *testing.T) {
+	srv := natstest.Start(t)
+	n := 0
+	brokertest.RunStoreTests(t, func(t *testing.T) broker.Store {
+		n++
+		s, err := New(Config{URL: srv.URL, Prefix: fmt.Sprintf("t%d", n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
