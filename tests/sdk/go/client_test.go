@@ -320,10 +320,17 @@ func channel(prefix string) string {
 	return prefix + strings.ToLower(rand.Text()[:12])
 }
 
-// publish publishes data into ch through the HTTP API.
+// publish publishes data into ch through the HTTP API of the package's
+// server.
 func publish(t *testing.T, ch string, data any) gyretest.StreamPosition {
 	t.Helper()
-	pos, err := srv.Publish(ch, data)
+	return publishOn(t, srv, ch, data)
+}
+
+// publishOn publishes data into ch through the HTTP API of s.
+func publishOn(t *testing.T, s *gyretest.Server, ch string, data any) gyretest.StreamPosition {
+	t.Helper()
+	pos, err := s.Publish(ch, data)
 	if err != nil {
 		t.Fatalf("publish into %s: %v", ch, err)
 	}

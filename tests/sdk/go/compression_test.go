@@ -3,7 +3,6 @@ package sdk
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -33,44 +32,15 @@ type nodes struct{ sub, pub *gyretest.Server }
 
 func startNodes(t *testing.T, engine string) nodes {
 	t.Helper()
-	start := func(cfg func() map[string]any) *gyretest.Server {
-		t.Helper()
-		s, err := gyretest.Start(gyretest.Options{Config: cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("gyre log (port %d):\n%s", s.Port, s.Log())
-			}
-			s.Stop()
-		})
-		return s
-	}
 	if engine == "memory" {
-		s := start(compressionConfig)
+		s := startNode(t, compressionConfig)
 		return nodes{sub: s, pub: s}
 	}
-	if missing := gyretest.RedisMissing(); missing != "" {
-		if os.Getenv("GYRE_SKIP_REDIS") == "1" {
-			t.Skip(missing)
-		}
-		t.Fatal(missing)
+	r := startRedis(t)
+	node := func(name string) *gyretest.Server {
+		return startNode(t, func() map[string]any { return onRedis(compressionConfig(), name, r.Addr) })
 	}
-	r, err := gyretest.StartRedis()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Stop)
-	onRedis := func(name string) func() map[string]any {
-		return func() map[string]any {
-			cfg := compressionConfig()
-			cfg["node"] = map[string]any{"name": name}
-			cfg["engine"] = map[string]any{"type": "redis", "redis": map[string]any{"address": []string{r.Addr}}}
-			return cfg
-		}
-	}
-	return nodes{sub: start(onRedis("node-sub")), pub: start(onRedis("node-pub"))}
+	return nodes{sub: node("node-sub"), pub: node("node-pub")}
 }
 
 // compressiblePublications is what a test publishes, in order: about 1 KB

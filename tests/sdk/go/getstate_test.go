@@ -62,7 +62,7 @@ func TestGetStateNotCalledAgainWhenRecoverySucceeds(t *testing.T) {
 		c.connect(t)
 		ch := channel("chat:state-rec-")
 		var calls atomic.Int64
-		s, live := subscribeWithLive(t, c, ch, centrifuge.SubscriptionConfig{
+		s, live := subscribeWithLive(t, srv, c, ch, centrifuge.SubscriptionConfig{
 			GetState: func(centrifuge.SubscriptionGetStateEvent) (centrifuge.StreamPosition, error) {
 				calls.Add(1)
 				return centrifuge.StreamPosition{}, nil
@@ -72,18 +72,7 @@ func TestGetStateNotCalledAgainWhenRecoverySucceeds(t *testing.T) {
 			t.Fatalf("GetState called %d times on the first subscribe, want once", n)
 		}
 
-		mark := c.disconnected.mark()
-		if err := c.Disconnect(); err != nil {
-			t.Fatalf("disconnect: %v", err)
-		}
-		c.disconnected.wait(t, mark, nil)
-		missed := publishMissed(t, ch, live)
-
-		subMark, pubMark := s.subscribed.mark(), s.pubs.mark()
-		if err := c.Connect(); err != nil {
-			t.Fatalf("connect: %v", err)
-		}
-		expectRecovered(t, ch, s, subMark, pubMark, missed)
+		recoversAfterDisconnect(t, srv, c, ch, s, live)
 		if n := calls.Load(); n != 1 {
 			t.Fatalf("GetState called %d times, want once: a recovered resubscription needs no state", n)
 		}
@@ -109,7 +98,7 @@ func TestGetStateCalledAgainOnUnrecoverablePosition(t *testing.T) {
 			}
 			return centrifuge.StreamPosition{Offset: top.Offset, Epoch: top.Epoch}, nil
 		}
-		s, live := subscribeWithLive(t, c, ch, centrifuge.SubscriptionConfig{GetState: getState})
+		s, live := subscribeWithLive(t, srv, c, ch, centrifuge.SubscriptionConfig{GetState: getState})
 		if n := calls.Load(); n != 1 {
 			t.Fatalf("GetState called %d times on the first subscribe, want once", n)
 		}

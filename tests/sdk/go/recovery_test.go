@@ -18,20 +18,8 @@ func TestRecoversMissedPublicationsInOrderOnce(t *testing.T) {
 		c := newClient(t, cd, clientOptions{})
 		c.connect(t)
 		ch := channel("chat:rec-")
-		s, live := subscribeWithLive(t, c, ch, centrifuge.SubscriptionConfig{})
-
-		mark := c.disconnected.mark()
-		if err := c.Disconnect(); err != nil {
-			t.Fatalf("disconnect: %v", err)
-		}
-		c.disconnected.wait(t, mark, nil)
-		missed := publishMissed(t, ch, live)
-
-		subMark, pubMark := s.subscribed.mark(), s.pubs.mark()
-		if err := c.Connect(); err != nil {
-			t.Fatalf("connect: %v", err)
-		}
-		expectRecovered(t, ch, s, subMark, pubMark, missed)
+		s, live := subscribeWithLive(t, srv, c, ch, centrifuge.SubscriptionConfig{})
+		recoversAfterDisconnect(t, srv, c, ch, s, live)
 	})
 }
 
@@ -41,16 +29,16 @@ func TestRecoversAfterNetworkDrop(t *testing.T) {
 		c := newClient(t, cd, clientOptions{dial: sw.dial})
 		c.connect(t)
 		ch := channel("chat:drop-")
-		s, live := subscribeWithLive(t, c, ch, centrifuge.SubscriptionConfig{})
+		s, live := subscribeWithLive(t, srv, c, ch, centrifuge.SubscriptionConfig{})
 
 		mark := c.connecting.mark()
 		sw.cut()
 		c.connecting.wait(t, mark, nil)
-		missed := publishMissed(t, ch, live)
+		missed := publishMissed(t, srv, ch, live)
 
 		subMark, pubMark := s.subscribed.mark(), s.pubs.mark()
 		sw.restore()
-		expectRecovered(t, ch, s, subMark, pubMark, missed)
+		expectRecovered(t, srv, ch, s, subMark, pubMark, missed)
 	})
 }
 
@@ -60,7 +48,7 @@ func TestGapLargerThanHistoryIsNotRecovered(t *testing.T) {
 		c.connect(t)
 		// "small" keeps two publications: three of the five missed are lost.
 		ch := channel("small:gap-")
-		s, live := subscribeWithLive(t, c, ch, centrifuge.SubscriptionConfig{})
+		s, live := subscribeWithLive(t, srv, c, ch, centrifuge.SubscriptionConfig{})
 
 		mark := c.disconnected.mark()
 		if err := c.Disconnect(); err != nil {
@@ -90,9 +78,9 @@ func TestGapLargerThanHistoryIsNotRecovered(t *testing.T) {
 }
 
 // subscribeWithLive subscribes to ch, a fresh history channel, and sees one
-// publication live, so that the position the client later recovers from is
-// not zero.
-func subscribeWithLive(t *testing.T, c *client, ch string, config centrifuge.SubscriptionConfig) (*sub, gyretest.StreamPosition) {
+// publication from the API of pub live, so that the position the client
+// later recovers from is not zero.
+func subscribeWithLive(t *testing.T, pub *gyretest.Server, c *client, ch string, config centrifuge.SubscriptionConfig) (*sub, gyretest.StreamPosition) {
 	t.Helper()
 	s := newSub(t, c, ch, config)
 	ev := s.subscribe(t)
@@ -100,18 +88,18 @@ func subscribeWithLive(t *testing.T, c *client, ch string, config centrifuge.Sub
 		t.Fatalf("subscribe to a history channel: %s", subscribedString(ev))
 	}
 	mark := s.pubs.mark()
-	live := publish(t, ch, map[string]any{"n": 0})
+	live := publishOn(t, pub, ch, map[string]any{"n": 0})
 	s.pubs.wait(t, mark, func(ev centrifuge.PublicationEvent) bool { return ev.Offset == live.Offset })
 	return s, live
 }
 
-// publishMissed publishes {"n": 1} to {"n": 3} into ch and returns their
-// offsets, which follow live's.
-func publishMissed(t *testing.T, ch string, live gyretest.StreamPosition) []uint64 {
+// publishMissed publishes {"n": 1} to {"n": 3} into ch through pub and
+// returns their offsets, which follow live's.
+func publishMissed(t *testing.T, pub *gyretest.Server, ch string, live gyretest.StreamPosition) []uint64 {
 	t.Helper()
 	var missed []uint64
 	for n := 1; n <= 3; n++ {
-		pos := publish(t, ch, map[string]any{"n": n})
+		pos := publishOn(t, pub, ch, map[string]any{"n": n})
 		if pos.Epoch != live.Epoch {
 			t.Fatalf("epoch changed between publishes: %q, then %q", live.Epoch, pos.Epoch)
 		}
@@ -125,15 +113,15 @@ func publishMissed(t *testing.T, ch string, live gyretest.StreamPosition) []uint
 
 // expectRecovered checks that the resubscription after the marks is
 // recovered and delivers the missed publications once each, in offset
-// order, with nothing else before a marker published afterwards.
-func expectRecovered(t *testing.T, ch string, s *sub, subMark, pubMark int, missed []uint64) {
+// order, with nothing else before a marker pub publishes afterwards.
+func expectRecovered(t *testing.T, pub *gyretest.Server, ch string, s *sub, subMark, pubMark int, missed []uint64) {
 	t.Helper()
 	ev := s.subscribed.wait(t, subMark, nil)
 	if !ev.WasRecovering || !ev.Recovered {
 		t.Fatalf("resubscribed with %s, want was_recovering and recovered", subscribedString(ev))
 	}
 	s.pubs.waitN(t, pubMark, len(missed))
-	marker := publish(t, ch, map[string]any{"n": "marker"})
+	marker := publishOn(t, pub, ch, map[string]any{"n": "marker"})
 	s.pubs.wait(t, pubMark, func(ev centrifuge.PublicationEvent) bool { return ev.Offset == marker.Offset })
 
 	got := s.pubs.since(pubMark)
@@ -147,6 +135,25 @@ func expectRecovered(t *testing.T, ch string, s *sub, subMark, pubMark int, miss
 	for i := range missed {
 		sameJSON(t, "recovered publication", got[i].Data, map[string]any{"n": i + 1})
 	}
+}
+
+// recoversAfterDisconnect disconnects c, has pub publish three
+// publications into ch, connects c again and checks that s, subscribed
+// with subscribeWithLive, recovers them.
+func recoversAfterDisconnect(t *testing.T, pub *gyretest.Server, c *client, ch string, s *sub, live gyretest.StreamPosition) {
+	t.Helper()
+	mark := c.disconnected.mark()
+	if err := c.Disconnect(); err != nil {
+		t.Fatalf("disconnect: %v", err)
+	}
+	c.disconnected.wait(t, mark, nil)
+	missed := publishMissed(t, pub, ch, live)
+
+	subMark, pubMark := s.subscribed.mark(), s.pubs.mark()
+	if err := c.Connect(); err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	expectRecovered(t, pub, ch, s, subMark, pubMark, missed)
 }
 
 // netSwitch dials the client's connections and lets the test cut them:

@@ -163,6 +163,48 @@ export function closeAll(clients) {
   }
 }
 
+// bobJoins connects alice to serverA and bob to serverB (the same server or
+// another node), subscribes alice then bob to ch, and resolves once alice's
+// subscription has seen bob join. Both are closed when the test t ends.
+export async function bobJoins(t, build, serverA, serverB, ch) {
+  const alice = newClient(build, serverA, { user: 'alice' });
+  const bob = newClient(build, serverB, { user: 'bob' });
+  t.after(() => closeAll([alice, bob]));
+  const aliceConn = await connected(alice);
+  const bobConn = await connected(bob);
+  const subA = newSub(alice, ch);
+  await subscribed(subA);
+  const since = subA.rec.mark();
+  const subB = newSub(bob, ch);
+  await subscribed(subB);
+  const join = await subA.rec.waitFor('join', { since, match: (j) => j.info?.user === 'bob', what: 'join of bob' });
+  return { aliceConn, bobConn, subA, subB, since, join };
+}
+
+// spyingSocket is ws that keeps every frame the server sends, so that a test
+// can see what travelled on the wire under the SDK.
+export function spyingSocket(frames) {
+  return class extends WebSocket {
+    constructor(...args) {
+      super(...args);
+      this.on('message', (data) => frames.push(Buffer.from(data)));
+    }
+  };
+}
+
+// jsonPushes returns the pushes of JSON frames, in the order they came.
+export function jsonPushes(frames) {
+  const out = [];
+  for (const frame of frames) {
+    for (const line of frame.toString('utf8').split('\n')) {
+      let msg;
+      try { msg = JSON.parse(line); } catch { continue; }
+      if (msg.push) out.push(msg.push);
+    }
+  }
+  return out;
+}
+
 let seq = 0;
 
 // uniqueChannel gives each test its own channel so tests in one file never see

@@ -1,9 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import WebSocket from 'ws';
 
 import { baseConfig } from '../lib/server.js';
-import { builds, newClient, newSub, connected, subscribed, closeAll, useServer, uniqueChannel } from '../lib/sdk.js';
+import { builds, newClient, newSub, connected, subscribed, closeAll, useServer, uniqueChannel, spyingSocket, jsonPushes } from '../lib/sdk.js';
 
 // "compact" allows channel compaction, which centrifuge-js 5.8 offers on
 // every subscribe (subscribe flag 1).
@@ -24,29 +23,10 @@ const server = useServer({
   },
 });
 
-// spyingSocket is ws that keeps every frame the server sends, so that a test
-// can see what travelled on the wire under the SDK.
-function spyingSocket(frames) {
-  return class extends WebSocket {
-    constructor(...args) {
-      super(...args);
-      this.on('message', (data) => frames.push(Buffer.from(data)));
-    }
-  };
-}
-
 // compactedPushes counts, in JSON frames, pushes that carry a channel number
 // and no channel name.
 function compactedPushes(frames) {
-  let n = 0;
-  for (const frame of frames) {
-    for (const line of frame.toString('utf8').split('\n')) {
-      let msg;
-      try { msg = JSON.parse(line); } catch { continue; }
-      if (msg.push && msg.push.id > 0 && msg.push.channel === undefined) n++;
-    }
-  }
-  return n;
+  return jsonPushes(frames).filter((p) => p.id > 0 && p.channel === undefined).length;
 }
 
 for (const build of builds) {

@@ -1,27 +1,15 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { builds, newClient, newSub, connected, subscribed, closeAll, useServer, uniqueChannel } from '../lib/sdk.js';
+import { builds, bobJoins, useServer, uniqueChannel } from '../lib/sdk.js';
 
 const server = useServer();
 
 for (const build of builds) {
   describe(`presence and join/leave (${build.name} build)`, () => {
     it('sees the second client join, lists both, counts them and sees it leave', async (t) => {
-      const alice = newClient(build, server(), { user: 'alice' });
-      const bob = newClient(build, server(), { user: 'bob' });
-      t.after(() => closeAll([alice, bob]));
-      const aliceConn = await connected(alice);
-      const bobConn = await connected(bob);
-
       const ch = uniqueChannel('chat:room-');
-      const subA = newSub(alice, ch);
-      await subscribed(subA);
-
-      const since = subA.rec.mark();
-      const subB = newSub(bob, ch);
-      await subscribed(subB);
-      const join = await subA.rec.waitFor('join', { since, match: (j) => j.info?.user === 'bob', what: 'join of bob' });
+      const { aliceConn, bobConn, subA, subB, since, join } = await bobJoins(t, build, server(), server(), ch);
       assert.equal(join.channel, ch);
       assert.equal(join.info.client, bobConn.client);
 

@@ -6,11 +6,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import WebSocket from 'ws';
 
 import { baseConfig, startServer } from '../lib/server.js';
 import { redisMissing, startRedis } from '../lib/redis.js';
-import { builds, newClient, newSub, connected, subscribed, subscribeFails, closeAll, useServer, uniqueChannel } from '../lib/sdk.js';
+import { builds, newClient, newSub, connected, subscribed, subscribeFails, closeAll, useServer, uniqueChannel, spyingSocket, jsonPushes } from '../lib/sdk.js';
 
 // wildConfig adds "geo", a namespace with wildcard subscriptions.
 function wildConfig(port) {
@@ -28,29 +27,6 @@ function wildConfig(port) {
 }
 
 const server = useServer({ config: wildConfig });
-
-// spyingSocket is ws that keeps every frame the server sends.
-function spyingSocket(frames) {
-  return class extends WebSocket {
-    constructor(...args) {
-      super(...args);
-      this.on('message', (data) => frames.push(Buffer.from(data)));
-    }
-  };
-}
-
-// publicationPushes returns the publication pushes of JSON frames.
-function publicationPushes(frames) {
-  const out = [];
-  for (const frame of frames) {
-    for (const line of frame.toString('utf8').split('\n')) {
-      let msg;
-      try { msg = JSON.parse(line); } catch { continue; }
-      if (msg.push && msg.push.pub) out.push(msg.push);
-    }
-  }
-  return out;
-}
 
 for (const build of builds) {
   describe(`wildcard subscriptions (${build.name} build)`, () => {
@@ -81,7 +57,7 @@ for (const build of builds) {
       assert.deepEqual(got, sent.map((s) => s.i));
 
       if (build.name === 'json') {
-        const pushes = publicationPushes(frames);
+        const pushes = jsonPushes(frames).filter((p) => p.pub);
         assert.equal(pushes.length, sent.length, `publication pushes on the wire: ${JSON.stringify(pushes)}`);
         for (const [k, p] of pushes.entries()) {
           assert.equal(p.channel, pattern);
