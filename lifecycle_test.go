@@ -163,8 +163,13 @@ func TestAbruptDisconnects(t *testing.T) {
 		const conns = 1000
 		n, url := newTestNode(t, b.Config(t, chatConfig()))
 		// Let goroutines started on first use exist before the baseline.
+		// A subscription too: a broker may start its own on first use
+		// (the JetStream store's reply subscription).
 		warm := dialRaw(t, url, protocol.TypeJSON)
 		warm.connect(connToken(t, "warm", 0, nil))
+		if r, err := warm.tryCall(&protocol.Command{Subscribe: &protocol.SubscribeRequest{Channel: "chat:warm"}}); err != nil || r.Error != nil {
+			t.Fatalf("warm-up subscribe: %v %v", r, err)
+		}
 		warm.nc.Close()
 		waitFor(t, "warm-up client gone", func() bool { return n.Info()[0].NumClients == 0 })
 		baseline := engineGoroutines()
