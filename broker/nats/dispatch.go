@@ -143,8 +143,13 @@ func (w *worker) run() {
 		case <-w.quit:
 			return
 		}
+		// The subscriptions are listed before taking w.mu: the broker
+		// takes w.mu holding its own lock.
+		reconnected, owned := w.checkGeneration()
 		w.mu.Lock()
-		w.checkConnection()
+		if reconnected {
+			w.reconnected(owned)
+		}
 		w.checkDrops()
 		for _, m := range batch {
 			w.handle(m)
@@ -158,28 +163,38 @@ func (w *worker) run() {
 	}
 }
 
-// checkConnection accounts for a new connection to NATS: whatever was
-// published while there was none never reached this node. Channels with
-// a store catch up from it; the others, and patterns, are reported lost.
-func (w *worker) checkConnection() {
+// checkGeneration reports whether NATS was connected again since the
+// last look, with this worker's subscriptions then.
+func (w *worker) checkGeneration() (bool, []subKey) {
 	gen := w.b.gen.Load()
 	if gen == w.gen {
-		return
+		return false, nil
 	}
 	w.gen = gen
-	var channels, scopes []string
+	var owned []subKey
 	w.b.mu.Lock()
 	for k := range w.b.subs {
-		if w.b.workerOf(k) != w {
-			continue
+		if w.b.workerOf(k) == w {
+			owned = append(owned, k)
 		}
+	}
+	w.b.mu.Unlock()
+	return true, owned
+}
+
+// reconnected accounts for a new connection to NATS: whatever was
+// published while there was none never reached this node. Channels with
+// a store catch up from it; the others, and patterns, are reported lost.
+// w.mu must be held.
+func (w *worker) reconnected(owned []subKey) {
+	var channels, scopes []string
+	for _, k := range owned {
 		if k.scope != "" {
 			scopes = append(scopes, k.scope)
 		} else if w.seqs[k.name] == nil {
 			channels = append(channels, k.name)
 		}
 	}
-	w.b.mu.Unlock()
 	for ch, s := range w.seqs {
 		if s.ready {
 			w.catchUp(ch, s)
@@ -188,7 +203,7 @@ func (w *worker) checkConnection() {
 	w.out.lost(channels, dedup(scopes))
 }
 
-// checkDrops reports what NATS's client dropped, as checkConnection.
+// checkDrops reports what NATS's client dropped, as reconnected does.
 func (w *worker) checkDrops() {
 	if len(w.drops) == 0 {
 		return
