@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -16,9 +17,10 @@ import (
 )
 
 // Append stores items as broker.Store says. The items of one channel form
-// a chain, each sent once the previous one is acknowledged (its sequence
-// is the next one's expected last sequence); chains of different
-// channels go out together, one item of each per round trip.
+// a chain of runs (consecutive items stored as one message), each sent
+// once the previous one is acknowledged (its sequence is the next one's
+// expected last sequence); chains of different channels go out together,
+// one run of each per round trip.
 func (s *Store) Append(items []broker.StoreItem) {
 	if err := s.ready(); err != nil {
 		for i := range items {
@@ -79,7 +81,8 @@ type chain struct {
 	fresh     bool      // st was read from the stream for items[next]
 	attempts  int
 	inFlight  bool
-	sent      chanState // the state items[next] leaves when stored
+	sent      chanState // the state the run in flight leaves when stored
+	run       int       // items in flight, from items[next] on
 	claim     uint64    // sequence of items[next]'s idempotency claim
 	subject   string    // the channel's subject in subjectOf
 	subjectOf *streamRef
@@ -256,20 +259,38 @@ func floorFor(prev, offset uint64, size int) uint64 {
 	return max(prev, f)
 }
 
+// Bounds of a run: the publications of one channel stored as one
+// message. The body stays well under NATS's default max payload (1 MB),
+// and under the server's own, headers aside.
+const (
+	maxRunItems = 100
+	maxRunBytes = 768 << 10
+)
+
+// publish sends the chain's next item, with the items after it that can
+// go in the same message as a run: consecutive items of the same history
+// stream without idempotency key, none of which its version would
+// suppress. A run goes with one expected last sequence, so it is stored
+// whole or not at all.
 func (s *Store) publish(c *chain, it *broker.StoreItem, out *outbox, b *ackBatch, i int) error {
 	o := &it.Opts
 	next := c.st
 	next.metaTTL = s.metaTTL(o)
-	if withHistory(o) {
-		next.offset++
-		next.floor = floorFor(c.st.floor, next.offset, o.HistorySize)
-		if o.Version > 0 {
-			next.version, next.versionEpoch = o.Version, o.VersionEpoch
-		}
-	}
 	m := &out.msg
 	m.Subject, m.Data = c.subjectIn(c.st.stream), nil
-	if withHistory(o) || o.UseDelta {
+	n := 1
+	switch {
+	case withHistory(o):
+		var err error
+		if next, n, err = s.encodeRun(c, out); err != nil {
+			return err
+		}
+		m.Data = out.buf
+		setHeaders(m.Header, &next, "")
+		if n > 1 {
+			setHeader(m.Header, hdrRun, runHeader(next.offset-uint64(n)+1, n))
+		}
+	case o.UseDelta:
 		pub := broker.Publication{Offset: next.offset, Data: it.Data, Info: o.ClientInfo, Tags: o.Tags, Time: it.Time}
 		var err error
 		if out.buf, err = encodePub(out.buf[:0], &pub); err != nil {
@@ -277,7 +298,7 @@ func (s *Store) publish(c *chain, it *broker.StoreItem, out *outbox, b *ackBatch
 		}
 		m.Data = out.buf
 		setHeaders(m.Header, &next, "")
-	} else {
+	default:
 		// A publication without delta drops the channel's delta base.
 		setHeaders(m.Header, &next, markRemoved)
 	}
@@ -285,25 +306,71 @@ func (s *Store) publish(c *chain, it *broker.StoreItem, out *outbox, b *ackBatch
 	if err := s.acks.publish(b, i, m); err != nil {
 		return wrap("publish", err)
 	}
-	c.inFlight, c.sent = true, next
+	c.inFlight, c.sent, c.run = true, next, n
 	return nil
 }
 
-// receive settles the chain's item in flight with its ack, or prepares it
+// encodeRun encodes into out.buf the run starting at the chain's next
+// item (which has history), and returns the state it leaves and its
+// length. A run of one is a plain publication.
+func (s *Store) encodeRun(c *chain, out *outbox) (chanState, int, error) {
+	next := c.st
+	first := c.items[c.next]
+	out.buf = out.buf[:0]
+	var one []byte // the first item alone, as a plain publication
+	// Headers aside: a server may allow less than the default payload.
+	limit := min(maxRunBytes, int(s.nc.MaxPayload())-8<<10)
+	n := 0
+	for _, it := range c.items[c.next:] {
+		o := &it.Opts
+		if n > 0 && (n == maxRunItems || !withHistory(o) || o.HistoryTTL != first.Opts.HistoryTTL ||
+			o.IdempotencyKey != "" || o.Version > 0 && stale(&next, o.Version, o.VersionEpoch) ||
+			len(out.buf) >= limit) {
+			break
+		}
+		st := next
+		st.metaTTL = s.metaTTL(o)
+		st.offset++
+		st.floor = floorFor(next.floor, st.offset, o.HistorySize)
+		if o.Version > 0 {
+			st.version, st.versionEpoch = o.Version, o.VersionEpoch
+		}
+		pub := broker.Publication{Offset: st.offset, Data: it.Data, Info: o.ClientInfo, Tags: o.Tags, Time: it.Time}
+		undo := len(out.buf)
+		var err error
+		if out.buf, err = appendRunPub(out.buf, &pub); err != nil {
+			return chanState{}, 0, err
+		}
+		if n > 0 && len(out.buf) > limit {
+			out.buf = out.buf[:undo]
+			break
+		}
+		if n == 0 {
+			_, k := binary.Uvarint(out.buf)
+			one = out.buf[k:]
+		}
+		next, n = st, n+1
+	}
+	if n == 1 {
+		out.buf = append(out.buf[:0], one...)
+	}
+	return next, n, nil
+}
+
+// receive settles the chain's run in flight with its ack, or prepares it
 // to be sent again.
 func (s *Store) receive(c *chain, r ackResult) {
 	if !c.inFlight {
 		return
 	}
 	c.inFlight = false
-	it := c.items[c.next]
 	switch {
 	case isWrongLastSeq(r.err):
 		// Another appender wrote first, the channel's publications
 		// expired, or it moved: read the top and send again.
 		c.loaded = false
 		if c.attempts++; c.attempts >= maxAttempts {
-			s.fail(c, fmt.Errorf("jetstream: channel %q: gave up after %d conflicting appends", c.channel, c.attempts))
+			s.failRun(c, fmt.Errorf("jetstream: channel %q: gave up after %d conflicting appends", c.channel, c.attempts))
 		} else if c.attempts > 2 {
 			// A node appending back to back always beats one that must
 			// read the top first; a random pause lets the loser in when
@@ -311,23 +378,58 @@ func (s *Store) receive(c *chain, r ackResult) {
 			time.Sleep(rand.N(time.Duration(c.attempts) * 200 * time.Microsecond))
 		}
 	case r.err != nil:
-		s.fail(c, wrap("publish", r.err))
+		// A run that timed out may have landed: none of it is retried.
+		s.failRun(c, wrap("publish", r.err))
 	default:
+		s.stored(c, r.seq)
+	}
+}
+
+// stored settles the chain's run, stored at sequence seq.
+func (s *Store) stored(c *chain, seq uint64) {
+	prevOffset, prevFloor := c.st.offset, c.st.floor
+	if c.st.leftover {
+		s.purgeBelow(c.st.stream, c.channel, seq)
+	}
+	prev := c.st.last
+	sent := c.sent
+	first := sent.offset - uint64(c.run) + 1
+	for k := range c.run {
+		it := c.items[c.next]
 		o := &it.Opts
-		prev, prevFloor := c.st.last, c.st.floor
-		if c.st.leftover {
-			s.purgeBelow(c.st.stream, c.channel, r.seq)
+		var pub *broker.Publication
+		if o.UseDelta || k < c.run-1 && c.items[c.next+1].Opts.UseDelta {
+			pub = &broker.Publication{Offset: first + uint64(k), Data: it.Data, Info: o.ClientInfo, Tags: o.Tags, Time: it.Time}
 		}
-		c.st = c.sent
-		c.st.seq, c.st.last, c.st.time, c.st.pubs, c.st.leftover = r.seq, nil, time.Time{}, true, false
 		if o.UseDelta {
-			// Kept only for channels that use delta, to bound the cache.
-			c.st.last = pubconv.Clone(&broker.Publication{Offset: c.st.offset, Data: it.Data, Info: o.ClientInfo, Tags: o.Tags, Time: it.Time})
 			it.Prev = prev
 		}
 		if withHistory(o) {
-			it.Position = c.st.position()
-			s.trim(c, prevFloor, o.HistorySize)
+			it.Position = broker.StreamPosition{Offset: first + uint64(k), Epoch: sent.epoch}
+		}
+		if k < c.run-1 {
+			if pub != nil {
+				prev = pubconv.Clone(pub)
+			}
+			s.settle(c, it)
+			continue
+		}
+		recent := c.st.recent
+		if c.st.pubs && c.st.seq != 0 && c.st.first != 0 {
+			// The message before this run: the run's condition held.
+			copy(recent[:], recent[1:])
+			recent[len(recent)-1] = mark{seq: c.st.seq, first: c.st.first}
+		}
+		c.st = sent
+		c.st.recent = recent
+		c.st.seq, c.st.last, c.st.time, c.st.pubs, c.st.leftover = seq, nil, time.Time{}, true, false
+		c.st.first, c.st.run = first, nil
+		if o.UseDelta {
+			// Kept only for channels that use delta, to bound the cache.
+			c.st.last = pubconv.Clone(pub)
+		}
+		if withHistory(o) {
+			s.trim(c, prevOffset, prevFloor, seq, o.HistorySize)
 		}
 		s.settle(c, it)
 	}
@@ -342,11 +444,29 @@ const trimEvery = 32
 // messages are trimmed when its HistorySize shrinks, else every
 // max(HistorySize, trimEvery) publications, so that it keeps at most
 // about twice its HistorySize.
-func (s *Store) trim(c *chain, prevFloor uint64, size int) {
+//
+// A message may hold a run of publications: what comes before the message
+// holding the floor goes when the store knows that message (it wrote it
+// lately, see chanState.recent); else the channel keeps as many messages
+// as it has offsets from its floor up, which keeps at least those.
+func (s *Store) trim(c *chain, prevOffset, prevFloor, seq uint64, size int) {
 	st := &c.st
-	if st.floor > prevFloor+1 || st.offset%uint64(max(size, trimEvery)) == 0 {
-		s.purgeAsync(st.stream, c.channel, st.offset-st.floor+1)
+	every := uint64(max(size, trimEvery))
+	shrunk := st.floor-prevFloor > st.offset-prevOffset
+	if !shrunk && prevOffset/every == st.offset/every {
+		return
 	}
+	if st.floor >= st.first {
+		s.purgeBelow(st.stream, c.channel, seq)
+		return
+	}
+	for i := len(st.recent) - 1; i >= 0; i-- {
+		if m := st.recent[i]; m.seq != 0 && m.first <= st.floor {
+			s.purgeBelow(st.stream, c.channel, m.seq)
+			return
+		}
+	}
+	s.purgeAsync(st.stream, c.channel, st.offset-st.floor+1)
 }
 
 // settle ends the chain's next item as it stands, recording its
@@ -363,6 +483,13 @@ func (c *chain) advance() {
 	c.attempts = 0
 	c.fresh = false
 	c.claim = 0
+}
+
+// failRun settles every item of the run in flight with err.
+func (s *Store) failRun(c *chain, err error) {
+	for range c.run {
+		s.fail(c, err)
+	}
 }
 
 // fail settles the chain's next item with err. The state is read again

@@ -27,6 +27,15 @@ type chanState struct {
 	// hand (it wrote it, or read it), kept as the next delta's base. Read
 	// from a stream, nil means the last message is a marker.
 	last *broker.Publication
+	// first is the first offset the message at seq holds (offset but for
+	// a run), and run its publications, when read from the stream (never
+	// cached).
+	first uint64
+	run   []*broker.Publication
+	// recent is the channel's messages just before the one at seq, newest
+	// last, as far as this store wrote them one after the other (zero:
+	// unknown), for trimming.
+	recent [2]mark
 	// time is when the stream stored the message the state was read from
 	// (server clock), zero when not read back.
 	time time.Time
@@ -40,6 +49,10 @@ type chanState struct {
 	// position (it was read there, or written).
 	pubs bool
 }
+
+// mark is where a message of a channel is: its sequence and the first
+// offset it holds.
+type mark struct{ seq, first uint64 }
 
 // alive reports whether a position read from a copy or a record still
 // stands at now.
@@ -73,6 +86,7 @@ func (c *cache) get(channel string) (chanState, bool) {
 }
 
 func (c *cache) put(channel string, st chanState) {
+	st.run = nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[channel]; !ok && len(c.m) >= c.size {

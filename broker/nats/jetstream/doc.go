@@ -43,29 +43,48 @@
 //
 // Every message carries the channel's offset, epoch, floor, meta TTL and
 // version in its headers, so the channel's last message is its whole
-// meta. Append publishes offset top+1 with Nats-Expected-Last-Subject-
-// Sequence set to the sequence of that last message: JetStream stores it
-// only if no one wrote to the channel in between. When another appender
-// did (another node, the publications expired, or the channel moved), the
-// store reads the channel's last message by direct get and sends again,
-// up to 64 times. So offsets are 1, 2, 3, ... with no gap and no repeat
-// within an epoch, however many nodes append to a channel. Each store
-// caches the last (sequence, offset, epoch, floor, version) of up to
-// Config.CacheSize channels, so a node that keeps appending to a channel
-// needs one round trip per publication; appends on one node to one
-// channel wait for each other, so that they do not conflict. The items of
-// one Append that belong to different channels go out together: one
-// round trip per round, one item of each channel per round, their acks
-// read on one subscription of the store.
+// meta. A message holds one publication, or a run of them: consecutive
+// publications of the channel from one Append (up to 100, and 768 KB of
+// body), with a Gyre-Run header "<first offset> <count>" and a body of
+// length-prefixed (uvarint) protobuf Publications; its headers are then
+// the position the run's last publication leaves (its offset, floor,
+// version). Append publishes the run after top with Nats-Expected-Last-
+// Subject-Sequence set to the sequence of the channel's last message:
+// JetStream stores it, whole, only if no one wrote to the channel in
+// between. When another appender did (another node, the publications
+// expired, or the channel moved), the store reads the channel's last
+// message by direct get and sends the run again, up to 64 times. So
+// offsets are 1, 2, 3, ... with no gap and no repeat within an epoch,
+// however many nodes append to a channel, and runs of several appenders
+// interleave whole. Each store caches the last (sequence, offset, epoch,
+// floor, version) of up to Config.CacheSize channels, so a node that
+// keeps appending to a channel needs one round trip per run; appends on
+// one node to one channel wait for each other, so that they do not
+// conflict. The items of one Append that belong to different channels go
+// out together: one round trip per round, one run of each channel per
+// round, their acks read on one subscription of the store.
+//
+// A run holds only items that are stored: it ends before an item with an
+// idempotency key (such an item may only start a run, once its key is
+// claimed), before an item whose version the run would make stale (that
+// item is then checked against the stream's top, and suppressed or
+// sent), before an item of another HistoryTTL or without history, and at
+// its bounds. A run that failed otherwise than by conflict (a timeout:
+// it may have landed) fails all its items.
 //
 // The floor is the oldest offset History returns: offset-HistorySize+1,
 // never lower than the previous message's floor. So a channel whose
 // HistorySize shrinks shows its last HistorySize publications at once,
 // and one whose HistorySize grows shows more as they come, as with Redis;
-// both keep their offsets and epoch, in the same stream. Messages below
-// the floor are purged (without waiting for the answer) when the floor
-// jumps and every max(HistorySize, 32) publications, so a channel keeps
-// about twice its HistorySize at most until HistoryTTL drops them.
+// both keep their offsets and epoch, in the same stream. A run may
+// straddle the floor: History leaves out what is below it. Messages
+// wholly below the floor are purged (without waiting for the answer)
+// when the floor jumps and every max(HistorySize, 32) publications: those
+// before the message holding the floor when the store wrote it among the
+// channel's last few messages, else all but as many messages as the
+// channel has offsets from its floor up (which, with runs, keeps more
+// than needed until HistoryTTL drops them). Written one by one, a channel
+// keeps about twice its HistorySize at most.
 //
 // # Epochs
 //
@@ -111,13 +130,15 @@
 // # History
 //
 // History reads the channel's last message (its top), then the span of
-// offsets asked for, from the floor up. Offsets of a subject are
-// consecutive and ordered by sequence, so the start is found by
-// interpolation search with direct gets by next-message-on-subject, and
-// the rest by direct gets sent together, one per offset, at sequences
+// offsets asked for, from the floor up; a span within the top's run needs
+// nothing more. Offsets of a subject are consecutive and ordered by
+// sequence, each message holding a range of them, so the message holding
+// the start is found by interpolation search with direct gets by
+// next-message-on-subject, and the rest by direct gets sent together, one
+// per missing offset (fewer where messages are runs), at sequences
 // interpolated between the messages already found: one or two round trips
-// when channels interleave evenly. Spans scattered too unevenly are read
-// through an ephemeral consumer instead. Expired publications are simply
+// when channels interleave evenly. Runs are sliced to the span. Spans
+// scattered too unevenly are read through an ephemeral consumer instead. Expired publications are simply
 // missing (the caller checks that the first offset follows Since); Limit
 // 0 returns the top only; a Since of another epoch or past the top is
 // broker.ErrUnrecoverablePosition. A channel with nothing stored gets a

@@ -41,9 +41,11 @@ func (s *Store) History(channel string, opts broker.HistoryOptions) ([]*broker.P
 		return nil, sp, nil
 	}
 	var pubs []*broker.Publication
-	if to == top.offset && (from == to || f.Limit == 1 && f.Reverse) && top.last != nil {
-		// The top message was read already: the newest one alone needs
-		// no other round trip.
+	if from >= top.first && len(top.run) == int(top.offset-top.first+1) {
+		// The top message, read already, holds the span: it needs no
+		// other round trip.
+		pubs = slices.Clone(top.run[from-top.first : to-top.first+1])
+	} else if to == top.offset && (from == to || f.Limit == 1 && f.Reverse) && top.last != nil {
 		pubs = []*broker.Publication{top.last}
 	} else if pubs, err = s.read(top, channel, from, to, f); err != nil {
 		return nil, sp, err
@@ -123,21 +125,21 @@ func (s *Store) read(top chanState, channel string, from, to uint64, f broker.Hi
 	if from > to {
 		return nil, nil
 	}
-	if start.state.offset == from {
-		if pubs, ok, err := s.gather(r, subj, start, top, to); err != nil || ok {
+	if start.has(from) {
+		if pubs, ok, err := s.gather(r, subj, start, top, from, to); err != nil || ok {
 			return pubs, err
 		}
 	}
 	return s.fetch(r, subj, start.seq, from, to)
 }
 
-// seek returns the channel's message with offset from, or its oldest kept
-// message (first, its offset) when from is older. It searches between the
-// oldest and the top, guessing by interpolation, which on a stream where
-// channels interleave evenly lands in a couple of direct gets, and
-// bisecting every other step, which bounds it to twice the bits of the
-// sequence range. Should evictions meanwhile hide the target, the result
-// has only a sequence to start reading at.
+// seek returns the channel's message holding offset from, or its oldest
+// kept message (first, its first offset) when from is older. It searches
+// between the oldest and the top, guessing by interpolation, which on a
+// stream where channels interleave evenly lands in a couple of direct
+// gets, and bisecting every other step, which bounds it to twice the bits
+// of the sequence range. Should evictions meanwhile hide the target, the
+// result has only a sequence to start reading at.
 func (s *Store) seek(r *streamRef, subj string, from uint64, top chanState) (start stored, first uint64, err error) {
 	lo, err := s.nextFrom(r, subj, 1)
 	for err == nil && lo.seq != 0 && lo.seq < top.seq && (lo.marker || lo.state.epoch != top.epoch) {
@@ -148,14 +150,15 @@ func (s *Store) seek(r *streamRef, subj string, from uint64, top chanState) (sta
 	if err != nil || lo.seq == 0 {
 		return stored{}, 0, err
 	}
-	first = lo.state.offset
-	if from <= first {
+	first = lo.first
+	if from <= lo.state.offset {
 		return lo, first, nil
 	}
-	if from >= top.offset {
-		return stored{seq: top.seq, state: top, pub: top.last, marker: top.last == nil}, first, nil
+	if from >= top.first {
+		return topStored(top), first, nil
 	}
-	loSeq, loOff, hiSeq, hiOff := lo.seq, lo.state.offset, top.seq, top.offset
+	// The messages between hold offsets loOff+1 .. hiOff-1.
+	loSeq, loOff, hiSeq, hiOff := lo.seq, lo.state.offset, top.seq, top.first
 	for step := 0; hiSeq-loSeq > 1; step++ {
 		// Invariant: loOff < from < hiOff, the target lies in (loSeq, hiSeq).
 		var guess uint64
@@ -170,14 +173,14 @@ func (s *Store) seek(r *streamRef, subj string, from uint64, top chanState) (sta
 			return stored{}, 0, err
 		}
 		switch {
-		case m.seq == 0 || m.state.offset > from:
+		case m.seq == 0 || m.first > from:
 			// Nothing of the channel between guess and the message found
 			// (or the top): the target is before guess.
 			hiSeq = guess
 			if m.seq != 0 {
-				hiOff = m.state.offset
+				hiOff = m.first
 			}
-		case m.state.offset == from:
+		case m.has(from):
 			return m, first, nil
 		default:
 			loSeq, loOff = m.seq, m.state.offset
@@ -186,19 +189,39 @@ func (s *Store) seek(r *streamRef, subj string, from uint64, top chanState) (sta
 	return stored{seq: loSeq + 1}, first, nil
 }
 
+// topStored is the channel's top message as read.
+func topStored(top chanState) stored {
+	m := stored{seq: top.seq, state: top, first: top.first, pub: top.last, pubs: top.run, marker: top.last == nil}
+	if !m.marker && len(m.pubs) != int(top.offset-top.first+1) {
+		// Not read whole: only its last publication is known.
+		m.first, m.pubs = top.offset, []*broker.Publication{top.last}
+	}
+	return m
+}
+
 // maxGatherRounds bounds gather before it leaves the read to a consumer.
 const maxGatherRounds = 8
 
-// gather reads the channel's messages after start up to offset to by
-// direct gets sent together, one per missing offset, at the sequence
-// interpolated between the nearest messages known around it (the first
+// gather reads the channel's publications from..to, from being in start,
+// reading the messages after start up to offset to by
+// direct gets sent together, one per missing offset (per run, where the
+// message before a gap is one), at the sequence interpolated between the nearest messages known around it (the first
 // guess of each gap right after its lower neighbour, so that every round
 // fills at least one offset per gap). A consumer would cost its creation,
 // some milliseconds on nats-server 2.9, per read. ok is false when the
 // messages are spread too unevenly to find in a few rounds.
-func (s *Store) gather(r *streamRef, subj string, start stored, top chanState, to uint64) (pubs []*broker.Publication, ok bool, err error) {
-	known := map[uint64]stored{start.state.offset: start, top.offset: {seq: top.seq, state: top, pub: top.last, marker: top.last == nil}}
-	from := start.state.offset
+func (s *Store) gather(r *streamRef, subj string, start stored, top chanState, from, to uint64) (pubs []*broker.Publication, ok bool, err error) {
+	known := map[uint64]*stored{}
+	learn := func(m *stored) {
+		for o := m.first; o <= m.state.offset; o++ {
+			if _, had := known[o]; !had || !m.marker {
+				known[o] = m
+			}
+		}
+	}
+	ts := topStored(top)
+	learn(&start)
+	learn(&ts)
 	for range maxGatherRounds {
 		guesses := gaps(known, from, to, top.offset)
 		if len(guesses) == 0 {
@@ -208,9 +231,9 @@ func (s *Store) gather(r *streamRef, subj string, start stored, top chanState, t
 		if err != nil {
 			return nil, false, err
 		}
-		for _, m := range got {
-			if m.seq != 0 {
-				known[m.state.offset] = m
+		for i := range got {
+			if got[i].seq != 0 {
+				learn(&got[i])
 			}
 		}
 	}
@@ -221,7 +244,7 @@ func (s *Store) gather(r *streamRef, subj string, start stored, top chanState, t
 			return nil, false, nil
 		}
 		if !m.marker {
-			pubs = append(pubs, m.pub)
+			pubs = append(pubs, m.at(o))
 		}
 	}
 	return pubs, true, nil
@@ -229,12 +252,13 @@ func (s *Store) gather(r *streamRef, subj string, start stored, top chanState, t
 
 // gaps returns the sequences to try for the offsets of from..to missing
 // from known, in which from and topOff are.
-func gaps(known map[uint64]stored, from, to, topOff uint64) []uint64 {
+func gaps(known map[uint64]*stored, from, to, topOff uint64) []uint64 {
 	var out []uint64
 	for o := from + 1; o <= to; o++ {
 		if _, ok := known[o]; ok {
 			continue
 		}
+		// o-1 ends a message known, hi starts one.
 		lo := known[o-1]
 		hi := o + 1
 		for ; hi < topOff; hi++ {
@@ -245,8 +269,11 @@ func gaps(known map[uint64]stored, from, to, topOff uint64) []uint64 {
 		up := known[hi]
 		end := min(hi-1, to)
 		last := uint64(0)
-		for g := o; g <= end; g++ {
-			guess := lo.seq + (g-lo.state.offset)*(up.seq-lo.seq)/(up.state.offset-lo.state.offset)
+		// Messages around are likely runs as long as lo: one guess per
+		// such run, the next round fills what that missed.
+		step := lo.state.offset - lo.first + 1
+		for g := o; g <= end; g += step {
+			guess := lo.seq + (g-(o-1))*(up.seq-lo.seq)/(hi-(o-1))
 			if g == o {
 				guess = lo.seq + 1
 			}
@@ -380,8 +407,11 @@ func (s *Store) fetch(r *streamRef, subj string, start, from, to uint64) ([]*bro
 		if err != nil {
 			return nil, err
 		}
-		if !m.marker && m.state.offset >= from && m.state.offset <= to {
-			pubs = append(pubs, m.pub)
+		if m.marker {
+			continue
+		}
+		for o := max(from, m.first); o <= min(to, m.state.offset); o++ {
+			pubs = append(pubs, m.at(o))
 		}
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, js.ErrNoMessages) {
@@ -427,7 +457,7 @@ func (s *Store) RemoveHistory(channel string) error {
 			s.cache.del(channel)
 			return err
 		}
-		top.seq, top.last, top.time = seq, nil, time.Time{}
+		top.seq, top.last, top.time, top.first, top.recent = seq, nil, time.Time{}, top.offset, [2]mark{}
 		s.cache.put(channel, top)
 		return nil
 	}

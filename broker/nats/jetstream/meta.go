@@ -124,6 +124,7 @@ func (s *Store) lastOf(r *streamRef, st js.Stream, channel string, own bool) (ch
 	}
 	c := m.state
 	c.stream, c.last, c.time = r, m.pub, raw.Time
+	c.first, c.run = m.first, m.pubs
 	if own {
 		c.seq, c.pubs = raw.Sequence, c.moved == ""
 	}

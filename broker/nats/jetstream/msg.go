@@ -1,6 +1,8 @@
 package jetstream
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -32,6 +34,12 @@ const (
 	hdrMarker   = "Gyre-Marker"
 	markRemoved = "removed"
 	markMoved   = "moved "
+
+	// hdrRun is "<first offset> <count>" on a message that holds a run of
+	// publications (count > 1): its body is each publication, length
+	// (uvarint) then protobuf, oldest first, and hdrPos is the position
+	// the last one leaves.
+	hdrRun = "Gyre-Run"
 
 	hdrExpectLastSubjSeq = "Nats-Expected-Last-Subject-Sequence"
 
@@ -70,6 +78,7 @@ func setHeaders(h nats.Header, st *chanState, marker string) {
 	} else {
 		delete(h, hdrMarker)
 	}
+	delete(h, hdrRun)
 }
 
 // setHeader sets one value, reusing the slice of a header used again.
@@ -83,13 +92,33 @@ func setHeader(h nats.Header, key, value string) {
 
 // encodePub is pub in the client protocol's protobuf, appended to buf.
 func encodePub(buf []byte, pub *broker.Publication) ([]byte, error) {
-	p := protocol.Publication{Data: pub.Data, Info: pubconv.ToProtoInfo(pub.Info), Tags: pub.Tags, Time: pub.Time, Offset: pub.Offset}
+	p := protoPub(pub)
+	return marshalPub(buf, &p)
+}
+
+// appendRunPub appends pub to the body of a run: its length, then itself.
+func appendRunPub(buf []byte, pub *broker.Publication) ([]byte, error) {
+	p := protoPub(pub)
+	buf = binary.AppendUvarint(buf, uint64(p.SizeVT()))
+	return marshalPub(buf, &p)
+}
+
+func protoPub(pub *broker.Publication) protocol.Publication {
+	return protocol.Publication{Data: pub.Data, Info: pubconv.ToProtoInfo(pub.Info), Tags: pub.Tags, Time: pub.Time, Offset: pub.Offset}
+}
+
+func marshalPub(buf []byte, p *protocol.Publication) ([]byte, error) {
 	n := p.SizeVT()
 	buf = append(buf, make([]byte, n)...)
 	if _, err := p.MarshalToSizedBufferVT(buf[len(buf)-n:]); err != nil {
 		return nil, fmt.Errorf("jetstream: encode publication: %w", err)
 	}
 	return buf, nil
+}
+
+// runHeader is the value of hdrRun.
+func runHeader(first uint64, count int) string {
+	return strconv.FormatUint(first, 10) + " " + strconv.Itoa(count)
 }
 
 // newMsg builds the message of a publication, or of a marker when pub is
@@ -111,9 +140,22 @@ func newMsg(subject string, st *chanState, pub *broker.Publication, marker strin
 // stored is a message read back from a stream.
 type stored struct {
 	seq    uint64
-	state  chanState // stream and seq aside
+	state  chanState // stream and seq aside; offset is the last one held
+	first  uint64    // the first offset held (state.offset but for runs)
 	marker bool
-	pub    *broker.Publication // nil for a marker
+	pub    *broker.Publication   // the last publication held, nil for a marker
+	pubs   []*broker.Publication // every publication held, oldest first
+}
+
+// has reports whether the message holds offset o.
+func (m *stored) has(o uint64) bool { return m.seq != 0 && m.first <= o && o <= m.state.offset }
+
+// at returns the publication with offset o, which the message holds.
+func (m *stored) at(o uint64) *broker.Publication {
+	if m.marker {
+		return nil
+	}
+	return m.pubs[o-m.first]
 }
 
 // decodeStored reads a message of a history, copy or delta stream.
@@ -130,6 +172,7 @@ func decodeStored(seq uint64, h nats.Header, data []byte) (stored, error) {
 		}
 		m.state.versionEpoch = epoch
 	}
+	m.first = m.state.offset
 	if mk := h.Get(hdrMarker); mk != "" {
 		m.marker = true
 		m.state.moved, _ = strings.CutPrefix(mk, markMoved)
@@ -138,12 +181,47 @@ func decodeStored(seq uint64, h nats.Header, data []byte) (stored, error) {
 		}
 		return m, nil
 	}
-	var p protocol.Publication
-	if err := p.UnmarshalVT(data); err != nil {
+	if run := h.Get(hdrRun); run != "" {
+		return decodeRun(m, run, data)
+	}
+	pub, err := decodePub(data, m.state.offset)
+	if err != nil {
 		return m, fmt.Errorf("jetstream: decode publication %d: %w", seq, err)
 	}
-	m.pub = &broker.Publication{Offset: m.state.offset, Data: p.Data, Info: pubconv.FromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
+	m.pub, m.pubs = pub, []*broker.Publication{pub}
 	return m, nil
+}
+
+// decodeRun reads the publications of a run message.
+func decodeRun(m stored, run string, data []byte) (stored, error) {
+	f, n, _ := strings.Cut(run, " ")
+	first, err1 := strconv.ParseUint(f, 10, 64)
+	count, err2 := strconv.Atoi(n)
+	if err := errors.Join(err1, err2); err != nil || count < 1 || first+uint64(count)-1 != m.state.offset {
+		return m, fmt.Errorf("jetstream: message %d: bad %s header %q", m.seq, hdrRun, run)
+	}
+	m.first, m.pubs = first, make([]*broker.Publication, count)
+	for i := range count {
+		size, k := binary.Uvarint(data)
+		if k <= 0 || size > uint64(len(data)-k) {
+			return m, fmt.Errorf("jetstream: decode publication %d of message %d: truncated", i, m.seq)
+		}
+		pub, err := decodePub(data[k:k+int(size)], first+uint64(i))
+		if err != nil {
+			return m, fmt.Errorf("jetstream: decode publication %d of message %d: %w", i, m.seq, err)
+		}
+		m.pubs[i], data = pub, data[k+int(size):]
+	}
+	m.pub = m.pubs[count-1]
+	return m, nil
+}
+
+func decodePub(data []byte, offset uint64) (*broker.Publication, error) {
+	var p protocol.Publication
+	if err := p.UnmarshalVT(data); err != nil {
+		return nil, err
+	}
+	return &broker.Publication{Offset: offset, Data: p.Data, Info: pubconv.FromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}, nil
 }
 
 // parsePos reads a hdrPos value into st.

@@ -560,18 +560,13 @@ func TestHistorySinceEveryOffset(t *testing.T) {
 	srv := natstest.Start(t)
 	s := newStore(t, srv.URL)
 	opts := broker.PublishOptions{HistorySize: 40, HistoryTTL: time.Minute}
-	var items []broker.StoreItem
 	for i := range 60 {
-		items = append(items, item("seek", strconv.Itoa(i), opts))
+		// One Append each: one message per publication (see TestRunsSpreadUnevenly for runs).
+		items := []broker.StoreItem{item("seek", strconv.Itoa(i), opts)}
 		for j := range (i * 7) % 11 {
 			items = append(items, item("noise"+strconv.Itoa(j), "n", opts))
 		}
-	}
-	s.Append(items)
-	for _, it := range items {
-		if it.Err != nil {
-			t.Fatal(it.Err)
-		}
+		appendAll(t, s, items)
 	}
 	_, top := history(t, s, "seek", broker.HistoryFilter{})
 	for since := uint64(0); since <= top.Offset; since++ {
