@@ -2,6 +2,7 @@ package nats
 
 import (
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/gyrehq/gyre/broker/nats/internal/wirepb"
 	"github.com/gyrehq/gyre/protocol"
 )
@@ -17,22 +18,8 @@ const (
 // Publications and client infos travel as the client protocol's protobuf
 // messages inside a wirepb.Message.
 
-func toProtoInfo(info *broker.ClientInfo) *protocol.ClientInfo {
-	if info == nil {
-		return nil
-	}
-	return &protocol.ClientInfo{User: info.UserID, Client: info.ClientID, ConnInfo: info.ConnInfo, ChanInfo: info.ChanInfo}
-}
-
-func fromProtoInfo(info *protocol.ClientInfo) *broker.ClientInfo {
-	if info == nil {
-		return nil
-	}
-	return &broker.ClientInfo{ClientID: info.Client, UserID: info.User, ConnInfo: info.ConnInfo, ChanInfo: info.ChanInfo}
-}
-
 func toProtoPub(p *broker.Publication) *protocol.Publication {
-	return &protocol.Publication{Offset: p.Offset, Data: p.Data, Info: toProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
+	return &protocol.Publication{Offset: p.Offset, Data: p.Data, Info: pubconv.ToProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
 }
 
 // encodePublication is the message of a publication of channel at sp.
@@ -54,7 +41,7 @@ func encodeEvent(kind messageKind, channel string, info *broker.ClientInfo) ([]b
 	m := wirepb.Message{Type: kind, Channel: channel}
 	if info != nil {
 		var err error
-		if m.Info, err = toProtoInfo(info).MarshalVT(); err != nil {
+		if m.Info, err = pubconv.ToProtoInfo(info).MarshalVT(); err != nil {
 			return nil, err
 		}
 	}
@@ -66,7 +53,7 @@ func decodePublication(data []byte) (*broker.Publication, error) {
 	if err := p.UnmarshalVT(data); err != nil {
 		return nil, err
 	}
-	return &broker.Publication{Offset: p.Offset, Data: p.Data, Info: fromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}, nil
+	return &broker.Publication{Offset: p.Offset, Data: p.Data, Info: pubconv.FromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}, nil
 }
 
 // decodeRunPublication reads the publication of m with its position.
@@ -92,5 +79,5 @@ func decodeInfo(data []byte) (*broker.ClientInfo, error) {
 	if err := info.UnmarshalVT(data); err != nil {
 		return nil, err
 	}
-	return fromProtoInfo(&info), nil
+	return pubconv.FromProtoInfo(&info), nil
 }

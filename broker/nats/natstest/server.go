@@ -10,14 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// startTimeout bounds how long a server may take to greet a client.
-const startTimeout = 20 * time.Second
+	"github.com/gyrehq/gyre/internal/testproc"
+)
 
 // Require fails t unless nats-server is installed; with GYRE_SKIP_NATS=1
 // it skips t instead.
@@ -32,7 +29,7 @@ func Require(t testing.TB) {
 }
 
 // Server is one nats-server process. Its methods are safe for concurrent
-// use.
+// use: Kill, Stop, Pause, Resume and Running are testproc.Proc's.
 type Server struct {
 	// URL is nats://host:port of the server; Addr is host:port.
 	URL  string
@@ -41,11 +38,7 @@ type Server struct {
 	// Dir holds the server's log and JetStream store.
 	Dir string
 
-	args []string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	*testproc.Proc
 }
 
 // Start runs nats-server with JetStream on a free port, with extra
@@ -79,45 +72,15 @@ func StartDir(dir string, args ...string) (*Server, error) {
 		"-js", "-sd", filepath.Join(dir, "jetstream"),
 		"-l", filepath.Join(dir, "nats.log"),
 	}, args...)
-	s := &Server{URL: "nats://" + addr, Addr: addr, Port: port, Dir: dir, args: full}
-	if err := s.start(); err != nil {
+	s := &Server{URL: "nats://" + addr, Addr: addr, Port: port, Dir: dir}
+	s.Proc = &testproc.Proc{
+		Name: "nats-server", Args: full, Addr: addr, DieWithParent: true,
+		Ready: func() error { return greet(addr) }, Log: s.tailLog,
+	}
+	if err := s.Start(); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		return fmt.Errorf("natstest: %s already running", s.Addr)
-	}
-	cmd := exec.Command("nats-server", s.args...)
-	killWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("natstest: start nats-server: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	s.cmd, s.done = cmd, done
-	deadline := time.Now().Add(startTimeout)
-	for {
-		if err := greet(s.Addr); err == nil {
-			return nil
-		}
-		select {
-		case <-done:
-			s.cmd = nil
-			return fmt.Errorf("natstest: nats-server on %s exited at start; log: %s", s.Addr, s.tailLog())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("natstest: nats-server on %s did not greet; log: %s", s.Addr, s.tailLog())
-		}
-	}
 }
 
 // greet connects to addr and reads the server's INFO line: the server
@@ -139,54 +102,13 @@ func greet(addr string) error {
 	return nil
 }
 
-// Kill ends the process at once with SIGKILL, as a crash would, and waits
-// for it. Killing a stopped server does nothing.
-func (s *Server) Kill() { s.signalAndWait(syscall.SIGKILL) }
-
-// Stop ends the process with SIGTERM (a clean shutdown) and waits for it.
-func (s *Server) Stop() { s.signalAndWait(syscall.SIGTERM) }
-
-func (s *Server) signalAndWait(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot handle SIGTERM
-	_ = s.cmd.Process.Signal(sig)
-	<-s.done
-	s.cmd, s.done = nil, nil
-}
-
 // Restart starts a stopped or killed server again on the same port with
 // the same arguments and the same JetStream store.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	if err := s.start(); err != nil {
+	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// Pause freezes the process (SIGSTOP): connections stay open but nothing
-// answers, as with a hung server or a network partition.
-func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
-
-// Resume continues a paused process.
-func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
-
-func (s *Server) signal(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		_ = s.cmd.Process.Signal(sig)
-	}
-}
-
-// Running reports whether the process is alive.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil
 }
 
 func (s *Server) tailLog() string {

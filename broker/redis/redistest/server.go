@@ -9,17 +9,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gyrehq/gyre/internal/testproc"
 )
 
 // startTimeout bounds how long a process may take to answer PING.
-const startTimeout = 20 * time.Second
+const startTimeout = testproc.StartTimeout
 
 // Server is one redis-server (or sentinel) process on a loopback port. Its
-// methods are safe for concurrent use.
+// methods are safe for concurrent use: Kill, Stop, Pause, Resume and
+// Running are testproc.Proc's.
 type Server struct {
 	// Addr is host:port of the server.
 	Addr string
@@ -27,13 +28,8 @@ type Server struct {
 	// Dir is the working directory of the process (logs, config).
 	Dir string
 
-	t          testing.TB // nil for a server of StartShared
-	args       []string
-	orphanKill bool
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	t testing.TB // nil for a server of StartShared
+	*testproc.Proc
 }
 
 // Start runs redis-server on a free port with extra arguments (as on its
@@ -100,67 +96,18 @@ func launch(dir string, port int, conf string, extra func(dir string) []string, 
 		"--logfile", filepath.Join(dir, "redis.log"),
 	)
 	full = append(full, extra(dir)...)
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, args: full, orphanKill: orphanKill}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir}
+	s.Proc = &testproc.Proc{
+		Name: "redis-server", Args: full, Addr: s.Addr, DieWithParent: orphanKill,
+		Ready: func() error { return ping(s.Addr) }, Log: s.tailLog,
+	}
 	if err := s.start(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		return fmt.Errorf("redistest: %s already running", s.Addr)
-	}
-	cmd := exec.Command("redis-server", s.args...)
-	if s.orphanKill {
-		killWithParent(cmd)
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redistest: start redis-server: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	s.cmd, s.done = cmd, done
-	deadline := time.Now().Add(startTimeout)
-	for {
-		if err := ping(s.Addr); err == nil {
-			return nil
-		}
-		select {
-		case <-done:
-			s.cmd = nil
-			return fmt.Errorf("redistest: redis-server on %s exited at start; log: %s", s.Addr, s.tailLog())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redistest: redis-server on %s did not answer PING; log: %s", s.Addr, s.tailLog())
-		}
-	}
-}
-
-// Kill ends the process at once with SIGKILL, as a crash would, and waits
-// for it. Killing a stopped server does nothing.
-func (s *Server) Kill() { s.signalAndWait(syscall.SIGKILL) }
-
-// Stop ends the process with SIGTERM (a clean shutdown) and waits for it.
-func (s *Server) Stop() { s.signalAndWait(syscall.SIGTERM) }
-
-func (s *Server) signalAndWait(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot handle SIGTERM
-	_ = s.cmd.Process.Signal(sig)
-	<-s.done
-	s.cmd, s.done = nil, nil
-}
+func (s *Server) start() error { return s.Proc.Start() }
 
 // Restart starts a stopped or killed server again on the same port with
 // the same arguments; its data is gone (persistence is off). A server of
@@ -175,28 +122,6 @@ func (s *Server) Restart() {
 	default:
 		panic(err)
 	}
-}
-
-// Pause freezes the process (SIGSTOP): connections stay open but nothing
-// answers, as with a hung server or a network partition.
-func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
-
-// Resume continues a paused process.
-func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
-
-func (s *Server) signal(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		_ = s.cmd.Process.Signal(sig)
-	}
-}
-
-// Running reports whether the process is alive.
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil
 }
 
 // Cli runs redis-cli against the server with args and returns its trimmed

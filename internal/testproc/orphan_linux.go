@@ -1,4 +1,4 @@
-package natstest
+package testproc
 
 import (
 	"os/exec"

@@ -1,9 +1,9 @@
 //go:build !linux
 
-package redistest
+package testproc
 
 import "os/exec"
 
 // killWithParent does nothing where the system cannot tie a process's life
-// to its parent's: a test binary that dies leaves its shared servers.
+// to its parent's.
 func killWithParent(*exec.Cmd) {}

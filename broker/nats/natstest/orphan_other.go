@@ -1,9 +1,0 @@
-//go:build !linux
-
-package natstest
-
-import "os/exec"
-
-// killWithParent does nothing where the system cannot tie a process's life
-// to its parent's.
-func killWithParent(*exec.Cmd) {}
