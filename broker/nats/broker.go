@@ -149,7 +149,7 @@ func (b *Broker) Run(h broker.EventHandler) error {
 	if err := b.nc.FlushTimeout(b.cfg.WriteTimeout); err != nil {
 		return fmt.Errorf("nats broker: subscribe %s: %w", b.control, err)
 	}
-	b.cfg.Logger.Info("nats broker running", "url", redactURL(b.cfg.URL), "prefix", b.cfg.Prefix,
+	b.cfg.Logger.Debug("nats broker running", "url", redactURL(b.cfg.URL), "prefix", b.cfg.Prefix,
 		"raw_mode", b.cfg.RawMode.Enabled, "history", b.store != nil)
 	return nil
 }

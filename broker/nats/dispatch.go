@@ -573,7 +573,8 @@ func (w *worker) ready(channel string, top broker.StreamPosition) {
 
 // setReady starts the channel's order after top: publications at or
 // before it were published before the subscribers' start and are
-// dropped, those after it go in order. w.mu must be held.
+// dropped, those after it go in order. w.mu must be held; it hands
+// nothing over itself.
 func (w *worker) setReady(channel string, s *sequence, top broker.StreamPosition) {
 	s.ready, s.epoch, s.next = true, top.Epoch, top.Offset+1
 	if first := s.firstInStream(); first > 0 {
@@ -584,8 +585,9 @@ func (w *worker) setReady(channel string, s *sequence, top broker.StreamPosition
 		}
 	}
 	w.dropOtherEpochs(channel, s, false)
-	w.release(channel, s)
 	if len(s.held) > 0 {
+		// The worker hands them over (checkWaiting): the output is its
+		// alone, and ready runs on the subscriber's goroutine.
 		w.markWaiting(channel, s)
 	}
 }
