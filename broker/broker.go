@@ -132,6 +132,11 @@ type HistoryOptions struct {
 	Filter HistoryFilter
 	// MetaTTL as in PublishOptions.HistoryMetaTTL.
 	MetaTTL time.Duration
+	// Peek asks a Store for the stream top only, without creating a
+	// missing meta or extending its life: a channel without a stream is
+	// the zero position. The NATS broker reads it when a channel is
+	// subscribed, whether it keeps history or not. Brokers may ignore it.
+	Peek bool
 }
 
 // RunPublication is one publication of a Run: the publication, its place

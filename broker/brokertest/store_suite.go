@@ -29,6 +29,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) broker.Store) {
 		{"AppendVersion", testAppendVersion},
 		{"AppendDelta", testAppendDelta},
 		{"AppendAfterClose", testAppendAfterClose},
+		{"Peek", testPeek},
 	}
 	for _, tt := range streamTests {
 		tests = append(tests, storeTest{tt.name, func(t *testing.T, e *storeEnv) { tt.fn(t, e.streamEnv) }})

@@ -288,3 +288,33 @@ func testAppendAfterClose(t *testing.T, e *storeEnv) {
 		}
 	}
 }
+
+// testPeek: a peek at a channel without a stream is the zero position and
+// creates nothing (the epoch History then hands out is the one the first
+// publication gets); a peek at a stream is its top.
+func testPeek(t *testing.T, e *storeEnv) {
+	ch := e.channel()
+	peek := func() broker.StreamPosition {
+		t.Helper()
+		pubs, top, err := e.s.History(ch, broker.HistoryOptions{Peek: true})
+		if err != nil || len(pubs) != 0 {
+			t.Fatalf("History with Peek: %d publications, %v", len(pubs), err)
+		}
+		return top
+	}
+	if top := peek(); top != (broker.StreamPosition{}) {
+		t.Fatalf("peek at a channel without a stream: %+v, want the zero position", top)
+	}
+	if top := peek(); top != (broker.StreamPosition{}) {
+		t.Fatalf("second peek: %+v: the first created a stream", top)
+	}
+	_, created := e.history(ch, broker.HistoryFilter{})
+	if top := peek(); top != created {
+		t.Fatalf("peek after History created the stream: %+v, want %+v", top, created)
+	}
+	one := []broker.StoreItem{storeItem(item(ch, "m", withHistory))}
+	e.append(one)
+	if top := peek(); top != one[0].Position || top.Epoch != created.Epoch {
+		t.Fatalf("peek after a publication: %+v, want %+v in epoch %q", top, one[0].Position, created.Epoch)
+	}
+}

@@ -224,7 +224,7 @@ func (b *Broker) subscribe(k subKey, subject string) error {
 	if k.scope == "" && b.store != nil {
 		// Everything appended from now on arrives through the
 		// subscription: the top now is where the order starts.
-		_, top, err := b.store.History(k.name, broker.HistoryOptions{MetaTTL: peekTTL})
+		_, top, err := b.store.History(k.name, broker.HistoryOptions{Peek: true})
 		if err != nil {
 			_ = b.unsubscribe(k)
 			return fmt.Errorf("nats broker: subscribe %s: stream top: %w", k.name, err)

@@ -24,6 +24,10 @@ func (b *Broker) History(channel string, opts broker.HistoryOptions) ([]*broker.
 func (b *Broker) history(channel string, opts broker.HistoryOptions) ([]*broker.Publication, broker.StreamPosition, error) {
 	ci, si := b.e.locate(channel)
 	base := b.e.bases[si]
+	if opts.Peek {
+		sp, err := b.peek(ci, base, channel)
+		return nil, sp, err
+	}
 	f := opts.Filter
 	hasSince, sinceOffset, sinceEpoch := "0", "0", ""
 	if f.Since != nil {
@@ -50,6 +54,36 @@ func (b *Broker) history(channel string, opts broker.HistoryOptions) ([]*broker.
 		return nil, broker.StreamPosition{}, wrapErr("history", err)
 	}
 	return parseHistoryResult(res)
+}
+
+// peek reads the stream top from the meta hash, writing nothing: a
+// missing meta is the zero position.
+func (b *Broker) peek(ci int, base, channel string) (broker.StreamPosition, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
+	defer cancel()
+	c := b.e.clients[ci]
+	vals, err := c.Do(ctx, c.B().Hmget().Key(metaKey(base, channel)).Field("e", "o").Build()).ToArray()
+	if err != nil {
+		return broker.StreamPosition{}, wrapErr("history", err)
+	}
+	if len(vals) != 2 || vals[0].IsNil() {
+		return broker.StreamPosition{}, nil
+	}
+	epoch, err := vals[0].ToString()
+	if err != nil {
+		return broker.StreamPosition{}, fmt.Errorf("redis: stream meta of %q: %w", channel, err)
+	}
+	var offset uint64
+	if !vals[1].IsNil() {
+		s, err := vals[1].ToString()
+		if err == nil {
+			offset, err = strconv.ParseUint(s, 10, 64)
+		}
+		if err != nil {
+			return broker.StreamPosition{}, fmt.Errorf("redis: stream meta of %q: offset: %w", channel, err)
+		}
+	}
+	return broker.StreamPosition{Offset: offset, Epoch: epoch}, nil
 }
 
 func parseHistoryResult(res []rueidis.RedisMessage) ([]*broker.Publication, broker.StreamPosition, error) {

@@ -22,11 +22,14 @@ func (s *Store) History(channel string, opts broker.HistoryOptions) ([]*broker.P
 	if err := s.ready(); err != nil {
 		return nil, broker.StreamPosition{}, err
 	}
-	top, found, err := s.top(channel)
+	top, found, err := s.top(channel, opts.Peek)
 	if err != nil {
 		return nil, broker.StreamPosition{}, err
 	}
 	sp := top.position()
+	if opts.Peek {
+		return nil, sp, nil
+	}
 	f := opts.Filter
 	if since := f.Since; since != nil && (since.Epoch != sp.Epoch || since.Offset > sp.Offset) {
 		return nil, sp, broker.ErrUnrecoverablePosition
@@ -57,15 +60,16 @@ func (s *Store) History(channel string, opts broker.HistoryOptions) ([]*broker.P
 }
 
 // top reads the channel's last message: in the stream the cache names,
-// else where its epoch record points.
-func (s *Store) top(channel string) (chanState, bool, error) {
+// else where its epoch record points. With peek, a channel found nowhere
+// is the zero position, and no pending epoch is recorded for it.
+func (s *Store) top(channel string, peek bool) (chanState, bool, error) {
 	if c, ok := s.cache.get(channel); ok && c.stream.copies != nil {
 		st, found, err := s.subjectTop(c.stream, channel)
 		if err != nil || found && st.moved == "" {
 			return st, found, err
 		}
 	}
-	st, found, err := s.recordedTop(channel)
+	st, found, err := s.recordedTop(channel, peek)
 	if err != nil || !found {
 		return st, found, err
 	}
@@ -436,7 +440,7 @@ func (s *Store) RemoveHistory(channel string) error {
 	unlock := s.locks.lock([]string{channel})
 	defer unlock()
 	for range maxAttempts {
-		top, found, err := s.top(channel)
+		top, found, err := s.top(channel, false)
 		if err != nil || !found || !top.pubs {
 			return err
 		}

@@ -305,7 +305,7 @@ func (s *Store) purgeRequest(r *streamRef, body []byte) {
 // does not hold it: through its record (the stream it lives in), or, with
 // no record, in every stream of the store. A channel found nowhere gets
 // a pending epoch that its first publication will take.
-func (s *Store) recordedTop(channel string) (chanState, bool, error) {
+func (s *Store) recordedTop(channel string, peek bool) (chanState, bool, error) {
 	meta, err := s.metaStream()
 	if err != nil {
 		return chanState{}, false, err
@@ -334,6 +334,9 @@ func (s *Store) recordedTop(channel string) (chanState, bool, error) {
 			if err != nil || found {
 				return st, found, err
 			}
+		}
+		if peek {
+			return chanState{}, false, nil
 		}
 		pending := record{state: statePending, pos: chanState{epoch: newEpoch(), metaTTL: s.cfg.MetaTTL}}
 		ok, err := s.writeRecord(meta, channel, rec.seq, pending)
