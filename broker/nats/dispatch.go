@@ -498,12 +498,16 @@ func (w *worker) checkWaiting(now time.Time) {
 // dropped), reporting the channel lost where the store cannot give all
 // of it.
 func (w *worker) catchUp(channel string, s *sequence) {
-	_, top, err := w.b.store.History(channel, broker.HistoryOptions{MetaTTL: peekTTL})
+	_, top, err := w.b.store.History(channel, broker.HistoryOptions{Peek: true})
 	switch {
 	case err != nil:
 		w.b.cfg.Logger.Warn("nats broker: stream top after an interruption", "channel", channel, "error", err)
 		w.out.lost([]string{channel}, nil)
 		return
+	case top.Epoch != s.epoch && s.next == 1:
+		// Nothing was handed over from the old epoch: the new one starts.
+		s.epoch = top.Epoch
+		w.fill(channel, s, top.Offset)
 	case top.Epoch != s.epoch:
 		w.out.lost([]string{channel}, nil)
 		s.epoch, s.next = top.Epoch, top.Offset+1

@@ -235,3 +235,25 @@ func TestOutageCaughtUpFromStore(t *testing.T) {
 		t.Errorf("losses reported although the store had everything: %v", hc.lost)
 	}
 }
+
+// TestOutageOnNewStream: a channel subscribed before it had a stream,
+// whose first publications were stored while NATS was down, gets them
+// from the store once connected, with no loss to report.
+func TestOutageOnNewStream(t *testing.T) {
+	e := newStoreEnv(t)
+	c, hc := e.node(t, Config{})
+	const ch = "fresh"
+	if err := c.Subscribe(ch); err != nil {
+		t.Fatal(err)
+	}
+	e.nats.Kill()
+	eventually(t, "the broker to notice", func() bool { return c.Healthy() != nil })
+	appendOnly(t, e.store(t), ch, "1", "2")
+	e.nats.Restart(t)
+	hc.waitPubs(t, ch, "", "", "1", "2")
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if len(hc.lost) != 0 {
+		t.Errorf("losses reported for a stream that began while NATS was down: %v", hc.lost)
+	}
+}
