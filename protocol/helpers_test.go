@@ -208,6 +208,7 @@ var alwaysPresent = map[protoreflect.FullName]string{
 	"centrifugal.centrifuge.protocol.HistoryResult.publications":      `[]`,
 	"centrifugal.centrifuge.protocol.HistoryResult.epoch":             `""`,
 	"centrifugal.centrifuge.protocol.HistoryResult.offset":            `0`,
+	"centrifugal.centrifuge.protocol.PresenceResult.presence":         `{}`,
 }
 
 // emptyJSON is how the encoder writes an empty message: {} but for the

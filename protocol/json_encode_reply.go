@@ -84,6 +84,12 @@ func appendPublishResultJSON(b []byte, _ *PublishResult) []byte         { return
 func appendPingResultJSON(b []byte, _ *PingResult) []byte               { return append(b, '{', '}') }
 
 func appendPresenceResultJSON(b []byte, m *PresenceResult) []byte {
+	if len(m.Presence) == 0 {
+		// The map is on the wire also when empty: centrifuge-js hands
+		// it to the application as the presence's clients, which would
+		// be undefined for a channel nobody is in.
+		return append(b, `{"presence":{}}`...)
+	}
 	start := len(b)
 	b = appendMessageMapField(b, `,"presence":`, m.Presence, appendClientInfoJSON)
 	return closeObject(b, start)

@@ -425,3 +425,17 @@ func TestSkipPlainWords(t *testing.T) {
 		t.Errorf("tail shorter than a word: stopped at %d, want 8", got)
 	}
 }
+
+// TestJSONEmptyPresence: the presence map is on the wire also when empty,
+// as centrifuge-js reads it as the presence's clients.
+func TestJSONEmptyPresence(t *testing.T) {
+	for _, m := range []*PresenceResult{{}, {Presence: map[string]*ClientInfo{}}} {
+		if got := string(appendPresenceResultJSON(nil, m)); got != `{"presence":{}}` {
+			t.Errorf("empty presence encoded as %s", got)
+		}
+	}
+	got := string(appendPresenceResultJSON(nil, &PresenceResult{Presence: map[string]*ClientInfo{"c": {User: "u"}}}))
+	if got != `{"presence":{"c":{"user":"u","client":""}}}` {
+		t.Errorf("presence encoded as %s", got)
+	}
+}

@@ -14,7 +14,7 @@ for (const build of builds) {
       assert.equal(join.info.client, bobConn.client);
 
       const presence = await subA.presence();
-      const clients = presence.clients ?? {};
+      const clients = presence.clients;
       assert.deepEqual(
         Object.keys(clients).sort(),
         [aliceConn.client, bobConn.client].sort(),
