@@ -18,19 +18,17 @@ const (
 // Publications and client infos travel as the client protocol's protobuf
 // messages inside a wirepb.Message.
 
-func toProtoPub(p *broker.Publication) *protocol.Publication {
-	return &protocol.Publication{Offset: p.Offset, Data: p.Data, Info: pubconv.ToProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
-}
-
 // encodePublication is the message of a publication of channel at sp.
 func encodePublication(channel string, pub *broker.Publication, sp broker.StreamPosition, delta bool, prev *broker.Publication) ([]byte, error) {
-	pb, err := toProtoPub(pub).MarshalVT()
+	pp := pubconv.ToProto(pub)
+	pb, err := pp.MarshalVT()
 	if err != nil {
 		return nil, err
 	}
 	m := wirepb.Message{Type: publicationMessage, Channel: channel, Publication: pb, Epoch: sp.Epoch, Delta: delta}
 	if prev != nil {
-		if m.Prev, err = toProtoPub(prev).MarshalVT(); err != nil {
+		pp := pubconv.ToProto(prev)
+		if m.Prev, err = pp.MarshalVT(); err != nil {
 			return nil, err
 		}
 	}
@@ -48,23 +46,15 @@ func encodeEvent(kind messageKind, channel string, info *broker.ClientInfo) ([]b
 	return m.MarshalVT()
 }
 
-func decodePublication(data []byte) (*broker.Publication, error) {
-	var p protocol.Publication
-	if err := p.UnmarshalVT(data); err != nil {
-		return nil, err
-	}
-	return &broker.Publication{Offset: p.Offset, Data: p.Data, Info: pubconv.FromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}, nil
-}
-
 // decodeRunPublication reads the publication of m with its position.
 func decodeRunPublication(m *wirepb.Message) (broker.RunPublication, error) {
-	pub, err := decodePublication(m.Publication)
+	pub, err := pubconv.Decode(m.Publication)
 	if err != nil {
 		return broker.RunPublication{}, err
 	}
 	rp := broker.RunPublication{Pub: pub, Position: broker.StreamPosition{Offset: pub.Offset, Epoch: m.Epoch}, Delta: m.Delta}
 	if len(m.Prev) > 0 {
-		if rp.Prev, err = decodePublication(m.Prev); err != nil {
+		if rp.Prev, err = pubconv.Decode(m.Prev); err != nil {
 			return broker.RunPublication{}, err
 		}
 	}

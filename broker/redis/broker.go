@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 	"github.com/gyrehq/gyre/internal/faillog"
 	"github.com/redis/rueidis"
@@ -218,7 +219,7 @@ func (b *Broker) publishInfo(channel string, typ wirepb.Message_Type, info *brok
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	infoBytes, err := toProtoInfo(info).MarshalVT()
+	infoBytes, err := pubconv.ToProtoInfo(info).MarshalVT()
 	if err != nil {
 		return fmt.Errorf("redis: encode client info: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 )
 
@@ -221,14 +222,14 @@ func (s *subShard) reportScopesLost(scopes []string) {
 
 // decodeRunPublication decodes the publication of a message.
 func decodeRunPublication(msg *wirepb.Message) (broker.RunPublication, error) {
-	pub, err := decodePublication(msg.Publication)
+	pub, err := pubconv.Decode(msg.Publication)
 	if err != nil {
 		return broker.RunPublication{}, fmt.Errorf("redis: decode publication: %w", err)
 	}
 	pub.Offset = msg.Offset
 	rp := broker.RunPublication{Pub: pub, Position: broker.StreamPosition{Offset: msg.Offset, Epoch: msg.Epoch}, Delta: msg.Delta}
 	if msg.Delta && len(msg.Prev) > 0 {
-		if rp.Prev, err = decodePublication(msg.Prev); err != nil {
+		if rp.Prev, err = pubconv.Decode(msg.Prev); err != nil {
 			return broker.RunPublication{}, fmt.Errorf("redis: decode previous publication: %w", err)
 		}
 	}

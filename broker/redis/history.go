@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/redis/rueidis"
 )
 
@@ -117,7 +118,7 @@ func parseHistoryResult(res []rueidis.RedisMessage) ([]*broker.Publication, brok
 			return nil, sp, fmt.Errorf("redis: history entry: %w", err)
 		}
 		// Decoding copies, so the reply string is read in place.
-		p, err := decodePublication(unsafe.Slice(unsafe.StringData(data), len(data)))
+		p, err := pubconv.Decode(unsafe.Slice(unsafe.StringData(data), len(data)))
 		if err != nil {
 			return nil, sp, fmt.Errorf("redis: decode history entry %d: %w", offset, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 )
 
@@ -174,7 +175,7 @@ func (s *subShard) patternPublication(name string, msg *wirepb.Message) (scope, 
 	if msg.Type != wirepb.Message_PUBLICATION || msg.Channel == "" {
 		return "", "", rp, fmt.Errorf("%w: message of type %d for channel %q on a pattern scope", errUndecodable, msg.Type, msg.Channel)
 	}
-	pub, err := decodePublication(msg.Publication)
+	pub, err := pubconv.Decode(msg.Publication)
 	if err != nil {
 		return "", "", rp, fmt.Errorf("%w: decode publication: %w", errUndecodable, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/redis/rueidis"
 )
 
@@ -93,7 +94,7 @@ func (m *PresenceManager) AddPresence(channel, clientID string, info *broker.Cli
 	if info == nil {
 		info = &broker.ClientInfo{ClientID: clientID}
 	}
-	data, err := toProtoInfo(info).MarshalVT()
+	data, err := pubconv.ToProtoInfo(info).MarshalVT()
 	if err != nil {
 		return fmt.Errorf("redis: encode presence info: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/redis/rueidis"
 )
@@ -116,7 +117,7 @@ func (b *Broker) prepare(c *publishCall) error {
 	}
 	pub, err := (&protocol.Publication{
 		Data: it.Data,
-		Info: toProtoInfo(opts.ClientInfo),
+		Info: pubconv.ToProtoInfo(opts.ClientInfo),
 		Tags: opts.Tags,
 		Time: now,
 	}).MarshalVT()
@@ -371,7 +372,7 @@ func parsePublishResult(res []rueidis.RedisMessage) (broker.StreamPosition, bool
 		data, err := res[3].ToString()
 		if err == nil {
 			// Decoding copies, so the reply string is read in place.
-			prev, err = decodePublication(unsafe.Slice(unsafe.StringData(data), len(data)))
+			prev, err = pubconv.Decode(unsafe.Slice(unsafe.StringData(data), len(data)))
 		}
 		if err != nil {
 			return fail(fmt.Errorf("redis: publish script previous publication: %w", err))

@@ -27,6 +27,22 @@ func FromProtoInfo(info *protocol.ClientInfo) *broker.ClientInfo {
 	return &broker.ClientInfo{ClientID: info.Client, UserID: info.User, ConnInfo: info.ConnInfo, ChanInfo: info.ChanInfo}
 }
 
+// ToProto is p as the protocol's Publication, sharing its bytes.
+func ToProto(p *broker.Publication) protocol.Publication {
+	return protocol.Publication{Offset: p.Offset, Data: p.Data, Info: ToProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}
+}
+
+// Decode reads a publication stored or sent as the protocol's
+// Publication. Unmarshalling copies every byte field, so data may be a
+// view of a string.
+func Decode(data []byte) (*broker.Publication, error) {
+	var p protocol.Publication
+	if err := p.UnmarshalVT(data); err != nil {
+		return nil, err
+	}
+	return &broker.Publication{Offset: p.Offset, Data: p.Data, Info: FromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}, nil
+}
+
 // Clone copies a publication deeply, so that the copy outlives buffers
 // its caller reuses.
 func Clone(p *broker.Publication) *broker.Publication {

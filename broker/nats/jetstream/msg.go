@@ -92,19 +92,15 @@ func setHeader(h nats.Header, key, value string) {
 
 // encodePub is pub in the client protocol's protobuf, appended to buf.
 func encodePub(buf []byte, pub *broker.Publication) ([]byte, error) {
-	p := protoPub(pub)
+	p := pubconv.ToProto(pub)
 	return marshalPub(buf, &p)
 }
 
 // appendRunPub appends pub to the body of a run: its length, then itself.
 func appendRunPub(buf []byte, pub *broker.Publication) ([]byte, error) {
-	p := protoPub(pub)
+	p := pubconv.ToProto(pub)
 	buf = binary.AppendUvarint(buf, uint64(p.SizeVT()))
 	return marshalPub(buf, &p)
-}
-
-func protoPub(pub *broker.Publication) protocol.Publication {
-	return protocol.Publication{Data: pub.Data, Info: pubconv.ToProtoInfo(pub.Info), Tags: pub.Tags, Time: pub.Time, Offset: pub.Offset}
 }
 
 func marshalPub(buf []byte, p *protocol.Publication) ([]byte, error) {
@@ -217,11 +213,12 @@ func decodeRun(m stored, run string, data []byte) (stored, error) {
 }
 
 func decodePub(data []byte, offset uint64) (*broker.Publication, error) {
-	var p protocol.Publication
-	if err := p.UnmarshalVT(data); err != nil {
+	p, err := pubconv.Decode(data)
+	if err != nil {
 		return nil, err
 	}
-	return &broker.Publication{Offset: offset, Data: p.Data, Info: pubconv.FromProtoInfo(p.Info), Tags: p.Tags, Time: p.Time}, nil
+	p.Offset = offset
+	return p, nil
 }
 
 // parsePos reads a hdrPos value into st.
