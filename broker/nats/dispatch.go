@@ -50,12 +50,11 @@ type worker struct {
 // sequence is one channel's order: the next offset expected in epoch,
 // and what arrived ahead of it.
 type sequence struct {
-	ready   bool // the stream top is known
-	epoch   string
-	next    uint64
-	held    []heldPub // ordered by key, then after, then arrival
-	heldAt  time.Time // when the first of held arrived
-	pending bool      // listed in worker.waiting
+	ready  bool // the stream top is known
+	epoch  string
+	next   uint64
+	held   []heldPub // ordered by key, then after, then arrival
+	heldAt time.Time // when the first of held arrived
 }
 
 // heldPub is a publication waiting in a sequence: one of the stream at
@@ -359,7 +358,7 @@ func (w *worker) hold(channel string, s *sequence, h heldPub) {
 	if len(s.held) == 1 {
 		s.heldAt = time.Now()
 	}
-	w.markWaiting(channel, s)
+	w.markWaiting(channel)
 }
 
 // dropOtherEpochs drops held publications of other epochs than s's.
@@ -441,11 +440,8 @@ func (w *worker) release(channel string, s *sequence) {
 	}
 }
 
-func (w *worker) markWaiting(channel string, s *sequence) {
-	if !s.pending {
-		s.pending = true
-		w.waiting[channel] = struct{}{}
-	}
+func (w *worker) markWaiting(channel string) {
+	w.waiting[channel] = struct{}{}
 }
 
 // checkWaiting fills the gaps that waited long enough from the store and
@@ -464,7 +460,6 @@ func (w *worker) checkWaiting(now time.Time) {
 		}
 		w.release(ch, s)
 		if len(s.held) == 0 {
-			s.pending = false
 			delete(w.waiting, ch)
 			continue
 		}
@@ -479,7 +474,6 @@ func (w *worker) checkWaiting(now time.Time) {
 		}
 		w.release(ch, s)
 		if len(s.held) == 0 {
-			s.pending = false
 			delete(w.waiting, ch)
 		} else {
 			s.heldAt = now
@@ -592,7 +586,7 @@ func (w *worker) setReady(channel string, s *sequence, top broker.StreamPosition
 	if len(s.held) > 0 {
 		// The worker hands them over (checkWaiting): the output is its
 		// alone, and ready runs on the subscriber's goroutine.
-		w.markWaiting(channel, s)
+		w.markWaiting(channel)
 	}
 }
 
