@@ -70,6 +70,13 @@ type Publication struct {
 	// Channel is set for publications delivered through wildcard
 	// subscriptions; empty otherwise.
 	Channel string
+	// Key is set for the changes and state entries of map channels (see
+	// MapBroker); Removed marks a change that removed Key. Score and
+	// Version are the entry's, as written with MapPublishOptions.
+	Key     string
+	Removed bool
+	Score   int64
+	Version uint64
 }
 
 // StreamPosition is a place in a channel's stream.
