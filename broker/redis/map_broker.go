@@ -170,9 +170,9 @@ func (m *MapBroker) Publish(ctx context.Context, channel, key string, opts broke
 		return broker.MapUpdateResult{}, fmt.Errorf("redis: unknown map key mode %q", opts.KeyMode)
 	}
 	entry, err := encodeMapEntry(&wirepb.MapEntry{
-		Data:         opts.Data,
-		Tags:         opts.Tags,
-		Time:         time.Now().UnixMilli(),
+		Data:    opts.Data,
+		Tags:    opts.Tags,
+		Time:    time.Now().UnixMilli(),
 		Score:   opts.Score,
 		Version: opts.Version,
 	}, opts.ClientInfo)

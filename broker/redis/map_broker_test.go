@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -248,14 +247,4 @@ func TestMapBrokerClose(t *testing.T) {
 	if err := publish(shared); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Publish after Engine.Close: %v, want ErrClosed", err)
 	}
-}
-
-func ExampleNewMapBroker() {
-	m, err := NewMapBroker(Config{Addresses: []string{"127.0.0.1:6379"}})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer m.Close()
-	// Give m to the node as its gyre.Config.MapBroker.
 }
