@@ -252,6 +252,7 @@ func (m *MapBroker) change(ctx context.Context, channel, key string, mo broker.M
 		c.versionEpoch,
 		string(c.keyMode),
 		flag(c.refresh),
+		m.ps.durableRestarts,
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.IOTimeout)
 	defer cancel()

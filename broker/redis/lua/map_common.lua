@@ -1,5 +1,6 @@
--- Shared by the map scripts (see map_broker.go). A map channel's keys come
--- first in KEYS, in this order: 1 meta hash (e epoch, o top offset; ss, st,
+-- Shared by the map scripts (see map_broker.go), after stream_common.lua.
+-- A map channel's keys come first in KEYS, in this order: 1 meta hash (e
+-- epoch, o top offset, r replication id of the server that wrote it; ss, st,
 -- mt the stream size, stream TTL and meta TTL of the last change, for the
 -- expiry script), 2 state hash (key -> MapEntry), 3 sorted set of key
 -- expiry times (Unix ms, Redis clock), 4 stream (ID "<offset>-0", fields k
@@ -93,15 +94,24 @@ end
 -- newEpoch when it has no meta (never written, cleared, or expired): the
 -- state, expiry times and stream of an earlier epoch go with it, since
 -- their offsets would not follow the new epoch's. A new meta lives ttl
--- milliseconds (0: forever) unless a change keeps it alive.
-local function openMeta(newEpoch, channel, ttl)
-  local epoch = redis.call('HGET', meta, 'e')
-  if epoch then
-    return epoch
+-- milliseconds (0: forever) unless a change keeps it alive, and records
+-- the replication id of this server (stream_common.lua). For a change
+-- (durable set: "1" when restarts lose nothing), a meta written under
+-- another id gets newEpoch as streams do (continueStream): this server
+-- may lack changes that were delivered, and must not hand their offsets
+-- out again in the same epoch.
+local function openMeta(newEpoch, channel, ttl, durable)
+  local m = redis.call('HMGET', meta, 'e', 'r')
+  if m[1] then
+    if durable == nil then
+      return m[1]
+    end
+    local rid, promoted = serverReplicationID()
+    return continueStream(meta, m[1], m[2], rid, promoted, durable == '1', newEpoch)
   end
   redis.call('DEL', state, expiry, stream, versions, order)
   redis.call('ZREM', index, channel)
-  redis.call('HSET', meta, 'e', newEpoch, 'o', 0)
+  redis.call('HSET', meta, 'e', newEpoch, 'o', 0, 'r', (serverReplicationID()))
   if ttl > 0 then
     redis.call('PEXPIRE', meta, ttl)
   end

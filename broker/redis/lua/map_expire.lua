@@ -8,12 +8,13 @@
 -- KEYS[1-7] the channel's keys (map_common.lua)
 -- ARGV[1] channel, ARGV[2] pub/sub channel, ARGV[3] publish command
 -- ARGV[4] batch size
+-- ARGV[5] epoch for the channel when this server may lack its last
+-- changes, ARGV[6] "1" when restarts lose nothing (map_common.lua, openMeta)
 -- Returns how many keys were due.
 local channel, pubsub, command = ARGV[1], ARGV[2], ARGV[3]
 local now = nowMillis()
 local due = redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, tonumber(ARGV[4]))
-local epoch = redis.call('HGET', meta, 'e')
-if not epoch then
+if redis.call('EXISTS', meta) == 0 then
   -- The channel is gone (cleared, or expired with its meta): nothing is
   -- left to remove or announce.
   redis.call('DEL', state, expiry, versions, order)
@@ -24,6 +25,7 @@ if #due == 0 then
   indexExpiry(channel)
   return 0
 end
+local epoch = openMeta(ARGV[5], channel, 0, ARGV[6])
 local m = redis.call('HMGET', meta, 'ss', 'st', 'mt')
 local streamSize, streamTTL, metaTTL = tonumber(m[1]) or 0, tonumber(m[2]) or 0, tonumber(m[3]) or 0
 -- MapEntry fields 6 removed and 5 time; the tags follow.

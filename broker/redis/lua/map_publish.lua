@@ -19,6 +19,7 @@
 -- ARGV[14] version, decimal, "0" for none; ARGV[15] version epoch
 -- ARGV[16] key mode: "", "if_new" or "if_exists"
 -- ARGV[17] "1" to extend an existing key's life when if_new suppresses
+-- ARGV[18] "1" when a restart of this Redis loses no acknowledged write
 -- Returns {offset, epoch, suppress reason ("" when the change was made)}.
 local idem = KEYS[8]
 local op, channel, key, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -36,7 +37,7 @@ if idemTTL > 0 then
   end
 end
 
-local epoch = openMeta(ARGV[7], channel, metaTTL)
+local epoch = openMeta(ARGV[7], channel, metaTTL, ARGV[18])
 local function suppressed(reason)
   return {tonumber(redis.call('HGET', meta, 'o')), epoch, reason}
 end
