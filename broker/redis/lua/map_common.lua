@@ -16,18 +16,6 @@ local meta, state, expiry, stream, index, versions, order = KEYS[1], KEYS[2], KE
 -- mapExpireEvery), which must still find the meta.
 local expirySlack = 5000
 
--- varint encodes n as a protobuf base-128 varint; Lua numbers are exact
--- up to 2^53, far beyond any offset or time.
-local function varint(n)
-  local out = {}
-  while n >= 128 do
-    out[#out + 1] = string.char(n % 128 + 128)
-    n = math.floor(n / 128)
-  end
-  out[#out + 1] = string.char(n)
-  return table.concat(out)
-end
-
 -- readVarint decodes the varint at position i of s: its value and the
 -- position after it, or nil at the end of s.
 local function readVarint(s, i)
