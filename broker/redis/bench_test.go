@@ -9,6 +9,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/brokertest"
+	"github.com/gyrehq/gyre/broker/maptest"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/protocol"
@@ -62,6 +63,20 @@ func BenchmarkPublishConcurrent(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkMapBroker runs the map contract benchmarks through one local
+// Redis: every write is a script round trip plus its delivery back to
+// this node over pub/sub, every read a script round trip.
+func BenchmarkMapBroker(b *testing.B) {
+	srv := redistest.Start(b)
+	maptest.BenchmarkMapBroker(b, func(b *testing.B) broker.MapBroker {
+		m, err := NewMapBroker(Config{Addresses: []string{srv.Addr}, Prefix: "gyretest"})
+		if err != nil {
+			b.Fatalf("NewMapBroker: %v", err)
+		}
+		return m
+	})
 }
 
 func BenchmarkPresence(b *testing.B) {
