@@ -53,9 +53,11 @@ type subscription struct {
 	observed atomic.Uint32
 
 	pushJoinLeave bool
-	positioned    bool
-	recoverable   bool
-	serverSide    bool
+	// isMap: a subscription to a map channel (see client_map.go).
+	isMap       bool
+	positioned  bool
+	recoverable bool
+	serverSide  bool
 	// serverRefresh: the node's sub-refresh handler prolongs the
 	// subscription at its expiry (guarded by the client's mu).
 	serverRefresh bool
