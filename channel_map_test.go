@@ -13,7 +13,9 @@ import (
 // TestMapChannelConfig: the map options of a namespace are checked when
 // the channel config is set, each refusal naming what is wrong.
 func TestMapChannelConfig(t *testing.T) {
-	mapNS := func(name string, o gyre.ChannelOptions) gyre.Namespace { return gyre.Namespace{Name: name, ChannelOptions: o} }
+	mapNS := func(name string, o gyre.ChannelOptions) gyre.Namespace {
+		return gyre.Namespace{Name: name, ChannelOptions: o}
+	}
 	eph := gyre.MapChannelOptions{Mode: gyre.MapModeEphemeral, KeyTTL: time.Minute}
 	for _, tc := range []struct {
 		name string
