@@ -141,3 +141,35 @@ func TestMapCatchUpTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestMapCatchUpLimit: a subscriber that would have more changes to catch
+// up on when it goes live than the namespace's
+// live_transition_max_publication_limit is refused with 112 (it loads
+// the state again), whether the changes wait in the stream or, without
+// one, were held for it while it paged.
+func TestMapCatchUpLimit(t *testing.T) {
+	limit := func(o *gyre.ChannelOptions) { o.Map.LiveTransitionMaxPublicationLimit = 5 }
+	cfg := mapConfig(mapNS("limeph", gyre.MapModeEphemeral, limit), mapNS("limper", gyre.MapModePersistent, limit))
+	eachMapEngine(t, cfg, nil, func(t *testing.T, n *gyre.Node, c *testClient, _ string) {
+		for _, ns := range []string{"limeph", "limper"} {
+			t.Run(ns, func(t *testing.T) {
+				ch := ns + ":x-" + c.Protocol().String()
+				for k := range 1000 {
+					mapPut(t, n, ch, "k"+strconv.Itoa(k), keyData(k, 0))
+				}
+				once := false
+				_, err := mapSyncErr(t, c, ch, flowOptions{limit: 100, between: func(*protocol.SubscribeResult) {
+					if !once {
+						once = true
+						for i := range 10 {
+							mapPut(t, n, ch, "k"+strconv.Itoa(i), keyData(i, 1))
+						}
+					}
+				}})
+				if err == nil || err.Code != 112 {
+					t.Fatalf("flow with 10 changes to catch up, limit 5: %v, want 112", err)
+				}
+			})
+		}
+	})
+}

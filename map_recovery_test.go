@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/broker/redis"
+	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -95,4 +98,33 @@ func TestMapClearResyncs(t *testing.T) {
 			t.Fatalf("after clear: %v", v.entries)
 		}
 	})
+}
+
+// TestMapSubscriptionLost: when the MapBroker's pub/sub is interrupted
+// (Redis restarts), changes may have been missed: every map subscriber
+// of the channels is unsubscribed with 2500 and loads the state again,
+// whatever its mode.
+func TestMapSubscriptionLost(t *testing.T) {
+	srv := redistest.Start(t) // restarted below: not a shared one
+	n, url := newTestNode(t, enginetest.OnRedis(t, mapConfig(), redis.Config{Addresses: []string{srv.Addr}}))
+	c := dial(t, url, protocol.TypeJSON)
+	c.connect(connToken(t, "u1", 0, nil))
+	for _, m := range mapModes {
+		mapPut(t, n, m.ns+":lost", "k", `{}`)
+		mapSync(t, c, m.ns+":lost", flowOptions{})
+	}
+	srv.Kill()
+	srv.Restart()
+	for _, m := range mapModes {
+		c.WaitPush("unsubscribe 2500 from "+m.ns+":lost", func(p *protocol.Push) bool {
+			return p.Channel == m.ns+":lost" && p.Unsubscribe != nil && p.Unsubscribe.Code == gyre.UnsubscribeCodeInsufficientState
+		})
+	}
+	waitFor(t, "the map broker back", func() bool {
+		_, err := n.MapPublish(context.Background(), "per:lost", "after", gyre.MapPublishOptions{Data: []byte(`{}`)})
+		return err == nil
+	})
+	v := mapSync(t, c, "per:lost", flowOptions{})
+	want, _ := brokerState(t, n, "per:lost")
+	sameEntries(t, "after the restart", v.entries, want)
 }
