@@ -294,3 +294,21 @@ func hasKey(m map[string]string, k string) bool {
 	_, ok := m[k]
 	return ok
 }
+
+// TestMapCompaction: a map subscriber that offers channel compaction (as
+// centrifuge-js does on every request) gets the channel's number in its
+// live result, and its changes carry it instead of the channel name.
+func TestMapCompaction(t *testing.T) {
+	eachMapEngine(t, mapConfig(), nil, func(t *testing.T, n *gyre.Node, c *testClient, _ string) {
+		ch := "per:compact-" + c.Protocol().String()
+		r := c.Subscribe(&protocol.SubscribeRequest{Channel: ch, Type: typeMap, Phase: phaseState, Flag: 1})
+		if r.Error != nil || r.Subscribe.Phase != phaseLive || r.Subscribe.Id == 0 {
+			t.Fatalf("subscribe with compaction: %+v", r)
+		}
+		mapPut(t, n, ch, "k", `{"v":1}`)
+		p := c.WaitPush("a compacted change", func(p *protocol.Push) bool { return p.Id == r.Subscribe.Id && p.Pub != nil })
+		if p.Channel != "" || p.Pub.Key != "k" || string(p.Pub.Data) != `{"v":1}` {
+			t.Fatalf("compacted push %+v", p)
+		}
+	})
+}
