@@ -53,9 +53,14 @@ type subscription struct {
 	observed atomic.Uint32
 
 	pushJoinLeave bool
-	positioned    bool
-	recoverable   bool
-	serverSide    bool
+	// isMap: a subscription to a map channel (see client_map.go).
+	isMap bool
+	// mapPresence: the subscription keeps the client in its channel's map
+	// presence (map_presence.go).
+	mapPresence bool
+	positioned  bool
+	recoverable bool
+	serverSide  bool
 	// serverRefresh: the node's sub-refresh handler prolongs the
 	// subscription at its expiry (guarded by the client's mu).
 	serverRefresh bool
@@ -81,8 +86,12 @@ type subscription struct {
 	expTimer  *time.Timer // guarded by client.mu
 
 	mu sync.Mutex
-	// held publications that arrived while pending.
-	held []heldMessage
+	// held publications that arrived while pending; holdLimit, when
+	// positive, bounds them: past it they are dropped and overflow set
+	// (a map subscription then fails to go live, see mapGoLive).
+	held      []heldMessage
+	holdLimit int
+	overflow  bool
 	// tellLost, set on a pending subscription whose delivery had a gap
 	// (interrupt), is run by activate instead of activating.
 	tellLost func()
@@ -103,7 +112,12 @@ func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) {
 		s.mu.Lock()
 		switch s.state.Load() {
 		case subPending:
-			s.held = append(s.held, heldMessage{offset: offset, msg: msg})
+			if s.holdLimit > 0 && len(s.held) >= s.holdLimit {
+				s.held, s.overflow = nil, true
+			}
+			if !s.overflow {
+				s.held = append(s.held, heldMessage{offset: offset, msg: msg})
+			}
 			s.mu.Unlock()
 			return
 		case subClosed:
@@ -163,9 +177,20 @@ func (s *subscription) deliverRun(msgs []string, size int, last uint64, l *wakeL
 // one and the subscriber holds its predecessor, else in full. Publications
 // held while pending go in full, since held ones before the subscriber's
 // position are dropped at activation.
+//
+// A map subscriber's deltas are per key: once live it holds every key's
+// value (from the state, the catch-up, and each change since), which is
+// what a change's delta is made against (the key's previous value the
+// broker hands over); a key without one goes in full.
 func (s *subscription) payloadVariant(canDelta bool) int {
 	if !s.delta {
 		return variantPlain
+	}
+	if s.isMap {
+		if canDelta && s.state.Load() == subActive {
+			return variantDelta
+		}
+		return variantFull
 	}
 	if canDelta && s.deltaBase && s.state.Load() == subActive {
 		return variantDelta
@@ -212,6 +237,13 @@ func (s *subscription) activate(top uint64) {
 	}
 	s.held = nil
 	s.state.Store(subActive)
+}
+
+// overflowed reports whether s, pending, held more than its holdLimit.
+func (s *subscription) overflowed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overflow
 }
 
 func (s *subscription) close() {

@@ -27,10 +27,11 @@ func (e Engine) Name() string { return e.v.name }
 // and presence. The memory engine's nodes share nothing.
 func (e Engine) Multinode() bool { return e.v.multinode }
 
-// Config returns cfg with Broker and PresenceManager set to a fresh
-// engine of the variant, sharing nothing with any other engine: every
-// call has a key prefix of its own. The memory variant leaves both unset,
-// so the node makes its own.
+// Config returns cfg with Broker, PresenceManager and MapBroker set to a
+// fresh engine of the variant, sharing nothing with any other engine:
+// every call has a key prefix of its own. The memory variant leaves
+// Broker and PresenceManager unset, so the node makes its own, and gives
+// a memory MapBroker of its own.
 func (e Engine) Config(t testing.TB, cfg gyre.Config) gyre.Config {
 	t.Helper()
 	return e.with(t, cfg, nextPrefix())
@@ -50,7 +51,20 @@ func (e Engine) Same(t testing.TB, cfg gyre.Config, group string) gyre.Config {
 
 func (e Engine) with(t testing.TB, cfg gyre.Config, prefix string) gyre.Config {
 	t.Helper()
-	cfg.Broker, cfg.PresenceManager = e.v.open(t, prefix)
+	return e.v.open(t, prefix).set(cfg)
+}
+
+// parts are what a variant opens for one engine; nil parts leave the
+// node's default.
+type parts struct {
+	broker   broker.Broker
+	presence broker.PresenceManager
+	maps     broker.MapBroker
+}
+
+// set returns cfg with the parts.
+func (p parts) set(cfg gyre.Config) gyre.Config {
+	cfg.Broker, cfg.PresenceManager, cfg.MapBroker = p.broker, p.presence, p.maps
 	return cfg
 }
 
@@ -65,8 +79,9 @@ type variant struct {
 	// installed. Nil requires nothing.
 	require func(t testing.TB)
 	// open returns the parts of an engine under prefix, closed when t
-	// ends. Nil parts leave the node's memory engine.
-	open func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager)
+	// ends. A nil Broker or PresenceManager leaves the node's memory
+	// one; every variant has a MapBroker.
+	open func(t testing.TB, prefix string) parts
 }
 
 // groups hands out the prefixes of Same within one Each subtest.

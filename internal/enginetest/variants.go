@@ -5,6 +5,7 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/memory"
 	"github.com/gyrehq/gyre/broker/nats"
 	"github.com/gyrehq/gyre/broker/nats/jetstream"
 	"github.com/gyrehq/gyre/broker/nats/natstest"
@@ -22,43 +23,50 @@ import (
 var variants = []variant{
 	{
 		name: "memory",
-		open: func(testing.TB, string) (broker.Broker, broker.PresenceManager) { return nil, nil },
+		// The memory MapBroker is made by the variant: a node without one
+		// serves no map channels.
+		open: func(t testing.TB, _ string) parts { return parts{maps: openMemoryMaps(t)} },
 	},
 	{
 		name: "redis", multinode: true, require: redistest.Require,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			return openRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
 		},
 	},
 	{
 		name: "redis-sharded", multinode: true, require: redistest.Require,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			return openRedis(t, redis.Config{Addresses: redisTwo.addrs(t), Prefix: prefix})
 		},
 	},
 	{
 		name: "redis-cluster", multinode: true, require: redistest.Require,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			return openRedis(t, redis.Config{ClusterAddresses: redisCluster.addrs(t), Prefix: prefix})
 		},
 	},
 	{
 		name: "nats-jetstream", multinode: true, require: requireNATS,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			url := natsOne.addrs(t)[0]
 			st, err := jetstream.New(jetstream.Config{URL: url, Prefix: prefix})
 			if err != nil {
 				t.Fatalf("enginetest: jetstream store: %v", err)
 			}
-			_, pm := openRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
-			return openNATS(t, nats.Config{URL: url, Prefix: prefix, Store: st}), pm
+			p := openRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
+			p.broker = openNATS(t, nats.Config{URL: url, Prefix: prefix, Store: st})
+			return p
 		},
 	},
 	{
 		name: "redisnats", multinode: true, require: requireNATS,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			e := newRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
-			return openNATS(t, nats.Config{URL: natsOne.addrs(t)[0], Prefix: prefix, Store: e.Store()}), e.PresenceManager()
+			return parts{
+				broker:   openNATS(t, nats.Config{URL: natsOne.addrs(t)[0], Prefix: prefix, Store: e.Store()}),
+				presence: e.PresenceManager(),
+				maps:     e.MapBroker(),
+			}
 		},
 	},
 }
@@ -82,21 +90,20 @@ func openNATS(t testing.TB, cfg nats.Config) broker.Broker {
 	return b
 }
 
-// OnRedis returns cfg with Broker and PresenceManager set to a Redis
-// engine on rc, closed when t ends: for a test that kills or restarts a
-// redis-server of its own (redistest.Start) and so cannot use the shared
-// ones.
+// OnRedis returns cfg with Broker, PresenceManager and MapBroker set to a
+// Redis engine on rc, closed when t ends: for a test that kills or
+// restarts a redis-server of its own (redistest.Start) and so cannot use
+// the shared ones.
 func OnRedis(t testing.TB, cfg gyre.Config, rc redis.Config) gyre.Config {
 	t.Helper()
-	cfg.Broker, cfg.PresenceManager = openRedis(t, rc)
-	return cfg
+	return openRedis(t, rc).set(cfg)
 }
 
 // openRedis returns the parts of a Redis engine on cfg.
-func openRedis(t testing.TB, cfg redis.Config) (broker.Broker, broker.PresenceManager) {
+func openRedis(t testing.TB, cfg redis.Config) parts {
 	t.Helper()
 	e := newRedis(t, cfg)
-	return e.Broker(), e.PresenceManager()
+	return parts{broker: e.Broker(), presence: e.PresenceManager(), maps: e.MapBroker()}
 }
 
 // newRedis returns a Redis engine on cfg, closed when t ends.
@@ -110,4 +117,17 @@ func newRedis(t testing.TB, cfg redis.Config) *redis.Engine {
 	// too covers a test that fails before its node runs.
 	t.Cleanup(func() { _ = e.Close() })
 	return e
+}
+
+// openMemoryMaps returns a memory MapBroker, closed when t ends.
+func openMemoryMaps(t testing.TB) broker.MapBroker {
+	t.Helper()
+	mb, err := memory.NewMapBroker(memory.MapConfig{})
+	if err != nil {
+		t.Fatalf("enginetest: memory map broker: %v", err)
+	}
+	// The node closes it at Shutdown; closing it here too covers a test
+	// that fails before its node runs.
+	t.Cleanup(func() { _ = mb.Close() })
+	return mb
 }
