@@ -73,6 +73,23 @@ type ChannelOptions struct {
 	// namespace (the part after the boundary) must match.
 	ChannelRegex string
 
+	// SubscriptionType makes the namespace's channels maps ("map",
+	// "map_clients", "map_users") instead of streams ("" or "stream");
+	// Map holds their options, which a stream namespace leaves zero.
+	SubscriptionType SubscriptionType
+	Map              MapChannelOptions
+	// MapClientsPresenceChannelPrefix, on a stream namespace, keeps a map
+	// of each channel's subscribers, one key per client id, in the map
+	// channel named by the prefix and the channel's name: written when a
+	// client subscribes, kept alive with presence, removed when it leaves.
+	// The prefix must name a namespace of subscription type map_clients.
+	MapClientsPresenceChannelPrefix string
+	// MapUsersPresenceChannelPrefix is the same with one key per user id
+	// (anonymous clients are left out), in a namespace of type map_users.
+	// A user's key is never removed but expires: other connections of the
+	// user may still be subscribed.
+	MapUsersPresenceChannelPrefix string
+
 	channelRegex *regexp.Regexp
 }
 
@@ -119,7 +136,9 @@ type channelRules struct {
 	privateScope string
 }
 
-func newChannelRules(cfg ChannelConfig) (*channelRules, error) {
+// newChannelRules prepares cfg; presenceInterval is the node's
+// PresenceUpdateInterval, which the keys of map presence channels outlive.
+func newChannelRules(cfg ChannelConfig, presenceInterval time.Duration) (*channelRules, error) {
 	if cfg.NamespaceBoundary == "" {
 		cfg.NamespaceBoundary = ":"
 	}
@@ -137,7 +156,7 @@ func newChannelRules(cfg ChannelConfig) (*channelRules, error) {
 	}
 	r := &channelRules{cfg: cfg, namespaces: make(map[string]*ChannelOptions, len(cfg.Namespaces))}
 	r.privateScope = cfg.PrivatePrefix + cfg.NamespaceBoundary
-	if err := prepareOptions(&r.cfg.WithoutNamespace, "without_namespace"); err != nil {
+	if err := prepareOptions(&r.cfg.WithoutNamespace, "without_namespace", presenceInterval); err != nil {
 		return nil, err
 	}
 	r.cfg.Namespaces = append([]Namespace(nil), cfg.Namespaces...)
@@ -149,15 +168,18 @@ func newChannelRules(cfg ChannelConfig) (*channelRules, error) {
 		if _, ok := r.namespaces[ns.Name]; ok {
 			return nil, fmt.Errorf("gyre: namespace %q: defined twice", ns.Name)
 		}
-		if err := prepareOptions(&ns.ChannelOptions, "namespace "+ns.Name); err != nil {
+		if err := prepareOptions(&ns.ChannelOptions, "namespace "+ns.Name, presenceInterval); err != nil {
 			return nil, err
 		}
 		r.namespaces[ns.Name] = &ns.ChannelOptions
 	}
+	if err := r.checkMapPresence(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
-func prepareOptions(o *ChannelOptions, where string) error {
+func prepareOptions(o *ChannelOptions, where string, presenceInterval time.Duration) error {
 	if (o.HistorySize > 0) != (o.HistoryTTL > 0) {
 		return fmt.Errorf("gyre: %s: history_size and history_ttl must be set together", where)
 	}
@@ -181,7 +203,7 @@ func prepareOptions(o *ChannelOptions, where string) error {
 		}
 		o.channelRegex = re
 	}
-	return nil
+	return o.prepareMap(where, presenceInterval)
 }
 
 // lookup returns the options of a channel and whether its name is valid.

@@ -63,6 +63,9 @@ type Client struct {
 	info     []byte
 	expireAt int64
 	subs     map[string]*subscription
+	// mapFlows are the map subscriptions on their way to live (see
+	// client_map.go); nil until the first.
+	mapFlows map[string]*mapFlow
 	expTimer *time.Timer
 	// limits are the connection's command rate limits; nil when none
 	// apply. Set under mu once connected, then read by the command loop.
@@ -478,7 +481,7 @@ func replyPayloadsJSON(r *protocol.Reply) bool {
 	case r.History != nil:
 		return pubsValid(r.History.Publications)
 	case r.Subscribe != nil:
-		return valid(r.Subscribe.Data) && pubsValid(r.Subscribe.Publications)
+		return valid(r.Subscribe.Data) && pubsValid(r.Subscribe.Publications) && pubsValid(r.Subscribe.State)
 	case r.Rpc != nil:
 		return valid(r.Rpc.Data)
 	case r.Connect != nil:
@@ -565,6 +568,8 @@ func (c *Client) close(d *Disconnect, flush bool) {
 		info := c.connInfoLocked()
 		subs := c.subs
 		c.subs = nil
+		flows := c.mapFlows
+		c.mapFlows = nil
 		limits := c.limits
 		refusalLogged := c.refusalLogged
 		c.mu.Unlock()
@@ -572,6 +577,9 @@ func (c *Client) close(d *Disconnect, flush bool) {
 			limits.release()
 		}
 		c.node.metas.Delete(c)
+		for _, f := range flows {
+			f.stopTimer()
+		}
 		for _, s := range subs {
 			c.leave(s, UnsubscribeCodeDisconnect, "disconnect", false)
 		}

@@ -27,6 +27,9 @@ func (c *Client) channelPermission(channel string, forClient, forSubscriber, for
 }
 
 func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, error) {
+	if req.Type != publishTypeStream {
+		return c.mapPublishCmd(req)
+	}
 	n := c.node
 	opts, err := n.rules.Load().lookup(req.Channel)
 	if err != nil {
@@ -34,6 +37,10 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 			n.log.Info("publish refused: the channel name is a pattern", "client", c.id, "channel", req.Channel)
 		}
 		return nil, err
+	}
+	if opts.SubscriptionType.IsMap() {
+		n.log.Info("stream publish to a map channel", "client", c.id, "channel", req.Channel)
+		return nil, ErrorBadRequest
 	}
 	if st := c.streamOf(req.Channel); st != nil {
 		// The subscription's stream takes the client's publications.
@@ -63,13 +70,7 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 	if !handled && !c.channelPermission(req.Channel, opts.AllowPublishForClient, opts.AllowPublishForSubscriber, opts.AllowPublishForAnonymous) {
 		return nil, ErrorPermissionDenied
 	}
-	c.mu.Lock()
-	var chanInfo []byte
-	if s := c.subs[req.Channel]; s != nil {
-		chanInfo = s.chanInfo
-	}
-	c.mu.Unlock()
-	po.ClientInfo = c.clientInfo(chanInfo)
+	po.ClientInfo = c.clientInfo(c.chanInfoOf(req.Channel))
 	item := [1]PublishItem{{Channel: req.Channel, Data: data, Options: po}}
 	n.PublishMany(item[:])
 	if err := item[0].Err; err != nil {

@@ -111,6 +111,9 @@ func tokenFilter(tree []byte, expr string) (*protocol.FilterNode, error) {
 // not returned, because the subscription must be activated right after it:
 // publications held meanwhile go out after the reply, never before.
 func (c *Client) subscribeCmd(id uint32, req *protocol.SubscribeRequest) bool {
+	if req.Type != 0 {
+		return c.mapSubscribeCmd(id, req)
+	}
 	p, err := c.authorizeSubscribe(req)
 	if err != nil {
 		p.stream.end()
@@ -151,10 +154,11 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 		n.log.Info("delta compression refused on a pattern subscription", "client", c.id, "channel", req.Channel)
 		return subscribeParams{}, ErrorBadRequest
 	}
-	if req.Type != 0 {
-		// Only streams (type 0) exist here; a client asking for another
-		// kind would misread a stream's pushes as that kind's.
-		n.log.Info("subscription type not supported", "client", c.id, "channel", req.Channel, "type", req.Type)
+	if want := opts.SubscriptionType.protoType(); req.Type != want {
+		// A client asking for another kind than the namespace's would
+		// misread its pushes (and a map's need a state phase first).
+		n.log.Info("subscription type does not match the namespace", "client", c.id, "channel", req.Channel,
+			"type", req.Type, "namespace_type", want)
 		return subscribeParams{}, ErrorBadRequest
 	}
 	p := subscribeParams{channel: req.Channel, opts: opts, delta: req.Delta != ""}
@@ -352,6 +356,12 @@ func (c *Client) subscribeServerSideWith(channel string, req *protocol.Subscribe
 	if err != nil {
 		return nil, nil, err
 	}
+	if opts.SubscriptionType.IsMap() {
+		// A map subscriber loads the state with commands of its own: the
+		// server cannot subscribe it.
+		c.node.log.Info("server-side subscription to a map channel refused", "client", c.id, "channel", channel)
+		return nil, nil, ErrorBadRequest
+	}
 	if err := c.checkSubscribeLimits(channel); err != nil {
 		return nil, nil, err
 	}
@@ -390,10 +400,82 @@ func (c *Client) subscribeServerSideWith(channel string, req *protocol.Subscribe
 // result and then activates the subscription.
 func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.SubscribeResult, error) {
 	n := c.node
+	s := c.newSubscription(p)
+	if err := c.register(s); err != nil {
+		return nil, nil, err
+	}
+	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta, Id: s.channelID}
+	if p.recoverRefused {
+		// Like any recovery that cannot return what was missed:
+		// recovered (and recoverable) false, never 112, which would
+		// have a client that asked for it (subscribe flag 2) reload and
+		// ask again for ever.
+		res.WasRecovering = true
+	}
+	if err := p.expiry(res); err != nil {
+		c.dropSubscription(s)
+		return nil, nil, err
+	}
+	if p.positioned || p.recoverable {
+		if err := c.fillStreamPosition(s, p, res); err != nil {
+			c.dropSubscription(s)
+			return nil, nil, err
+		}
+	}
+	if p.presence {
+		if err := n.presence.AddPresence(p.channel, c.id, c.clientInfo(p.chanInfo)); err != nil {
+			n.logBrokerFailure("presence", slog.LevelError, "add presence", "channel", p.channel, "error", err)
+		}
+	}
+	if s.mapPresence {
+		c.addMapPresence(s)
+	}
+	if p.joinLeave {
+		if err := n.broker.PublishJoin(p.channel, c.clientInfo(p.chanInfo)); err != nil {
+			n.logBrokerFailure("publish", slog.LevelError, "publish join", "channel", p.channel, "error", err)
+		} else {
+			n.obs.BrokerSent("join", 1)
+		}
+	}
+	c.startExpiry(s, p)
+	c.observeStart(s)
+	return s, res, nil
+}
+
+// expiry tells the client in res when its subscription expires, unless
+// the server refreshes it; an expiry that passed already is
+// ErrorTokenExpired.
+func (p *subscribeParams) expiry(res *protocol.SubscribeResult) error {
+	if p.expireAt == 0 {
+		return nil
+	}
+	ttl := p.expireAt - time.Now().Unix()
+	if ttl <= 0 {
+		return ErrorTokenExpired
+	}
+	if !p.serverRefresh {
+		res.Expires, res.Ttl = true, uint32(ttl)
+	}
+	return nil
+}
+
+// startExpiry schedules the end (or the server-side refresh) of s, when
+// p gave it an expiry.
+func (c *Client) startExpiry(s *subscription, p subscribeParams) {
+	if p.expireAt > 0 {
+		s.serverRefresh = p.serverRefresh
+		c.scheduleSubExpiry(s, p.expireAt)
+	}
+}
+
+// newSubscription makes the subscription p decided, not registered yet.
+func (c *Client) newSubscription(p subscribeParams) *subscription {
 	s := &subscription{
 		client:        c,
 		channel:       p.channel,
 		opts:          p.opts,
+		isMap:         p.opts.SubscriptionType.IsMap(),
+		mapPresence:   p.scope == "" && p.opts.hasMapPresence(),
 		pushJoinLeave: p.pushJL,
 		positioned:    p.positioned,
 		recoverable:   p.recoverable,
@@ -416,71 +498,43 @@ func (c *Client) startSubscription(p subscribeParams) (*subscription, *protocol.
 	case p.compact:
 		s.shape = shapeCompact
 	}
+	return s
+}
+
+// register adds s, pending, to the client's subscriptions and to the hub
+// (subscribing the broker to its channel when it is the first here); on
+// an error s is in neither. The channel limit is checked again here: map
+// subscriptions are authorized long before they get here.
+func (c *Client) register(s *subscription) error {
+	n := c.node
 	c.mu.Lock()
 	if c.subs == nil {
 		c.mu.Unlock()
-		return nil, nil, DisconnectConnectionClosed
+		return DisconnectConnectionClosed
 	}
-	if _, ok := c.subs[p.channel]; ok {
+	if _, ok := c.subs[s.channel]; ok {
 		c.mu.Unlock()
-		return nil, nil, ErrorAlreadySubscribed
+		return ErrorAlreadySubscribed
 	}
-	c.subs[p.channel] = s
+	if lim := n.cfg.ChannelLimit; lim > 0 && len(c.subs) >= lim {
+		c.mu.Unlock()
+		return ErrorLimitExceeded
+	}
+	c.subs[s.channel] = s
 	c.mu.Unlock()
 
 	if err := n.attach(s); err != nil {
 		s.close()
 		c.forget(s)
-		return nil, nil, ErrorInternal
+		return ErrorInternal
 	}
 	if s.state.Load() == subClosed {
 		// The connection closed meanwhile, and its detach of s may have
 		// come before the attach: leave nothing in the hub.
 		n.detach(s)
-		return nil, nil, DisconnectConnectionClosed
+		return DisconnectConnectionClosed
 	}
-	res := &protocol.SubscribeResult{Data: p.data, Delta: p.delta, Id: s.channelID}
-	if p.recoverRefused {
-		// Like any recovery that cannot return what was missed:
-		// recovered (and recoverable) false, never 112, which would
-		// have a client that asked for it (subscribe flag 2) reload and
-		// ask again for ever.
-		res.WasRecovering = true
-	}
-	if p.expireAt > 0 {
-		ttl := p.expireAt - time.Now().Unix()
-		if ttl <= 0 {
-			c.dropSubscription(s)
-			return nil, nil, ErrorTokenExpired
-		}
-		if !p.serverRefresh {
-			res.Expires, res.Ttl = true, uint32(ttl)
-		}
-	}
-	if p.positioned || p.recoverable {
-		if err := c.fillStreamPosition(s, p, res); err != nil {
-			c.dropSubscription(s)
-			return nil, nil, err
-		}
-	}
-	if p.presence {
-		if err := n.presence.AddPresence(p.channel, c.id, c.clientInfo(p.chanInfo)); err != nil {
-			n.logBrokerFailure("presence", slog.LevelError, "add presence", "channel", p.channel, "error", err)
-		}
-	}
-	if p.joinLeave {
-		if err := n.broker.PublishJoin(p.channel, c.clientInfo(p.chanInfo)); err != nil {
-			n.logBrokerFailure("publish", slog.LevelError, "publish join", "channel", p.channel, "error", err)
-		} else {
-			n.obs.BrokerSent("join", 1)
-		}
-	}
-	if p.expireAt > 0 {
-		s.serverRefresh = p.serverRefresh
-		c.scheduleSubExpiry(s, p.expireAt)
-	}
-	c.observeStart(s)
-	return s, res, nil
+	return nil
 }
 
 // observeStart counts s as a subscription of its client (Observer's
@@ -663,7 +717,7 @@ func (n *Node) attach(s *subscription) error {
 	if !n.hub.addSubscription(s) {
 		return nil
 	}
-	if err := n.broker.Subscribe(s.channel); err != nil {
+	if err := n.deliveryOf(s).Subscribe(s.channel); err != nil {
 		n.logBrokerFailure("subscribe", slog.LevelError, "broker subscribe", "channel", s.channel, "error", err)
 		n.detachLocked(s)
 		return err
@@ -688,10 +742,25 @@ func (n *Node) detach(s *subscription) {
 // subLock held.
 func (n *Node) detachLocked(s *subscription) {
 	if n.hub.removeSubscription(s) {
-		if err := n.broker.Unsubscribe(s.channel); err != nil {
+		if err := n.deliveryOf(s).Unsubscribe(s.channel); err != nil {
 			n.logBrokerFailure("unsubscribe", slog.LevelError, "broker unsubscribe", "channel", s.channel, "error", err)
 		}
 	}
+}
+
+// channelDelivery is what delivers a channel's publications to this node:
+// a Broker, or a MapBroker for map channels.
+type channelDelivery interface {
+	Subscribe(channel string) error
+	Unsubscribe(channel string) error
+}
+
+// deliveryOf returns what delivers the publications of s's channel.
+func (n *Node) deliveryOf(s *subscription) channelDelivery {
+	if s.isMap {
+		return n.mapBroker
+	}
+	return n.broker
 }
 
 // forget removes s from the client's subscriptions, if it is still there.
@@ -704,6 +773,7 @@ func (c *Client) forget(s *subscription) {
 }
 
 func (c *Client) unsubscribeCmd(req *protocol.UnsubscribeRequest) (*protocol.Reply, error) {
+	c.endMapFlowOf(req.Channel)
 	c.mu.Lock()
 	s := c.subs[req.Channel]
 	if s != nil {
@@ -767,6 +837,7 @@ func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 			n.obs.BrokerSent("leave", 1)
 		}
 	}
+	c.leaveMap(s)
 	c.observeEnd(s, code, push)
 	if push {
 		c.enqueuePush(&protocol.Push{Channel: s.channel, Unsubscribe: &protocol.Unsubscribe{Code: code, Reason: reason}})
@@ -781,12 +852,18 @@ func (c *Client) refreshPresence() {
 	c.mu.Lock()
 	var subs []*subscription
 	for _, s := range c.subs {
-		if s.presence {
+		if s.presence || s.mapPresence {
 			subs = append(subs, s)
 		}
 	}
 	c.mu.Unlock()
 	for _, s := range subs {
+		if s.mapPresence {
+			c.addMapPresence(s)
+		}
+		if !s.presence {
+			continue
+		}
 		if err := c.node.presence.AddPresence(s.channel, c.id, c.clientInfo(s.chanInfo)); err != nil {
 			c.node.logBrokerFailure("presence", slog.LevelError, "refresh presence", "channel", s.channel, "error", err)
 		}

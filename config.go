@@ -26,6 +26,10 @@ type Config struct {
 	// history and presence; nil means the memory engine.
 	Broker          broker.Broker
 	PresenceManager broker.PresenceManager
+	// MapBroker keeps the state of map channels (see SubscriptionType)
+	// and carries their changes between nodes; nil means map channels are
+	// not available: their subscribes and the Map* methods answer 108.
+	MapBroker broker.MapBroker
 
 	// Channels: namespaces, boundaries and per-namespace options.
 	Channels ChannelConfig

@@ -131,6 +131,8 @@ func (n *Node) handleControl(data []byte) error {
 		}
 	case cmd.ChannelsReply != nil:
 		n.surveys.deliver(cmd.From, cmd.ChannelsReply)
+	case cmd.MapClear != nil:
+		n.mapClearedLocal(cmd.MapClear.Channel)
 	}
 	return nil
 }

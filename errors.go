@@ -37,6 +37,9 @@ var (
 	ErrorExpired               = &Error{Code: 110, Message: "expired"}
 	ErrorTooManyRequests       = &Error{Code: 111, Message: "too many requests", Temporary: true}
 	ErrorUnrecoverablePosition = &Error{Code: 112, Message: "unrecoverable position"}
+	// ErrorConcurrentPagination: a map subscriber asked for a page while
+	// its previous one was still being read.
+	ErrorConcurrentPagination = &Error{Code: 113, Message: "concurrent pagination", Temporary: true}
 )
 
 // ErrNotHandled, returned by a subscribe, publish or RPC handler, makes

@@ -57,8 +57,10 @@ type Node struct {
 	bursts sync.Pool
 	// patterns is broker as a PatternBroker, nil when it carries no
 	// publications to pattern subscriptions.
-	patterns  broker.PatternBroker
-	presence  broker.PresenceManager
+	patterns broker.PatternBroker
+	presence broker.PresenceManager
+	// mapBroker keeps map channels; nil when none is configured.
+	mapBroker broker.MapBroker
 	hub       *hub
 	startedAt time.Time
 
@@ -95,6 +97,8 @@ type handlers struct {
 	connect       ConnectHandler
 	subscribe     SubscribeHandler
 	publish       PublishHandler
+	mapPublish    MapPublishHandler
+	mapRemove     MapRemoveHandler
 	presence      ChannelPermissionHandler
 	presenceStats ChannelPermissionHandler
 	history       ChannelPermissionHandler
@@ -153,6 +157,7 @@ func NewNode(cfg Config) (*Node, error) {
 	if err := n.checkPatternSupport(n.rules.Load()); err != nil {
 		return nil, err
 	}
+	n.mapBroker = cfg.MapBroker
 	n.presence = cfg.PresenceManager
 	if n.presence == nil {
 		pm, err := memory.NewPresenceManager(memory.PresenceConfig{})
@@ -168,7 +173,7 @@ func NewNode(cfg Config) (*Node, error) {
 // SetChannelConfig replaces the channel rules. New subscriptions and
 // commands use them at once; existing subscriptions keep what they got.
 func (n *Node) SetChannelConfig(cfg ChannelConfig) error {
-	r, err := newChannelRules(cfg)
+	r, err := newChannelRules(cfg, n.cfg.PresenceUpdateInterval)
 	if err != nil {
 		return err
 	}
@@ -231,6 +236,14 @@ func (n *Node) OnSubscribe(h SubscribeHandler) { n.handlers.subscribe = h }
 // OnPublish sets the handler that decides client publications.
 func (n *Node) OnPublish(h PublishHandler) { n.handlers.publish = h }
 
+// OnMapPublish sets the handler that decides clients' writes into map
+// channels.
+func (n *Node) OnMapPublish(h MapPublishHandler) { n.handlers.mapPublish = h }
+
+// OnMapRemove sets the handler that decides clients' removals from map
+// channels.
+func (n *Node) OnMapRemove(h MapRemoveHandler) { n.handlers.mapRemove = h }
+
 // OnPresence sets the handler that decides presence commands.
 func (n *Node) OnPresence(h ChannelPermissionHandler) { n.handlers.presence = h }
 
@@ -273,6 +286,11 @@ func (n *Node) Run() error {
 	if err := n.broker.Run(&brokerEvents{n}); err != nil {
 		return fmt.Errorf("gyre: run broker: %w", err)
 	}
+	if n.mapBroker != nil {
+		if err := n.mapBroker.Run(&brokerEvents{n}); err != nil {
+			return fmt.Errorf("gyre: run map broker: %w", err)
+		}
+	}
 	n.announce()
 	n.wg.Go(func() { n.pinger.run(n.done) })
 	n.every(NodeInfoInterval, n.announce)
@@ -310,6 +328,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			err = ctx.Err()
 		}
 		err = errors.Join(err, n.broker.Close(), n.presence.Close())
+		if n.mapBroker != nil {
+			err = errors.Join(err, n.mapBroker.Close())
+		}
 	})
 	return err
 }

@@ -303,7 +303,7 @@ func (n *Node) LocalInfo() NodeInfo {
 // Healthy returns nil when the node can serve: its broker and presence
 // manager report no trouble (those that implement broker.HealthChecker).
 func (n *Node) Healthy() error {
-	for _, c := range []any{n.broker, n.presence} {
+	for _, c := range []any{n.broker, n.presence, n.mapBroker} {
 		if hc, ok := c.(broker.HealthChecker); ok {
 			if err := hc.Healthy(); err != nil {
 				return fmt.Errorf("gyre: unhealthy: %w", err)

@@ -1,6 +1,7 @@
 package gyre
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/gyrehq/gyre/broker"
@@ -26,7 +27,7 @@ func (n *Node) checkPositions() {
 		for _, s := range subs {
 			top, ok := tops[s.channel]
 			if !ok {
-				_, sp, err := n.broker.History(s.channel, broker.HistoryOptions{MetaTTL: s.opts.HistoryMetaTTL})
+				sp, err := n.streamTop(s)
 				if err != nil {
 					n.logBrokerFailure("history", slog.LevelWarn, "position check: stream top", "channel", s.channel, "error", err)
 					continue
@@ -43,4 +44,15 @@ func (n *Node) checkPositions() {
 			}
 		}
 	})
+}
+
+// streamTop reads the top of the stream s follows: its channel's history,
+// or a map channel's stream of changes.
+func (n *Node) streamTop(s *subscription) (broker.StreamPosition, error) {
+	if s.isMap {
+		res, err := n.mapBroker.ReadStream(context.Background(), s.channel, broker.MapStreamOptions{Map: s.opts.Map.brokerOptions()})
+		return res.Position, err
+	}
+	_, sp, err := n.broker.History(s.channel, broker.HistoryOptions{MetaTTL: s.opts.HistoryMetaTTL})
+	return sp, err
 }

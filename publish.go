@@ -231,6 +231,9 @@ func (b *burst) publishChunk(rules *channelRules, items []PublishItem) {
 		it := &items[i]
 		it.Result = PublishResult{}
 		chOpts, err := rules.lookup(it.Channel)
+		if err == nil && chOpts.SubscriptionType.IsMap() {
+			err = errMapChannel
+		}
 		it.Err = err
 		if err != nil {
 			continue
@@ -298,6 +301,10 @@ func (n *Node) brokerPublishOptions(rules *channelRules, channel string, chOpts 
 	}
 	return bo
 }
+
+// errMapChannel: a publication into a map channel, whose changes are
+// keyed (Node.MapPublish).
+var errMapChannel = &causedError{e: ErrorBadRequest, cause: errors.New("gyre: a map channel takes keyed writes (MapPublish), not publications")}
 
 // publishError is the error of a failed publish: an unavailable broker is
 // ErrorInternal (temporary) to the client, the broker's error kept for the

@@ -101,6 +101,11 @@ func (e *encodedPush) frame(t protocol.Type, z *websocket.Compression, shape uin
 }
 
 func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {
+	if e.push.Pub.GetRemoved() {
+		// A removal of a map key carries no value, and ends the key's
+		// delta chain: every subscriber takes it as it is.
+		variant = variantPlain
+	}
 	if variant == variantDelta {
 		if e.delta == nil {
 			e.delta = fossil.AppendCreate(nil, e.prev, e.data)
@@ -148,7 +153,8 @@ func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {
 // fan-out.
 func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
 	orig := e.push.Pub
-	pub := &protocol.Publication{Info: orig.Info, Offset: orig.Offset, Tags: orig.Tags, Time: orig.Time, Channel: orig.Channel}
+	pub := &protocol.Publication{Info: orig.Info, Offset: orig.Offset, Tags: orig.Tags, Time: orig.Time, Channel: orig.Channel,
+		Key: orig.Key, Removed: orig.Removed, Score: orig.Score, Version: orig.Version}
 	data := e.data
 	if variant == variantDelta {
 		data = e.delta
@@ -204,5 +210,9 @@ func toProtoPub(p *broker.Publication) *protocol.Publication {
 		Tags:    p.Tags,
 		Time:    p.Time,
 		Channel: p.Channel,
+		Key:     p.Key,
+		Removed: p.Removed,
+		Score:   p.Score,
+		Version: p.Version,
 	}
 }

@@ -339,11 +339,13 @@ func (n *Node) undeliverable(c *Client, channel string, err error) {
 // publications may have been missed in between. Subscribers that were
 // promised continuity (recoverable or positioned) are unsubscribed with
 // 2500, so they resubscribe and recover from history; never a silent gap.
+// So are map subscribers, whatever their mode: a map subscriber's state
+// is only whole with every change.
 func (e *brokerEvents) HandleSubscriptionLost(channels []string) error {
 	n := e.n
 	for _, ch := range channels {
 		for s := range n.hub.subscribers(ch).all() {
-			if s.recoverable || s.positioned {
+			if s.recoverable || s.positioned || s.isMap {
 				// No live publication may reach the subscriber after the
 				// gap: it would move the client's position past what it
 				// missed, and recovery from there would skip it.

@@ -53,9 +53,14 @@ type subscription struct {
 	observed atomic.Uint32
 
 	pushJoinLeave bool
-	positioned    bool
-	recoverable   bool
-	serverSide    bool
+	// isMap: a subscription to a map channel (see client_map.go).
+	isMap bool
+	// mapPresence: the subscription keeps the client in its channel's map
+	// presence (map_presence.go).
+	mapPresence bool
+	positioned  bool
+	recoverable bool
+	serverSide  bool
 	// serverRefresh: the node's sub-refresh handler prolongs the
 	// subscription at its expiry (guarded by the client's mu).
 	serverRefresh bool
@@ -163,9 +168,20 @@ func (s *subscription) deliverRun(msgs []string, size int, last uint64, l *wakeL
 // one and the subscriber holds its predecessor, else in full. Publications
 // held while pending go in full, since held ones before the subscriber's
 // position are dropped at activation.
+//
+// A map subscriber's deltas are per key: once live it holds every key's
+// value (from the state, the catch-up, and each change since), which is
+// what a change's delta is made against (the key's previous value the
+// broker hands over); a key without one goes in full.
 func (s *subscription) payloadVariant(canDelta bool) int {
 	if !s.delta {
 		return variantPlain
+	}
+	if s.isMap {
+		if canDelta && s.state.Load() == subActive {
+			return variantDelta
+		}
+		return variantFull
 	}
 	if canDelta && s.deltaBase && s.state.Load() == subActive {
 		return variantDelta

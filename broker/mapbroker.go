@@ -18,6 +18,22 @@ import (
 // one, and is handed to every node subscribed to the channel as a
 // Publication with Key set (and Removed for a removal), in offset order.
 // State entries carry the offset of the change that wrote them.
+//
+// A channel's epoch and top offset (its meta) exist from the first call
+// that touches the channel, a read included: ReadState or ReadStream of
+// an unknown channel answer offset 0 and a new epoch, and the first
+// change then takes offset 1 in that epoch, so that a subscriber that
+// read the empty state can follow on. Every mode has them; the ephemeral
+// mode keeps no stream but still counts offsets.
+//
+// A removal, whether by Remove or by expiry, carries the removed entry's
+// Tags (so that a subscriber's tag filter lets it through as it let the
+// key through), no Data, and the remover's ClientInfo (none for expiry).
+//
+// A MapBroker copies what it is given: a caller may reuse its buffers
+// once a call returns. What ReadState and ReadStream return belongs to
+// the caller. What it hands to the RunHandler is the broker's and must
+// not be changed.
 
 var (
 	// ErrBadCursor is returned by ReadState for a cursor the broker did not
@@ -73,8 +89,10 @@ type MapOptions struct {
 	StreamSize int
 	StreamTTL  time.Duration
 	// MetaTTL is how long the channel's epoch and top offset outlive its
-	// last change; zero keeps them forever. When they are gone the channel
-	// starts over with a new epoch.
+	// last change or read (ReadState, ReadStream, and a TTL refreshed by
+	// RefreshTTLOnSuppress); zero keeps them forever. When they are gone
+	// the channel starts over with a new epoch, its state and stream
+	// dropped with them.
 	MetaTTL time.Duration
 }
 
@@ -110,7 +128,9 @@ type MapPublishOptions struct {
 	ClientInfo *ClientInfo
 	// IdempotencyKey, when set, makes a repeated write with the same key
 	// within IdempotentResultTTL change nothing (SuppressIdempotency) and
-	// return the first write's position.
+	// return the first write's position. Keys are per channel, shared
+	// with Remove; only a write that changed something is remembered.
+	// A zero IdempotentResultTTL is the broker's default.
 	IdempotencyKey      string
 	IdempotentResultTTL time.Duration
 	// UseDelta asks for the change to go to delta subscribers as a delta
@@ -119,14 +139,19 @@ type MapPublishOptions struct {
 	UseDelta bool
 	// Version, when positive, writes only if greater than the key's stored
 	// version (when VersionEpoch equals the stored one's, or either is
-	// empty); else SuppressVersion.
+	// empty); else SuppressVersion. A versioned write stores its Version
+	// and VersionEpoch with the key; a write without Version keeps what
+	// is stored, and a removal or expiry of the key forgets it. The
+	// entry, and its change, carry the Version the write gave (0 for
+	// none).
 	Version      uint64
 	VersionEpoch string
 	// Score is kept with the entry and returned with it.
 	Score   int64
 	KeyMode KeyMode
-	// RefreshTTLOnSuppress extends an existing key's life even when the
-	// write is suppressed by KeyMode (presence keep-alive).
+	// RefreshTTLOnSuppress extends an existing key's life (by KeyTTL from
+	// now) when the write is suppressed by KeyModeIfNew, without a change:
+	// presence keep-alive.
 	RefreshTTLOnSuppress bool
 }
 
@@ -157,7 +182,10 @@ type MapStateOptions struct {
 	Revision *StreamPosition
 	// Cursor continues from where the page that returned it ended; empty
 	// starts from the beginning. A cursor the broker did not hand out for
-	// this channel: ErrBadCursor.
+	// this channel: ErrBadCursor. A cursor stays valid while the state
+	// changes: the iteration then returns every key present throughout
+	// it, and may or may not return keys written or removed meanwhile
+	// (the caller follows those through the stream).
 	Cursor string
 	// Limit: 0 returns no entries (only the position), -1 all, a positive
 	// number at most that many (a broker may return a few more).
@@ -178,7 +206,12 @@ type MapStateResult struct {
 	Cursor string
 }
 
-// MapStreamOptions are the arguments of MapBroker.ReadStream.
+// MapStreamOptions are the arguments of MapBroker.ReadStream. Filter is
+// read as by Broker.History: Since (exclusive; Reverse pages backwards
+// before it) must name the channel's epoch and an offset not past its
+// top, else ErrUnrecoverablePosition, in every mode; changes the stream
+// no longer keeps (StreamSize, StreamTTL) are simply missing, and the
+// caller checks continuity.
 type MapStreamOptions struct {
 	Map    MapOptions
 	Filter HistoryFilter
@@ -210,7 +243,10 @@ type MapBroker interface {
 	Publish(ctx context.Context, channel, key string, opts MapPublishOptions) (MapUpdateResult, error)
 	// Remove deletes key; a missing key is SuppressKeyNotFound.
 	Remove(ctx context.Context, channel, key string, opts MapRemoveOptions) (MapUpdateResult, error)
-	// ReadState returns a page of the state, ordered by key.
+	// ReadState returns a page of the state, ordered by key or by an
+	// order of the broker's own that its cursors follow (a hash scan). An
+	// iteration over a state that does not change returns every key
+	// exactly once.
 	ReadState(ctx context.Context, channel string, opts MapStateOptions) (MapStateResult, error)
 	// ReadStream returns changes from the stream; for a mode without a
 	// stream it returns only the position.

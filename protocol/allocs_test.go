@@ -8,23 +8,27 @@ func TestAppendAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector adds allocations")
 	}
-	reply := &Reply{Push: benchPush()}
 	for _, typ := range types {
-		t.Run(typ.String(), func(t *testing.T) {
-			buf := make([]byte, 0, 1024)
-			allocs := testing.AllocsPerRun(100, func() {
-				var err error
-				if buf, err = AppendReply(buf[:0], typ, reply); err != nil {
-					t.Fatal(err)
-				}
-				if buf, err = AppendPush(buf[:0], typ, reply.Push); err != nil {
-					t.Fatal(err)
-				}
-			})
-			if allocs != 0 {
-				t.Fatalf("%v allocations per encode, want 0", allocs)
-			}
-		})
+		for name, push := range map[string]func() *Push{"stream": benchPush, "map": benchMapPush} {
+			t.Run(typ.String()+"/"+name, func(t *testing.T) { wantAppendAllocs(t, typ, &Reply{Push: push()}) })
+		}
+	}
+}
+
+func wantAppendAllocs(t *testing.T, typ Type, reply *Reply) {
+	t.Helper()
+	buf := make([]byte, 0, 1024)
+	allocs := testing.AllocsPerRun(100, func() {
+		var err error
+		if buf, err = AppendReply(buf[:0], typ, reply); err != nil {
+			t.Fatal(err)
+		}
+		if buf, err = AppendPush(buf[:0], typ, reply.Push); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per encode, want 0", allocs)
 	}
 }
 

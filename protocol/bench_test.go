@@ -15,11 +15,21 @@ func benchPush() *Push {
 	}}
 }
 
-func BenchmarkAppendPushPublication(b *testing.B) {
+// benchMapPush is a change of a map channel's key, as map subscribers receive it.
+func benchMapPush() *Push {
+	p := benchPush()
+	p.Pub.Key, p.Pub.Score, p.Pub.Version = "user-1842", -7, 12
+	return p
+}
+
+func BenchmarkAppendPushPublication(b *testing.B) { benchAppendPush(b, benchPush) }
+
+func BenchmarkAppendPushMapPublication(b *testing.B) { benchAppendPush(b, benchMapPush) }
+
+func benchAppendPush(b *testing.B, push func() *Push) {
 	for _, typ := range types {
 		b.Run(typ.String(), func(b *testing.B) {
-			p := benchPush()
-			reply := &Reply{Push: p}
+			reply := &Reply{Push: push()}
 			buf := make([]byte, 0, 512)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -632,14 +632,22 @@ func (x *ClientInfo) GetChanInfo() []byte {
 }
 
 type Publication struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Data          []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
-	Info          *ClientInfo            `protobuf:"bytes,5,opt,name=info,proto3" json:"info,omitempty"`
-	Offset        uint64                 `protobuf:"varint,6,opt,name=offset,proto3" json:"offset,omitempty"`
-	Tags          map[string]string      `protobuf:"bytes,7,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Delta         bool                   `protobuf:"varint,8,opt,name=delta,proto3" json:"delta,omitempty"`
-	Time          int64                  `protobuf:"varint,9,opt,name=time,proto3" json:"time,omitempty"`
-	Channel       string                 `protobuf:"bytes,10,opt,name=channel,proto3" json:"channel,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Data    []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Info    *ClientInfo            `protobuf:"bytes,5,opt,name=info,proto3" json:"info,omitempty"`
+	Offset  uint64                 `protobuf:"varint,6,opt,name=offset,proto3" json:"offset,omitempty"`
+	Tags    map[string]string      `protobuf:"bytes,7,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Delta   bool                   `protobuf:"varint,8,opt,name=delta,proto3" json:"delta,omitempty"`
+	Time    int64                  `protobuf:"varint,9,opt,name=time,proto3" json:"time,omitempty"`
+	Channel string                 `protobuf:"bytes,10,opt,name=channel,proto3" json:"channel,omitempty"`
+	// Map subscriptions: the entry's key, whether the change removes it, its ordering score,
+	// the epoch of its offset, the key's previous value (a fossil delta base) and its version.
+	Key           string `protobuf:"bytes,11,opt,name=key,proto3" json:"key,omitempty"`
+	Removed       bool   `protobuf:"varint,12,opt,name=removed,proto3" json:"removed,omitempty"`
+	Score         int64  `protobuf:"zigzag64,13,opt,name=score,proto3" json:"score,omitempty"`
+	Epoch         string `protobuf:"bytes,14,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	PrevData      []byte `protobuf:"bytes,15,opt,name=prev_data,json=prevData,proto3" json:"prev_data,omitempty"`
+	Version       uint64 `protobuf:"varint,16,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -721,6 +729,48 @@ func (x *Publication) GetChannel() string {
 		return x.Channel
 	}
 	return ""
+}
+
+func (x *Publication) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Publication) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
+func (x *Publication) GetScore() int64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *Publication) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *Publication) GetPrevData() []byte {
+	if x != nil {
+		return x.PrevData
+	}
+	return nil
+}
+
+func (x *Publication) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 type Join struct {
@@ -2266,9 +2316,13 @@ func (*UnsubscribeResult) Descriptor() ([]byte, []int) {
 }
 
 type PublishRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Channel string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Data    []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// 0 publishes to a stream; 1 writes the key of a map channel, or removes it with removed.
+	Type          int32  `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"`
+	Key           string `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	Removed       bool   `protobuf:"varint,5,opt,name=removed,proto3" json:"removed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2315,6 +2369,27 @@ func (x *PublishRequest) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *PublishRequest) GetType() int32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *PublishRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *PublishRequest) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
 }
 
 type PublishResult struct {
@@ -2995,7 +3070,7 @@ const file_client_proto_rawDesc = "" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x1b\n" +
 	"\tconn_info\x18\x03 \x01(\fR\bconnInfo\x12\x1b\n" +
-	"\tchan_info\x18\x04 \x01(\fR\bchanInfo\"\xd5\x02\n" +
+	"\tchan_info\x18\x04 \x01(\fR\bchanInfo\"\xe4\x03\n" +
 	"\vPublication\x12\x12\n" +
 	"\x04data\x18\x04 \x01(\fR\x04data\x12?\n" +
 	"\x04info\x18\x05 \x01(\v2+.centrifugal.centrifuge.protocol.ClientInfoR\x04info\x12\x16\n" +
@@ -3004,7 +3079,13 @@ const file_client_proto_rawDesc = "" +
 	"\x05delta\x18\b \x01(\bR\x05delta\x12\x12\n" +
 	"\x04time\x18\t \x01(\x03R\x04time\x12\x18\n" +
 	"\achannel\x18\n" +
-	" \x01(\tR\achannel\x1a7\n" +
+	" \x01(\tR\achannel\x12\x10\n" +
+	"\x03key\x18\v \x01(\tR\x03key\x12\x18\n" +
+	"\aremoved\x18\f \x01(\bR\aremoved\x12\x14\n" +
+	"\x05score\x18\r \x01(\x12R\x05score\x12\x14\n" +
+	"\x05epoch\x18\x0e \x01(\tR\x05epoch\x12\x1b\n" +
+	"\tprev_data\x18\x0f \x01(\fR\bprevData\x12\x18\n" +
+	"\aversion\x18\x10 \x01(\x04R\aversion\x1a7\n" +
 	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x01\x10\x02J\x04\b\x02\x10\x03J\x04\b\x03\x10\x04\"G\n" +
@@ -3154,10 +3235,13 @@ const file_client_proto_rawDesc = "" +
 	"\x03ttl\x18\x02 \x01(\rR\x03ttl\".\n" +
 	"\x12UnsubscribeRequest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\"\x13\n" +
-	"\x11UnsubscribeResult\">\n" +
+	"\x11UnsubscribeResult\"~\n" +
 	"\x0ePublishRequest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\x0f\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\x05R\x04type\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\tR\x03key\x12\x18\n" +
+	"\aremoved\x18\x05 \x01(\bR\aremoved\"\x0f\n" +
 	"\rPublishResult\"+\n" +
 	"\x0fPresenceRequest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\"\xd5\x01\n" +

@@ -33,6 +33,12 @@ func seedCommands() []*Command {
 		{Id: 10, Rpc: &RPCRequest{Method: "getUser", Data: []byte(`{"id":42}`)}},
 		{Id: 11, Refresh: &RefreshRequest{Token: "t2"}},
 		{Id: 12, SubRefresh: &SubRefreshRequest{Channel: "$private", Token: "st"}},
+		{Id: 13, Subscribe: &SubscribeRequest{Channel: "board", Type: 1, Phase: 2, Flag: 1, Limit: 100, Cursor: "c1",
+			Offset: 12, Epoch: "ep", Delta: "fossil"}},
+		{Id: 14, Subscribe: &SubscribeRequest{Channel: "board", Type: 2, Phase: 1, Flag: 1, Limit: 100, Offset: 12,
+			Epoch: "ep", Recover: true, Data: []byte(`{"x":1}`), Asc: true}},
+		{Id: 15, Publish: &PublishRequest{Channel: "board", Type: 1, Key: "k1", Data: []byte(`{"v":1}`)}},
+		{Id: 16, Publish: &PublishRequest{Channel: "board", Type: 1, Key: "k1", Removed: true}},
 	}
 }
 
@@ -111,6 +117,7 @@ func FuzzJSONRoundTrip(f *testing.F) {
 		data := AppendJSONString(nil, val)
 		in := &Reply{Id: code, Push: &Push{Id: tm, Channel: channel, Pub: &Publication{
 			Data: data, Offset: offset, Time: tm, Channel: val,
+			Key: key, Removed: code%2 == 1, Score: -tm, Epoch: channel, PrevData: data, Version: offset,
 			Tags: map[string]string{key: val, "k" + key: channel},
 			Info: &ClientInfo{User: key, ConnInfo: []byte(`{"n":` + string(AppendJSONString(nil, channel)) + `}`)},
 		}}, Error: &Error{Code: code, Message: val, Temporary: code%2 == 0}}
@@ -129,6 +136,8 @@ func FuzzJSONRoundTrip(f *testing.F) {
 		valid := func(s string) string { return string([]rune(s)) } // U+FFFD per bad byte
 		want.Push.Channel = valid(channel)
 		want.Push.Pub.Channel = valid(val)
+		want.Push.Pub.Key = valid(key)
+		want.Push.Pub.Epoch = valid(channel)
 		want.Push.Pub.Tags = map[string]string{valid(key): valid(val), valid("k" + key): valid(channel)}
 		want.Push.Pub.Info.User = valid(key)
 		want.Error.Message = valid(val)

@@ -50,13 +50,40 @@ func TestGoldenClientFrame(t *testing.T) {
 func TestGoldenClientFrameV021(t *testing.T) {
 	frame := "{\"id\":1,\"connect\":{\"name\":\"go\",\"flag\":1,\"dict\":\"d1\",\"profile\":\"feed\"}}\n" +
 		"{\"id\":2,\"subscribe\":{\"channel\":\"news\",\"recover\":true,\"offset\":5,\"epoch\":\"e\",\"flag\":3,\"type\":0}}"
+	checkGoldenCommands(t, frame, []*Command{
+		{Id: 1, Connect: &ConnectRequest{Name: "go", Flag: 1, Dict: "d1", Profile: "feed"}},
+		{Id: 2, Subscribe: &SubscribeRequest{Channel: "news", Recover: true, Offset: 5, Epoch: "e", Flag: 3}},
+	})
+}
+
+// Map subscriptions as centrifuge-js 5.8 drives them: state pages (the first with
+// the subscribe data, later ones with the cursor and the position of the first),
+// a stream page recovering after a reconnect, and a map publish and remove.
+func TestGoldenMapCommands(t *testing.T) {
+	frame := "{\"id\":3,\"subscribe\":{\"channel\":\"board\",\"type\":1,\"phase\":2,\"delta\":\"fossil\",\"flag\":1,\"limit\":100,\"data\":{\"a\":1}}}\n" +
+		"{\"id\":4,\"subscribe\":{\"channel\":\"board\",\"type\":1,\"phase\":2,\"flag\":1,\"limit\":100,\"cursor\":\"c1\",\"offset\":12,\"epoch\":\"ep\"}}\n" +
+		"{\"id\":5,\"subscribe\":{\"channel\":\"presence\",\"type\":2,\"phase\":1,\"flag\":1,\"offset\":12,\"epoch\":\"ep\",\"recover\":true}}\n" +
+		"{\"id\":6,\"publish\":{\"channel\":\"board\",\"type\":1,\"key\":\"k1\",\"data\":{\"v\":1}}}\n" +
+		"{\"id\":7,\"publish\":{\"channel\":\"board\",\"type\":1,\"key\":\"k1\",\"removed\":true}}"
+	checkGoldenCommands(t, frame, []*Command{
+		{Id: 3, Subscribe: &SubscribeRequest{Channel: "board", Type: 1, Phase: 2, Delta: "fossil", Flag: 1, Limit: 100,
+			Data: []byte(`{"a":1}`)}},
+		{Id: 4, Subscribe: &SubscribeRequest{Channel: "board", Type: 1, Phase: 2, Flag: 1, Limit: 100, Cursor: "c1",
+			Offset: 12, Epoch: "ep"}},
+		{Id: 5, Subscribe: &SubscribeRequest{Channel: "presence", Type: 2, Phase: 1, Flag: 1, Offset: 12, Epoch: "ep",
+			Recover: true}},
+		{Id: 6, Publish: &PublishRequest{Channel: "board", Type: 1, Key: "k1", Data: []byte(`{"v":1}`)}},
+		{Id: 7, Publish: &PublishRequest{Channel: "board", Type: 1, Key: "k1", Removed: true}},
+	})
+}
+
+// checkGoldenCommands decodes a JSON frame as an SDK sends it and compares the commands
+// with want, which must also survive a protobuf round trip.
+func checkGoldenCommands(t *testing.T, frame string, want []*Command) {
+	t.Helper()
 	cmds, err := DecodeCommands(TypeJSON, []byte(frame), nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	want := []*Command{
-		{Id: 1, Connect: &ConnectRequest{Name: "go", Flag: 1, Dict: "d1", Profile: "feed"}},
-		{Id: 2, Subscribe: &SubscribeRequest{Channel: "news", Recover: true, Offset: 5, Epoch: "e", Flag: 3}},
 	}
 	if len(cmds) != len(want) {
 		t.Fatalf("got %d commands, want %d", len(cmds), len(want))
@@ -119,6 +146,42 @@ func TestGoldenServerReplies(t *testing.T) {
 				Data: []byte(`{"text":"live"}`), Offset: 2, Tags: map[string]string{"k": "v"},
 			}}},
 			want: `{"push":{"channel":"chat:index","pub":{"data":{"text":"live"},"offset":2,"tags":{"k":"v"}}}}`,
+		},
+		{
+			name: "map state page",
+			reply: &Reply{Id: 3, Subscribe: &SubscribeResult{
+				Epoch: "ep", Offset: 12, Type: 1, Phase: 2, Cursor: "c2",
+				State: []*Publication{
+					{Data: []byte(`{"v":1}`), Offset: 10, Key: "a"},
+					{Data: []byte(`"two"`), Offset: 12, Key: "b", Score: -5},
+				},
+			}},
+			want: `{"id":3,"subscribe":{"epoch":"ep","offset":12,"type":1,"phase":2,"cursor":"c2","state":[{"data":{"v":1},"offset":10,"key":"a"},{"data":"two","offset":12,"key":"b","score":-5}]}}`,
+		},
+		{
+			name: "map live with catch-up",
+			reply: &Reply{Id: 5, Subscribe: &SubscribeResult{
+				Recoverable: true, Epoch: "ep", Offset: 14, Positioned: true, Type: 1,
+				Publications: []*Publication{
+					{Offset: 13, Key: "a", Removed: true},
+					{Data: []byte(`{"v":3}`), Offset: 14, Key: "b", Version: 3},
+				},
+				State:           []*Publication{{Data: []byte(`{"v":2}`), Offset: 11, Key: "c"}},
+				PublishDebounce: 250,
+			}},
+			want: `{"id":5,"subscribe":{"recoverable":true,"epoch":"ep","publications":[{"offset":13,"key":"a","removed":true},{"data":{"v":3},"offset":14,"key":"b","version":3}],"offset":14,"positioned":true,"type":1,"state":[{"data":{"v":2},"offset":11,"key":"c"}],"publish_debounce":250}}`,
+		},
+		{
+			name: "map publication push",
+			reply: &Reply{Push: &Push{Id: 12, Pub: &Publication{
+				Data: []byte(`{"v":4}`), Offset: 15, Key: "b", Score: 7,
+			}}},
+			want: `{"push":{"id":12,"pub":{"data":{"v":4},"offset":15,"key":"b","score":7}}}`,
+		},
+		{
+			name:  "map removal push",
+			reply: &Reply{Push: &Push{Channel: "board", Pub: &Publication{Offset: 16, Key: "b", Removed: true}}},
+			want:  `{"push":{"channel":"board","pub":{"offset":16,"key":"b","removed":true}}}`,
 		},
 		{
 			name:  "error",

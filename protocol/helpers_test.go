@@ -173,7 +173,7 @@ func (p *populater) value(_ protoreflect.Message, fd protoreflect.FieldDescripto
 		return protoreflect.ValueOfUint64(1<<63 + uint64(n))
 	case protoreflect.Int32Kind:
 		return protoreflect.ValueOfInt32(-2_000_000_000 - int32(n))
-	case protoreflect.Int64Kind:
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind:
 		return protoreflect.ValueOfInt64(-1<<62 - int64(n))
 	}
 	panic(fmt.Sprintf("populate: kind %v of %s not handled", fd.Kind(), fd.FullName()))

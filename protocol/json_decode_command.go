@@ -160,6 +160,12 @@ func decodePublishRequestJSON(r *jsonReader, m *PublishRequest) {
 			m.Channel = r.str()
 		case "data":
 			m.Data = r.raw()
+		case "type":
+			m.Type = r.i32()
+		case "key":
+			m.Key = r.str()
+		case "removed":
+			m.Removed = r.boolean()
 		default:
 			r.skipValue()
 		}

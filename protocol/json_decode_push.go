@@ -67,6 +67,18 @@ func decodePublicationJSON(r *jsonReader, m *Publication) {
 			m.Time = r.i64()
 		case "channel":
 			m.Channel = r.str()
+		case "key":
+			m.Key = r.str()
+		case "removed":
+			m.Removed = r.boolean()
+		case "score":
+			m.Score = r.i64()
+		case "epoch":
+			m.Epoch = r.str()
+		case "prev_data":
+			m.PrevData = r.raw()
+		case "version":
+			m.Version = r.u64()
 		default:
 			r.skipValue()
 		}

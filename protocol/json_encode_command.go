@@ -90,6 +90,9 @@ func appendPublishRequestJSON(b []byte, m *PublishRequest) []byte {
 	start := len(b)
 	b = appendStringField(b, `,"channel":`, m.Channel)
 	b = appendRawField(b, `,"data":`, m.Data)
+	b = appendIntField(b, `,"type":`, int64(m.Type))
+	b = appendStringField(b, `,"key":`, m.Key)
+	b = appendBoolField(b, `,"removed":`, m.Removed)
 	return closeObject(b, start)
 }
 

@@ -37,6 +37,12 @@ func appendPublicationJSON(b []byte, m *Publication) []byte {
 	b = appendBoolField(b, `,"delta":`, m.Delta)
 	b = appendIntField(b, `,"time":`, m.Time)
 	b = appendStringField(b, `,"channel":`, m.Channel)
+	b = appendStringField(b, `,"key":`, m.Key)
+	b = appendBoolField(b, `,"removed":`, m.Removed)
+	b = appendIntField(b, `,"score":`, m.Score)
+	b = appendStringField(b, `,"epoch":`, m.Epoch)
+	b = appendRawField(b, `,"prev_data":`, m.PrevData)
+	b = appendUintField(b, `,"version":`, m.Version)
 	return closeObject(b, start)
 }
 

@@ -28,6 +28,11 @@ type Broker struct {
 	fails *faillog.Log
 	// shards[client][shard] are the pub/sub connections.
 	shards [][]*subShard
+	// infix follows the key base in the pub/sub names of channels
+	// (pubsubInfix, or mapPubSubInfix for a MapBroker's); label ends the
+	// names of the connections in logs and errors.
+	infix string
+	label string
 
 	// handler is set by Run before any goroutine that reads it starts.
 	handler broker.EventHandler
@@ -87,7 +92,19 @@ func (b *Broker) redisName(client int) string {
 }
 
 func newBroker(e *Engine) *Broker {
+	b := newPubSub(e, pubsubInfix, "")
+	b.shards[0][0].control = e.bases[0] + controlSuffix
+	return b
+}
+
+// newPubSub returns a Broker whose pub/sub connections carry channels
+// named base+infix+channel; label ends the names of its connections in
+// logs. The MapBroker runs one of its own for map channels (infix
+// mapPubSubInfix), without control messages.
+func newPubSub(e *Engine, infix, label string) *Broker {
 	b := &Broker{
+		infix:     infix,
+		label:     label,
 		e:         e,
 		cfg:       e.cfg,
 		log:       e.log,
@@ -111,7 +128,6 @@ func newBroker(e *Engine) *Broker {
 		}
 		b.shards = append(b.shards, row)
 	}
-	b.shards[0][0].control = e.bases[0] + controlSuffix
 	return b
 }
 
@@ -119,16 +135,16 @@ func newBroker(e *Engine) *Broker {
 // pattern connection outside a cluster (in one, a base has its own).
 func (b *Broker) where(client, shard int) string {
 	if b.e.mode == modeCluster {
-		return fmt.Sprintf("cluster shard %d", shard)
+		return fmt.Sprintf("cluster shard %d%s", shard, b.label)
 	}
 	addr := b.redisName(client)
 	if shard < 0 {
 		return addr + " patterns"
 	}
 	if len(b.e.bases) > 1 {
-		return fmt.Sprintf("%s shard %d", addr, shard)
+		return fmt.Sprintf("%s shard %d%s", addr, shard, b.label)
 	}
-	return addr
+	return addr + b.label
 }
 
 // Run starts the pub/sub connections, which call h from now on, and waits

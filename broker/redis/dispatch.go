@@ -137,6 +137,13 @@ func (d *dispatcher) add(ev event) error {
 		}
 		d.addPublication("", channel, rp)
 		return nil
+	case wirepb.Message_MAP_CHANGE:
+		rp, err := decodeMapChange(msg)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errUndecodable, err)
+		}
+		d.addPublication("", channel, rp)
+		return nil
 	case wirepb.Message_JOIN, wirepb.Message_LEAVE:
 		info, err := decodeInfo(msg.Info)
 		if err != nil {

@@ -13,8 +13,9 @@ import (
 
 // Engine is a connection to one Redis setup (standalone servers, a
 // cluster, or a Sentinel-watched master) shared by a Broker, a
-// PresenceManager and a Store. The Engine owns the connections: Close the
-// Engine, or both the Broker and the PresenceManager, to release them.
+// PresenceManager, a Store and a MapBroker. The Engine owns the
+// connections: Close the Engine, or the Broker, the PresenceManager and
+// (once made) the MapBroker, to release them.
 // The Store owns nothing and its Close releases nothing (see Store).
 type Engine struct {
 	cfg     Config
@@ -29,6 +30,9 @@ type Engine struct {
 	broker   *Broker
 	presence *PresenceManager
 	store    *Store
+	// mapBroker is made by the first MapBroker call.
+	mapMu     sync.Mutex
+	mapBroker *MapBroker
 
 	refs      atomic.Int32 // parts not closed yet
 	closeOnce sync.Once
@@ -92,10 +96,31 @@ func (e *Engine) PresenceManager() *PresenceManager { return e.presence }
 // broker whose pub/sub is elsewhere (NATS).
 func (e *Engine) Store() *Store { return e.store }
 
-// Close closes the Broker, the PresenceManager, the Store and the
-// connections to Redis.
+// MapBroker returns the engine's broker.MapBroker, made on the first
+// call. It shares the engine's connections to Redis, and has pub/sub
+// connections of its own once Run. Once made, it is one of the parts
+// that must all be closed to release the connections (or Close the
+// Engine). For map channels in another Redis setup, see NewMapBroker.
+func (e *Engine) MapBroker() *MapBroker {
+	e.mapMu.Lock()
+	defer e.mapMu.Unlock()
+	if e.mapBroker == nil {
+		e.refs.Add(1)
+		e.mapBroker = newMapBroker(e)
+	}
+	return e.mapBroker
+}
+
+// Close closes the Broker, the PresenceManager, the Store, the MapBroker
+// if made, and the connections to Redis.
 func (e *Engine) Close() error {
 	_ = e.store.Close() // never fails
+	e.mapMu.Lock()
+	mb := e.mapBroker
+	e.mapMu.Unlock()
+	if mb != nil {
+		_ = mb.close() // never fails
+	}
 	err := e.broker.Close()
 	err2 := e.presence.Close()
 	e.closeOnce.Do(e.closeClients)

@@ -23,6 +23,20 @@ var (
 	presenceRemoveLua string
 	//go:embed lua/presence_get.lua
 	presenceGetLua string
+	//go:embed lua/map_common.lua
+	mapCommonLua string
+	//go:embed lua/map_publish.lua
+	mapPublishLua string
+	//go:embed lua/map_expire.lua
+	mapExpireLua string
+	//go:embed lua/map_due.lua
+	mapDueLua string
+	//go:embed lua/map_state.lua
+	mapStateLua string
+	//go:embed lua/map_stream.lua
+	mapStreamLua string
+	//go:embed lua/map_clear.lua
+	mapClearLua string
 )
 
 // The scripts run by EVALSHA, falling back to EVAL (which loads them) when
@@ -32,7 +46,16 @@ var (
 	presenceAddScript    = rueidis.NewLuaScript(presenceCommonLua + presenceAddLua)
 	presenceRemoveScript = rueidis.NewLuaScript(presenceCommonLua + presenceRemoveLua)
 	presenceGetScript    = rueidis.NewLuaScript(presenceCommonLua + presenceGetLua)
+
+	mapPublishScript = rueidis.NewLuaScript(mapCommonLua + mapPublishLua)
+	mapStateScript   = rueidis.NewLuaScript(mapCommonLua + mapStateLua)
+	mapStreamScript  = rueidis.NewLuaScript(mapCommonLua + mapStreamLua)
+	mapClearScript   = rueidis.NewLuaScript(mapCommonLua + mapClearLua)
+	mapDueScript     = rueidis.NewLuaScript(mapDueLua)
 )
+
+// mapExpireScript runs pipelined, one call per channel whose keys are due.
+var mapExpireScript = newPipelinedScript(mapCommonLua + mapExpireLua)
 
 // publishScript is run pipelined (PublishMany), with commands built here:
 // rueidis's own pipelined form loads the script into every server before

@@ -53,7 +53,7 @@ type subShard struct {
 	client rueidis.Client
 	where  string // for logs and errors: the Redis address or shard
 	base   string // key base of the channels, see keys.go
-	prefix string // base + pubsubInfix: pub/sub name of a channel minus the channel
+	prefix string // base + the broker's infix: pub/sub name of a channel minus the channel
 	// control is the pub/sub name of control messages when this shard
 	// carries them, else empty.
 	control string
@@ -100,7 +100,7 @@ func newSubShard(b *Broker, client rueidis.Client, where, base string, sharded b
 		client:   client,
 		where:    where,
 		base:     base,
-		prefix:   base + pubsubInfix,
+		prefix:   base + b.infix,
 		sharded:  sharded,
 		channels: make(map[string]struct{}),
 		ready:    make(chan struct{}),

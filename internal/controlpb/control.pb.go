@@ -39,6 +39,7 @@ type Command struct {
 	Emulation       *Emulation       `protobuf:"bytes,8,opt,name=emulation,proto3" json:"emulation,omitempty"`
 	ChannelsRequest *ChannelsRequest `protobuf:"bytes,9,opt,name=channels_request,json=channelsRequest,proto3" json:"channels_request,omitempty"`
 	ChannelsReply   *ChannelsReply   `protobuf:"bytes,10,opt,name=channels_reply,json=channelsReply,proto3" json:"channels_reply,omitempty"`
+	MapClear        *MapClear        `protobuf:"bytes,11,opt,name=map_clear,json=mapClear,proto3" json:"map_clear,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -139,6 +140,13 @@ func (x *Command) GetChannelsRequest() *ChannelsRequest {
 func (x *Command) GetChannelsReply() *ChannelsReply {
 	if x != nil {
 		return x.ChannelsReply
+	}
+	return nil
+}
+
+func (x *Command) GetMapClear() *MapClear {
+	if x != nil {
+		return x.MapClear
 	}
 	return nil
 }
@@ -905,11 +913,57 @@ func (x *ChannelsReply) GetError() string {
 	return ""
 }
 
+// MapClear tells every node that a map channel's state was dropped: its
+// subscribers there load it again.
+type MapClear struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapClear) Reset() {
+	*x = MapClear{}
+	mi := &file_control_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapClear) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapClear) ProtoMessage() {}
+
+func (x *MapClear) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapClear.ProtoReflect.Descriptor instead.
+func (*MapClear) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *MapClear) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
 	"\n" +
-	"\rcontrol.proto\x12\fgyre.control\"\xfd\x03\n" +
+	"\rcontrol.proto\x12\fgyre.control\"\xb2\x04\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12*\n" +
@@ -923,7 +977,8 @@ const file_control_proto_rawDesc = "" +
 	"\temulation\x18\b \x01(\v2\x17.gyre.control.EmulationR\temulation\x12H\n" +
 	"\x10channels_request\x18\t \x01(\v2\x1d.gyre.control.ChannelsRequestR\x0fchannelsRequest\x12B\n" +
 	"\x0echannels_reply\x18\n" +
-	" \x01(\v2\x1b.gyre.control.ChannelsReplyR\rchannelsReply\"\xa6\x03\n" +
+	" \x01(\v2\x1b.gyre.control.ChannelsReplyR\rchannelsReply\x123\n" +
+	"\tmap_clear\x18\v \x01(\v2\x16.gyre.control.MapClearR\bmapClear\"\xa6\x03\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -997,7 +1052,9 @@ const file_control_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x1a;\n" +
 	"\rChannelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01B+Z)github.com/gyrehq/gyre/internal/controlpbb\x06proto3"
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"$\n" +
+	"\bMapClear\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannelB+Z)github.com/gyrehq/gyre/internal/controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
@@ -1011,7 +1068,7 @@ func file_control_proto_rawDescGZIP() []byte {
 	return file_control_proto_rawDescData
 }
 
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_control_proto_goTypes = []any{
 	(*Command)(nil),           // 0: gyre.control.Command
 	(*NodeInfo)(nil),          // 1: gyre.control.NodeInfo
@@ -1023,7 +1080,8 @@ var file_control_proto_goTypes = []any{
 	(*Emulation)(nil),         // 7: gyre.control.Emulation
 	(*ChannelsRequest)(nil),   // 8: gyre.control.ChannelsRequest
 	(*ChannelsReply)(nil),     // 9: gyre.control.ChannelsReply
-	nil,                       // 10: gyre.control.ChannelsReply.ChannelsEntry
+	(*MapClear)(nil),          // 10: gyre.control.MapClear
+	nil,                       // 11: gyre.control.ChannelsReply.ChannelsEntry
 }
 var file_control_proto_depIdxs = []int32{
 	1,  // 0: gyre.control.Command.node:type_name -> gyre.control.NodeInfo
@@ -1034,13 +1092,14 @@ var file_control_proto_depIdxs = []int32{
 	7,  // 5: gyre.control.Command.emulation:type_name -> gyre.control.Emulation
 	8,  // 6: gyre.control.Command.channels_request:type_name -> gyre.control.ChannelsRequest
 	9,  // 7: gyre.control.Command.channels_reply:type_name -> gyre.control.ChannelsReply
-	3,  // 8: gyre.control.Subscribe.override:type_name -> gyre.control.SubscribeOverride
-	10, // 9: gyre.control.ChannelsReply.channels:type_name -> gyre.control.ChannelsReply.ChannelsEntry
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	10, // 8: gyre.control.Command.map_clear:type_name -> gyre.control.MapClear
+	3,  // 9: gyre.control.Subscribe.override:type_name -> gyre.control.SubscribeOverride
+	11, // 10: gyre.control.ChannelsReply.channels:type_name -> gyre.control.ChannelsReply.ChannelsEntry
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -1055,7 +1114,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

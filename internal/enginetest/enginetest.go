@@ -27,10 +27,11 @@ func (e Engine) Name() string { return e.v.name }
 // and presence. The memory engine's nodes share nothing.
 func (e Engine) Multinode() bool { return e.v.multinode }
 
-// Config returns cfg with Broker and PresenceManager set to a fresh
-// engine of the variant, sharing nothing with any other engine: every
-// call has a key prefix of its own. The memory variant leaves both unset,
-// so the node makes its own.
+// Config returns cfg with Broker, PresenceManager and MapBroker set to a
+// fresh engine of the variant, sharing nothing with any other engine:
+// every call has a key prefix of its own. The memory variant leaves
+// Broker and PresenceManager unset, so the node makes its own, and gives
+// a memory MapBroker of its own.
 func (e Engine) Config(t testing.TB, cfg gyre.Config) gyre.Config {
 	t.Helper()
 	return e.with(t, cfg, nextPrefix())
@@ -50,7 +51,33 @@ func (e Engine) Same(t testing.TB, cfg gyre.Config, group string) gyre.Config {
 
 func (e Engine) with(t testing.TB, cfg gyre.Config, prefix string) gyre.Config {
 	t.Helper()
-	cfg.Broker, cfg.PresenceManager = e.v.open(t, prefix)
+	p := e.v.open(t, prefix)
+	if p.maps == nil && e.v.hasMaps() {
+		t.Fatalf("enginetest: %s gave no MapBroker", e.v.name)
+	}
+	return p.set(cfg)
+}
+
+// RequireMaps skips t on a variant without a MapBroker (Config then
+// leaves cfg.MapBroker nil, and the node serves no map channels).
+func (e Engine) RequireMaps(t testing.TB) {
+	t.Helper()
+	if !e.v.hasMaps() {
+		t.Skipf("%s: this engine has no MapBroker", e.v.name)
+	}
+}
+
+// parts are what a variant opens for one engine; nil parts leave the
+// node's default.
+type parts struct {
+	broker   broker.Broker
+	presence broker.PresenceManager
+	maps     broker.MapBroker
+}
+
+// set returns cfg with the parts.
+func (p parts) set(cfg gyre.Config) gyre.Config {
+	cfg.Broker, cfg.PresenceManager, cfg.MapBroker = p.broker, p.presence, p.maps
 	return cfg
 }
 
@@ -65,8 +92,15 @@ type variant struct {
 	// installed. Nil requires nothing.
 	require func(t testing.TB)
 	// open returns the parts of an engine under prefix, closed when t
-	// ends. Nil parts leave the node's memory engine.
-	open func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager)
+	// ends. Nil parts leave the node's memory engine (and, for the
+	// MapBroker, no map channels).
+	open func(t testing.TB, prefix string) parts
+}
+
+// hasMaps tells whether the variant's engines have a MapBroker: every one
+// does but the memory variant, until the memory package has one.
+func (v *variant) hasMaps() bool {
+	return v.name != "memory" || newMemoryMaps() != nil
 }
 
 // groups hands out the prefixes of Same within one Each subtest.

@@ -22,43 +22,50 @@ import (
 var variants = []variant{
 	{
 		name: "memory",
-		open: func(testing.TB, string) (broker.Broker, broker.PresenceManager) { return nil, nil },
+		// The memory MapBroker is made by the variant: a node without one
+		// serves no map channels.
+		open: func(testing.TB, string) parts { return parts{maps: newMemoryMaps()} },
 	},
 	{
 		name: "redis", multinode: true, require: redistest.Require,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			return openRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
 		},
 	},
 	{
 		name: "redis-sharded", multinode: true, require: redistest.Require,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			return openRedis(t, redis.Config{Addresses: redisTwo.addrs(t), Prefix: prefix})
 		},
 	},
 	{
 		name: "redis-cluster", multinode: true, require: redistest.Require,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			return openRedis(t, redis.Config{ClusterAddresses: redisCluster.addrs(t), Prefix: prefix})
 		},
 	},
 	{
 		name: "nats-jetstream", multinode: true, require: requireNATS,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			url := natsOne.addrs(t)[0]
 			st, err := jetstream.New(jetstream.Config{URL: url, Prefix: prefix})
 			if err != nil {
 				t.Fatalf("enginetest: jetstream store: %v", err)
 			}
-			_, pm := openRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
-			return openNATS(t, nats.Config{URL: url, Prefix: prefix, Store: st}), pm
+			p := openRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
+			p.broker = openNATS(t, nats.Config{URL: url, Prefix: prefix, Store: st})
+			return p
 		},
 	},
 	{
 		name: "redisnats", multinode: true, require: requireNATS,
-		open: func(t testing.TB, prefix string) (broker.Broker, broker.PresenceManager) {
+		open: func(t testing.TB, prefix string) parts {
 			e := newRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
-			return openNATS(t, nats.Config{URL: natsOne.addrs(t)[0], Prefix: prefix, Store: e.Store()}), e.PresenceManager()
+			return parts{
+				broker:   openNATS(t, nats.Config{URL: natsOne.addrs(t)[0], Prefix: prefix, Store: e.Store()}),
+				presence: e.PresenceManager(),
+				maps:     e.MapBroker(),
+			}
 		},
 	},
 }
@@ -82,21 +89,20 @@ func openNATS(t testing.TB, cfg nats.Config) broker.Broker {
 	return b
 }
 
-// OnRedis returns cfg with Broker and PresenceManager set to a Redis
-// engine on rc, closed when t ends: for a test that kills or restarts a
-// redis-server of its own (redistest.Start) and so cannot use the shared
-// ones.
+// OnRedis returns cfg with Broker, PresenceManager and MapBroker set to a
+// Redis engine on rc, closed when t ends: for a test that kills or
+// restarts a redis-server of its own (redistest.Start) and so cannot use
+// the shared ones.
 func OnRedis(t testing.TB, cfg gyre.Config, rc redis.Config) gyre.Config {
 	t.Helper()
-	cfg.Broker, cfg.PresenceManager = openRedis(t, rc)
-	return cfg
+	return openRedis(t, rc).set(cfg)
 }
 
 // openRedis returns the parts of a Redis engine on cfg.
-func openRedis(t testing.TB, cfg redis.Config) (broker.Broker, broker.PresenceManager) {
+func openRedis(t testing.TB, cfg redis.Config) parts {
 	t.Helper()
 	e := newRedis(t, cfg)
-	return e.Broker(), e.PresenceManager()
+	return parts{broker: e.Broker(), presence: e.PresenceManager(), maps: e.MapBroker()}
 }
 
 // newRedis returns a Redis engine on cfg, closed when t ends.
@@ -111,3 +117,7 @@ func newRedis(t testing.TB, cfg redis.Config) *redis.Engine {
 	t.Cleanup(func() { _ = e.Close() })
 	return e
 }
+
+// newMemoryMaps returns a memory MapBroker for the memory variant's
+// node, or nil where broker/memory has none.
+func newMemoryMaps() broker.MapBroker { return nil }

@@ -35,6 +35,9 @@ const (
 	Message_JOIN        Message_Type = 1
 	Message_LEAVE       Message_Type = 2
 	Message_CONTROL     Message_Type = 3
+	// MAP_CHANGE: a change of a map channel; publication holds a
+	// MapEntry, prev the key's previous MapEntry.
+	Message_MAP_CHANGE Message_Type = 4
 )
 
 // Enum value maps for Message_Type.
@@ -44,12 +47,14 @@ var (
 		1: "JOIN",
 		2: "LEAVE",
 		3: "CONTROL",
+		4: "MAP_CHANGE",
 	}
 	Message_Type_value = map[string]int32{
 		"PUBLICATION": 0,
 		"JOIN":        1,
 		"LEAVE":       2,
 		"CONTROL":     3,
+		"MAP_CHANGE":  4,
 	}
 )
 
@@ -102,7 +107,9 @@ type Message struct {
 	// channel: the concrete channel of a publication sent to a pattern
 	// scope's pub/sub channel, which carries publications of many channels.
 	// Empty on a channel's own pub/sub channel, whose name says it.
-	Channel       string `protobuf:"bytes,9,opt,name=channel,proto3" json:"channel,omitempty"`
+	Channel string `protobuf:"bytes,9,opt,name=channel,proto3" json:"channel,omitempty"`
+	// key: the key a MAP_CHANGE wrote or removed.
+	Key           string `protobuf:"bytes,10,opt,name=key,proto3" json:"key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -200,11 +207,136 @@ func (x *Message) GetChannel() string {
 	return ""
 }
 
+func (x *Message) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+// MapEntry is a map channel's entry, or a change of one: what the state
+// hash keeps for a key, the map stream keeps for a change, and a
+// MAP_CHANGE message carries. The map scripts append the offset (field 1)
+// to the bytes the node built, and read version and version_epoch back
+// for version checks, so these two stay top-level scalars.
+type MapEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// offset: of the change that wrote the entry.
+	Offset uint64 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	Data   []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// info: a protocol ClientInfo of who wrote or removed the key.
+	Info []byte            `protobuf:"bytes,3,opt,name=info,proto3" json:"info,omitempty"`
+	Tags map[string]string `protobuf:"bytes,4,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// time: Unix milliseconds of the change.
+	Time int64 `protobuf:"varint,5,opt,name=time,proto3" json:"time,omitempty"`
+	// removed marks a removal (by Remove or expiry) in the stream and in
+	// MAP_CHANGE messages; never in the state.
+	Removed       bool   `protobuf:"varint,6,opt,name=removed,proto3" json:"removed,omitempty"`
+	Score         int64  `protobuf:"zigzag64,7,opt,name=score,proto3" json:"score,omitempty"`
+	Version       uint64 `protobuf:"varint,8,opt,name=version,proto3" json:"version,omitempty"`
+	VersionEpoch  string `protobuf:"bytes,9,opt,name=version_epoch,json=versionEpoch,proto3" json:"version_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapEntry) Reset() {
+	*x = MapEntry{}
+	mi := &file_redis_wire_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapEntry) ProtoMessage() {}
+
+func (x *MapEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_redis_wire_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapEntry.ProtoReflect.Descriptor instead.
+func (*MapEntry) Descriptor() ([]byte, []int) {
+	return file_redis_wire_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *MapEntry) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *MapEntry) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *MapEntry) GetInfo() []byte {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *MapEntry) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *MapEntry) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
+func (x *MapEntry) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
+func (x *MapEntry) GetScore() int64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *MapEntry) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *MapEntry) GetVersionEpoch() string {
+	if x != nil {
+		return x.VersionEpoch
+	}
+	return ""
+}
+
 var File_redis_wire_proto protoreflect.FileDescriptor
 
 const file_redis_wire_proto_rawDesc = "" +
 	"\n" +
-	"\x10redis_wire.proto\x12\x11gyre.broker.redis\"\xb5\x02\n" +
+	"\x10redis_wire.proto\x12\x11gyre.broker.redis\"\xd7\x02\n" +
 	"\aMessage\x123\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1f.gyre.broker.redis.Message.TypeR\x04type\x12 \n" +
 	"\vpublication\x18\x02 \x01(\fR\vpublication\x12\x16\n" +
@@ -214,12 +346,29 @@ const file_redis_wire_proto_rawDesc = "" +
 	"\x04prev\x18\x06 \x01(\fR\x04prev\x12\x12\n" +
 	"\x04info\x18\a \x01(\fR\x04info\x12\x12\n" +
 	"\x04data\x18\b \x01(\fR\x04data\x12\x18\n" +
-	"\achannel\x18\t \x01(\tR\achannel\"9\n" +
+	"\achannel\x18\t \x01(\tR\achannel\x12\x10\n" +
+	"\x03key\x18\n" +
+	" \x01(\tR\x03key\"I\n" +
 	"\x04Type\x12\x0f\n" +
 	"\vPUBLICATION\x10\x00\x12\b\n" +
 	"\x04JOIN\x10\x01\x12\t\n" +
 	"\x05LEAVE\x10\x02\x12\v\n" +
-	"\aCONTROL\x10\x03B5Z3github.com/gyrehq/gyre/broker/redis/internal/wirepbb\x06proto3"
+	"\aCONTROL\x10\x03\x12\x0e\n" +
+	"\n" +
+	"MAP_CHANGE\x10\x04\"\xc1\x02\n" +
+	"\bMapEntry\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
+	"\x04info\x18\x03 \x01(\fR\x04info\x129\n" +
+	"\x04tags\x18\x04 \x03(\v2%.gyre.broker.redis.MapEntry.TagsEntryR\x04tags\x12\x12\n" +
+	"\x04time\x18\x05 \x01(\x03R\x04time\x12\x18\n" +
+	"\aremoved\x18\x06 \x01(\bR\aremoved\x12\x14\n" +
+	"\x05score\x18\a \x01(\x12R\x05score\x12\x18\n" +
+	"\aversion\x18\b \x01(\x04R\aversion\x12#\n" +
+	"\rversion_epoch\x18\t \x01(\tR\fversionEpoch\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B5Z3github.com/gyrehq/gyre/broker/redis/internal/wirepbb\x06proto3"
 
 var (
 	file_redis_wire_proto_rawDescOnce sync.Once
@@ -234,18 +383,21 @@ func file_redis_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_redis_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_redis_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_redis_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_redis_wire_proto_goTypes = []any{
 	(Message_Type)(0), // 0: gyre.broker.redis.Message.Type
 	(*Message)(nil),   // 1: gyre.broker.redis.Message
+	(*MapEntry)(nil),  // 2: gyre.broker.redis.MapEntry
+	nil,               // 3: gyre.broker.redis.MapEntry.TagsEntry
 }
 var file_redis_wire_proto_depIdxs = []int32{
 	0, // 0: gyre.broker.redis.Message.type:type_name -> gyre.broker.redis.Message.Type
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	3, // 1: gyre.broker.redis.MapEntry.tags:type_name -> gyre.broker.redis.MapEntry.TagsEntry
+	2, // [2:2] is the sub-list for method output_type
+	2, // [2:2] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_redis_wire_proto_init() }
@@ -259,7 +411,7 @@ func file_redis_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_redis_wire_proto_rawDesc), len(file_redis_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   1,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,74 @@
+-- Reads changes from a map channel's stream with its top, creating the
+-- meta when missing (see map_state.lua). Since is exclusive: forward reads
+-- start after it, reverse ones before it. A since position of another
+-- epoch, past the top, or whose next change the stream no longer holds
+-- is unrecoverable.
+--
+-- KEYS[1-5] the channel's keys (map_common.lua)
+-- ARGV[1] epoch for a new meta, ARGV[2] its TTL, ms, ARGV[3] channel
+-- ARGV[4] "1" with a since position, ARGV[5] its offset, ARGV[6] its epoch
+-- ARGV[7] limit: 0 none, negative all, positive at most that many
+-- ARGV[8] "1" for newest first
+-- ARGV[9] "1" when the mode keeps a stream
+-- Returns {top, epoch, unrecoverable (0 or 1), key, entry, key, entry, ...}.
+local epoch = openMeta(ARGV[1], ARGV[3], tonumber(ARGV[2]))
+local top = tonumber(redis.call('HGET', meta, 'o'))
+local hasSince, sinceOffset, sinceEpoch = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6]
+local limit, reverse, hasStream = tonumber(ARGV[7]), ARGV[8] == '1', ARGV[9] == '1'
+
+if hasSince and (sinceEpoch ~= epoch or sinceOffset > top) then
+  return {top, epoch, 1}
+end
+local out = {top, epoch, 0}
+if not hasStream then
+  return out
+end
+if hasSince and not reverse and sinceOffset < top then
+  local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)
+  if not first[1] or tonumber(string.match(first[1][1], '^(%d+)')) > sinceOffset + 1 then
+    return {top, epoch, 1}
+  end
+end
+if limit == 0 then
+  return out
+end
+
+local from, to = '-', '+'
+if hasSince then
+  if reverse then
+    if sinceOffset <= 1 then
+      return out
+    end
+    to = (sinceOffset - 1) .. '-0'
+  else
+    from = (sinceOffset + 1) .. '-0'
+  end
+end
+local batch
+if reverse then
+  if limit > 0 then
+    batch = redis.call('XREVRANGE', stream, to, from, 'COUNT', limit)
+  else
+    batch = redis.call('XREVRANGE', stream, to, from)
+  end
+elseif limit > 0 then
+  batch = redis.call('XRANGE', stream, from, to, 'COUNT', limit)
+else
+  batch = redis.call('XRANGE', stream, from, to)
+end
+for _, e in ipairs(batch) do
+  local f = e[2]
+  local key, data
+  for i = 1, #f, 2 do
+    if f[i] == 'k' then
+      key = f[i + 1]
+    elseif f[i] == 'd' then
+      data = f[i + 1]
+    end
+  end
+  if key and data then
+    out[#out + 1] = key
+    out[#out + 1] = data
+  end
+end
+return out
