@@ -182,6 +182,23 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixt
 	if err != nil {
 		tb.Fatal(err)
 	}
+	var flag int64
+	if opts.compact {
+		flag = 1
+	}
+	channel := benchChannel
+	if opts.pattern {
+		channel = "*"
+	}
+	sub := &protocol.SubscribeRequest{Channel: channel, Flag: flag}
+	return startFixture(tb, node, proto, subs, connectSubscribeFrame(tb, proto, sub), opts)
+}
+
+// startFixture runs node and connects subs clients over in-memory
+// transports, each sending frame, which must bring it two replies
+// (connect and subscribe).
+func startFixture(tb testing.TB, node *gyre.Node, proto protocol.Type, subs int, frame []byte, opts fixtureOptions) *broadcastFixture {
+	tb.Helper()
 	if err := node.Run(); err != nil {
 		tb.Fatal(err)
 	}
@@ -193,15 +210,6 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixt
 		}
 	})
 	f := &broadcastFixture{node: node, sink: newDeliverySink(), transports: make([]*memTransport, subs)}
-	var flag int64
-	if opts.compact {
-		flag = 1
-	}
-	channel := benchChannel
-	if opts.pattern {
-		channel = "*"
-	}
-	frame := connectSubscribeFrame(tb, proto, channel, flag)
 	for i := range f.transports {
 		t := &memTransport{proto: proto, sink: f.sink, keepLast: opts.keepLast, z: opts.z}
 		f.transports[i] = t
@@ -218,12 +226,12 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixt
 
 // connectSubscribeFrame is what a client sends first: connect and subscribe
 // batched in one frame.
-func connectSubscribeFrame(tb testing.TB, proto protocol.Type, channel string, flag int64) []byte {
+func connectSubscribeFrame(tb testing.TB, proto protocol.Type, sub *protocol.SubscribeRequest) []byte {
 	tb.Helper()
 	var msgs [][]byte
 	for _, cmd := range []*protocol.Command{
 		{Id: 1, Connect: &protocol.ConnectRequest{Name: "bench"}},
-		{Id: 2, Subscribe: &protocol.SubscribeRequest{Channel: channel, Flag: flag}},
+		{Id: 2, Subscribe: sub},
 	} {
 		m, err := protocol.AppendCommand(nil, proto, cmd)
 		if err != nil {
@@ -394,7 +402,7 @@ func BenchmarkSubscribeCrowded(b *testing.B) {
 	for _, subs := range []int{0, 1000, 10000} {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
 			f := newBroadcastFixture(b, protocol.TypeProtobuf, subs, fixtureOptions{})
-			frame := connectSubscribeFrame(b, protocol.TypeProtobuf, benchChannel, 0)
+			frame := connectSubscribeFrame(b, protocol.TypeProtobuf, &protocol.SubscribeRequest{Channel: benchChannel})
 			// The joining clients report to a sink of their own, whose
 			// count of closed transports is cleared after each close.
 			churn := newDeliverySink()

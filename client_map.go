@@ -318,7 +318,7 @@ func (c *Client) mapStatePage(req *protocol.SubscribeRequest, f *mapFlow) (*prot
 	n := c.node
 	m := &f.p.opts.Map
 	if !m.Mode.HasStream() && f.pending == nil {
-		s, err := c.attachMap(f)
+		s, err := c.attachMap(f, m.LiveTransitionMaxPublicationLimit)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -462,9 +462,11 @@ func (c *Client) mapReadError(what, channel string, err error) error {
 }
 
 // attachMap registers f's subscription, pending, with the client and the
-// hub: the channel's changes are held for it from then on.
-func (c *Client) attachMap(f *mapFlow) (*subscription, error) {
+// hub: the channel's changes are held for it from then on, up to
+// holdLimit of them (0: no bound).
+func (c *Client) attachMap(f *mapFlow, holdLimit int) (*subscription, error) {
 	s := c.newSubscription(f.p)
+	s.holdLimit = holdLimit
 	if err := c.register(s); err != nil {
 		return nil, err
 	}
@@ -479,11 +481,19 @@ func (c *Client) mapGoLive(req *protocol.SubscribeRequest, f *mapFlow, since bro
 	s := f.pending
 	if s == nil {
 		var err error
-		if s, err = c.attachMap(f); err != nil {
+		if s, err = c.attachMap(f, 0); err != nil {
 			return nil, nil, err
 		}
 	}
 	f.pending = nil // from here on, a failure drops s below
+	if s.overflowed() {
+		// More changes came while the client paged than it may catch up
+		// on: it loads the state again.
+		c.node.log.Info("map subscribe: too many changes while paging; the client loads the state again", "client", c.id,
+			"channel", f.p.channel, "limit", s.holdLimit)
+		c.dropSubscription(s)
+		return nil, nil, ErrorUnrecoverablePosition
+	}
 	res := &protocol.SubscribeResult{Type: req.Type, Phase: mapPhaseLive, State: state, Delta: f.p.delta, Id: s.channelID, Data: f.p.data}
 	top := since
 	if f.p.opts.Map.Mode.HasStream() {

@@ -76,24 +76,13 @@ func (c *Client) mapWriteByClient(opts *ChannelOptions, req *protocol.PublishReq
 	handled := false
 	if h := n.handlers.mapPublish; h != nil {
 		rep, err := h(c.ctx, c, MapPublishEvent{Channel: req.Channel, Key: key, Data: req.Data})
-		switch {
-		case errors.Is(err, ErrNotHandled):
-		case err != nil:
+		var done bool
+		if handled, done, err = handlerOutcome(err, rep.Result != nil, rep.Key, &key); err != nil || done {
 			return err
-		case rep.Result != nil:
-			return nil
-		default:
-			handled, o = true, rep.Options
-			if rep.Key != "" {
-				key = rep.Key
-			}
 		}
+		o = rep.Options
 	}
-	if !handled && !c.channelPermission(req.Channel, m.AllowPublishForClient, m.AllowPublishForSubscriber, m.AllowPublishForAnonymous) {
-		n.log.Info("map publish refused: not allowed", "client", c.id, "channel", req.Channel)
-		return ErrorPermissionDenied
-	}
-	if err := c.checkClientMapKey(req.Channel, key); err != nil {
+	if err := c.mapAllowed("map publish", req.Channel, key, handled, m.AllowPublishForClient, m.AllowPublishForSubscriber, m.AllowPublishForAnonymous); err != nil {
 		return err
 	}
 	if o.Data == nil {
@@ -115,24 +104,13 @@ func (c *Client) mapRemoveByClient(opts *ChannelOptions, req *protocol.PublishRe
 	handled := false
 	if h := n.handlers.mapRemove; h != nil {
 		rep, err := h(c.ctx, c, MapRemoveEvent{Channel: req.Channel, Key: key})
-		switch {
-		case errors.Is(err, ErrNotHandled):
-		case err != nil:
+		var done bool
+		if handled, done, err = handlerOutcome(err, rep.Result != nil, rep.Key, &key); err != nil || done {
 			return err
-		case rep.Result != nil:
-			return nil
-		default:
-			handled, o = true, rep.Options
-			if rep.Key != "" {
-				key = rep.Key
-			}
 		}
+		o = rep.Options
 	}
-	if !handled && !c.channelPermission(req.Channel, m.AllowRemoveForClient, m.AllowRemoveForSubscriber, m.AllowRemoveForAnonymous) {
-		n.log.Info("map remove refused: not allowed", "client", c.id, "channel", req.Channel)
-		return ErrorPermissionDenied
-	}
-	if err := c.checkClientMapKey(req.Channel, key); err != nil {
+	if err := c.mapAllowed("map remove", req.Channel, key, handled, m.AllowRemoveForClient, m.AllowRemoveForSubscriber, m.AllowRemoveForAnonymous); err != nil {
 		return err
 	}
 	if o.ClientInfo == nil {
@@ -142,11 +120,35 @@ func (c *Client) mapRemoveByClient(opts *ChannelOptions, req *protocol.PublishRe
 	return err
 }
 
-// checkClientMapKey refuses, with a line, a key a map channel does not
-// take.
-func (c *Client) checkClientMapKey(channel, key string) error {
+// handlerOutcome reads what a map publish or remove handler returned:
+// ErrNotHandled leaves the decision to the rules (handled false), another
+// error refuses, a result (done) tells that the handler did the work
+// itself, and a key (repKey) replaces *key.
+func handlerOutcome(err error, done bool, repKey string, key *string) (handled, finished bool, _ error) {
+	switch {
+	case errors.Is(err, ErrNotHandled):
+		return false, false, nil
+	case err != nil:
+		return false, false, err
+	case done:
+		return true, true, nil
+	}
+	if repKey != "" {
+		*key = repKey
+	}
+	return true, false, nil
+}
+
+// mapAllowed refuses, with a line naming op, a client's write or removal
+// that no handler decided (handled) and the namespace's allow_* rule
+// does not allow, or whose key a map channel does not take.
+func (c *Client) mapAllowed(op, channel, key string, handled, forClient, forSubscriber, forAnonymous bool) error {
+	if !handled && !c.channelPermission(channel, forClient, forSubscriber, forAnonymous) {
+		c.node.log.Info(op+" refused: not allowed", "client", c.id, "channel", channel)
+		return ErrorPermissionDenied
+	}
 	if err := checkMapKey(key); err != nil {
-		c.node.log.Info("map publish refused: key empty or too long", "client", c.id, "channel", channel, "key_length", len(key))
+		c.node.log.Info(op+" refused: key empty or too long", "client", c.id, "channel", channel, "key_length", len(key))
 		return err
 	}
 	return nil

@@ -28,6 +28,20 @@
 // (broker/memory) for a single node; engines for many nodes live in their
 // own packages so that the library does not depend on their clients.
 //
+// # Map channels
+//
+// A namespace of [ChannelOptions.SubscriptionType] "map" holds keyed
+// state instead of a stream: the application writes and removes keys
+// ([Node.MapPublish], [Node.MapRemove], clients where
+// [MapChannelOptions] allow it), and a subscriber loads the state in
+// pages, catches up from the channel's stream of changes and then
+// receives each change live, with the key it changed (see client_map.go
+// for the phases). The state is kept by a [broker.MapBroker]
+// ([Config.MapBroker]; broker/memory and broker/redis have one), apart
+// from the stream broker. Namespaces of type "map_clients" and
+// "map_users" hold who is subscribed to the channels of a stream
+// namespace that names them with its map presence prefixes.
+//
 // # Order and delivery
 //
 // For every channel, each subscriber receives publications in the order

@@ -241,10 +241,12 @@ func (v *mapView) takeLive(t testing.TB, c *testClient) {
 // settle writes a marker key and waits until the client received its
 // change, applying every live publication before it: the changes written
 // before the marker came before it.
-func (v *mapView) settle(t testing.TB, n *gyre.Node, c *testClient) {
+// The marker is written with o, which must let it through the client's
+// filter.
+func (v *mapView) settle(t testing.TB, n *gyre.Node, c *testClient, o ...func(*gyre.MapPublishOptions)) {
 	t.Helper()
 	marker := fmt.Sprintf("marker-%d", len(v.offsets))
-	mapPut(t, n, v.ch, marker, `{}`)
+	mapPut(t, n, v.ch, marker, `{}`, o...)
 	c.WaitFor("the marker "+marker, func() bool {
 		return slices.ContainsFunc(c.Pubs(v.ch)[v.applied:], func(p *protocol.Publication) bool { return p.Key == marker })
 	})

@@ -86,8 +86,12 @@ type subscription struct {
 	expTimer  *time.Timer // guarded by client.mu
 
 	mu sync.Mutex
-	// held publications that arrived while pending.
-	held []heldMessage
+	// held publications that arrived while pending; holdLimit, when
+	// positive, bounds them: past it they are dropped and overflow set
+	// (a map subscription then fails to go live, see mapGoLive).
+	held      []heldMessage
+	holdLimit int
+	overflow  bool
 	// tellLost, set on a pending subscription whose delivery had a gap
 	// (interrupt), is run by activate instead of activating.
 	tellLost func()
@@ -108,7 +112,12 @@ func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) {
 		s.mu.Lock()
 		switch s.state.Load() {
 		case subPending:
-			s.held = append(s.held, heldMessage{offset: offset, msg: msg})
+			if s.holdLimit > 0 && len(s.held) >= s.holdLimit {
+				s.held, s.overflow = nil, true
+			}
+			if !s.overflow {
+				s.held = append(s.held, heldMessage{offset: offset, msg: msg})
+			}
 			s.mu.Unlock()
 			return
 		case subClosed:
@@ -228,6 +237,13 @@ func (s *subscription) activate(top uint64) {
 	}
 	s.held = nil
 	s.state.Store(subActive)
+}
+
+// overflowed reports whether s, pending, held more than its holdLimit.
+func (s *subscription) overflowed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overflow
 }
 
 func (s *subscription) close() {

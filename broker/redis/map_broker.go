@@ -173,9 +173,8 @@ func (m *MapBroker) Publish(ctx context.Context, channel, key string, opts broke
 		Data:         opts.Data,
 		Tags:         opts.Tags,
 		Time:         time.Now().UnixMilli(),
-		Score:        opts.Score,
-		Version:      opts.Version,
-		VersionEpoch: opts.VersionEpoch,
+		Score:   opts.Score,
+		Version: opts.Version,
 	}, opts.ClientInfo)
 	if err != nil {
 		return broker.MapUpdateResult{}, err
@@ -227,11 +226,11 @@ func (m *MapBroker) change(ctx context.Context, channel, key string, mo broker.M
 	}
 	ci, si := m.e.locate(channel)
 	base := m.e.bases[si]
-	keys := append(mapKeys(base, channel), "")
-	keys[5] = keys[0]
+	keys := mapKeys(base, channel)
+	keys = append(keys, keys[0])
 	var idemTTL int64
 	if c.idempotencyKey != "" {
-		keys[5] = mapIdemKey(base, channel, c.idempotencyKey)
+		keys[len(keys)-1] = mapIdemKey(base, channel, c.idempotencyKey)
 		idemTTL = millis(orDefault(c.idempotentTTL, m.cfg.IdempotentResultTTL))
 	}
 	st := mapSettings(mo)
@@ -312,11 +311,9 @@ func mapSettings(mo broker.MapOptions) mapTTLs {
 	if mo.Mode.HasExpiry() {
 		s.keyTTL = millis(max(mo.KeyTTL, 0))
 	}
-	if mo.MetaTTL > 0 {
-		// The meta must outlive the keys, or the channel would start a new
-		// epoch (dropping the keys) before they expire.
-		s.metaTTL = max(millis(mo.MetaTTL), s.keyTTL)
-	}
+	// The scripts keep the meta at least until the last key expired
+	// (lua/map_common.lua, keepAlive).
+	s.metaTTL = millis(max(mo.MetaTTL, 0))
 	return s
 }
 

@@ -12,6 +12,9 @@ import "strconv"
 //	<base>map.s.<channel>              hash: state: key -> MapEntry
 //	<base>map.x.<channel>              sorted set: key scored by its expiry (Unix ms)
 //	<base>map.h.<channel>              stream: changes, ID "<offset>-0", fields k key, d MapEntry
+//	<base>map.v.<channel>              hash: key -> "<version>:<version epoch>" of its last
+//	                                   versioned write
+//	<base>map.k.<channel>              sorted set: the state's keys, scored 0 (key order)
 //	<base>map.i.<len>.<channel><key>   string "<offset>:<epoch>": an idempotent change's result
 //	<base>map.expiring                 sorted set: channels with expiring keys, scored by
 //	                                   their earliest expiry
@@ -19,18 +22,20 @@ import "strconv"
 // No stream channel's name starts with "map.": the stream infixes are one
 // letter and a dot.
 const (
-	mapPubSubInfix = "map.c."
-	mapMetaInfix   = "map.m."
-	mapStateInfix  = "map.s."
-	mapExpiryInfix = "map.x."
-	mapStreamInfix = "map.h."
-	mapIdemInfix   = "map.i."
-	mapIndexSuffix = "map.expiring"
+	mapPubSubInfix  = "map.c."
+	mapMetaInfix    = "map.m."
+	mapStateInfix   = "map.s."
+	mapExpiryInfix  = "map.x."
+	mapStreamInfix  = "map.h."
+	mapVersionInfix = "map.v."
+	mapOrderInfix   = "map.k."
+	mapIdemInfix    = "map.i."
+	mapIndexSuffix  = "map.expiring"
 )
 
 // mapKeys returns the keys of a map channel in the order the map scripts
-// take them (lua/map_common.lua): meta, state, expiry times, stream, and
-// the base's expiry index.
+// take them (lua/map_common.lua): meta, state, expiry times, stream, the
+// base's expiry index, versions, key order.
 func mapKeys(base, channel string) []string {
 	return []string{
 		base + mapMetaInfix + channel,
@@ -38,6 +43,8 @@ func mapKeys(base, channel string) []string {
 		base + mapExpiryInfix + channel,
 		base + mapStreamInfix + channel,
 		base + mapIndexSuffix,
+		base + mapVersionInfix + channel,
+		base + mapOrderInfix + channel,
 	}
 }
 

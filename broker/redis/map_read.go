@@ -12,36 +12,33 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// ReadState returns a page of the channel's state (lua/map_state.lua), in
-// the order of Redis's HSCAN of the state hash, not by key: a page may
-// hold a few more entries than the limit, and an entry may come twice
-// when the hash was resized while paging (never missing one that stayed).
-// The cursor carries the scan cursor with the channel's epoch and a check
-// of its name; a cursor of another epoch is broker.ErrUnrecoverablePosition,
-// like a Revision of another epoch.
+// ReadState returns a page of the channel's state in key order
+// (lua/map_state.lua), at most Limit entries: a sorted set of the keys
+// beside the state hash orders them. The cursor carries the page's last
+// key with the channel's epoch and a check of its name; a cursor of
+// another epoch is broker.ErrUnrecoverablePosition, like a Revision of
+// another epoch.
 func (m *MapBroker) ReadState(ctx context.Context, channel string, opts broker.MapStateOptions) (broker.MapStateResult, error) {
 	if err := m.checkOpen(); err != nil {
 		return broker.MapStateResult{}, err
 	}
-	scan, cursorEpoch := "0", ""
+	from, cursorEpoch := "-", ""
 	if opts.Cursor != "" && opts.Key == "" {
 		var err error
-		if scan, cursorEpoch, err = decodeMapCursor(channel, opts.Cursor); err != nil {
+		if from, cursorEpoch, err = decodeMapCursor(channel, opts.Cursor); err != nil {
 			return broker.MapStateResult{}, err
 		}
+		cursorEpoch = "=" + cursorEpoch
 	}
 	var revision string
 	if opts.Revision != nil {
 		revision = "=" + opts.Revision.Epoch
 	}
-	if cursorEpoch != "" {
-		cursorEpoch = "=" + cursorEpoch
-	}
 	args := append(m.readArgs(channel, opts.Map), revision, cursorEpoch)
 	if opts.Key != "" {
 		args = append(args, "k", opts.Key)
 	} else {
-		args = append(args, "s", scan, strconv.Itoa(opts.Limit))
+		args = append(args, "s", from, strconv.Itoa(opts.Limit))
 	}
 	res, err := m.read(ctx, channel, "read state", mapStateScript, args)
 	if err != nil {
@@ -74,8 +71,8 @@ func (m *MapBroker) exec(ctx context.Context, channel string, s *rueidis.Lua, ar
 	return execScript(ctx, s, m.e.clients[ci], mapKeys(m.e.bases[si], channel), args, true)
 }
 
-// parseMapState reads the state script's reply: top, epoch, flag, scan
-// cursor, then keys and entries.
+// parseMapState reads the state script's reply: top, epoch, flag, where
+// the next page starts, then keys and entries.
 func parseMapState(channel string, res []rueidis.RedisMessage) (broker.MapStateResult, error) {
 	var out broker.MapStateResult
 	sp, unrecoverable, err := parseMapTop(res)
@@ -89,12 +86,12 @@ func parseMapState(channel string, res []rueidis.RedisMessage) (broker.MapStateR
 	if len(res) < 4 || len(res)%2 != 0 {
 		return out, fmt.Errorf("redis: map state script returned %d values", len(res))
 	}
-	scan, err := res[3].ToString()
+	next, err := res[3].ToString()
 	if err != nil {
 		return out, fmt.Errorf("redis: map state cursor: %w", err)
 	}
-	if scan != "0" {
-		out.Cursor = encodeMapCursor(channel, sp.Epoch, scan)
+	if next != "" {
+		out.Cursor = encodeMapCursor(channel, sp.Epoch, next)
 	}
 	if out.Entries, err = parseMapEntries(res[4:]); err != nil {
 		return out, err
@@ -210,27 +207,25 @@ func (m *MapBroker) Clear(ctx context.Context, channel string) error {
 	return nil
 }
 
-// A state cursor is base64url of "<scan cursor>:<epoch>:<check>", check
-// being the channel's hash in hex: enough to refuse a cursor of another
+// A state cursor is base64url of "<check>:<epoch>:<from>", check being
+// the channel's hash in hex, from where the next page starts ("(" and a
+// key, as ZRANGEBYLEX takes it): enough to refuse a cursor of another
 // channel, or one that was never handed out. It is no secret: a client
-// that forges one only pages its channel from another place.
-func encodeMapCursor(channel, epoch, scan string) string {
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s:%s:%x", scan, epoch, channelHash(channel)))
+// that forges one only pages its channel from another key.
+func encodeMapCursor(channel, epoch, from string) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%x:%s:%s", channelHash(channel), epoch, from))
 }
 
-// decodeMapCursor returns the scan cursor and epoch of a cursor of
-// channel, or broker.ErrBadCursor.
-func decodeMapCursor(channel, cursor string) (scan, epoch string, err error) {
+// decodeMapCursor returns where the page of a cursor of channel starts and
+// the epoch it was handed out in, or broker.ErrBadCursor.
+func decodeMapCursor(channel, cursor string) (from, epoch string, err error) {
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
 		return "", "", broker.ErrBadCursor
 	}
-	parts := strings.Split(string(raw), ":")
-	if len(parts) != 3 || parts[1] == "" || parts[2] != strconv.FormatUint(channelHash(channel), 16) {
+	parts := strings.SplitN(string(raw), ":", 3)
+	if len(parts) != 3 || parts[0] != strconv.FormatUint(channelHash(channel), 16) || parts[1] == "" || !strings.HasPrefix(parts[2], "(") {
 		return "", "", broker.ErrBadCursor
 	}
-	if _, err := strconv.ParseUint(parts[0], 10, 64); err != nil {
-		return "", "", broker.ErrBadCursor
-	}
-	return parts[0], parts[1], nil
+	return parts[2], parts[1], nil
 }

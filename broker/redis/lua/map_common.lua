@@ -1,11 +1,19 @@
 -- Shared by the map scripts (see map_broker.go). A map channel's keys come
 -- first in KEYS, in this order: 1 meta hash (e epoch, o top offset; ss, st,
--- mt the stream size, stream TTL and meta TTL of the last write, for the
+-- mt the stream size, stream TTL and meta TTL of the last change, for the
 -- expiry script), 2 state hash (key -> MapEntry), 3 sorted set of key
 -- expiry times (Unix ms, Redis clock), 4 stream (ID "<offset>-0", fields k
 -- key and d MapEntry), 5 the key base's index of channels with expiring
--- keys (channel scored by its earliest expiry).
-local meta, state, expiry, stream, index = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+-- keys (channel scored by its earliest expiry), 6 hash of versions (key ->
+-- "<version>:<version epoch>" of its last versioned write), 7 sorted set of
+-- the state's keys, all scored 0, so that state pages go in key order.
+local meta, state, expiry, stream, index, versions, order = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+
+-- expirySlack, ms, is how long a channel's meta outlives its last key's
+-- expiry at least, whatever its meta TTL: the removal of the key is a
+-- change of the channel, made by a node's expiry goroutine (every 500 ms,
+-- mapExpireEvery), which must still find the meta.
+local expirySlack = 5000
 
 -- varint encodes n as a protobuf base-128 varint; Lua numbers are exact
 -- up to 2^53, far beyond any offset or time.
@@ -37,13 +45,13 @@ local function readVarint(s, i)
   end
 end
 
--- entryVersion reads version (field 8) and version_epoch (field 9) of a
--- stored MapEntry, skipping the other fields by their wire type.
-local function entryVersion(e)
-  local i, n = 1, #e
-  local version, epoch = 0, ''
+-- entryTags returns the tags of a stored MapEntry (field 4, one map entry
+-- each) as they are encoded, for the removal that ends the entry: the
+-- other fields are skipped by their wire type.
+local function entryTags(e)
+  local out, i, n = {}, 1, #e
   while i <= n do
-    local tag
+    local start, tag = i, nil
     tag, i = readVarint(e, i)
     if not tag then
       break
@@ -52,8 +60,8 @@ local function entryVersion(e)
     if wire == 0 then
       local v
       v, i = readVarint(e, i)
-      if field == 8 then
-        version = v
+      if not v then
+        break
       end
     elseif wire == 2 then
       local l
@@ -61,10 +69,10 @@ local function entryVersion(e)
       if not l then
         break
       end
-      if field == 9 then
-        epoch = string.sub(e, i, i + l - 1)
-      end
       i = i + l
+      if field == 4 then
+        out[#out + 1] = string.sub(e, start, i - 1)
+      end
     elseif wire == 1 then
       i = i + 8
     elseif wire == 5 then
@@ -73,7 +81,7 @@ local function entryVersion(e)
       break
     end
   end
-  return version or 0, epoch
+  return table.concat(out)
 end
 
 local function nowMillis()
@@ -91,7 +99,7 @@ local function openMeta(newEpoch, channel, ttl)
   if epoch then
     return epoch
   end
-  redis.call('DEL', state, expiry, stream)
+  redis.call('DEL', state, expiry, stream, versions, order)
   redis.call('ZREM', index, channel)
   redis.call('HSET', meta, 'e', newEpoch, 'o', 0)
   if ttl > 0 then
@@ -100,20 +108,47 @@ local function openMeta(newEpoch, channel, ttl)
   return newEpoch
 end
 
--- keepAlive gives meta, state and expiry times one life, ttl milliseconds
--- from now (0: forever), so that none outlives the others: state without
--- its meta would start a new epoch with old entries, a meta without its
--- state would keep the epoch of entries that vanished unannounced.
+-- keepAlive gives meta, state and what goes with it one life, ttl
+-- milliseconds from now (0: forever), so that none outlives the others:
+-- state without its meta would start a new epoch with old entries, a meta
+-- without its state would keep the epoch of entries that vanished
+-- unannounced. The life lasts at least until the last key expires.
 local function keepAlive(ttl)
   if ttl > 0 then
-    redis.call('PEXPIRE', meta, ttl)
-    redis.call('PEXPIRE', state, ttl)
-    redis.call('PEXPIRE', expiry, ttl)
-  else
-    redis.call('PERSIST', meta)
-    redis.call('PERSIST', state)
-    redis.call('PERSIST', expiry)
+    local last = redis.call('ZRANGE', expiry, -1, -1, 'WITHSCORES')
+    if last[2] then
+      ttl = math.max(ttl, tonumber(last[2]) - nowMillis() + expirySlack)
+    end
   end
+  for _, k in ipairs({meta, state, expiry, versions, order}) do
+    if ttl > 0 then
+      redis.call('PEXPIRE', k, ttl)
+    else
+      redis.call('PERSIST', k)
+    end
+  end
+end
+
+-- store writes key's entry, entering a new key in the key order.
+local function store(key, entry)
+  if redis.call('HSET', state, key, entry) == 1 then
+    redis.call('ZADD', order, 0, key)
+  end
+end
+
+-- forget drops what the channel keeps of key besides its stream: its
+-- entry, place in the key order, expiry time and version. It returns the
+-- entry, or nil when the key was not there.
+local function forget(key)
+  local e = redis.call('HGET', state, key)
+  if not e then
+    return nil
+  end
+  redis.call('HDEL', state, key)
+  redis.call('ZREM', order, key)
+  redis.call('ZREM', expiry, key)
+  redis.call('HDEL', versions, key)
+  return e
 end
 
 -- indexExpiry files the channel in the base's index under its earliest

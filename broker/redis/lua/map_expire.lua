@@ -5,7 +5,7 @@
 -- script at a time, and a key removed by one is gone for the next, so each
 -- expiry makes one change.
 --
--- KEYS[1-5] the channel's keys (map_common.lua)
+-- KEYS[1-7] the channel's keys (map_common.lua)
 -- ARGV[1] channel, ARGV[2] pub/sub channel, ARGV[3] publish command
 -- ARGV[4] batch size
 -- Returns how many keys were due.
@@ -16,7 +16,7 @@ local epoch = redis.call('HGET', meta, 'e')
 if not epoch then
   -- The channel is gone (cleared, or expired with its meta): nothing is
   -- left to remove or announce.
-  redis.call('DEL', state, expiry)
+  redis.call('DEL', state, expiry, versions, order)
   redis.call('ZREM', index, channel)
   return 0
 end
@@ -26,11 +26,12 @@ if #due == 0 then
 end
 local m = redis.call('HMGET', meta, 'ss', 'st', 'mt')
 local streamSize, streamTTL, metaTTL = tonumber(m[1]) or 0, tonumber(m[2]) or 0, tonumber(m[3]) or 0
--- MapEntry fields 6 removed and 5 time.
+-- MapEntry fields 6 removed and 5 time; the tags follow.
 local removal = '\48\1\40' .. varint(now)
 for _, key in ipairs(due) do
-  if redis.call('HDEL', state, key) == 1 then
-    change(epoch, key, removal, false, nil, streamSize, streamTTL, command, pubsub)
+  local removed = forget(key)
+  if removed then
+    change(epoch, key, removal .. entryTags(removed), false, nil, streamSize, streamTTL, command, pubsub)
   end
 end
 redis.call('ZREM', expiry, unpack(due))

@@ -1,10 +1,10 @@
 -- Reads changes from a map channel's stream with its top, creating the
 -- meta when missing (see map_state.lua). Since is exclusive: forward reads
 -- start after it, reverse ones before it. A since position of another
--- epoch, past the top, or whose next change the stream no longer holds
--- is unrecoverable.
+-- epoch or past the top is unrecoverable; changes the stream no longer
+-- holds (trimmed, expired) are simply missing, as in history.
 --
--- KEYS[1-5] the channel's keys (map_common.lua)
+-- KEYS[1-7] the channel's keys (map_common.lua)
 -- ARGV[1] epoch for a new meta, ARGV[2] its TTL, ms, ARGV[3] channel
 -- ARGV[4] "1" with a since position, ARGV[5] its offset, ARGV[6] its epoch
 -- ARGV[7] limit: 0 none, negative all, positive at most that many
@@ -22,12 +22,6 @@ end
 local out = {top, epoch, 0}
 if not hasStream then
   return out
-end
-if hasSince and not reverse and sinceOffset < top then
-  local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)
-  if not first[1] or tonumber(string.match(first[1][1], '^(%d+)')) > sinceOffset + 1 then
-    return {top, epoch, 1}
-  end
 end
 if limit == 0 then
   return out

@@ -217,8 +217,8 @@ func (x *Message) GetKey() string {
 // MapEntry is a map channel's entry, or a change of one: what the state
 // hash keeps for a key, the map stream keeps for a change, and a
 // MAP_CHANGE message carries. The map scripts append the offset (field 1)
-// to the bytes the node built, and read version and version_epoch back
-// for version checks, so these two stay top-level scalars.
+// to the bytes the node built, and copy the tags (field 4) of a removed
+// entry into the removal, so both stay top-level fields.
 type MapEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// offset: of the change that wrote the entry.
@@ -234,7 +234,6 @@ type MapEntry struct {
 	Removed       bool   `protobuf:"varint,6,opt,name=removed,proto3" json:"removed,omitempty"`
 	Score         int64  `protobuf:"zigzag64,7,opt,name=score,proto3" json:"score,omitempty"`
 	Version       uint64 `protobuf:"varint,8,opt,name=version,proto3" json:"version,omitempty"`
-	VersionEpoch  string `protobuf:"bytes,9,opt,name=version_epoch,json=versionEpoch,proto3" json:"version_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -325,13 +324,6 @@ func (x *MapEntry) GetVersion() uint64 {
 	return 0
 }
 
-func (x *MapEntry) GetVersionEpoch() string {
-	if x != nil {
-		return x.VersionEpoch
-	}
-	return ""
-}
-
 var File_redis_wire_proto protoreflect.FileDescriptor
 
 const file_redis_wire_proto_rawDesc = "" +
@@ -355,7 +347,7 @@ const file_redis_wire_proto_rawDesc = "" +
 	"\x05LEAVE\x10\x02\x12\v\n" +
 	"\aCONTROL\x10\x03\x12\x0e\n" +
 	"\n" +
-	"MAP_CHANGE\x10\x04\"\xc1\x02\n" +
+	"MAP_CHANGE\x10\x04\"\x9c\x02\n" +
 	"\bMapEntry\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x12\n" +
@@ -364,8 +356,7 @@ const file_redis_wire_proto_rawDesc = "" +
 	"\x04time\x18\x05 \x01(\x03R\x04time\x12\x18\n" +
 	"\aremoved\x18\x06 \x01(\bR\aremoved\x12\x14\n" +
 	"\x05score\x18\a \x01(\x12R\x05score\x12\x18\n" +
-	"\aversion\x18\b \x01(\x04R\aversion\x12#\n" +
-	"\rversion_epoch\x18\t \x01(\tR\fversionEpoch\x1a7\n" +
+	"\aversion\x18\b \x01(\x04R\aversion\x1a7\n" +
 	"\tTagsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B5Z3github.com/gyrehq/gyre/broker/redis/internal/wirepbb\x06proto3"
