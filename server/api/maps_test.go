@@ -8,23 +8,20 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
-	"github.com/gyrehq/gyre/broker/redis"
-	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/broker/memory"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/api"
 )
 
-// newMapEnv is newEnv on a node with a MapBroker, a Redis of the test's
-// own, so that the map namespaces of testChannels work.
+// newMapEnv is newEnv on a node with a memory MapBroker, so that the map
+// namespaces of testChannels work.
 func newMapEnv(t *testing.T, cfg api.Config) *env {
 	t.Helper()
-	srv := redistest.Start(t)
-	e, err := redis.New(redis.Config{Addresses: []string{srv.Addr}, Prefix: "apimap"})
+	mb, err := memory.NewMapBroker(memory.MapConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Close() })
-	return newEnvWith(t, cfg, gyre.Config{MapBroker: e.MapBroker()})
+	return newEnvWith(t, cfg, gyre.Config{MapBroker: mb})
 }
 
 // mapUpdate is the result of map_publish and map_remove.
@@ -65,7 +62,7 @@ func keysOf(entries []mapEntry) string {
 	return strings.Join(keys, ",")
 }
 
-// byKey sorts state entries by key: a broker pages in its own order.
+// byKey sorts state entries by key: a broker may page in its own order.
 func byKey(entries []mapEntry) []mapEntry {
 	out := slices.Clone(entries)
 	slices.SortFunc(out, func(a, b mapEntry) int { return strings.Compare(a.Key, b.Key) })
