@@ -125,13 +125,22 @@ func channelConfig(c *config.Config) gyre.ChannelConfig {
 	}
 	if natsWildcards(c) {
 		// broker.nats.allow_wildcards lets clients subscribe to patterns
-		// everywhere, as Centrifugo's NATS broker does.
-		out.WithoutNamespace.AllowWildcardSubscriptions = true
+		// everywhere, as Centrifugo's NATS broker does: in every stream
+		// namespace (map channels have no patterns).
+		allowPatterns(&out.WithoutNamespace)
 		for i := range out.Namespaces {
-			out.Namespaces[i].AllowWildcardSubscriptions = true
+			allowPatterns(&out.Namespaces[i].ChannelOptions)
 		}
 	}
 	return out
+}
+
+// allowPatterns lets clients subscribe to patterns in o, a stream
+// namespace.
+func allowPatterns(o *gyre.ChannelOptions) {
+	if !o.SubscriptionType.IsMap() {
+		o.AllowWildcardSubscriptions = true
+	}
 }
 
 // natsWildcards reports whether broker.nats.allow_wildcards is in effect:
@@ -179,5 +188,41 @@ func channelOptions(o config.ChannelOptions, metaTTL time.Duration) gyre.Channel
 		AllowHistoryForAnonymous:   o.AllowHistoryForAnonymous,
 		AllowUserLimitedChannels:   o.AllowUserLimitedChannels,
 		ChannelRegex:               o.ChannelRegex,
+
+		SubscriptionType:                gyre.SubscriptionType(o.SubscriptionType),
+		Map:                             mapChannelOptions(o),
+		MapClientsPresenceChannelPrefix: o.MapClientsPresenceChannelPrefix,
+		MapUsersPresenceChannelPrefix:   o.MapUsersPresenceChannelPrefix,
+	}
+}
+
+// mapChannelOptions are the engine's map options of a namespace; none for
+// a stream namespace (whose map keys Validate refused).
+func mapChannelOptions(o config.ChannelOptions) gyre.MapChannelOptions {
+	if !gyre.SubscriptionType(o.SubscriptionType).IsMap() {
+		return gyre.MapChannelOptions{}
+	}
+	m := o.Map
+	// Validate accepted only the config names of the modes.
+	mode, _ := gyre.ParseMapMode(m.Mode)
+	return gyre.MapChannelOptions{
+		Mode:                              mode,
+		KeyTTL:                            m.KeyTTL,
+		StreamSize:                        m.StreamSize,
+		StreamTTL:                         m.StreamTTL,
+		MetaTTL:                           m.MetaTTL,
+		AllowPublishForClient:             m.AllowPublishForClient,
+		AllowPublishForSubscriber:         m.AllowPublishForSubscriber,
+		AllowPublishForAnonymous:          m.AllowPublishForAnonymous,
+		AllowRemoveForClient:              m.AllowRemoveForClient,
+		AllowRemoveForSubscriber:          m.AllowRemoveForSubscriber,
+		AllowRemoveForAnonymous:           m.AllowRemoveForAnonymous,
+		ClientKey:                         m.ClientKey,
+		RemoveClientOnUnsubscribe:         m.RemoveClientOnUnsubscribe,
+		DefaultPageSize:                   m.DefaultPageSize,
+		MinPageSize:                       m.MinPageSize,
+		MaxPageSize:                       m.MaxPageSize,
+		LiveTransitionMaxPublicationLimit: m.LiveTransitionMaxPublicationLimit,
+		SubscribeCatchUpTimeout:           m.SubscribeCatchUpTimeout,
 	}
 }

@@ -32,6 +32,7 @@ type proxies struct {
 	// Per namespace ("" is channels without a namespace); absent: the
 	// namespace's own rules apply.
 	subscribe, publish, subRefresh map[string]*proxy.Proxy
+	mapPublish, mapRemove          map[string]*proxy.Proxy
 	streams                        map[string]streamProxy
 	rpc                            map[string]*proxy.Proxy
 	rpcNamespaces                  map[string]bool
@@ -45,6 +46,7 @@ func (s *Server) setupProxies() error {
 		cfg: c, s: s, pool: proxy.NewPool(),
 		tlsConfigs: map[config.TLS]*tls.Config{}, built: map[string]*proxy.Proxy{},
 		subscribe: map[string]*proxy.Proxy{}, publish: map[string]*proxy.Proxy{}, subRefresh: map[string]*proxy.Proxy{},
+		mapPublish: map[string]*proxy.Proxy{}, mapRemove: map[string]*proxy.Proxy{},
 		streams: map[string]streamProxy{},
 		rpc:     map[string]*proxy.Proxy{}, rpcNamespaces: map[string]bool{},
 	}
@@ -204,8 +206,9 @@ func (p *proxies) client() error {
 	return nil
 }
 
-// channels registers the subscribe, publish, sub_refresh and
-// subscription stream proxies of the namespaces that enable them.
+// channels registers the subscribe, publish, sub_refresh, subscription
+// stream, map publish and map remove proxies of the namespaces that enable
+// them.
 func (p *proxies) channels() error {
 	ch := p.cfg.Channel
 	each := func(ns string, o *config.ChannelOptions) error {
@@ -220,6 +223,8 @@ func (p *proxies) channels() error {
 			{o.SubscribeProxyEnabled, o.SubscribeProxyName, "channel.proxy.subscribe", ch.Proxy.Subscribe, p.subscribe},
 			{o.PublishProxyEnabled, o.PublishProxyName, "channel.proxy.publish", ch.Proxy.Publish, p.publish},
 			{o.SubRefreshProxyEnabled, o.SubRefreshProxyName, "channel.proxy.sub_refresh", ch.Proxy.SubRefresh, p.subRefresh},
+			{o.Map.PublishProxyEnabled, o.Map.PublishProxyName, "channel.proxy.map_publish", ch.Proxy.MapPublish, p.mapPublish},
+			{o.Map.RemoveProxyEnabled, o.Map.RemoveProxyName, "channel.proxy.map_remove", ch.Proxy.MapRemove, p.mapRemove},
 		} {
 			if !u.on {
 				continue
@@ -267,6 +272,7 @@ func (p *proxies) channels() error {
 			return pr.Publish(ctx, c, e)
 		})
 	}
+	p.maps()
 	if len(p.subRefresh) > 0 {
 		n.OnSubRefresh(func(ctx context.Context, c *gyre.Client, e gyre.SubRefreshEvent) (gyre.SubRefreshReply, error) {
 			pr := p.subRefresh[p.namespace(e.Channel)]
@@ -280,6 +286,31 @@ func (p *proxies) channels() error {
 		})
 	}
 	return nil
+}
+
+// maps registers the map publish and map remove proxies: a client's
+// write or removal in a namespace with one goes to its backend; in the
+// others the namespace's map.allow_* keys decide.
+func (p *proxies) maps() {
+	n := p.s.node
+	if len(p.mapPublish) > 0 {
+		n.OnMapPublish(func(ctx context.Context, c *gyre.Client, e gyre.MapPublishEvent) (gyre.MapPublishReply, error) {
+			pr := p.mapPublish[p.namespace(e.Channel)]
+			if pr == nil {
+				return gyre.MapPublishReply{}, gyre.ErrNotHandled
+			}
+			return pr.MapPublish(ctx, c, e)
+		})
+	}
+	if len(p.mapRemove) > 0 {
+		n.OnMapRemove(func(ctx context.Context, c *gyre.Client, e gyre.MapRemoveEvent) (gyre.MapRemoveReply, error) {
+			pr := p.mapRemove[p.namespace(e.Channel)]
+			if pr == nil {
+				return gyre.MapRemoveReply{}, gyre.ErrNotHandled
+			}
+			return pr.MapRemove(ctx, c, e)
+		})
+	}
 }
 
 // onSubscribe sends a subscribe command to its namespace's proxy, or

@@ -12,9 +12,10 @@ import (
 	"github.com/gyrehq/gyre/server/metrics"
 )
 
-// useRedisEngine puts the Redis broker and presence manager into ncfg that
-// the config asks for: engine.type redis for both, then broker and
-// presence_manager, when enabled, for one each. It returns the engines it
+// useRedisEngine puts the Redis broker, presence manager and map broker
+// into ncfg that the config asks for: engine.type redis for the first two,
+// then broker and presence_manager, when enabled, for one each, and
+// map_broker.type redis for the map broker. It returns the engines it
 // opened, to close on shutdown.
 func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *metrics.Metrics) ([]*redis.Engine, error) {
 	var engines []*redis.Engine
@@ -25,12 +26,14 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *me
 		}
 		return e, err
 	}
+	var engineRedis *redis.Engine
 	if c.Engine.Type == "redis" {
 		e, err := open("engine.redis", c.Engine.Redis.Redis, c.Engine.Redis.RedisHistory, c.Engine.Redis.PresenceTTL)
 		if err != nil {
 			return engines, err
 		}
 		ncfg.Broker, ncfg.PresenceManager = e.Broker(), e.PresenceManager()
+		engineRedis = e
 	}
 	if b := c.Broker; b.Enabled {
 		switch b.Type {
@@ -70,7 +73,32 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *me
 			ncfg.PresenceManager = nil // the node's own memory presence
 		}
 	}
+	if c.MapBroker.Type == "redis" {
+		mb, err := newRedisMapBroker(c, engineRedis, log, m)
+		if err != nil {
+			return engines, err
+		}
+		ncfg.MapBroker = mb
+	}
 	return engines, nil
+}
+
+// newRedisMapBroker is the redis map broker: on the engine's Redis when
+// the config says to share it (config.MapBrokerSharesEngineRedis), else
+// on map_broker.redis, with connections of its own.
+func newRedisMapBroker(c *config.Config, engineRedis *redis.Engine, log *slog.Logger, m *metrics.Metrics) (*redis.MapBroker, error) {
+	if c.MapBrokerSharesEngineRedis() && engineRedis != nil {
+		return engineRedis.MapBroker(), nil
+	}
+	rc, err := redisConfig("map_broker.redis", c.MapBroker.Redis.Redis, config.RedisHistory{}, log, m.RedisPubSubErrors())
+	if err != nil {
+		return nil, err
+	}
+	mb, err := redis.NewMapBroker(rc)
+	if err != nil {
+		return nil, fmt.Errorf("server: map_broker.redis: %w", err)
+	}
+	return mb, nil
 }
 
 // newRedisEngine connects to the Redis that r describes; path names the
@@ -78,15 +106,30 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *me
 // (the engine is then used for its broker only). onPubSubError counts the
 // failures of its pub/sub side.
 func newRedisEngine(path string, r config.Redis, h config.RedisHistory, historyMetaTTL, presenceTTL time.Duration, log *slog.Logger, onPubSubError func(string)) (*redis.Engine, error) {
+	rc, err := redisConfig(path, r, h, log, onPubSubError)
+	if err != nil {
+		return nil, err
+	}
+	rc.HistoryMetaTTL, rc.PresenceTTL = historyMetaTTL, presenceTTL
+	e, err := redis.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("server: %s: %w", path, err)
+	}
+	return e, nil
+}
+
+// redisConfig is the Redis client configuration of the config table at
+// path.
+func redisConfig(path string, r config.Redis, h config.RedisHistory, log *slog.Logger, onPubSubError func(string)) (redis.Config, error) {
 	tlsCfg, err := clientTLS(r.TLS)
 	if err != nil {
-		return nil, fmt.Errorf("server: %s.tls: %w", path, err)
+		return redis.Config{}, fmt.Errorf("server: %s.tls: %w", path, err)
 	}
 	sentinelTLS, err := clientTLS(r.SentinelTLS)
 	if err != nil {
-		return nil, fmt.Errorf("server: %s.sentinel_tls: %w", path, err)
+		return redis.Config{}, fmt.Errorf("server: %s.sentinel_tls: %w", path, err)
 	}
-	e, err := redis.New(redis.Config{
+	return redis.Config{
 		Addresses:           r.Address,
 		ClusterAddresses:    r.ClusterAddress,
 		SentinelAddresses:   r.SentinelAddress,
@@ -104,16 +147,10 @@ func newRedisEngine(path string, r config.Redis, h config.RedisHistory, historyM
 		Prefix:              r.Prefix,
 		ConnectTimeout:      r.ConnectTimeout,
 		IOTimeout:           r.IOTimeout,
-		HistoryMetaTTL:      historyMetaTTL,
-		PresenceTTL:         presenceTTL,
 		DurableRestarts:     h.DurableRestarts,
 		SyncReplicas:        h.SyncReplicas,
 		SyncReplicasTimeout: h.SyncReplicasTimeout,
 		Logger:              log,
 		OnPubSubError:       onPubSubError,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("server: %s: %w", path, err)
-	}
-	return e, nil
+	}, nil
 }

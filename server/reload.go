@@ -21,7 +21,7 @@ func restartOnly(running, next *config.Config) []string {
 		}
 	}
 	if !reflect.DeepEqual(proxyRoutes(running), proxyRoutes(next)) {
-		out = append(out, "channel namespaces' proxy options (*_proxy_enabled, *_proxy_name, subscribe_stream_proxy_bidirectional)")
+		out = append(out, "channel namespaces' proxy options (*_proxy_enabled, *_proxy_name, subscribe_stream_proxy_bidirectional, map.publish_proxy_*, map.remove_proxy_*)")
 	}
 	return out
 }
@@ -56,6 +56,8 @@ func proxyRoutes(c *config.Config) map[string]string {
 			{"publish", o.PublishProxyName, o.PublishProxyEnabled},
 			{"sub_refresh", o.SubRefreshProxyName, o.SubRefreshProxyEnabled},
 			{"subscribe_stream", o.SubscribeStreamProxyName + " bidirectional=" + strconv.FormatBool(o.SubscribeStreamProxyBidirectional), o.SubscribeStreamProxyEnabled},
+			{"map_publish", o.Map.PublishProxyName, o.Map.PublishProxyEnabled},
+			{"map_remove", o.Map.RemoveProxyName, o.Map.RemoveProxyEnabled},
 		} {
 			if r.on {
 				routes[ns+" "+r.what] = r.name

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/broker/memory"
 	"github.com/gyrehq/gyre/internal/frontdoor"
 	"github.com/gyrehq/gyre/server/admin"
 	"github.com/gyrehq/gyre/server/api"
@@ -71,8 +72,19 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if _, err := useRedisEngine(cfg, &ncfg, log, m); err != nil {
 		return nil, err
 	}
+	if cfg.MapBroker.Type == "memory" {
+		// Always there, so that map namespaces added by a reload work.
+		mb, err := memory.NewMapBroker(memory.MapConfig{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("server: map_broker: %w", err)
+		}
+		ncfg.MapBroker = mb
+	}
 	node, err := gyre.NewNode(ncfg)
 	if err != nil {
+		if ncfg.MapBroker != nil {
+			_ = ncfg.MapBroker.Close()
+		}
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	m.Bind(node)

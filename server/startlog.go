@@ -72,6 +72,41 @@ func logEngine(c *config.Config, log *slog.Logger) {
 	if p := c.PresenceManager; p.Enabled {
 		log.Info("presence manager", backendAttrs(p.Type, p.Redis.Redis)...)
 	}
+	logMapBroker(c, log)
+}
+
+// logMapBroker writes where map channels are kept, when the config has
+// map namespaces or a map broker other than the default; and warns when
+// nodes sharing a Redis engine keep them each in memory.
+func logMapBroker(c *config.Config, log *slog.Logger) {
+	maps := mapNamespaces(c)
+	mb := c.MapBroker
+	if len(maps) == 0 && mb.Type == "memory" {
+		return
+	}
+	attrs := append(backendAttrs(mb.Type, mb.Redis.Redis), "namespaces", maps)
+	if c.MapBrokerSharesEngineRedis() {
+		attrs = append(backendAttrs(mb.Type, c.Engine.Redis.Redis), "namespaces", maps, "redis", "engine.redis")
+	}
+	log.Info("map broker", attrs...)
+	if len(maps) > 0 && mb.Type == "memory" && c.Engine.Type == "redis" {
+		log.Warn("map channels are kept by each node in its memory while the engine is shared: nodes do not see each other's map channels; set map_broker.type redis")
+	}
+}
+
+// mapNamespaces lists the namespaces of map channels ("" for channels
+// without a namespace).
+func mapNamespaces(c *config.Config) []string {
+	out := []string{} // logged as [], not null
+	if c.Channel.WithoutNamespace.IsMap() {
+		out = append(out, "")
+	}
+	for i := range c.Channel.Namespaces {
+		if ns := &c.Channel.Namespaces[i]; ns.IsMap() {
+			out = append(out, ns.Name)
+		}
+	}
+	return out
 }
 
 // presenceInProcess reports whether presence stays in the node's memory.

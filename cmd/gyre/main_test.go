@@ -67,9 +67,15 @@ func cleanEnv(extra ...string) []string {
 // output.
 func runTool(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runToolEnv(t, dir, nil, args...)
+}
+
+// runToolEnv is runTool with env added to the clean environment.
+func runToolEnv(t *testing.T, dir string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
-	cmd.Env = cleanEnv()
+	cmd.Env = cleanEnv(env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -109,6 +109,12 @@ var badConfigs = []struct {
 	{"yaml enum", "c.yaml", "engine:\n  type: postgres\n", "engine.type"},
 	{"toml duration", "c.toml", "[client]\nping_interval = \"soon\"\n", "client.ping_interval"},
 	{"toml type", "c.toml", "[http_api]\ninsecure = \"maybe\"\n", "http_api.insecure"},
+	{"map without mode", "c.json", `{"channel":{"namespaces":[{"name":"board","subscription_type":"map"}]}}`, "channel.namespaces[0].map.mode"},
+	{"map key_ttl", "c.json", `{"channel":{"without_namespace":{"subscription_type":"map","map":{"mode":"ephemeral"}}}}`, "channel.without_namespace.map.key_ttl"},
+	{"map client_key with a proxy", "c.json", `{"channel":{"proxy":{"map_publish":{"endpoint":"http://b/map"}},"namespaces":[{"name":"b","subscription_type":"map","map":{"mode":"persistent","client_key":"user_id","publish_proxy_enabled":true}}]}}`, "channel.namespaces[0].map.client_key"},
+	{"map proxy not defined", "c.json", `{"channel":{"namespaces":[{"name":"b","subscription_type":"map","map":{"mode":"persistent","remove_proxy_enabled":true,"remove_proxy_name":"gone"}}]}}`, "channel.namespaces[0].map.remove_proxy_name"},
+	{"yaml postgres map broker", "c.yaml", "map_broker:\n  type: postgres\n", "map_broker.type"},
+	{"toml shared_poll", "c.toml", "[[channel.namespaces]]\nname = \"polls\"\nsubscription_type = \"shared_poll\"\n", "channel.namespaces[0].subscription_type"},
 }
 
 func TestCheckconfigBad(t *testing.T) {

@@ -144,6 +144,7 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 		{"POST", "/admin/api", h.secure(h.api)},
 		{"GET", "/admin/tail", h.secureStream(http.HandlerFunc(h.tail))},
 		{"GET", "/admin/nodes", h.secure(http.HandlerFunc(h.nodes))},
+		{"GET", "/admin/methods", h.secure(http.HandlerFunc(h.methods))},
 		{"POST", "/admin/filter", h.secure(http.HandlerFunc(h.filter))},
 		{"POST", "/admin/token", h.secure(http.HandlerFunc(h.token))},
 	}

@@ -5,10 +5,15 @@
 //
 // Each method exists once, as a typed method of [Executor] (Publish,
 // History, RPC, Batch ...: a request struct in, a result struct and an
-// error out). [Handler] decodes JSON and calls it; the gRPC API
-// (server/grpcapi) converts protobuf and calls the same Executor, so both
-// give a request the same answer. [Executor.APIError] maps any error to
-// the code and message a caller answers with.
+// error out), and has one entry in the method table ([Methods]): its
+// name, summary, gRPC rpc and legacy number, how its request is read
+// from JSON and from protobuf and its result written as protobuf. Every
+// front end reads the table: [Handler] (POST <prefix>/<method>, batch
+// commands and the legacy form), the gRPC API (server/grpcapi, through
+// [Executor.CallGRPC]), the admin API and web app (server/admin) and the
+// method list of docs/api.md (go generate), so that a request gets the
+// same answer however it came. [Executor.APIError] maps any error to the
+// code and message a caller answers with.
 //
 // POST <prefix> alone is the legacy form, {"method":"publish","params":{...}},
 // one or more commands to a body, which older API clients send; it runs
@@ -18,3 +23,5 @@
 // request carries "X-Centrifugo-Error-Mode: transport" or the handler is
 // configured so, in which case they map to HTTP statuses.
 package api
+
+//go:generate go run ./gendoc -o ../../docs/api.md

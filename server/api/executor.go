@@ -76,7 +76,7 @@ func (e *Executor) failed(method, channel string, err error) *Error {
 			attrs = append(attrs, "channel", channel)
 		}
 		kind := method
-		if _, ok := commandDecoders[method]; !ok {
+		if lookup(method) == nil {
 			kind = "other" // the kinds must stay a fixed set
 		}
 		e.fails.Add(kind, slog.LevelError, "api method failed", append(attrs, "error", err)...)
@@ -96,11 +96,11 @@ func (e *Executor) badCommand(method string, ae *Error) {
 // up to 16 commands at a time. It fails as a whole (107) only when it has
 // more than MaxBatchSize commands.
 func (e *Executor) Batch(ctx context.Context, req *BatchRequest) (BatchResult, error) {
-	if err := e.checkBatchSize(len(req.Commands)); err != nil {
+	n := req.len()
+	if err := e.checkBatchSize(n); err != nil {
 		return BatchResult{}, err
 	}
-	at := func(i int) Command { return req.Commands[i] }
-	return BatchResult{Replies: e.runBatch(ctx, len(req.Commands), at, req.Parallel)}, nil
+	return BatchResult{Replies: e.runBatch(ctx, n, req.at, req.Parallel)}, nil
 }
 
 func (e *Executor) checkBatchSize(n int) error {
@@ -139,15 +139,15 @@ func (e *Executor) runBatch(ctx context.Context, n int, at func(int) Command, pa
 	var g publishGroup
 	for i := range n {
 		c := at(i)
-		if c.err != nil && (c.name == "publish" || c.name == "broadcast") {
+		if c.err != nil && (c.Method() == "publish" || c.Method() == "broadcast") {
 			// It publishes nothing, so the stretch goes on past it.
 			replies[i] = e.runCommand(ctx, &c)
 			continue
 		}
-		if c.err == nil && (c.Publish != nil || c.Broadcast != nil) {
+		if c.publishes() {
 			if err := g.add(i, &c); err != nil {
 				// It publishes nothing, so the stretch goes on past it.
-				replies[i].Error = e.APIError(c.method(), err)
+				replies[i].Error = e.APIError(c.Method(), err)
 			}
 			continue
 		}
@@ -164,86 +164,9 @@ func (e *Executor) runCommand(ctx context.Context, c *Command) Reply {
 		e.badCommand(c.name, c.err)
 		return Reply{Error: c.err}
 	}
-	name, res, err := e.run(ctx, c)
+	res, err := c.method.run(e, ctx, c.req)
 	if err != nil {
-		return Reply{Error: e.APIError(name, err)}
+		return Reply{Error: e.APIError(c.method.Name, err)}
 	}
-	return Reply{Method: name, Result: res}
-}
-
-// method names the method of c: "" when it has no request.
-func (c *Command) method() string {
-	switch {
-	case c.Publish != nil:
-		return "publish"
-	case c.Broadcast != nil:
-		return "broadcast"
-	case c.Subscribe != nil:
-		return "subscribe"
-	case c.Unsubscribe != nil:
-		return "unsubscribe"
-	case c.Disconnect != nil:
-		return "disconnect"
-	case c.Refresh != nil:
-		return "refresh"
-	case c.Presence != nil:
-		return "presence"
-	case c.PresenceStats != nil:
-		return "presence_stats"
-	case c.History != nil:
-		return "history"
-	case c.HistoryRemove != nil:
-		return "history_remove"
-	case c.Channels != nil:
-		return "channels"
-	case c.Info != nil:
-		return "info"
-	case c.RPC != nil:
-		return "rpc"
-	}
-	return c.name
-}
-
-// run runs the method of c and returns its name, result and error (not
-// yet mapped by APIError).
-func (e *Executor) run(ctx context.Context, c *Command) (name string, res any, err error) {
-	switch {
-	case c.Publish != nil:
-		res, err = box(e.Publish(ctx, c.Publish))
-	case c.Broadcast != nil:
-		res, err = box(e.Broadcast(ctx, c.Broadcast))
-	case c.Subscribe != nil:
-		res, err = box(e.Subscribe(ctx, c.Subscribe))
-	case c.Unsubscribe != nil:
-		res, err = box(e.Unsubscribe(ctx, c.Unsubscribe))
-	case c.Disconnect != nil:
-		res, err = box(e.Disconnect(ctx, c.Disconnect))
-	case c.Refresh != nil:
-		res, err = box(e.Refresh(ctx, c.Refresh))
-	case c.Presence != nil:
-		res, err = box(e.Presence(ctx, c.Presence))
-	case c.PresenceStats != nil:
-		res, err = box(e.PresenceStats(ctx, c.PresenceStats))
-	case c.History != nil:
-		res, err = box(e.History(ctx, c.History))
-	case c.HistoryRemove != nil:
-		res, err = box(e.HistoryRemove(ctx, c.HistoryRemove))
-	case c.Channels != nil:
-		res, err = box(e.Channels(ctx, c.Channels))
-	case c.Info != nil:
-		res, err = box(e.Info(ctx, c.Info))
-	case c.RPC != nil:
-		res, err = box(e.RPC(ctx, c.RPC))
-	default:
-		return c.name, nil, errMethodNotFound
-	}
-	return c.method(), res, err
-}
-
-// box gives a method's result as any, and no result with an error.
-func box[Res any](res Res, err error) (any, error) {
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return Reply{Method: c.method.Name, Result: res}
 }

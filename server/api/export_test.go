@@ -20,9 +20,9 @@ func FlushFailureLogs(h *Handler) { h.exec.fails.FlushAll() }
 
 // MethodNames are the names of the API's methods.
 func MethodNames() []string {
-	names := make([]string, 0, len(commandDecoders)+1)
-	for name := range commandDecoders {
-		names = append(names, name)
+	var names []string
+	for _, m := range Methods() {
+		names = append(names, m.Name)
 	}
-	return append(names, "batch")
+	return names
 }

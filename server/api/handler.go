@@ -77,50 +77,6 @@ func NewHandlerFor(exec *Executor, cfg Config) *Handler {
 // Executor is the executor h runs the methods on.
 func (h *Handler) Executor() *Executor { return h.exec }
 
-// commandDecoder reads the JSON request of one method into a Command.
-type commandDecoder func(raw json.RawMessage) (Command, error)
-
-// commandDecoders are the methods of the API by name, batch excepted.
-var commandDecoders map[string]commandDecoder
-
-func init() {
-	commandDecoders = map[string]commandDecoder{
-		"publish":        decodeInto(func(c *Command, r *PublishRequest) { c.Publish = r }),
-		"broadcast":      decodeInto(func(c *Command, r *BroadcastRequest) { c.Broadcast = r }),
-		"subscribe":      decodeInto(func(c *Command, r *SubscribeRequest) { c.Subscribe = r }),
-		"unsubscribe":    decodeInto(func(c *Command, r *UnsubscribeRequest) { c.Unsubscribe = r }),
-		"disconnect":     decodeInto(func(c *Command, r *DisconnectRequest) { c.Disconnect = r }),
-		"refresh":        decodeInto(func(c *Command, r *RefreshRequest) { c.Refresh = r }),
-		"presence":       decodeInto(func(c *Command, r *ChannelRequest) { c.Presence = r }),
-		"presence_stats": decodeInto(func(c *Command, r *ChannelRequest) { c.PresenceStats = r }),
-		"history":        decodeInto(func(c *Command, r *HistoryRequest) { c.History = r }),
-		"history_remove": decodeInto(func(c *Command, r *ChannelRequest) { c.HistoryRemove = r }),
-		"channels":       decodeInto(func(c *Command, r *ChannelsRequest) { c.Channels = r }),
-		"info":           decodeInto(func(c *Command, r *InfoRequest) { c.Info = r }),
-		"rpc":            decodeInto(func(c *Command, r *RPCRequest) { c.RPC = r }),
-	}
-}
-
-// decodeInto makes the decoder of a method whose request is a Req, which
-// set puts into the Command.
-func decodeInto[Req any](set func(*Command, *Req)) commandDecoder {
-	return func(raw json.RawMessage) (Command, error) {
-		var c Command
-		r := new(Req)
-		if err := decode(raw, r); err != nil {
-			return c, err
-		}
-		set(&c, r)
-		return c, nil
-	}
-}
-
-// isMethod reports whether name is a method of the API.
-func isMethod(name string) bool {
-	_, ok := commandDecoders[name]
-	return ok || name == "batch"
-}
-
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := strings.Trim(strings.TrimPrefix(r.URL.Path, h.cfg.Prefix), "/")
 	if r.Method != http.MethodPost {
@@ -135,7 +91,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// No method in the path: the legacy form, whose body names them.
 	legacy := name == ""
-	if !legacy && !isMethod(name) {
+	if !legacy && lookup(name) == nil {
 		h.refuse(w, r, http.StatusNotFound, "unknown method", "method", clip(name))
 		return
 	}
@@ -167,15 +123,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // call decodes the JSON request of method name and runs it.
 func (h *Handler) call(ctx context.Context, name string, body json.RawMessage) (any, error) {
-	if name == "batch" {
-		return h.batch(ctx, body)
-	}
-	c, err := commandDecoders[name](body)
+	m := lookup(name)
+	req, err := m.decodeJSON(body)
 	if err != nil {
 		return nil, err
 	}
-	_, res, err := h.exec.run(ctx, &c)
-	return res, err
+	return m.run(h.exec, ctx, req)
 }
 
 // readBody reads the body of r up to the limit, refusing it (with a log
@@ -302,6 +255,11 @@ func decode(raw json.RawMessage, v any) error {
 	if err == nil {
 		return nil
 	}
+	var ae *Error
+	if errors.As(err, &ae) {
+		// From a request's own UnmarshalJSON, which named the field.
+		return ae
+	}
 	// Name the field in the request's terms, not the Go type it was
 	// decoded into.
 	var te *json.UnmarshalTypeError
@@ -334,40 +292,14 @@ func requestPath(v any, field string) string {
 	return strings.Join(path, ".")
 }
 
-// batch runs a batch given in JSON, {"commands":[{"<method>":{...}},
-// ...],"parallel":false}, decoding each command only as its turn comes.
-func (h *Handler) batch(ctx context.Context, raw json.RawMessage) (BatchResult, error) {
-	var req struct {
-		Commands []map[string]json.RawMessage `json:"commands"`
-		Parallel bool                         `json:"parallel"`
-	}
-	if err := decode(raw, &req); err != nil {
-		return BatchResult{}, err
-	}
-	if err := h.exec.checkBatchSize(len(req.Commands)); err != nil {
-		return BatchResult{}, err
-	}
-	at := func(i int) Command {
-		cmd := req.Commands[i]
-		if len(cmd) != 1 {
-			return Command{err: errBadRequest}
-		}
-		for name, body := range cmd {
-			return batchCommand(name, body)
-		}
-		panic("unreachable")
-	}
-	return BatchResult{Replies: h.exec.runBatch(ctx, len(req.Commands), at, req.Parallel)}, nil
-}
-
 // batchCommand decodes the command of method name in a batch: any method
 // but batch itself. A command that cannot run carries why.
 func batchCommand(name string, body json.RawMessage) Command {
-	dec, ok := commandDecoders[name]
-	if !ok {
+	m := lookup(name)
+	if m == nil || name == "batch" {
 		return Command{name: name, err: errMethodNotFound}
 	}
-	c, err := dec(body)
+	req, err := m.decodeJSON(body)
 	if err != nil {
 		var ae *Error
 		if !errors.As(err, &ae) {
@@ -375,5 +307,5 @@ func batchCommand(name string, body json.RawMessage) Command {
 		}
 		return Command{name: name, err: ae}
 	}
-	return c
+	return Command{method: m, req: req, name: name}
 }

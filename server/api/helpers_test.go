@@ -25,7 +25,8 @@ const (
 
 // testChannels: "hist:" keeps history, "pres:" keeps presence, "plain:"
 // has neither; channels without namespace have both; "wild:" allows
-// wildcard subscriptions.
+// wildcard subscriptions. "map:" channels are maps whose keys live until
+// removed, "emap:" maps whose keys expire, with no stream.
 func testChannels() gyre.ChannelConfig {
 	full := gyre.ChannelOptions{
 		Presence: true, HistorySize: 100, HistoryTTL: time.Minute,
@@ -38,6 +39,14 @@ func testChannels() gyre.ChannelConfig {
 			{Name: "pres", ChannelOptions: gyre.ChannelOptions{Presence: true, AllowSubscribeForClient: true}},
 			{Name: "plain", ChannelOptions: gyre.ChannelOptions{AllowSubscribeForClient: true}},
 			{Name: "wild", ChannelOptions: gyre.ChannelOptions{AllowSubscribeForClient: true, AllowWildcardSubscriptions: true, HistorySize: 10, HistoryTTL: time.Minute}},
+			{Name: "map", ChannelOptions: gyre.ChannelOptions{
+				SubscriptionType: gyre.SubscriptionTypeMap, AllowSubscribeForClient: true,
+				Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent},
+			}},
+			{Name: "emap", ChannelOptions: gyre.ChannelOptions{
+				SubscriptionType: gyre.SubscriptionTypeMap, AllowSubscribeForClient: true,
+				Map: gyre.MapChannelOptions{Mode: gyre.MapModeEphemeral, KeyTTL: time.Minute},
+			}},
 		},
 	}
 }
@@ -54,10 +63,16 @@ type env struct {
 
 func newEnv(t testing.TB, cfg api.Config) *env {
 	t.Helper()
-	n, err := gyre.NewNode(gyre.Config{
-		Token:    token.Config{HMACSecretKey: testSecret},
-		Channels: testChannels(),
-	})
+	return newEnvWith(t, cfg, gyre.Config{})
+}
+
+// newEnvWith is newEnv on a node with what ncfg sets besides the token
+// and the channels (a MapBroker, say).
+func newEnvWith(t testing.TB, cfg api.Config, ncfg gyre.Config) *env {
+	t.Helper()
+	ncfg.Token = token.Config{HMACSecretKey: testSecret}
+	ncfg.Channels = testChannels()
+	n, err := gyre.NewNode(ncfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,16 +36,6 @@ type legacyReply struct {
 	Error  *Error `json:"error,omitempty"`
 }
 
-// legacyMethodNumbers are the numbers of the methods in the MethodType
-// enum of Centrifugo's API schema, which clients that encode the command
-// with the enum as a number send. Its other numbers are methods Gyre does
-// not have.
-var legacyMethodNumbers = map[uint64]string{
-	0: "publish", 1: "broadcast", 2: "unsubscribe", 3: "disconnect", 4: "presence",
-	5: "presence_stats", 6: "history", 7: "history_remove", 8: "channels", 9: "info", 10: "rpc",
-	11: "subscribe", 12: "refresh",
-}
-
 // serveLegacy answers a request of the legacy form. A body that cannot be
 // read as commands is refused as a whole, before any of them runs.
 func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte, transportMode bool) {
@@ -171,7 +161,7 @@ func readLegacyCommand(raw json.RawMessage, inBatch bool) legacyCommandOf {
 	if ae != nil {
 		return legacyCommandOf{name: name, id: lc.ID, err: ae}
 	}
-	if !isMethod(name) || (inBatch && name == "batch") {
+	if lookup(name) == nil || (inBatch && name == "batch") {
 		return legacyCommandOf{name: name, id: lc.ID, err: errMethodNotFound}
 	}
 	body := lc.Params
@@ -200,11 +190,11 @@ func legacyMethod(raw json.RawMessage) (string, *Error) {
 		if err != nil {
 			return string(raw), errMethodNotFound
 		}
-		name, ok := legacyMethodNumbers[n]
+		m, ok := methodsByLegacy[n]
 		if !ok {
 			return string(raw), errMethodNotFound
 		}
-		return name, nil
+		return m.Name, nil
 	}
 	return "", &Error{107, "bad request: method: " + string(raw[:min(len(raw), 16)]) + " is not a string"}
 }

@@ -61,10 +61,11 @@ func (r legacyReply) code() uint32 {
 // the legacy form as through its own path.
 func TestLegacyEveryMethod(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, api.Config{RPC: echoRPC})
+	e := newMapEnv(t, api.Config{RPC: echoRPC})
 	c, _ := e.dial("42")
 	c.MustSubscribe("pres:room")
 	e.call("publish", `{"channel":"hist:h","data":{"n":1}}`, nil)
+	e.call("map_publish", `{"channel":"map:m","key":"a","data":{"n":1}}`, nil)
 
 	// Requests whose answer is the same when asked twice.
 	requests := map[string]string{
@@ -81,7 +82,15 @@ func TestLegacyEveryMethod(t *testing.T) {
 		"channels":       `{"pattern":"pres:*"}`,
 		"info":           `{}`,
 		"rpc":            `{"method":"echo","params":{"x":1}}`,
-		"batch":          `{"commands":[{"presence_stats":{"channel":"pres:room"}},{"nope":{}}]}`,
+		// Writes and removals that change nothing: suppressed with the
+		// same top both times.
+		"map_publish":     `{"channel":"map:m","key":"none","data":{},"key_mode":"if_exists"}`,
+		"map_remove":      `{"channel":"map:m","key":"none"}`,
+		"map_read_state":  `{"channel":"map:m","limit":10}`,
+		"map_read_stream": `{"channel":"map:m","limit":10}`,
+		"map_stats":       `{"channel":"map:m"}`,
+		"map_clear":       `{"channel":"map:cleared"}`,
+		"batch":           `{"commands":[{"presence_stats":{"channel":"pres:room"}},{"nope":{}}]}`,
 	}
 	for _, m := range api.MethodNames() {
 		if _, ok := requests[m]; !ok {

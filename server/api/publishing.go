@@ -32,8 +32,8 @@ type pendingBroadcast struct {
 // add checks command c, the i-th of the batch, a publish or a broadcast,
 // and adds it to the group.
 func (g *publishGroup) add(i int, c *Command) error {
-	if c.Publish != nil {
-		item, err := publishItem(c.Publish)
+	if r, ok := c.req.(*PublishRequest); ok {
+		item, err := publishItem(r)
 		if err != nil {
 			return err
 		}
@@ -41,7 +41,7 @@ func (g *publishGroup) add(i int, c *Command) error {
 		g.from = append(g.from, itemSource{reply: i, broadcast: -1})
 		return nil
 	}
-	items, err := broadcastItems(c.Broadcast)
+	items, err := broadcastItems(c.req.(*BroadcastRequest))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/gyrehq/gyre"
 )
@@ -371,37 +372,100 @@ type RPCResult struct {
 }
 
 // BatchRequest runs Commands in order, or concurrently with Parallel.
+// Read from JSON, {"commands":[{"<method>":{...}},...],"parallel":false},
+// it keeps each command's JSON and decodes it only as its turn comes, so
+// that a batch of many commands is not held decoded all at once.
 type BatchRequest struct {
 	Commands []Command
 	Parallel bool
+
+	// raw are the commands as read from JSON, in place of Commands.
+	raw []map[string]json.RawMessage
 }
 
-// Command is one command of a batch: exactly one of its requests is set.
+// UnmarshalJSON reads a batch, leaving its commands undecoded.
+func (r *BatchRequest) UnmarshalJSON(b []byte) error {
+	var req struct {
+		Commands []map[string]json.RawMessage `json:"commands"`
+		Parallel bool                         `json:"parallel"`
+	}
+	if err := decode(b, &req); err != nil {
+		return err
+	}
+	*r = BatchRequest{Parallel: req.Parallel, raw: req.Commands}
+	return nil
+}
+
+// len is the number of commands of r.
+func (r *BatchRequest) len() int {
+	if r.raw != nil {
+		return len(r.raw)
+	}
+	return len(r.Commands)
+}
+
+// at is the i-th command of r, decoded from JSON if it came so.
+func (r *BatchRequest) at(i int) Command {
+	if r.raw == nil {
+		return r.Commands[i]
+	}
+	cmd := r.raw[i]
+	// Its JSON is not needed any more: a huge batch gives it back as
+	// it goes.
+	r.raw[i] = nil
+	if len(cmd) != 1 {
+		return Command{err: errBadRequest}
+	}
+	for name, body := range cmd {
+		return batchCommand(name, body)
+	}
+	panic("unreachable")
+}
+
+// Command is one command of a batch: a method and its request.
 type Command struct {
-	Publish       *PublishRequest
-	Broadcast     *BroadcastRequest
-	Subscribe     *SubscribeRequest
-	Unsubscribe   *UnsubscribeRequest
-	Disconnect    *DisconnectRequest
-	Refresh       *RefreshRequest
-	Presence      *ChannelRequest
-	PresenceStats *ChannelRequest
-	History       *HistoryRequest
-	HistoryRemove *ChannelRequest
-	Channels      *ChannelsRequest
-	Info          *InfoRequest
-	RPC           *RPCRequest
+	method *Method
+	// req is the request: a *PublishRequest for publish, and so on.
+	req any
 
 	// name is the method as the request named it, for the log, and err
-	// why the command cannot run, when it was read from JSON.
+	// why the command cannot run, when it could not be read.
 	name string
 	err  *Error
 }
 
-// RefusedCommand is a batch command that cannot run: its reply is err
-// (logged as a bad command). name is its method. The gRPC API gives it for
-// a command it refuses while converting it (a payload that is not JSON).
-func RefusedCommand(name string, err *Error) Command { return Command{name: name, err: err} }
+// NewCommand makes the command of the method called name with request
+// req: a *PublishRequest for "publish", a *ChannelRequest for
+// "presence", and so on. A command that cannot run (an unknown method,
+// batch itself, a request of another type) is answered with its error
+// in its reply.
+func NewCommand(name string, req any) Command {
+	m := lookup(name)
+	if m == nil || name == "batch" {
+		return Command{name: name, err: errMethodNotFound}
+	}
+	if req == nil || reflect.TypeOf(req) != reflect.TypeOf(m.newRequest()) {
+		return Command{name: name, err: &Error{107, fmt.Sprintf("bad request: %s takes a %T", name, m.newRequest())}}
+	}
+	return Command{method: m, req: req, name: name}
+}
+
+// Method is the name of the command's method as it was asked for; ""
+// when none was.
+func (c *Command) Method() string { return c.name }
+
+// publishes reports whether c is a publish or broadcast that can run,
+// which a sequential batch publishes with its neighbours.
+func (c *Command) publishes() bool {
+	if c.err != nil {
+		return false
+	}
+	switch c.req.(type) {
+	case *PublishRequest, *BroadcastRequest:
+		return true
+	}
+	return false
+}
 
 // BatchResult has one reply per command, in command order.
 type BatchResult struct {

@@ -13,7 +13,7 @@ type Channel struct {
 	UserBoundary      string         `key:"user_boundary" default:"#" nonempty:"true" help:"Starts the list of users a channel is limited to (chat#42,43)."`
 	UserSeparator     string         `key:"user_separator" default:"," nonempty:"true" help:"Separates users in a user-limited channel name."`
 
-	Proxy                 ChannelProxy  `key:"proxy" help:"Default subscribe, publish, sub_refresh and subscribe_stream proxies."`
+	Proxy                 ChannelProxy  `key:"proxy" help:"Default subscribe, publish, sub_refresh, subscribe_stream, map_publish and map_remove proxies."`
 	PublicationDataFormat Unimplemented `key:"publication_data_format" help:"Validation of publication data format." unsupported:"Gyre does not check publication data; validate it in a publish proxy (channel.proxy.publish) or in the backend that calls the server API."`
 }
 
@@ -66,5 +66,36 @@ type ChannelOptions struct {
 	SubscribeStreamProxyName          string        `key:"subscribe_stream_proxy_name" default:"default" help:"Proxy for subscription streams: \"default\" (channel.proxy.subscribe_stream) or a name from proxies."`
 	SubscribeStreamProxyBidirectional bool          `key:"subscribe_stream_proxy_bidirectional" help:"Make subscription streams bidirectional (client publications go to the backend stream)."`
 	PublicationDataFormat             Unimplemented `key:"publication_data_format" help:"Validation of publication data format." unsupported:"Gyre does not check publication data; validate it in a publish proxy (channel.proxy.publish) or in the backend that calls the server API."`
-	SubscriptionType                  Unimplemented `key:"subscription_type" help:"Keyed-state (map) subscriptions." unsupported:"Gyre has stream subscriptions only; keep keyed state in the application and publish changes to an ordinary channel."`
+	SubscriptionType                  string        `key:"subscription_type" enum:",stream,map,map_clients,map_users,shared_poll" help:"What the channels are: stream (\"\" too: publications, history), map (keyed state the application writes and subscribers keep in sync; see map), map_clients or map_users (maps of the clients or users subscribed to stream channels, kept by the server for namespaces whose map_clients_presence_channel_prefix or map_users_presence_channel_prefix names them). shared_poll is Centrifugo's and refused."`
+	Map                               MapOptions    `key:"map" help:"Options of map channels (subscription_type map, map_clients, map_users)."`
+	MapClientsPresenceChannelPrefix   string        `key:"map_clients_presence_channel_prefix" help:"On a stream namespace: keep the clients subscribed to each channel C in the map channel of this prefix + C, one key per client id (with its client info), written on subscribe, refreshed while subscribed, removed on unsubscribe. The prefix must name a namespace of subscription_type map_clients."`
+	MapUsersPresenceChannelPrefix     string        `key:"map_users_presence_channel_prefix" help:"On a stream namespace: keep the users subscribed to each channel C in the map channel of this prefix + C, one key per user id (anonymous clients left out), refreshed while subscribed and expiring after the map's key_ttl. The prefix must name a namespace of subscription_type map_users."`
+	SharedPoll                        Unimplemented `key:"shared_poll" help:"Options of shared_poll channels." unsupported:"Gyre has no shared-poll subscriptions; have the backend write the keys into a map channel (subscription_type map) through the server API."`
+}
+
+// MapOptions are the options of map channels: what they keep, who may
+// write them, how subscribers page through their state.
+type MapOptions struct {
+	Mode                              string        `key:"mode" enum:",ephemeral,recoverable,persistent" help:"What the channels keep: ephemeral (keys expiring after key_ttl, no stream of changes: a subscriber that was away loads the state again), recoverable (expiring keys and a stream, so a subscriber catches up after a short absence) or persistent (keys live until removed, and a stream). Required for subscription_type map; map_clients and map_users default to ephemeral."`
+	KeyTTL                            time.Duration `key:"key_ttl" help:"How long a key lives after its last write (ephemeral, recoverable; required there for subscription_type map, and must be 0 for persistent). map_clients and map_users default to 3 × client.presence_update_interval, at least 30s."`
+	StreamSize                        int           `key:"stream_size" help:"Changes kept in each channel's stream (recoverable, persistent); 0 means 100. Must be 0 for ephemeral."`
+	StreamTTL                         time.Duration `key:"stream_ttl" help:"How long the stream keeps a change (recoverable, persistent); 0 means 1m. Must be 0 for ephemeral."`
+	MetaTTL                           time.Duration `key:"meta_ttl" help:"How long a channel's epoch and offset outlive its last change (recoverable); 0 means 10 × stream_ttl, at least key_ttl. Must not be shorter than stream_ttl or key_ttl; must be 0 for ephemeral and persistent (whose keys need the epoch that names them)."`
+	RemoveClientOnUnsubscribe         bool          `key:"remove_client_on_unsubscribe" help:"Remove the key named by a client's id when the client unsubscribes or disconnects."`
+	ClientKey                         string        `key:"client_key" enum:",client_id,user_id" help:"Make the key of a client's write or removal its own client id (client_id) or user id (user_id; refused to anonymous clients), whatever key it sent. Not with publish_proxy_enabled or remove_proxy_enabled: the proxy decides the key then."`
+	AllowPublishForClient             bool          `key:"allow_publish_for_client" help:"Let authenticated clients write keys (publish with type map). Client writes bypass the backend: prefer a publish proxy."`
+	AllowPublishForSubscriber         bool          `key:"allow_publish_for_subscriber" help:"Let subscribers of a channel write its keys."`
+	AllowPublishForAnonymous          bool          `key:"allow_publish_for_anonymous" help:"Let anonymous clients write keys too, where allow_publish_for_client or allow_publish_for_subscriber lets clients write."`
+	AllowRemoveForClient              bool          `key:"allow_remove_for_client" help:"Let authenticated clients remove keys."`
+	AllowRemoveForSubscriber          bool          `key:"allow_remove_for_subscriber" help:"Let subscribers of a channel remove its keys."`
+	AllowRemoveForAnonymous           bool          `key:"allow_remove_for_anonymous" help:"Let anonymous clients remove keys too, where allow_remove_for_client or allow_remove_for_subscriber lets clients remove."`
+	PublishProxyEnabled               bool          `key:"publish_proxy_enabled" help:"Decide (and possibly rewrite) clients' writes of keys at the backend (the map publish proxy) instead of by the allow_publish_* keys."`
+	PublishProxyName                  string        `key:"publish_proxy_name" default:"default" help:"Proxy for map writes: \"default\" (channel.proxy.map_publish) or a name from proxies."`
+	RemoveProxyEnabled                bool          `key:"remove_proxy_enabled" help:"Decide clients' removals of keys at the backend (the map remove proxy) instead of by the allow_remove_* keys."`
+	RemoveProxyName                   string        `key:"remove_proxy_name" default:"default" help:"Proxy for map removals: \"default\" (channel.proxy.map_remove) or a name from proxies."`
+	DefaultPageSize                   int           `key:"default_page_size" help:"State page size of a subscriber that asks none; 0 means 100 (within min_page_size and max_page_size)."`
+	MinPageSize                       int           `key:"min_page_size" help:"Smallest state page a subscriber gets; 0 means 100 (at most max_page_size)."`
+	MaxPageSize                       int           `key:"max_page_size" help:"Largest state page a subscriber gets; 0 means 1000."`
+	LiveTransitionMaxPublicationLimit int           `key:"live_transition_max_publication_limit" help:"Most changes a subscriber may catch up on when it goes live; over it the subscribe fails with 112 and the client loads the state again. 0 means max_page_size."`
+	SubscribeCatchUpTimeout           time.Duration `key:"subscribe_catch_up_timeout" help:"Longest time from a subscriber's first state page to going live; over it the connection is closed with 3008. 0 means 5s."`
 }

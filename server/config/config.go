@@ -13,6 +13,7 @@ type Config struct {
 	Engine          Engine          `key:"engine" help:"Broker and presence manager together: memory for one node, redis for many."`
 	Broker          Broker          `key:"broker" help:"A broker chosen apart from the engine; overrides engine for PUB/SUB and history when enabled."`
 	PresenceManager PresenceManager `key:"presence_manager" help:"A presence manager chosen apart from the engine; overrides engine for presence when enabled."`
+	MapBroker       MapBroker       `key:"map_broker" help:"Where map channels (channel subscription_type map, map_clients, map_users) keep their state and stream: memory for one node, redis for many."`
 	Client          Client          `key:"client" help:"Real-time client connections: authentication, limits, timers."`
 	Channel         Channel         `key:"channel" help:"Channel names, namespaces and per-namespace channel options."`
 	HTTPAPI         HTTPAPI         `key:"http_api" help:"The server HTTP API (POST /api/<method>)."`
@@ -43,7 +44,6 @@ type Config struct {
 	UsageStats               Unimplemented `key:"usage_stats" help:"Anonymous usage statistics." unsupported:"Gyre sends no usage statistics; remove the key."`
 	Dev                      Unimplemented `key:"dev" help:"Development test page." unsupported:"Start gyre without a config file for development defaults and a demo page."`
 	Init                     Unimplemented `key:"init" help:"Connection initialization endpoint." unsupported:"Gyre has no connection initialization endpoint; fetch what the page needs from the application before connecting."`
-	MapBroker                Unimplemented `key:"map_broker" help:"Broker for keyed-state (map) subscriptions." unsupported:"Gyre has no keyed-state subscriptions (see subscription_type); remove the key."`
 	EnableUnreleasedFeatures Unimplemented `key:"enable_unreleased_features" help:"Switch for unreleased Centrifugo features." unsupported:"Gyre has none of Centrifugo's unreleased features; remove the key."`
 }
 

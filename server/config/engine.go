@@ -103,3 +103,19 @@ type NatsJetStream struct {
 	Enabled  bool `key:"enabled" help:"Keep publications of channels with history in JetStream streams (one per history_size and history_ttl pair), with per-channel offsets and epochs: history, recovery and positioning work as on Redis. The NATS server must run with JetStream."`
 	Replicas int  `key:"replicas" default:"1" min:"1" max:"5" help:"Replicas of each JetStream stream (a clustered NATS)."`
 }
+
+// MapBroker chooses where map channels keep their state and stream.
+type MapBroker struct {
+	Type     string         `key:"type" default:"memory" enum:"memory,redis,postgres" help:"memory keeps map channels in this process (one node); redis in Redis, shared between nodes. postgres is Centrifugo's and refused."`
+	Redis    MapBrokerRedis `key:"redis" help:"Redis of the redis map broker. With address, cluster_address and sentinel_address left as they are by default and engine.type redis, the map broker uses the engine's Redis (its connections and prefix) and the other keys here are not used."`
+	Postgres Unimplemented  `key:"postgres" help:"PostgreSQL map broker." unsupported:"Gyre keeps map channels in memory or in Redis; set map_broker.type memory or redis."`
+}
+
+// MapBrokerRedis is the Redis configuration of a redis map broker.
+type MapBrokerRedis struct {
+	Redis
+	CleanupInterval     time.Duration `key:"cleanup_interval" default:"1s" help:"How often expired keys are looked for." unsupported:"Every node looks for expired keys about once a second, each removed once; remove the key."`
+	CleanupBatchSize    int           `key:"cleanup_batch_size" default:"100" help:"Expired keys handled per channel and round." unsupported:"Gyre removes every expired key it finds in a round; remove the key."`
+	IdempotentResultTTL time.Duration `key:"idempotent_result_ttl" default:"5m" help:"How long the result of an idempotent map write is kept." unsupported:"Gyre keeps idempotent results of map writes for 5 minutes, as for publications; remove the key."`
+	SkipPubSub          bool          `key:"skip_pub_sub" help:"Write state without publishing changes." unsupported:"A Gyre map broker always delivers the changes it writes; remove the key."`
+}

@@ -265,6 +265,7 @@ func TestLoadCentrifugoDefaults(t *testing.T) {
 	want := Default()
 	want.Engine.Redis.Prefix = "centrifugo"
 	want.Broker.Nats.Prefix = "centrifugo"
+	want.MapBroker.Redis.Prefix = "centrifugo"
 	got.zeroUnimplemented()
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("differs from the defaults:\n%s", diffConfigs(t, got, want))

@@ -81,6 +81,8 @@ type ChannelProxy struct {
 	Publish         Proxy `key:"publish" help:"Decide (and rewrite) client publications at the backend (namespaces set publish_proxy_enabled)."`
 	SubRefresh      Proxy `key:"sub_refresh" help:"Prolong expiring subscriptions at the backend (namespaces set sub_refresh_proxy_enabled)."`
 	SubscribeStream Proxy `key:"subscribe_stream" help:"Subscriptions streamed from the backend over gRPC (grpc:// endpoints only)."`
+	MapPublish      Proxy `key:"map_publish" help:"Decide (and rewrite) clients' writes into map channels at the backend (namespaces set map.publish_proxy_enabled)."`
+	MapRemove       Proxy `key:"map_remove" help:"Decide clients' removals from map channels at the backend (namespaces set map.remove_proxy_enabled)."`
 }
 
 // RPC configures client RPC calls.

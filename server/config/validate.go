@@ -19,6 +19,7 @@ func (c *Config) Validate() error {
 	v.client(c)
 	v.channel(c)
 	v.backends(c)
+	v.mapBroker(c)
 	v.endpoints(c)
 	v.proxies(c)
 	return errors.Join(v.errs...)
@@ -120,7 +121,7 @@ var namespaceName = regexp.MustCompile(`^[-a-zA-Z0-9_.]{2,}$`)
 
 func (v *validator) channel(c *Config) {
 	ch := &c.Channel
-	v.channelOptions("channel.without_namespace", &ch.WithoutNamespace, ch.HistoryMetaTTL)
+	v.channelOptions("channel.without_namespace", &ch.WithoutNamespace, ch)
 	seen := map[string]int{}
 	for i, ns := range ch.Namespaces {
 		p := "channel.namespaces[" + strconv.Itoa(i) + "]"
@@ -132,7 +133,7 @@ func (v *validator) channel(c *Config) {
 		default:
 			seen[ns.Name] = i
 		}
-		v.channelOptions(p, &ns.ChannelOptions, ch.HistoryMetaTTL)
+		v.channelOptions(p, &ns.ChannelOptions, ch)
 	}
 	pc := &c.Client.SubscribeToUserPersonalChannel
 	if !pc.Enabled {
@@ -152,14 +153,14 @@ func (v *validator) channel(c *Config) {
 	}
 }
 
-func (v *validator) channelOptions(path string, o *ChannelOptions, globalMetaTTL time.Duration) {
+func (v *validator) channelOptions(path string, o *ChannelOptions, ch *Channel) {
 	switch {
 	case o.HistorySize > 0 && o.HistoryTTL <= 0:
 		v.fail(path+".history_ttl", "must be set when history_size is set")
 	case o.HistorySize == 0 && o.HistoryTTL > 0:
 		v.fail(path+".history_size", "must be set when history_ttl is set")
 	}
-	metaTTL := globalMetaTTL
+	metaTTL := ch.HistoryMetaTTL
 	if o.HistoryMetaTTL != 0 {
 		metaTTL = o.HistoryMetaTTL
 	}
@@ -170,4 +171,6 @@ func (v *validator) channelOptions(path string, o *ChannelOptions, globalMetaTTL
 		v.fail(path+".force_recovery", "needs history (history_size and history_ttl)")
 	}
 	v.regex(path+".channel_regex", o.ChannelRegex)
+	v.mapOptions(path, o)
+	v.mapPresencePrefixes(path, o, ch)
 }

@@ -37,6 +37,8 @@ func (v *validator) proxies(c *Config) {
 	v.proxy("channel.proxy.publish", &chp.Publish, false)
 	v.proxy("channel.proxy.sub_refresh", &chp.SubRefresh, false)
 	v.proxy("channel.proxy.subscribe_stream", &chp.SubscribeStream, false)
+	v.proxy("channel.proxy.map_publish", &chp.MapPublish, false)
+	v.proxy("channel.proxy.map_remove", &chp.MapRemove, false)
 	v.proxy("rpc.proxy", &c.RPC.Proxy, false)
 
 	nsProxies := func(path string, o *ChannelOptions) {
@@ -51,6 +53,12 @@ func (v *validator) proxies(c *Config) {
 		}
 		if o.SubscribeStreamProxyEnabled {
 			v.streamProxy(path, c, o)
+		}
+		if o.Map.PublishProxyEnabled {
+			v.proxyRef(path+".map.publish_proxy_name", o.Map.PublishProxyName, named, &chp.MapPublish)
+		}
+		if o.Map.RemoveProxyEnabled {
+			v.proxyRef(path+".map.remove_proxy_name", o.Map.RemoveProxyName, named, &chp.MapRemove)
 		}
 	}
 	nsProxies("channel.without_namespace", &c.Channel.WithoutNamespace)

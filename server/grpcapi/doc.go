@@ -3,8 +3,9 @@
 // Centrifugo v6's, so a backend generated from Centrifugo's api.proto
 // calls Gyre unchanged.
 //
-// Every method runs on the same api.Executor as the HTTP API: this package
-// only converts between the protobuf messages and the executor's types.
+// The service is built from the API's method table (api.Methods): each
+// method is the rpc its entry names, converted and run by the entry on the
+// same api.Executor as the HTTP API ([api.Executor.CallGRPC]).
 // A method's error is answered in the response's error field, with the
 // code and message the HTTP API gives it; gRPC statuses are kept for
 // calls that cannot run at all (UNAUTHENTICATED without the key, the

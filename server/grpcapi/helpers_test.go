@@ -32,7 +32,8 @@ const (
 )
 
 // testChannels: "hist:" keeps history, "pres:" presence, "plain:"
-// neither; channels without namespace both.
+// neither; channels without namespace both; "map:" channels are maps
+// with a stream.
 func testChannels() gyre.ChannelConfig {
 	return gyre.ChannelConfig{
 		WithoutNamespace: gyre.ChannelOptions{Presence: true, HistorySize: 100, HistoryTTL: time.Minute, AllowSubscribeForClient: true},
@@ -40,6 +41,9 @@ func testChannels() gyre.ChannelConfig {
 			{Name: "hist", ChannelOptions: gyre.ChannelOptions{HistorySize: 10, HistoryTTL: time.Minute, AllowSubscribeForClient: true}},
 			{Name: "pres", ChannelOptions: gyre.ChannelOptions{Presence: true, AllowSubscribeForClient: true}},
 			{Name: "plain", ChannelOptions: gyre.ChannelOptions{AllowSubscribeForClient: true}},
+			{Name: "map", ChannelOptions: gyre.ChannelOptions{
+				SubscriptionType: gyre.SubscriptionTypeMap, Map: gyre.MapChannelOptions{Mode: gyre.MapModeRecoverable, KeyTTL: time.Minute},
+			}},
 		},
 	}
 }

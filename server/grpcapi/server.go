@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gyrehq/gyre/server/api"
-	"github.com/gyrehq/gyre/server/grpcapi/apipb"
 )
 
 // Config configures the gRPC API.
@@ -61,6 +60,13 @@ type Config struct {
 // NewServer creates a gRPC server serving the API on exec. The caller
 // serves it on a listener and stops it (GracefulStop).
 func NewServer(exec *api.Executor, cfg Config) *grpc.Server {
+	svc := &service{exec: exec, cfg: cfg}
+	desc, err := svc.serviceDesc()
+	if err != nil {
+		// The table and api.proto are compiled in: a method without its
+		// rpc is a mistake that every test of the package shows.
+		panic(err)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -81,7 +87,7 @@ func NewServer(exec *api.Executor, cfg Config) *grpc.Server {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
 	srv := grpc.NewServer(opts...)
-	apipb.RegisterCentrifugoApiServer(srv, &service{exec: exec, cfg: cfg})
+	srv.RegisterService(desc, svc)
 	if cfg.Reflection {
 		reflection.Register(srv)
 	}
@@ -126,19 +132,4 @@ func (s *service) transportMode(ctx context.Context) bool {
 	md, _ := metadata.FromIncomingContext(ctx)
 	v := md.Get("x-centrifugo-error-mode")
 	return len(v) > 0 && v[0] == "transport"
-}
-
-// statusCode maps an API error code to the gRPC code of the transport
-// error mode, as the HTTP API maps it to an HTTP status.
-func statusCode(code uint32) codes.Code {
-	switch code {
-	case 102, 104:
-		return codes.NotFound
-	case 107, 108:
-		return codes.InvalidArgument
-	case 112:
-		return codes.OutOfRange
-	default:
-		return codes.Internal
-	}
 }

@@ -216,3 +216,13 @@ func (g *grpcBackend) SubRefresh(ctx context.Context, r *proxypb.SubRefreshReque
 	resp := &proxypb.SubRefreshResponse{}
 	return resp, g.handle(ctx, "sub_refresh", r, resp)
 }
+
+func (g *grpcBackend) MapPublish(ctx context.Context, r *proxypb.MapPublishRequest) (*proxypb.MapPublishResponse, error) {
+	resp := &proxypb.MapPublishResponse{}
+	return resp, g.handle(ctx, "map_publish", r, resp)
+}
+
+func (g *grpcBackend) MapRemove(ctx context.Context, r *proxypb.MapRemoveRequest) (*proxypb.MapRemoveResponse, error) {
+	resp := &proxypb.MapRemoveResponse{}
+	return resp, g.handle(ctx, "map_remove", r, resp)
+}

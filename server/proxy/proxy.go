@@ -198,6 +198,10 @@ func callType(method string) string {
 		return "rpc"
 	case "SubscribeStream":
 		return "subscribe_stream"
+	case "MapPublish":
+		return "map_publish"
+	case "MapRemove":
+		return "map_remove"
 	}
 	return strings.ToLower(method)
 }

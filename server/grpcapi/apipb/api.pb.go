@@ -13,7 +13,7 @@
 //   BlockUser, UnblockUser, RevokeToken, InvalidateUserTokens,
 //   DeviceRegister, DeviceUpdate, DeviceRemove, DeviceList, DeviceTopicList,
 //   DeviceTopicUpdate, UserTopicList, UserTopicUpdate, SendPushNotification,
-//   UpdatePushStatus, CancelPush.
+//   UpdatePushStatus, CancelPush, SharedPollPublish.
 //
 // Their messages (ConnectionInfo, UserStatus, Device..., Push..., Int32Value
 // and so on) are left out too. Regenerate the Go code with ./generate.sh.
@@ -2914,6 +2914,1228 @@ func (x *RPCResponse) GetResult() *RPCResult {
 	return nil
 }
 
+// MapPublishRequest writes key of a map channel. The value is data (JSON)
+// or b64data; stream_data and b64stream_data are Centrifugo's and refused
+// when set.
+type MapPublishRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Channel        string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Key            string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Data           []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	B64Data        string                 `protobuf:"bytes,4,opt,name=b64data,proto3" json:"b64data,omitempty"`
+	StreamData     []byte                 `protobuf:"bytes,5,opt,name=stream_data,json=streamData,proto3" json:"stream_data,omitempty"`
+	B64StreamData  string                 `protobuf:"bytes,6,opt,name=b64stream_data,json=b64streamData,proto3" json:"b64stream_data,omitempty"`
+	Tags           map[string]string      `protobuf:"bytes,7,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	IdempotencyKey string                 `protobuf:"bytes,8,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	Delta          bool                   `protobuf:"varint,9,opt,name=delta,proto3" json:"delta,omitempty"`
+	Version        uint64                 `protobuf:"varint,10,opt,name=version,proto3" json:"version,omitempty"`
+	VersionEpoch   string                 `protobuf:"bytes,11,opt,name=version_epoch,json=versionEpoch,proto3" json:"version_epoch,omitempty"`
+	Score          int64                  `protobuf:"varint,12,opt,name=score,proto3" json:"score,omitempty"`
+	// key_mode: "" writes anyway, "if_new" only a new key, "if_exists" only
+	// an existing one.
+	KeyMode       string `protobuf:"bytes,13,opt,name=key_mode,json=keyMode,proto3" json:"key_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapPublishRequest) Reset() {
+	*x = MapPublishRequest{}
+	mi := &file_api_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapPublishRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapPublishRequest) ProtoMessage() {}
+
+func (x *MapPublishRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapPublishRequest.ProtoReflect.Descriptor instead.
+func (*MapPublishRequest) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *MapPublishRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *MapPublishRequest) GetB64Data() string {
+	if x != nil {
+		return x.B64Data
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetStreamData() []byte {
+	if x != nil {
+		return x.StreamData
+	}
+	return nil
+}
+
+func (x *MapPublishRequest) GetB64StreamData() string {
+	if x != nil {
+		return x.B64StreamData
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *MapPublishRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetDelta() bool {
+	if x != nil {
+		return x.Delta
+	}
+	return false
+}
+
+func (x *MapPublishRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *MapPublishRequest) GetVersionEpoch() string {
+	if x != nil {
+		return x.VersionEpoch
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetScore() int64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *MapPublishRequest) GetKeyMode() string {
+	if x != nil {
+		return x.KeyMode
+	}
+	return ""
+}
+
+// MapPublishResult is the change's place in the channel's stream or, when
+// suppressed (suppress_reason says why), the stream's top.
+type MapPublishResult struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Offset         uint64                 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	Epoch          string                 `protobuf:"bytes,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Suppressed     bool                   `protobuf:"varint,3,opt,name=suppressed,proto3" json:"suppressed,omitempty"`
+	SuppressReason string                 `protobuf:"bytes,4,opt,name=suppress_reason,json=suppressReason,proto3" json:"suppress_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MapPublishResult) Reset() {
+	*x = MapPublishResult{}
+	mi := &file_api_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapPublishResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapPublishResult) ProtoMessage() {}
+
+func (x *MapPublishResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapPublishResult.ProtoReflect.Descriptor instead.
+func (*MapPublishResult) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *MapPublishResult) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *MapPublishResult) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *MapPublishResult) GetSuppressed() bool {
+	if x != nil {
+		return x.Suppressed
+	}
+	return false
+}
+
+func (x *MapPublishResult) GetSuppressReason() string {
+	if x != nil {
+		return x.SuppressReason
+	}
+	return ""
+}
+
+type MapPublishResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Result        *MapPublishResult      `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapPublishResponse) Reset() {
+	*x = MapPublishResponse{}
+	mi := &file_api_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapPublishResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapPublishResponse) ProtoMessage() {}
+
+func (x *MapPublishResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapPublishResponse.ProtoReflect.Descriptor instead.
+func (*MapPublishResponse) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *MapPublishResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *MapPublishResponse) GetResult() *MapPublishResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// MapRemoveRequest removes key from a map channel.
+type MapRemoveRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Channel        string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Key            string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	IdempotencyKey string                 `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MapRemoveRequest) Reset() {
+	*x = MapRemoveRequest{}
+	mi := &file_api_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapRemoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapRemoveRequest) ProtoMessage() {}
+
+func (x *MapRemoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapRemoveRequest.ProtoReflect.Descriptor instead.
+func (*MapRemoveRequest) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *MapRemoveRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *MapRemoveRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MapRemoveRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type MapRemoveResult struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Offset         uint64                 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	Epoch          string                 `protobuf:"bytes,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Suppressed     bool                   `protobuf:"varint,3,opt,name=suppressed,proto3" json:"suppressed,omitempty"`
+	SuppressReason string                 `protobuf:"bytes,4,opt,name=suppress_reason,json=suppressReason,proto3" json:"suppress_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MapRemoveResult) Reset() {
+	*x = MapRemoveResult{}
+	mi := &file_api_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapRemoveResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapRemoveResult) ProtoMessage() {}
+
+func (x *MapRemoveResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapRemoveResult.ProtoReflect.Descriptor instead.
+func (*MapRemoveResult) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *MapRemoveResult) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *MapRemoveResult) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *MapRemoveResult) GetSuppressed() bool {
+	if x != nil {
+		return x.Suppressed
+	}
+	return false
+}
+
+func (x *MapRemoveResult) GetSuppressReason() string {
+	if x != nil {
+		return x.SuppressReason
+	}
+	return ""
+}
+
+type MapRemoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Result        *MapRemoveResult       `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapRemoveResponse) Reset() {
+	*x = MapRemoveResponse{}
+	mi := &file_api_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapRemoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapRemoveResponse) ProtoMessage() {}
+
+func (x *MapRemoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapRemoveResponse.ProtoReflect.Descriptor instead.
+func (*MapRemoveResponse) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *MapRemoveResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *MapRemoveResponse) GetResult() *MapRemoveResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// MapReadStateRequest reads a page of a map channel's state: from cursor
+// (empty: the start), at most about limit entries, or only key. A revision
+// (offset and epoch) whose epoch is not the channel's gives 112.
+type MapReadStateRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Channel        string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Cursor         string                 `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Limit          int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	Key            string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	Asc            bool                   `protobuf:"varint,5,opt,name=asc,proto3" json:"asc,omitempty"`
+	RevisionOffset uint64                 `protobuf:"varint,6,opt,name=revision_offset,json=revisionOffset,proto3" json:"revision_offset,omitempty"`
+	RevisionEpoch  string                 `protobuf:"bytes,7,opt,name=revision_epoch,json=revisionEpoch,proto3" json:"revision_epoch,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MapReadStateRequest) Reset() {
+	*x = MapReadStateRequest{}
+	mi := &file_api_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapReadStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapReadStateRequest) ProtoMessage() {}
+
+func (x *MapReadStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapReadStateRequest.ProtoReflect.Descriptor instead.
+func (*MapReadStateRequest) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *MapReadStateRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *MapReadStateRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *MapReadStateRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *MapReadStateRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MapReadStateRequest) GetAsc() bool {
+	if x != nil {
+		return x.Asc
+	}
+	return false
+}
+
+func (x *MapReadStateRequest) GetRevisionOffset() uint64 {
+	if x != nil {
+		return x.RevisionOffset
+	}
+	return 0
+}
+
+func (x *MapReadStateRequest) GetRevisionEpoch() string {
+	if x != nil {
+		return x.RevisionEpoch
+	}
+	return ""
+}
+
+// MapEntry is a key of a map channel's state, or a change of its stream
+// (removed for a removal); time is in Unix milliseconds.
+type MapEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Tags          map[string]string      `protobuf:"bytes,3,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Offset        uint64                 `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	Score         int64                  `protobuf:"varint,5,opt,name=score,proto3" json:"score,omitempty"`
+	Removed       bool                   `protobuf:"varint,6,opt,name=removed,proto3" json:"removed,omitempty"`
+	Time          int64                  `protobuf:"varint,7,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapEntry) Reset() {
+	*x = MapEntry{}
+	mi := &file_api_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapEntry) ProtoMessage() {}
+
+func (x *MapEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapEntry.ProtoReflect.Descriptor instead.
+func (*MapEntry) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *MapEntry) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MapEntry) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *MapEntry) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *MapEntry) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *MapEntry) GetScore() int64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *MapEntry) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
+func (x *MapEntry) GetTime() int64 {
+	if x != nil {
+		return x.Time
+	}
+	return 0
+}
+
+type MapReadStateResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Entries []*MapEntry            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	Offset  uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Epoch   string                 `protobuf:"bytes,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// cursor continues after this page; empty on the last.
+	Cursor        string `protobuf:"bytes,4,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapReadStateResult) Reset() {
+	*x = MapReadStateResult{}
+	mi := &file_api_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapReadStateResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapReadStateResult) ProtoMessage() {}
+
+func (x *MapReadStateResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapReadStateResult.ProtoReflect.Descriptor instead.
+func (*MapReadStateResult) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *MapReadStateResult) GetEntries() []*MapEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *MapReadStateResult) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *MapReadStateResult) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *MapReadStateResult) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+type MapReadStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Result        *MapReadStateResult    `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapReadStateResponse) Reset() {
+	*x = MapReadStateResponse{}
+	mi := &file_api_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapReadStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapReadStateResponse) ProtoMessage() {}
+
+func (x *MapReadStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapReadStateResponse.ProtoReflect.Descriptor instead.
+func (*MapReadStateResponse) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *MapReadStateResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *MapReadStateResponse) GetResult() *MapReadStateResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// MapReadStreamRequest reads changes of a map channel's stream after
+// since_offset/since_epoch (before, with reverse).
+type MapReadStreamRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	SinceOffset   uint64                 `protobuf:"varint,2,opt,name=since_offset,json=sinceOffset,proto3" json:"since_offset,omitempty"`
+	SinceEpoch    string                 `protobuf:"bytes,3,opt,name=since_epoch,json=sinceEpoch,proto3" json:"since_epoch,omitempty"`
+	Limit         int32                  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	Reverse       bool                   `protobuf:"varint,5,opt,name=reverse,proto3" json:"reverse,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapReadStreamRequest) Reset() {
+	*x = MapReadStreamRequest{}
+	mi := &file_api_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapReadStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapReadStreamRequest) ProtoMessage() {}
+
+func (x *MapReadStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapReadStreamRequest.ProtoReflect.Descriptor instead.
+func (*MapReadStreamRequest) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *MapReadStreamRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *MapReadStreamRequest) GetSinceOffset() uint64 {
+	if x != nil {
+		return x.SinceOffset
+	}
+	return 0
+}
+
+func (x *MapReadStreamRequest) GetSinceEpoch() string {
+	if x != nil {
+		return x.SinceEpoch
+	}
+	return ""
+}
+
+func (x *MapReadStreamRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *MapReadStreamRequest) GetReverse() bool {
+	if x != nil {
+		return x.Reverse
+	}
+	return false
+}
+
+type MapReadStreamResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*MapEntry            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	Offset        uint64                 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	Epoch         string                 `protobuf:"bytes,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapReadStreamResult) Reset() {
+	*x = MapReadStreamResult{}
+	mi := &file_api_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapReadStreamResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapReadStreamResult) ProtoMessage() {}
+
+func (x *MapReadStreamResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapReadStreamResult.ProtoReflect.Descriptor instead.
+func (*MapReadStreamResult) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *MapReadStreamResult) GetEntries() []*MapEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *MapReadStreamResult) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *MapReadStreamResult) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+type MapReadStreamResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Result        *MapReadStreamResult   `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapReadStreamResponse) Reset() {
+	*x = MapReadStreamResponse{}
+	mi := &file_api_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapReadStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapReadStreamResponse) ProtoMessage() {}
+
+func (x *MapReadStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapReadStreamResponse.ProtoReflect.Descriptor instead.
+func (*MapReadStreamResponse) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *MapReadStreamResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *MapReadStreamResponse) GetResult() *MapReadStreamResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type MapStatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapStatsRequest) Reset() {
+	*x = MapStatsRequest{}
+	mi := &file_api_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapStatsRequest) ProtoMessage() {}
+
+func (x *MapStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapStatsRequest.ProtoReflect.Descriptor instead.
+func (*MapStatsRequest) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *MapStatsRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+type MapStatsResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NumKeys       int32                  `protobuf:"varint,1,opt,name=num_keys,json=numKeys,proto3" json:"num_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapStatsResult) Reset() {
+	*x = MapStatsResult{}
+	mi := &file_api_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapStatsResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapStatsResult) ProtoMessage() {}
+
+func (x *MapStatsResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapStatsResult.ProtoReflect.Descriptor instead.
+func (*MapStatsResult) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *MapStatsResult) GetNumKeys() int32 {
+	if x != nil {
+		return x.NumKeys
+	}
+	return 0
+}
+
+type MapStatsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Result        *MapStatsResult        `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapStatsResponse) Reset() {
+	*x = MapStatsResponse{}
+	mi := &file_api_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapStatsResponse) ProtoMessage() {}
+
+func (x *MapStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapStatsResponse.ProtoReflect.Descriptor instead.
+func (*MapStatsResponse) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *MapStatsResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *MapStatsResponse) GetResult() *MapStatsResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// MapClearRequest drops a map channel's state and stream; its subscribers
+// load it again.
+type MapClearRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapClearRequest) Reset() {
+	*x = MapClearRequest{}
+	mi := &file_api_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapClearRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapClearRequest) ProtoMessage() {}
+
+func (x *MapClearRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapClearRequest.ProtoReflect.Descriptor instead.
+func (*MapClearRequest) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *MapClearRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+type MapClearResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapClearResult) Reset() {
+	*x = MapClearResult{}
+	mi := &file_api_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapClearResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapClearResult) ProtoMessage() {}
+
+func (x *MapClearResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapClearResult.ProtoReflect.Descriptor instead.
+func (*MapClearResult) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{67}
+}
+
+type MapClearResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *Error                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Result        *MapClearResult        `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapClearResponse) Reset() {
+	*x = MapClearResponse{}
+	mi := &file_api_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapClearResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapClearResponse) ProtoMessage() {}
+
+func (x *MapClearResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapClearResponse.ProtoReflect.Descriptor instead.
+func (*MapClearResponse) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *MapClearResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *MapClearResponse) GetResult() *MapClearResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 // Command is one call of a batch: exactly one of its request fields is set,
 // the one naming the method.
 type Command struct {
@@ -2931,13 +4153,19 @@ type Command struct {
 	Rpc           *RPCRequest            `protobuf:"bytes,14,opt,name=rpc,proto3" json:"rpc,omitempty"`
 	Refresh       *RefreshRequest        `protobuf:"bytes,15,opt,name=refresh,proto3" json:"refresh,omitempty"`
 	Channels      *ChannelsRequest       `protobuf:"bytes,16,opt,name=channels,proto3" json:"channels,omitempty"`
+	MapPublish    *MapPublishRequest     `protobuf:"bytes,36,opt,name=map_publish,json=mapPublish,proto3" json:"map_publish,omitempty"`
+	MapRemove     *MapRemoveRequest      `protobuf:"bytes,37,opt,name=map_remove,json=mapRemove,proto3" json:"map_remove,omitempty"`
+	MapReadState  *MapReadStateRequest   `protobuf:"bytes,38,opt,name=map_read_state,json=mapReadState,proto3" json:"map_read_state,omitempty"`
+	MapReadStream *MapReadStreamRequest  `protobuf:"bytes,39,opt,name=map_read_stream,json=mapReadStream,proto3" json:"map_read_stream,omitempty"`
+	MapStats      *MapStatsRequest       `protobuf:"bytes,40,opt,name=map_stats,json=mapStats,proto3" json:"map_stats,omitempty"`
+	MapClear      *MapClearRequest       `protobuf:"bytes,41,opt,name=map_clear,json=mapClear,proto3" json:"map_clear,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_api_proto_msgTypes[50]
+	mi := &file_api_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +4177,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[50]
+	mi := &file_api_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,7 +4190,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{50}
+	return file_api_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Command) GetPublish() *PublishRequest {
@@ -3056,6 +4284,48 @@ func (x *Command) GetChannels() *ChannelsRequest {
 	return nil
 }
 
+func (x *Command) GetMapPublish() *MapPublishRequest {
+	if x != nil {
+		return x.MapPublish
+	}
+	return nil
+}
+
+func (x *Command) GetMapRemove() *MapRemoveRequest {
+	if x != nil {
+		return x.MapRemove
+	}
+	return nil
+}
+
+func (x *Command) GetMapReadState() *MapReadStateRequest {
+	if x != nil {
+		return x.MapReadState
+	}
+	return nil
+}
+
+func (x *Command) GetMapReadStream() *MapReadStreamRequest {
+	if x != nil {
+		return x.MapReadStream
+	}
+	return nil
+}
+
+func (x *Command) GetMapStats() *MapStatsRequest {
+	if x != nil {
+		return x.MapStats
+	}
+	return nil
+}
+
+func (x *Command) GetMapClear() *MapClearRequest {
+	if x != nil {
+		return x.MapClear
+	}
+	return nil
+}
+
 // Reply is one command's answer: error, or the result field of the
 // command's method (with the same number as the request in Command).
 type Reply struct {
@@ -3074,13 +4344,19 @@ type Reply struct {
 	Rpc           *RPCResult             `protobuf:"bytes,14,opt,name=rpc,proto3" json:"rpc,omitempty"`
 	Refresh       *RefreshResult         `protobuf:"bytes,15,opt,name=refresh,proto3" json:"refresh,omitempty"`
 	Channels      *ChannelsResult        `protobuf:"bytes,16,opt,name=channels,proto3" json:"channels,omitempty"`
+	MapPublish    *MapPublishResult      `protobuf:"bytes,36,opt,name=map_publish,json=mapPublish,proto3" json:"map_publish,omitempty"`
+	MapRemove     *MapRemoveResult       `protobuf:"bytes,37,opt,name=map_remove,json=mapRemove,proto3" json:"map_remove,omitempty"`
+	MapReadState  *MapReadStateResult    `protobuf:"bytes,38,opt,name=map_read_state,json=mapReadState,proto3" json:"map_read_state,omitempty"`
+	MapReadStream *MapReadStreamResult   `protobuf:"bytes,39,opt,name=map_read_stream,json=mapReadStream,proto3" json:"map_read_stream,omitempty"`
+	MapStats      *MapStatsResult        `protobuf:"bytes,40,opt,name=map_stats,json=mapStats,proto3" json:"map_stats,omitempty"`
+	MapClear      *MapClearResult        `protobuf:"bytes,41,opt,name=map_clear,json=mapClear,proto3" json:"map_clear,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Reply) Reset() {
 	*x = Reply{}
-	mi := &file_api_proto_msgTypes[51]
+	mi := &file_api_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +4368,7 @@ func (x *Reply) String() string {
 func (*Reply) ProtoMessage() {}
 
 func (x *Reply) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[51]
+	mi := &file_api_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +4381,7 @@ func (x *Reply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reply.ProtoReflect.Descriptor instead.
 func (*Reply) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{51}
+	return file_api_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Reply) GetError() *Error {
@@ -3206,6 +4482,48 @@ func (x *Reply) GetChannels() *ChannelsResult {
 	return nil
 }
 
+func (x *Reply) GetMapPublish() *MapPublishResult {
+	if x != nil {
+		return x.MapPublish
+	}
+	return nil
+}
+
+func (x *Reply) GetMapRemove() *MapRemoveResult {
+	if x != nil {
+		return x.MapRemove
+	}
+	return nil
+}
+
+func (x *Reply) GetMapReadState() *MapReadStateResult {
+	if x != nil {
+		return x.MapReadState
+	}
+	return nil
+}
+
+func (x *Reply) GetMapReadStream() *MapReadStreamResult {
+	if x != nil {
+		return x.MapReadStream
+	}
+	return nil
+}
+
+func (x *Reply) GetMapStats() *MapStatsResult {
+	if x != nil {
+		return x.MapStats
+	}
+	return nil
+}
+
+func (x *Reply) GetMapClear() *MapClearResult {
+	if x != nil {
+		return x.MapClear
+	}
+	return nil
+}
+
 // BatchRequest runs several commands in one call, in order, or concurrently
 // with parallel; replies come in command order either way.
 type BatchRequest struct {
@@ -3218,7 +4536,7 @@ type BatchRequest struct {
 
 func (x *BatchRequest) Reset() {
 	*x = BatchRequest{}
-	mi := &file_api_proto_msgTypes[52]
+	mi := &file_api_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3230,7 +4548,7 @@ func (x *BatchRequest) String() string {
 func (*BatchRequest) ProtoMessage() {}
 
 func (x *BatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[52]
+	mi := &file_api_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3243,7 +4561,7 @@ func (x *BatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
 func (*BatchRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{52}
+	return file_api_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *BatchRequest) GetCommands() []*Command {
@@ -3269,7 +4587,7 @@ type BatchResponse struct {
 
 func (x *BatchResponse) Reset() {
 	*x = BatchResponse{}
-	mi := &file_api_proto_msgTypes[53]
+	mi := &file_api_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3281,7 +4599,7 @@ func (x *BatchResponse) String() string {
 func (*BatchResponse) ProtoMessage() {}
 
 func (x *BatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[53]
+	mi := &file_api_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3294,7 +4612,7 @@ func (x *BatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
 func (*BatchResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{53}
+	return file_api_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *BatchResponse) GetReplies() []*Reply {
@@ -3517,7 +4835,104 @@ const file_api_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"\x85\x01\n" +
 	"\vRPCResponse\x127\n" +
 	"\x05error\x18\x01 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12=\n" +
-	"\x06result\x18\x02 \x01(\v2%.centrifugal.centrifugo.api.RPCResultR\x06result\"\xe7\a\n" +
+	"\x06result\x18\x02 \x01(\v2%.centrifugal.centrifugo.api.RPCResultR\x06result\"\xea\x03\n" +
+	"\x11MapPublishRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x18\n" +
+	"\ab64data\x18\x04 \x01(\tR\ab64data\x12\x1f\n" +
+	"\vstream_data\x18\x05 \x01(\fR\n" +
+	"streamData\x12%\n" +
+	"\x0eb64stream_data\x18\x06 \x01(\tR\rb64streamData\x12K\n" +
+	"\x04tags\x18\a \x03(\v27.centrifugal.centrifugo.api.MapPublishRequest.TagsEntryR\x04tags\x12'\n" +
+	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x12\x14\n" +
+	"\x05delta\x18\t \x01(\bR\x05delta\x12\x18\n" +
+	"\aversion\x18\n" +
+	" \x01(\x04R\aversion\x12#\n" +
+	"\rversion_epoch\x18\v \x01(\tR\fversionEpoch\x12\x14\n" +
+	"\x05score\x18\f \x01(\x03R\x05score\x12\x19\n" +
+	"\bkey_mode\x18\r \x01(\tR\akeyMode\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x01\n" +
+	"\x10MapPublishResult\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\x12\x1e\n" +
+	"\n" +
+	"suppressed\x18\x03 \x01(\bR\n" +
+	"suppressed\x12'\n" +
+	"\x0fsuppress_reason\x18\x04 \x01(\tR\x0esuppressReason\"\x93\x01\n" +
+	"\x12MapPublishResponse\x127\n" +
+	"\x05error\x18\x01 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12D\n" +
+	"\x06result\x18\x02 \x01(\v2,.centrifugal.centrifugo.api.MapPublishResultR\x06result\"g\n" +
+	"\x10MapRemoveRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12'\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"\x88\x01\n" +
+	"\x0fMapRemoveResult\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\x12\x1e\n" +
+	"\n" +
+	"suppressed\x18\x03 \x01(\bR\n" +
+	"suppressed\x12'\n" +
+	"\x0fsuppress_reason\x18\x04 \x01(\tR\x0esuppressReason\"\x91\x01\n" +
+	"\x11MapRemoveResponse\x127\n" +
+	"\x05error\x18\x01 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12C\n" +
+	"\x06result\x18\x02 \x01(\v2+.centrifugal.centrifugo.api.MapRemoveResultR\x06result\"\xd1\x01\n" +
+	"\x13MapReadStateRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\tR\x03key\x12\x10\n" +
+	"\x03asc\x18\x05 \x01(\bR\x03asc\x12'\n" +
+	"\x0frevision_offset\x18\x06 \x01(\x04R\x0erevisionOffset\x12%\n" +
+	"\x0erevision_epoch\x18\a \x01(\tR\rrevisionEpoch\"\x89\x02\n" +
+	"\bMapEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12B\n" +
+	"\x04tags\x18\x03 \x03(\v2..centrifugal.centrifugo.api.MapEntry.TagsEntryR\x04tags\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x04R\x06offset\x12\x14\n" +
+	"\x05score\x18\x05 \x01(\x03R\x05score\x12\x18\n" +
+	"\aremoved\x18\x06 \x01(\bR\aremoved\x12\x12\n" +
+	"\x04time\x18\a \x01(\x03R\x04time\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9a\x01\n" +
+	"\x12MapReadStateResult\x12>\n" +
+	"\aentries\x18\x01 \x03(\v2$.centrifugal.centrifugo.api.MapEntryR\aentries\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\tR\x05epoch\x12\x16\n" +
+	"\x06cursor\x18\x04 \x01(\tR\x06cursor\"\x97\x01\n" +
+	"\x14MapReadStateResponse\x127\n" +
+	"\x05error\x18\x01 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12F\n" +
+	"\x06result\x18\x02 \x01(\v2..centrifugal.centrifugo.api.MapReadStateResultR\x06result\"\xa4\x01\n" +
+	"\x14MapReadStreamRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12!\n" +
+	"\fsince_offset\x18\x02 \x01(\x04R\vsinceOffset\x12\x1f\n" +
+	"\vsince_epoch\x18\x03 \x01(\tR\n" +
+	"sinceEpoch\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\x12\x18\n" +
+	"\areverse\x18\x05 \x01(\bR\areverse\"\x83\x01\n" +
+	"\x13MapReadStreamResult\x12>\n" +
+	"\aentries\x18\x01 \x03(\v2$.centrifugal.centrifugo.api.MapEntryR\aentries\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x04R\x06offset\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\tR\x05epoch\"\x99\x01\n" +
+	"\x15MapReadStreamResponse\x127\n" +
+	"\x05error\x18\x01 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12G\n" +
+	"\x06result\x18\x02 \x01(\v2/.centrifugal.centrifugo.api.MapReadStreamResultR\x06result\"+\n" +
+	"\x0fMapStatsRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\"+\n" +
+	"\x0eMapStatsResult\x12\x19\n" +
+	"\bnum_keys\x18\x01 \x01(\x05R\anumKeys\"\x8f\x01\n" +
+	"\x10MapStatsResponse\x127\n" +
+	"\x05error\x18\x01 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12B\n" +
+	"\x06result\x18\x02 \x01(\v2*.centrifugal.centrifugo.api.MapStatsResultR\x06result\"+\n" +
+	"\x0fMapClearRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\"\x10\n" +
+	"\x0eMapClearResult\"\x8f\x01\n" +
+	"\x10MapClearResponse\x127\n" +
+	"\x05error\x18\x01 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12B\n" +
+	"\x06result\x18\x02 \x01(\v2*.centrifugal.centrifugo.api.MapClearResultR\x06result\"\xcf\v\n" +
 	"\aCommand\x12D\n" +
 	"\apublish\x18\x04 \x01(\v2*.centrifugal.centrifugo.api.PublishRequestR\apublish\x12J\n" +
 	"\tbroadcast\x18\x05 \x01(\v2,.centrifugal.centrifugo.api.BroadcastRequestR\tbroadcast\x12J\n" +
@@ -3534,7 +4949,15 @@ const file_api_proto_rawDesc = "" +
 	"\x04info\x18\r \x01(\v2'.centrifugal.centrifugo.api.InfoRequestR\x04info\x128\n" +
 	"\x03rpc\x18\x0e \x01(\v2&.centrifugal.centrifugo.api.RPCRequestR\x03rpc\x12D\n" +
 	"\arefresh\x18\x0f \x01(\v2*.centrifugal.centrifugo.api.RefreshRequestR\arefresh\x12G\n" +
-	"\bchannels\x18\x10 \x01(\v2+.centrifugal.centrifugo.api.ChannelsRequestR\bchannelsJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x11\x10$\"\x8b\b\n" +
+	"\bchannels\x18\x10 \x01(\v2+.centrifugal.centrifugo.api.ChannelsRequestR\bchannels\x12N\n" +
+	"\vmap_publish\x18$ \x01(\v2-.centrifugal.centrifugo.api.MapPublishRequestR\n" +
+	"mapPublish\x12K\n" +
+	"\n" +
+	"map_remove\x18% \x01(\v2,.centrifugal.centrifugo.api.MapRemoveRequestR\tmapRemove\x12U\n" +
+	"\x0emap_read_state\x18& \x01(\v2/.centrifugal.centrifugo.api.MapReadStateRequestR\fmapReadState\x12X\n" +
+	"\x0fmap_read_stream\x18' \x01(\v20.centrifugal.centrifugo.api.MapReadStreamRequestR\rmapReadStream\x12H\n" +
+	"\tmap_stats\x18( \x01(\v2+.centrifugal.centrifugo.api.MapStatsRequestR\bmapStats\x12H\n" +
+	"\tmap_clear\x18) \x01(\v2+.centrifugal.centrifugo.api.MapClearRequestR\bmapClearJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x11\x10$J\x04\b*\x10+\"\xed\v\n" +
 	"\x05Reply\x127\n" +
 	"\x05error\x18\x02 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12C\n" +
 	"\apublish\x18\x04 \x01(\v2).centrifugal.centrifugo.api.PublishResultR\apublish\x12I\n" +
@@ -3552,12 +4975,20 @@ const file_api_proto_rawDesc = "" +
 	"\x04info\x18\r \x01(\v2&.centrifugal.centrifugo.api.InfoResultR\x04info\x127\n" +
 	"\x03rpc\x18\x0e \x01(\v2%.centrifugal.centrifugo.api.RPCResultR\x03rpc\x12C\n" +
 	"\arefresh\x18\x0f \x01(\v2).centrifugal.centrifugo.api.RefreshResultR\arefresh\x12F\n" +
-	"\bchannels\x18\x10 \x01(\v2*.centrifugal.centrifugo.api.ChannelsResultR\bchannelsJ\x04\b\x01\x10\x02J\x04\b\x03\x10\x04J\x04\b\x11\x10$\"k\n" +
+	"\bchannels\x18\x10 \x01(\v2*.centrifugal.centrifugo.api.ChannelsResultR\bchannels\x12M\n" +
+	"\vmap_publish\x18$ \x01(\v2,.centrifugal.centrifugo.api.MapPublishResultR\n" +
+	"mapPublish\x12J\n" +
+	"\n" +
+	"map_remove\x18% \x01(\v2+.centrifugal.centrifugo.api.MapRemoveResultR\tmapRemove\x12T\n" +
+	"\x0emap_read_state\x18& \x01(\v2..centrifugal.centrifugo.api.MapReadStateResultR\fmapReadState\x12W\n" +
+	"\x0fmap_read_stream\x18' \x01(\v2/.centrifugal.centrifugo.api.MapReadStreamResultR\rmapReadStream\x12G\n" +
+	"\tmap_stats\x18( \x01(\v2*.centrifugal.centrifugo.api.MapStatsResultR\bmapStats\x12G\n" +
+	"\tmap_clear\x18) \x01(\v2*.centrifugal.centrifugo.api.MapClearResultR\bmapClearJ\x04\b\x01\x10\x02J\x04\b\x03\x10\x04J\x04\b\x11\x10$J\x04\b*\x10+\"k\n" +
 	"\fBatchRequest\x12?\n" +
 	"\bcommands\x18\x01 \x03(\v2#.centrifugal.centrifugo.api.CommandR\bcommands\x12\x1a\n" +
 	"\bparallel\x18\x02 \x01(\bR\bparallel\"L\n" +
 	"\rBatchResponse\x12;\n" +
-	"\areplies\x18\x01 \x03(\v2!.centrifugal.centrifugo.api.ReplyR\areplies2\xd3\v\n" +
+	"\areplies\x18\x01 \x03(\v2!.centrifugal.centrifugo.api.ReplyR\areplies2\xed\x10\n" +
 	"\rCentrifugoApi\x12d\n" +
 	"\aPublish\x12*.centrifugal.centrifugo.api.PublishRequest\x1a+.centrifugal.centrifugo.api.PublishResponse\"\x00\x12j\n" +
 	"\tBroadcast\x12,.centrifugal.centrifugo.api.BroadcastRequest\x1a-.centrifugal.centrifugo.api.BroadcastResponse\"\x00\x12j\n" +
@@ -3573,7 +5004,14 @@ const file_api_proto_rawDesc = "" +
 	"\bChannels\x12+.centrifugal.centrifugo.api.ChannelsRequest\x1a,.centrifugal.centrifugo.api.ChannelsResponse\"\x00\x12[\n" +
 	"\x04Info\x12'.centrifugal.centrifugo.api.InfoRequest\x1a(.centrifugal.centrifugo.api.InfoResponse\"\x00\x12X\n" +
 	"\x03RPC\x12&.centrifugal.centrifugo.api.RPCRequest\x1a'.centrifugal.centrifugo.api.RPCResponse\"\x00\x12^\n" +
-	"\x05Batch\x12(.centrifugal.centrifugo.api.BatchRequest\x1a).centrifugal.centrifugo.api.BatchResponse\"\x00B-Z+github.com/gyrehq/gyre/server/grpcapi/apipbb\x06proto3"
+	"\x05Batch\x12(.centrifugal.centrifugo.api.BatchRequest\x1a).centrifugal.centrifugo.api.BatchResponse\"\x00\x12m\n" +
+	"\n" +
+	"MapPublish\x12-.centrifugal.centrifugo.api.MapPublishRequest\x1a..centrifugal.centrifugo.api.MapPublishResponse\"\x00\x12j\n" +
+	"\tMapRemove\x12,.centrifugal.centrifugo.api.MapRemoveRequest\x1a-.centrifugal.centrifugo.api.MapRemoveResponse\"\x00\x12s\n" +
+	"\fMapReadState\x12/.centrifugal.centrifugo.api.MapReadStateRequest\x1a0.centrifugal.centrifugo.api.MapReadStateResponse\"\x00\x12v\n" +
+	"\rMapReadStream\x120.centrifugal.centrifugo.api.MapReadStreamRequest\x1a1.centrifugal.centrifugo.api.MapReadStreamResponse\"\x00\x12g\n" +
+	"\bMapStats\x12+.centrifugal.centrifugo.api.MapStatsRequest\x1a,.centrifugal.centrifugo.api.MapStatsResponse\"\x00\x12g\n" +
+	"\bMapClear\x12+.centrifugal.centrifugo.api.MapClearRequest\x1a,.centrifugal.centrifugo.api.MapClearResponse\"\x00B-Z+github.com/gyrehq/gyre/server/grpcapi/apipbb\x06proto3"
 
 var (
 	file_api_proto_rawDescOnce sync.Once
@@ -3587,7 +5025,7 @@ func file_api_proto_rawDescGZIP() []byte {
 	return file_api_proto_rawDescData
 }
 
-var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_api_proto_goTypes = []any{
 	(*Error)(nil),                   // 0: centrifugal.centrifugo.api.Error
 	(*StreamPosition)(nil),          // 1: centrifugal.centrifugo.api.StreamPosition
@@ -3639,129 +5077,190 @@ var file_api_proto_goTypes = []any{
 	(*RPCRequest)(nil),              // 47: centrifugal.centrifugo.api.RPCRequest
 	(*RPCResult)(nil),               // 48: centrifugal.centrifugo.api.RPCResult
 	(*RPCResponse)(nil),             // 49: centrifugal.centrifugo.api.RPCResponse
-	(*Command)(nil),                 // 50: centrifugal.centrifugo.api.Command
-	(*Reply)(nil),                   // 51: centrifugal.centrifugo.api.Reply
-	(*BatchRequest)(nil),            // 52: centrifugal.centrifugo.api.BatchRequest
-	(*BatchResponse)(nil),           // 53: centrifugal.centrifugo.api.BatchResponse
-	nil,                             // 54: centrifugal.centrifugo.api.Publication.TagsEntry
-	nil,                             // 55: centrifugal.centrifugo.api.PublishRequest.TagsEntry
-	nil,                             // 56: centrifugal.centrifugo.api.BroadcastRequest.TagsEntry
-	nil,                             // 57: centrifugal.centrifugo.api.PresenceResult.PresenceEntry
-	nil,                             // 58: centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry
-	nil,                             // 59: centrifugal.centrifugo.api.Metrics.ItemsEntry
+	(*MapPublishRequest)(nil),       // 50: centrifugal.centrifugo.api.MapPublishRequest
+	(*MapPublishResult)(nil),        // 51: centrifugal.centrifugo.api.MapPublishResult
+	(*MapPublishResponse)(nil),      // 52: centrifugal.centrifugo.api.MapPublishResponse
+	(*MapRemoveRequest)(nil),        // 53: centrifugal.centrifugo.api.MapRemoveRequest
+	(*MapRemoveResult)(nil),         // 54: centrifugal.centrifugo.api.MapRemoveResult
+	(*MapRemoveResponse)(nil),       // 55: centrifugal.centrifugo.api.MapRemoveResponse
+	(*MapReadStateRequest)(nil),     // 56: centrifugal.centrifugo.api.MapReadStateRequest
+	(*MapEntry)(nil),                // 57: centrifugal.centrifugo.api.MapEntry
+	(*MapReadStateResult)(nil),      // 58: centrifugal.centrifugo.api.MapReadStateResult
+	(*MapReadStateResponse)(nil),    // 59: centrifugal.centrifugo.api.MapReadStateResponse
+	(*MapReadStreamRequest)(nil),    // 60: centrifugal.centrifugo.api.MapReadStreamRequest
+	(*MapReadStreamResult)(nil),     // 61: centrifugal.centrifugo.api.MapReadStreamResult
+	(*MapReadStreamResponse)(nil),   // 62: centrifugal.centrifugo.api.MapReadStreamResponse
+	(*MapStatsRequest)(nil),         // 63: centrifugal.centrifugo.api.MapStatsRequest
+	(*MapStatsResult)(nil),          // 64: centrifugal.centrifugo.api.MapStatsResult
+	(*MapStatsResponse)(nil),        // 65: centrifugal.centrifugo.api.MapStatsResponse
+	(*MapClearRequest)(nil),         // 66: centrifugal.centrifugo.api.MapClearRequest
+	(*MapClearResult)(nil),          // 67: centrifugal.centrifugo.api.MapClearResult
+	(*MapClearResponse)(nil),        // 68: centrifugal.centrifugo.api.MapClearResponse
+	(*Command)(nil),                 // 69: centrifugal.centrifugo.api.Command
+	(*Reply)(nil),                   // 70: centrifugal.centrifugo.api.Reply
+	(*BatchRequest)(nil),            // 71: centrifugal.centrifugo.api.BatchRequest
+	(*BatchResponse)(nil),           // 72: centrifugal.centrifugo.api.BatchResponse
+	nil,                             // 73: centrifugal.centrifugo.api.Publication.TagsEntry
+	nil,                             // 74: centrifugal.centrifugo.api.PublishRequest.TagsEntry
+	nil,                             // 75: centrifugal.centrifugo.api.BroadcastRequest.TagsEntry
+	nil,                             // 76: centrifugal.centrifugo.api.PresenceResult.PresenceEntry
+	nil,                             // 77: centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry
+	nil,                             // 78: centrifugal.centrifugo.api.Metrics.ItemsEntry
+	nil,                             // 79: centrifugal.centrifugo.api.MapPublishRequest.TagsEntry
+	nil,                             // 80: centrifugal.centrifugo.api.MapEntry.TagsEntry
 }
 var file_api_proto_depIdxs = []int32{
-	2,  // 0: centrifugal.centrifugo.api.Publication.info:type_name -> centrifugal.centrifugo.api.ClientInfo
-	54, // 1: centrifugal.centrifugo.api.Publication.tags:type_name -> centrifugal.centrifugo.api.Publication.TagsEntry
-	4,  // 2: centrifugal.centrifugo.api.SubscribeOptionOverride.presence:type_name -> centrifugal.centrifugo.api.BoolValue
-	4,  // 3: centrifugal.centrifugo.api.SubscribeOptionOverride.join_leave:type_name -> centrifugal.centrifugo.api.BoolValue
-	4,  // 4: centrifugal.centrifugo.api.SubscribeOptionOverride.force_recovery:type_name -> centrifugal.centrifugo.api.BoolValue
-	4,  // 5: centrifugal.centrifugo.api.SubscribeOptionOverride.force_positioning:type_name -> centrifugal.centrifugo.api.BoolValue
-	4,  // 6: centrifugal.centrifugo.api.SubscribeOptionOverride.force_push_join_leave:type_name -> centrifugal.centrifugo.api.BoolValue
-	55, // 7: centrifugal.centrifugo.api.PublishRequest.tags:type_name -> centrifugal.centrifugo.api.PublishRequest.TagsEntry
-	0,  // 8: centrifugal.centrifugo.api.PublishResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	8,  // 9: centrifugal.centrifugo.api.PublishResponse.result:type_name -> centrifugal.centrifugo.api.PublishResult
-	56, // 10: centrifugal.centrifugo.api.BroadcastRequest.tags:type_name -> centrifugal.centrifugo.api.BroadcastRequest.TagsEntry
-	9,  // 11: centrifugal.centrifugo.api.BroadcastResult.responses:type_name -> centrifugal.centrifugo.api.PublishResponse
-	0,  // 12: centrifugal.centrifugo.api.BroadcastResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	11, // 13: centrifugal.centrifugo.api.BroadcastResponse.result:type_name -> centrifugal.centrifugo.api.BroadcastResult
-	1,  // 14: centrifugal.centrifugo.api.SubscribeRequest.recover_since:type_name -> centrifugal.centrifugo.api.StreamPosition
-	5,  // 15: centrifugal.centrifugo.api.SubscribeRequest.override:type_name -> centrifugal.centrifugo.api.SubscribeOptionOverride
-	0,  // 16: centrifugal.centrifugo.api.SubscribeResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	14, // 17: centrifugal.centrifugo.api.SubscribeResponse.result:type_name -> centrifugal.centrifugo.api.SubscribeResult
-	0,  // 18: centrifugal.centrifugo.api.UnsubscribeResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	17, // 19: centrifugal.centrifugo.api.UnsubscribeResponse.result:type_name -> centrifugal.centrifugo.api.UnsubscribeResult
-	6,  // 20: centrifugal.centrifugo.api.DisconnectRequest.disconnect:type_name -> centrifugal.centrifugo.api.Disconnect
-	0,  // 21: centrifugal.centrifugo.api.DisconnectResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	20, // 22: centrifugal.centrifugo.api.DisconnectResponse.result:type_name -> centrifugal.centrifugo.api.DisconnectResult
-	0,  // 23: centrifugal.centrifugo.api.RefreshResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	23, // 24: centrifugal.centrifugo.api.RefreshResponse.result:type_name -> centrifugal.centrifugo.api.RefreshResult
-	57, // 25: centrifugal.centrifugo.api.PresenceResult.presence:type_name -> centrifugal.centrifugo.api.PresenceResult.PresenceEntry
-	0,  // 26: centrifugal.centrifugo.api.PresenceResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	26, // 27: centrifugal.centrifugo.api.PresenceResponse.result:type_name -> centrifugal.centrifugo.api.PresenceResult
-	0,  // 28: centrifugal.centrifugo.api.PresenceStatsResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	29, // 29: centrifugal.centrifugo.api.PresenceStatsResponse.result:type_name -> centrifugal.centrifugo.api.PresenceStatsResult
-	1,  // 30: centrifugal.centrifugo.api.HistoryRequest.since:type_name -> centrifugal.centrifugo.api.StreamPosition
-	3,  // 31: centrifugal.centrifugo.api.HistoryResult.publications:type_name -> centrifugal.centrifugo.api.Publication
-	0,  // 32: centrifugal.centrifugo.api.HistoryResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	32, // 33: centrifugal.centrifugo.api.HistoryResponse.result:type_name -> centrifugal.centrifugo.api.HistoryResult
-	0,  // 34: centrifugal.centrifugo.api.HistoryRemoveResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	35, // 35: centrifugal.centrifugo.api.HistoryRemoveResponse.result:type_name -> centrifugal.centrifugo.api.HistoryRemoveResult
-	58, // 36: centrifugal.centrifugo.api.ChannelsResult.channels:type_name -> centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry
-	0,  // 37: centrifugal.centrifugo.api.ChannelsResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	39, // 38: centrifugal.centrifugo.api.ChannelsResponse.result:type_name -> centrifugal.centrifugo.api.ChannelsResult
-	59, // 39: centrifugal.centrifugo.api.Metrics.items:type_name -> centrifugal.centrifugo.api.Metrics.ItemsEntry
-	42, // 40: centrifugal.centrifugo.api.NodeResult.metrics:type_name -> centrifugal.centrifugo.api.Metrics
-	43, // 41: centrifugal.centrifugo.api.NodeResult.process:type_name -> centrifugal.centrifugo.api.Process
-	44, // 42: centrifugal.centrifugo.api.InfoResult.nodes:type_name -> centrifugal.centrifugo.api.NodeResult
-	0,  // 43: centrifugal.centrifugo.api.InfoResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	45, // 44: centrifugal.centrifugo.api.InfoResponse.result:type_name -> centrifugal.centrifugo.api.InfoResult
-	0,  // 45: centrifugal.centrifugo.api.RPCResponse.error:type_name -> centrifugal.centrifugo.api.Error
-	48, // 46: centrifugal.centrifugo.api.RPCResponse.result:type_name -> centrifugal.centrifugo.api.RPCResult
-	7,  // 47: centrifugal.centrifugo.api.Command.publish:type_name -> centrifugal.centrifugo.api.PublishRequest
-	10, // 48: centrifugal.centrifugo.api.Command.broadcast:type_name -> centrifugal.centrifugo.api.BroadcastRequest
-	13, // 49: centrifugal.centrifugo.api.Command.subscribe:type_name -> centrifugal.centrifugo.api.SubscribeRequest
-	16, // 50: centrifugal.centrifugo.api.Command.unsubscribe:type_name -> centrifugal.centrifugo.api.UnsubscribeRequest
-	19, // 51: centrifugal.centrifugo.api.Command.disconnect:type_name -> centrifugal.centrifugo.api.DisconnectRequest
-	25, // 52: centrifugal.centrifugo.api.Command.presence:type_name -> centrifugal.centrifugo.api.PresenceRequest
-	28, // 53: centrifugal.centrifugo.api.Command.presence_stats:type_name -> centrifugal.centrifugo.api.PresenceStatsRequest
-	31, // 54: centrifugal.centrifugo.api.Command.history:type_name -> centrifugal.centrifugo.api.HistoryRequest
-	34, // 55: centrifugal.centrifugo.api.Command.history_remove:type_name -> centrifugal.centrifugo.api.HistoryRemoveRequest
-	41, // 56: centrifugal.centrifugo.api.Command.info:type_name -> centrifugal.centrifugo.api.InfoRequest
-	47, // 57: centrifugal.centrifugo.api.Command.rpc:type_name -> centrifugal.centrifugo.api.RPCRequest
-	22, // 58: centrifugal.centrifugo.api.Command.refresh:type_name -> centrifugal.centrifugo.api.RefreshRequest
-	37, // 59: centrifugal.centrifugo.api.Command.channels:type_name -> centrifugal.centrifugo.api.ChannelsRequest
-	0,  // 60: centrifugal.centrifugo.api.Reply.error:type_name -> centrifugal.centrifugo.api.Error
-	8,  // 61: centrifugal.centrifugo.api.Reply.publish:type_name -> centrifugal.centrifugo.api.PublishResult
-	11, // 62: centrifugal.centrifugo.api.Reply.broadcast:type_name -> centrifugal.centrifugo.api.BroadcastResult
-	14, // 63: centrifugal.centrifugo.api.Reply.subscribe:type_name -> centrifugal.centrifugo.api.SubscribeResult
-	17, // 64: centrifugal.centrifugo.api.Reply.unsubscribe:type_name -> centrifugal.centrifugo.api.UnsubscribeResult
-	20, // 65: centrifugal.centrifugo.api.Reply.disconnect:type_name -> centrifugal.centrifugo.api.DisconnectResult
-	26, // 66: centrifugal.centrifugo.api.Reply.presence:type_name -> centrifugal.centrifugo.api.PresenceResult
-	29, // 67: centrifugal.centrifugo.api.Reply.presence_stats:type_name -> centrifugal.centrifugo.api.PresenceStatsResult
-	32, // 68: centrifugal.centrifugo.api.Reply.history:type_name -> centrifugal.centrifugo.api.HistoryResult
-	35, // 69: centrifugal.centrifugo.api.Reply.history_remove:type_name -> centrifugal.centrifugo.api.HistoryRemoveResult
-	45, // 70: centrifugal.centrifugo.api.Reply.info:type_name -> centrifugal.centrifugo.api.InfoResult
-	48, // 71: centrifugal.centrifugo.api.Reply.rpc:type_name -> centrifugal.centrifugo.api.RPCResult
-	23, // 72: centrifugal.centrifugo.api.Reply.refresh:type_name -> centrifugal.centrifugo.api.RefreshResult
-	39, // 73: centrifugal.centrifugo.api.Reply.channels:type_name -> centrifugal.centrifugo.api.ChannelsResult
-	50, // 74: centrifugal.centrifugo.api.BatchRequest.commands:type_name -> centrifugal.centrifugo.api.Command
-	51, // 75: centrifugal.centrifugo.api.BatchResponse.replies:type_name -> centrifugal.centrifugo.api.Reply
-	2,  // 76: centrifugal.centrifugo.api.PresenceResult.PresenceEntry.value:type_name -> centrifugal.centrifugo.api.ClientInfo
-	38, // 77: centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry.value:type_name -> centrifugal.centrifugo.api.ChannelInfo
-	7,  // 78: centrifugal.centrifugo.api.CentrifugoApi.Publish:input_type -> centrifugal.centrifugo.api.PublishRequest
-	10, // 79: centrifugal.centrifugo.api.CentrifugoApi.Broadcast:input_type -> centrifugal.centrifugo.api.BroadcastRequest
-	13, // 80: centrifugal.centrifugo.api.CentrifugoApi.Subscribe:input_type -> centrifugal.centrifugo.api.SubscribeRequest
-	16, // 81: centrifugal.centrifugo.api.CentrifugoApi.Unsubscribe:input_type -> centrifugal.centrifugo.api.UnsubscribeRequest
-	19, // 82: centrifugal.centrifugo.api.CentrifugoApi.Disconnect:input_type -> centrifugal.centrifugo.api.DisconnectRequest
-	22, // 83: centrifugal.centrifugo.api.CentrifugoApi.Refresh:input_type -> centrifugal.centrifugo.api.RefreshRequest
-	25, // 84: centrifugal.centrifugo.api.CentrifugoApi.Presence:input_type -> centrifugal.centrifugo.api.PresenceRequest
-	28, // 85: centrifugal.centrifugo.api.CentrifugoApi.PresenceStats:input_type -> centrifugal.centrifugo.api.PresenceStatsRequest
-	31, // 86: centrifugal.centrifugo.api.CentrifugoApi.History:input_type -> centrifugal.centrifugo.api.HistoryRequest
-	34, // 87: centrifugal.centrifugo.api.CentrifugoApi.HistoryRemove:input_type -> centrifugal.centrifugo.api.HistoryRemoveRequest
-	37, // 88: centrifugal.centrifugo.api.CentrifugoApi.Channels:input_type -> centrifugal.centrifugo.api.ChannelsRequest
-	41, // 89: centrifugal.centrifugo.api.CentrifugoApi.Info:input_type -> centrifugal.centrifugo.api.InfoRequest
-	47, // 90: centrifugal.centrifugo.api.CentrifugoApi.RPC:input_type -> centrifugal.centrifugo.api.RPCRequest
-	52, // 91: centrifugal.centrifugo.api.CentrifugoApi.Batch:input_type -> centrifugal.centrifugo.api.BatchRequest
-	9,  // 92: centrifugal.centrifugo.api.CentrifugoApi.Publish:output_type -> centrifugal.centrifugo.api.PublishResponse
-	12, // 93: centrifugal.centrifugo.api.CentrifugoApi.Broadcast:output_type -> centrifugal.centrifugo.api.BroadcastResponse
-	15, // 94: centrifugal.centrifugo.api.CentrifugoApi.Subscribe:output_type -> centrifugal.centrifugo.api.SubscribeResponse
-	18, // 95: centrifugal.centrifugo.api.CentrifugoApi.Unsubscribe:output_type -> centrifugal.centrifugo.api.UnsubscribeResponse
-	21, // 96: centrifugal.centrifugo.api.CentrifugoApi.Disconnect:output_type -> centrifugal.centrifugo.api.DisconnectResponse
-	24, // 97: centrifugal.centrifugo.api.CentrifugoApi.Refresh:output_type -> centrifugal.centrifugo.api.RefreshResponse
-	27, // 98: centrifugal.centrifugo.api.CentrifugoApi.Presence:output_type -> centrifugal.centrifugo.api.PresenceResponse
-	30, // 99: centrifugal.centrifugo.api.CentrifugoApi.PresenceStats:output_type -> centrifugal.centrifugo.api.PresenceStatsResponse
-	33, // 100: centrifugal.centrifugo.api.CentrifugoApi.History:output_type -> centrifugal.centrifugo.api.HistoryResponse
-	36, // 101: centrifugal.centrifugo.api.CentrifugoApi.HistoryRemove:output_type -> centrifugal.centrifugo.api.HistoryRemoveResponse
-	40, // 102: centrifugal.centrifugo.api.CentrifugoApi.Channels:output_type -> centrifugal.centrifugo.api.ChannelsResponse
-	46, // 103: centrifugal.centrifugo.api.CentrifugoApi.Info:output_type -> centrifugal.centrifugo.api.InfoResponse
-	49, // 104: centrifugal.centrifugo.api.CentrifugoApi.RPC:output_type -> centrifugal.centrifugo.api.RPCResponse
-	53, // 105: centrifugal.centrifugo.api.CentrifugoApi.Batch:output_type -> centrifugal.centrifugo.api.BatchResponse
-	92, // [92:106] is the sub-list for method output_type
-	78, // [78:92] is the sub-list for method input_type
-	78, // [78:78] is the sub-list for extension type_name
-	78, // [78:78] is the sub-list for extension extendee
-	0,  // [0:78] is the sub-list for field type_name
+	2,   // 0: centrifugal.centrifugo.api.Publication.info:type_name -> centrifugal.centrifugo.api.ClientInfo
+	73,  // 1: centrifugal.centrifugo.api.Publication.tags:type_name -> centrifugal.centrifugo.api.Publication.TagsEntry
+	4,   // 2: centrifugal.centrifugo.api.SubscribeOptionOverride.presence:type_name -> centrifugal.centrifugo.api.BoolValue
+	4,   // 3: centrifugal.centrifugo.api.SubscribeOptionOverride.join_leave:type_name -> centrifugal.centrifugo.api.BoolValue
+	4,   // 4: centrifugal.centrifugo.api.SubscribeOptionOverride.force_recovery:type_name -> centrifugal.centrifugo.api.BoolValue
+	4,   // 5: centrifugal.centrifugo.api.SubscribeOptionOverride.force_positioning:type_name -> centrifugal.centrifugo.api.BoolValue
+	4,   // 6: centrifugal.centrifugo.api.SubscribeOptionOverride.force_push_join_leave:type_name -> centrifugal.centrifugo.api.BoolValue
+	74,  // 7: centrifugal.centrifugo.api.PublishRequest.tags:type_name -> centrifugal.centrifugo.api.PublishRequest.TagsEntry
+	0,   // 8: centrifugal.centrifugo.api.PublishResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	8,   // 9: centrifugal.centrifugo.api.PublishResponse.result:type_name -> centrifugal.centrifugo.api.PublishResult
+	75,  // 10: centrifugal.centrifugo.api.BroadcastRequest.tags:type_name -> centrifugal.centrifugo.api.BroadcastRequest.TagsEntry
+	9,   // 11: centrifugal.centrifugo.api.BroadcastResult.responses:type_name -> centrifugal.centrifugo.api.PublishResponse
+	0,   // 12: centrifugal.centrifugo.api.BroadcastResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	11,  // 13: centrifugal.centrifugo.api.BroadcastResponse.result:type_name -> centrifugal.centrifugo.api.BroadcastResult
+	1,   // 14: centrifugal.centrifugo.api.SubscribeRequest.recover_since:type_name -> centrifugal.centrifugo.api.StreamPosition
+	5,   // 15: centrifugal.centrifugo.api.SubscribeRequest.override:type_name -> centrifugal.centrifugo.api.SubscribeOptionOverride
+	0,   // 16: centrifugal.centrifugo.api.SubscribeResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	14,  // 17: centrifugal.centrifugo.api.SubscribeResponse.result:type_name -> centrifugal.centrifugo.api.SubscribeResult
+	0,   // 18: centrifugal.centrifugo.api.UnsubscribeResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	17,  // 19: centrifugal.centrifugo.api.UnsubscribeResponse.result:type_name -> centrifugal.centrifugo.api.UnsubscribeResult
+	6,   // 20: centrifugal.centrifugo.api.DisconnectRequest.disconnect:type_name -> centrifugal.centrifugo.api.Disconnect
+	0,   // 21: centrifugal.centrifugo.api.DisconnectResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	20,  // 22: centrifugal.centrifugo.api.DisconnectResponse.result:type_name -> centrifugal.centrifugo.api.DisconnectResult
+	0,   // 23: centrifugal.centrifugo.api.RefreshResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	23,  // 24: centrifugal.centrifugo.api.RefreshResponse.result:type_name -> centrifugal.centrifugo.api.RefreshResult
+	76,  // 25: centrifugal.centrifugo.api.PresenceResult.presence:type_name -> centrifugal.centrifugo.api.PresenceResult.PresenceEntry
+	0,   // 26: centrifugal.centrifugo.api.PresenceResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	26,  // 27: centrifugal.centrifugo.api.PresenceResponse.result:type_name -> centrifugal.centrifugo.api.PresenceResult
+	0,   // 28: centrifugal.centrifugo.api.PresenceStatsResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	29,  // 29: centrifugal.centrifugo.api.PresenceStatsResponse.result:type_name -> centrifugal.centrifugo.api.PresenceStatsResult
+	1,   // 30: centrifugal.centrifugo.api.HistoryRequest.since:type_name -> centrifugal.centrifugo.api.StreamPosition
+	3,   // 31: centrifugal.centrifugo.api.HistoryResult.publications:type_name -> centrifugal.centrifugo.api.Publication
+	0,   // 32: centrifugal.centrifugo.api.HistoryResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	32,  // 33: centrifugal.centrifugo.api.HistoryResponse.result:type_name -> centrifugal.centrifugo.api.HistoryResult
+	0,   // 34: centrifugal.centrifugo.api.HistoryRemoveResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	35,  // 35: centrifugal.centrifugo.api.HistoryRemoveResponse.result:type_name -> centrifugal.centrifugo.api.HistoryRemoveResult
+	77,  // 36: centrifugal.centrifugo.api.ChannelsResult.channels:type_name -> centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry
+	0,   // 37: centrifugal.centrifugo.api.ChannelsResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	39,  // 38: centrifugal.centrifugo.api.ChannelsResponse.result:type_name -> centrifugal.centrifugo.api.ChannelsResult
+	78,  // 39: centrifugal.centrifugo.api.Metrics.items:type_name -> centrifugal.centrifugo.api.Metrics.ItemsEntry
+	42,  // 40: centrifugal.centrifugo.api.NodeResult.metrics:type_name -> centrifugal.centrifugo.api.Metrics
+	43,  // 41: centrifugal.centrifugo.api.NodeResult.process:type_name -> centrifugal.centrifugo.api.Process
+	44,  // 42: centrifugal.centrifugo.api.InfoResult.nodes:type_name -> centrifugal.centrifugo.api.NodeResult
+	0,   // 43: centrifugal.centrifugo.api.InfoResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	45,  // 44: centrifugal.centrifugo.api.InfoResponse.result:type_name -> centrifugal.centrifugo.api.InfoResult
+	0,   // 45: centrifugal.centrifugo.api.RPCResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	48,  // 46: centrifugal.centrifugo.api.RPCResponse.result:type_name -> centrifugal.centrifugo.api.RPCResult
+	79,  // 47: centrifugal.centrifugo.api.MapPublishRequest.tags:type_name -> centrifugal.centrifugo.api.MapPublishRequest.TagsEntry
+	0,   // 48: centrifugal.centrifugo.api.MapPublishResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	51,  // 49: centrifugal.centrifugo.api.MapPublishResponse.result:type_name -> centrifugal.centrifugo.api.MapPublishResult
+	0,   // 50: centrifugal.centrifugo.api.MapRemoveResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	54,  // 51: centrifugal.centrifugo.api.MapRemoveResponse.result:type_name -> centrifugal.centrifugo.api.MapRemoveResult
+	80,  // 52: centrifugal.centrifugo.api.MapEntry.tags:type_name -> centrifugal.centrifugo.api.MapEntry.TagsEntry
+	57,  // 53: centrifugal.centrifugo.api.MapReadStateResult.entries:type_name -> centrifugal.centrifugo.api.MapEntry
+	0,   // 54: centrifugal.centrifugo.api.MapReadStateResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	58,  // 55: centrifugal.centrifugo.api.MapReadStateResponse.result:type_name -> centrifugal.centrifugo.api.MapReadStateResult
+	57,  // 56: centrifugal.centrifugo.api.MapReadStreamResult.entries:type_name -> centrifugal.centrifugo.api.MapEntry
+	0,   // 57: centrifugal.centrifugo.api.MapReadStreamResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	61,  // 58: centrifugal.centrifugo.api.MapReadStreamResponse.result:type_name -> centrifugal.centrifugo.api.MapReadStreamResult
+	0,   // 59: centrifugal.centrifugo.api.MapStatsResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	64,  // 60: centrifugal.centrifugo.api.MapStatsResponse.result:type_name -> centrifugal.centrifugo.api.MapStatsResult
+	0,   // 61: centrifugal.centrifugo.api.MapClearResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	67,  // 62: centrifugal.centrifugo.api.MapClearResponse.result:type_name -> centrifugal.centrifugo.api.MapClearResult
+	7,   // 63: centrifugal.centrifugo.api.Command.publish:type_name -> centrifugal.centrifugo.api.PublishRequest
+	10,  // 64: centrifugal.centrifugo.api.Command.broadcast:type_name -> centrifugal.centrifugo.api.BroadcastRequest
+	13,  // 65: centrifugal.centrifugo.api.Command.subscribe:type_name -> centrifugal.centrifugo.api.SubscribeRequest
+	16,  // 66: centrifugal.centrifugo.api.Command.unsubscribe:type_name -> centrifugal.centrifugo.api.UnsubscribeRequest
+	19,  // 67: centrifugal.centrifugo.api.Command.disconnect:type_name -> centrifugal.centrifugo.api.DisconnectRequest
+	25,  // 68: centrifugal.centrifugo.api.Command.presence:type_name -> centrifugal.centrifugo.api.PresenceRequest
+	28,  // 69: centrifugal.centrifugo.api.Command.presence_stats:type_name -> centrifugal.centrifugo.api.PresenceStatsRequest
+	31,  // 70: centrifugal.centrifugo.api.Command.history:type_name -> centrifugal.centrifugo.api.HistoryRequest
+	34,  // 71: centrifugal.centrifugo.api.Command.history_remove:type_name -> centrifugal.centrifugo.api.HistoryRemoveRequest
+	41,  // 72: centrifugal.centrifugo.api.Command.info:type_name -> centrifugal.centrifugo.api.InfoRequest
+	47,  // 73: centrifugal.centrifugo.api.Command.rpc:type_name -> centrifugal.centrifugo.api.RPCRequest
+	22,  // 74: centrifugal.centrifugo.api.Command.refresh:type_name -> centrifugal.centrifugo.api.RefreshRequest
+	37,  // 75: centrifugal.centrifugo.api.Command.channels:type_name -> centrifugal.centrifugo.api.ChannelsRequest
+	50,  // 76: centrifugal.centrifugo.api.Command.map_publish:type_name -> centrifugal.centrifugo.api.MapPublishRequest
+	53,  // 77: centrifugal.centrifugo.api.Command.map_remove:type_name -> centrifugal.centrifugo.api.MapRemoveRequest
+	56,  // 78: centrifugal.centrifugo.api.Command.map_read_state:type_name -> centrifugal.centrifugo.api.MapReadStateRequest
+	60,  // 79: centrifugal.centrifugo.api.Command.map_read_stream:type_name -> centrifugal.centrifugo.api.MapReadStreamRequest
+	63,  // 80: centrifugal.centrifugo.api.Command.map_stats:type_name -> centrifugal.centrifugo.api.MapStatsRequest
+	66,  // 81: centrifugal.centrifugo.api.Command.map_clear:type_name -> centrifugal.centrifugo.api.MapClearRequest
+	0,   // 82: centrifugal.centrifugo.api.Reply.error:type_name -> centrifugal.centrifugo.api.Error
+	8,   // 83: centrifugal.centrifugo.api.Reply.publish:type_name -> centrifugal.centrifugo.api.PublishResult
+	11,  // 84: centrifugal.centrifugo.api.Reply.broadcast:type_name -> centrifugal.centrifugo.api.BroadcastResult
+	14,  // 85: centrifugal.centrifugo.api.Reply.subscribe:type_name -> centrifugal.centrifugo.api.SubscribeResult
+	17,  // 86: centrifugal.centrifugo.api.Reply.unsubscribe:type_name -> centrifugal.centrifugo.api.UnsubscribeResult
+	20,  // 87: centrifugal.centrifugo.api.Reply.disconnect:type_name -> centrifugal.centrifugo.api.DisconnectResult
+	26,  // 88: centrifugal.centrifugo.api.Reply.presence:type_name -> centrifugal.centrifugo.api.PresenceResult
+	29,  // 89: centrifugal.centrifugo.api.Reply.presence_stats:type_name -> centrifugal.centrifugo.api.PresenceStatsResult
+	32,  // 90: centrifugal.centrifugo.api.Reply.history:type_name -> centrifugal.centrifugo.api.HistoryResult
+	35,  // 91: centrifugal.centrifugo.api.Reply.history_remove:type_name -> centrifugal.centrifugo.api.HistoryRemoveResult
+	45,  // 92: centrifugal.centrifugo.api.Reply.info:type_name -> centrifugal.centrifugo.api.InfoResult
+	48,  // 93: centrifugal.centrifugo.api.Reply.rpc:type_name -> centrifugal.centrifugo.api.RPCResult
+	23,  // 94: centrifugal.centrifugo.api.Reply.refresh:type_name -> centrifugal.centrifugo.api.RefreshResult
+	39,  // 95: centrifugal.centrifugo.api.Reply.channels:type_name -> centrifugal.centrifugo.api.ChannelsResult
+	51,  // 96: centrifugal.centrifugo.api.Reply.map_publish:type_name -> centrifugal.centrifugo.api.MapPublishResult
+	54,  // 97: centrifugal.centrifugo.api.Reply.map_remove:type_name -> centrifugal.centrifugo.api.MapRemoveResult
+	58,  // 98: centrifugal.centrifugo.api.Reply.map_read_state:type_name -> centrifugal.centrifugo.api.MapReadStateResult
+	61,  // 99: centrifugal.centrifugo.api.Reply.map_read_stream:type_name -> centrifugal.centrifugo.api.MapReadStreamResult
+	64,  // 100: centrifugal.centrifugo.api.Reply.map_stats:type_name -> centrifugal.centrifugo.api.MapStatsResult
+	67,  // 101: centrifugal.centrifugo.api.Reply.map_clear:type_name -> centrifugal.centrifugo.api.MapClearResult
+	69,  // 102: centrifugal.centrifugo.api.BatchRequest.commands:type_name -> centrifugal.centrifugo.api.Command
+	70,  // 103: centrifugal.centrifugo.api.BatchResponse.replies:type_name -> centrifugal.centrifugo.api.Reply
+	2,   // 104: centrifugal.centrifugo.api.PresenceResult.PresenceEntry.value:type_name -> centrifugal.centrifugo.api.ClientInfo
+	38,  // 105: centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry.value:type_name -> centrifugal.centrifugo.api.ChannelInfo
+	7,   // 106: centrifugal.centrifugo.api.CentrifugoApi.Publish:input_type -> centrifugal.centrifugo.api.PublishRequest
+	10,  // 107: centrifugal.centrifugo.api.CentrifugoApi.Broadcast:input_type -> centrifugal.centrifugo.api.BroadcastRequest
+	13,  // 108: centrifugal.centrifugo.api.CentrifugoApi.Subscribe:input_type -> centrifugal.centrifugo.api.SubscribeRequest
+	16,  // 109: centrifugal.centrifugo.api.CentrifugoApi.Unsubscribe:input_type -> centrifugal.centrifugo.api.UnsubscribeRequest
+	19,  // 110: centrifugal.centrifugo.api.CentrifugoApi.Disconnect:input_type -> centrifugal.centrifugo.api.DisconnectRequest
+	22,  // 111: centrifugal.centrifugo.api.CentrifugoApi.Refresh:input_type -> centrifugal.centrifugo.api.RefreshRequest
+	25,  // 112: centrifugal.centrifugo.api.CentrifugoApi.Presence:input_type -> centrifugal.centrifugo.api.PresenceRequest
+	28,  // 113: centrifugal.centrifugo.api.CentrifugoApi.PresenceStats:input_type -> centrifugal.centrifugo.api.PresenceStatsRequest
+	31,  // 114: centrifugal.centrifugo.api.CentrifugoApi.History:input_type -> centrifugal.centrifugo.api.HistoryRequest
+	34,  // 115: centrifugal.centrifugo.api.CentrifugoApi.HistoryRemove:input_type -> centrifugal.centrifugo.api.HistoryRemoveRequest
+	37,  // 116: centrifugal.centrifugo.api.CentrifugoApi.Channels:input_type -> centrifugal.centrifugo.api.ChannelsRequest
+	41,  // 117: centrifugal.centrifugo.api.CentrifugoApi.Info:input_type -> centrifugal.centrifugo.api.InfoRequest
+	47,  // 118: centrifugal.centrifugo.api.CentrifugoApi.RPC:input_type -> centrifugal.centrifugo.api.RPCRequest
+	71,  // 119: centrifugal.centrifugo.api.CentrifugoApi.Batch:input_type -> centrifugal.centrifugo.api.BatchRequest
+	50,  // 120: centrifugal.centrifugo.api.CentrifugoApi.MapPublish:input_type -> centrifugal.centrifugo.api.MapPublishRequest
+	53,  // 121: centrifugal.centrifugo.api.CentrifugoApi.MapRemove:input_type -> centrifugal.centrifugo.api.MapRemoveRequest
+	56,  // 122: centrifugal.centrifugo.api.CentrifugoApi.MapReadState:input_type -> centrifugal.centrifugo.api.MapReadStateRequest
+	60,  // 123: centrifugal.centrifugo.api.CentrifugoApi.MapReadStream:input_type -> centrifugal.centrifugo.api.MapReadStreamRequest
+	63,  // 124: centrifugal.centrifugo.api.CentrifugoApi.MapStats:input_type -> centrifugal.centrifugo.api.MapStatsRequest
+	66,  // 125: centrifugal.centrifugo.api.CentrifugoApi.MapClear:input_type -> centrifugal.centrifugo.api.MapClearRequest
+	9,   // 126: centrifugal.centrifugo.api.CentrifugoApi.Publish:output_type -> centrifugal.centrifugo.api.PublishResponse
+	12,  // 127: centrifugal.centrifugo.api.CentrifugoApi.Broadcast:output_type -> centrifugal.centrifugo.api.BroadcastResponse
+	15,  // 128: centrifugal.centrifugo.api.CentrifugoApi.Subscribe:output_type -> centrifugal.centrifugo.api.SubscribeResponse
+	18,  // 129: centrifugal.centrifugo.api.CentrifugoApi.Unsubscribe:output_type -> centrifugal.centrifugo.api.UnsubscribeResponse
+	21,  // 130: centrifugal.centrifugo.api.CentrifugoApi.Disconnect:output_type -> centrifugal.centrifugo.api.DisconnectResponse
+	24,  // 131: centrifugal.centrifugo.api.CentrifugoApi.Refresh:output_type -> centrifugal.centrifugo.api.RefreshResponse
+	27,  // 132: centrifugal.centrifugo.api.CentrifugoApi.Presence:output_type -> centrifugal.centrifugo.api.PresenceResponse
+	30,  // 133: centrifugal.centrifugo.api.CentrifugoApi.PresenceStats:output_type -> centrifugal.centrifugo.api.PresenceStatsResponse
+	33,  // 134: centrifugal.centrifugo.api.CentrifugoApi.History:output_type -> centrifugal.centrifugo.api.HistoryResponse
+	36,  // 135: centrifugal.centrifugo.api.CentrifugoApi.HistoryRemove:output_type -> centrifugal.centrifugo.api.HistoryRemoveResponse
+	40,  // 136: centrifugal.centrifugo.api.CentrifugoApi.Channels:output_type -> centrifugal.centrifugo.api.ChannelsResponse
+	46,  // 137: centrifugal.centrifugo.api.CentrifugoApi.Info:output_type -> centrifugal.centrifugo.api.InfoResponse
+	49,  // 138: centrifugal.centrifugo.api.CentrifugoApi.RPC:output_type -> centrifugal.centrifugo.api.RPCResponse
+	72,  // 139: centrifugal.centrifugo.api.CentrifugoApi.Batch:output_type -> centrifugal.centrifugo.api.BatchResponse
+	52,  // 140: centrifugal.centrifugo.api.CentrifugoApi.MapPublish:output_type -> centrifugal.centrifugo.api.MapPublishResponse
+	55,  // 141: centrifugal.centrifugo.api.CentrifugoApi.MapRemove:output_type -> centrifugal.centrifugo.api.MapRemoveResponse
+	59,  // 142: centrifugal.centrifugo.api.CentrifugoApi.MapReadState:output_type -> centrifugal.centrifugo.api.MapReadStateResponse
+	62,  // 143: centrifugal.centrifugo.api.CentrifugoApi.MapReadStream:output_type -> centrifugal.centrifugo.api.MapReadStreamResponse
+	65,  // 144: centrifugal.centrifugo.api.CentrifugoApi.MapStats:output_type -> centrifugal.centrifugo.api.MapStatsResponse
+	68,  // 145: centrifugal.centrifugo.api.CentrifugoApi.MapClear:output_type -> centrifugal.centrifugo.api.MapClearResponse
+	126, // [126:146] is the sub-list for method output_type
+	106, // [106:126] is the sub-list for method input_type
+	106, // [106:106] is the sub-list for extension type_name
+	106, // [106:106] is the sub-list for extension extendee
+	0,   // [0:106] is the sub-list for field type_name
 }
 
 func init() { file_api_proto_init() }
@@ -3775,7 +5274,7 @@ func file_api_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_proto_rawDesc), len(file_api_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   60,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -82,6 +82,77 @@ var wantFields = map[string][]field{
 	"BatchResponse": {
 		{1, "replies", "repeated message", pkg + "Reply"},
 	},
+	"MapPublishRequest": {
+		{1, "channel", "string", ""},
+		{2, "key", "string", ""},
+		{3, "data", "bytes", ""},
+		{4, "b64data", "string", ""},
+		{5, "stream_data", "bytes", ""},
+		{6, "b64stream_data", "string", ""},
+		{7, "tags", "map", "string"},
+		{8, "idempotency_key", "string", ""},
+		{9, "delta", "bool", ""},
+		{10, "version", "uint64", ""},
+		{11, "version_epoch", "string", ""},
+		{12, "score", "int64", ""},
+		{13, "key_mode", "string", ""},
+	},
+	"MapPublishResult": mapUpdateResult,
+	"MapRemoveRequest": {
+		{1, "channel", "string", ""},
+		{2, "key", "string", ""},
+		{3, "idempotency_key", "string", ""},
+	},
+	"MapRemoveResult": mapUpdateResult,
+	"MapReadStateRequest": {
+		{1, "channel", "string", ""},
+		{2, "cursor", "string", ""},
+		{3, "limit", "int32", ""},
+		{4, "key", "string", ""},
+		{5, "asc", "bool", ""},
+		{6, "revision_offset", "uint64", ""},
+		{7, "revision_epoch", "string", ""},
+	},
+	"MapReadStateResult": {
+		{1, "entries", "repeated message", pkg + "MapEntry"},
+		{2, "offset", "uint64", ""},
+		{3, "epoch", "string", ""},
+		{4, "cursor", "string", ""},
+	},
+	"MapEntry": {
+		{1, "key", "string", ""},
+		{2, "data", "bytes", ""},
+		{3, "tags", "map", "string"},
+		{4, "offset", "uint64", ""},
+		{5, "score", "int64", ""},
+		{6, "removed", "bool", ""},
+		{7, "time", "int64", ""},
+	},
+	"MapReadStreamRequest": {
+		{1, "channel", "string", ""},
+		{2, "since_offset", "uint64", ""},
+		{3, "since_epoch", "string", ""},
+		{4, "limit", "int32", ""},
+		{5, "reverse", "bool", ""},
+	},
+	"MapReadStreamResult": {
+		{1, "entries", "repeated message", pkg + "MapEntry"},
+		{2, "offset", "uint64", ""},
+		{3, "epoch", "string", ""},
+	},
+	"MapStatsRequest":  {{1, "channel", "string", ""}},
+	"MapStatsResult":   {{1, "num_keys", "int32", ""}},
+	"MapClearRequest":  {{1, "channel", "string", ""}},
+	"MapClearResult":   {},
+	"MapClearResponse": {{1, "error", "message", pkg + "Error"}, {2, "result", "message", pkg + "MapClearResult"}},
+}
+
+// mapUpdateResult are the fields of MapPublishResult and MapRemoveResult.
+var mapUpdateResult = []field{
+	{1, "offset", "uint64", ""},
+	{2, "epoch", "string", ""},
+	{3, "suppressed", "bool", ""},
+	{4, "suppress_reason", "string", ""},
 }
 
 // commandFields are the method fields Command and Reply share by number.
@@ -104,6 +175,12 @@ var commandFields = []struct {
 	{14, "rpc", "RPCRequest", "RPCResult"},
 	{15, "refresh", "RefreshRequest", "RefreshResult"},
 	{16, "channels", "ChannelsRequest", "ChannelsResult"},
+	{36, "map_publish", "MapPublishRequest", "MapPublishResult"},
+	{37, "map_remove", "MapRemoveRequest", "MapRemoveResult"},
+	{38, "map_read_state", "MapReadStateRequest", "MapReadStateResult"},
+	{39, "map_read_stream", "MapReadStreamRequest", "MapReadStreamResult"},
+	{40, "map_stats", "MapStatsRequest", "MapStatsResult"},
+	{41, "map_clear", "MapClearRequest", "MapClearResult"},
 }
 
 func init() {
@@ -138,6 +215,12 @@ func TestService(t *testing.T) {
 		{"History", "HistoryRequest", "HistoryResponse"},
 		{"HistoryRemove", "HistoryRemoveRequest", "HistoryRemoveResponse"},
 		{"Info", "InfoRequest", "InfoResponse"},
+		{"MapClear", "MapClearRequest", "MapClearResponse"},
+		{"MapPublish", "MapPublishRequest", "MapPublishResponse"},
+		{"MapReadState", "MapReadStateRequest", "MapReadStateResponse"},
+		{"MapReadStream", "MapReadStreamRequest", "MapReadStreamResponse"},
+		{"MapRemove", "MapRemoveRequest", "MapRemoveResponse"},
+		{"MapStats", "MapStatsRequest", "MapStatsResponse"},
 		{"Presence", "PresenceRequest", "PresenceResponse"},
 		{"PresenceStats", "PresenceStatsRequest", "PresenceStatsResponse"},
 		{"Publish", "PublishRequest", "PublishResponse"},

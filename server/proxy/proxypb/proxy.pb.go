@@ -10,9 +10,9 @@
 // binary_encoding is on, in which case the b64 field is used instead.
 //
 // Left out: Centrifugo PRO's calls and fields (NotifyChannelState,
-// MapPublish, MapRemove, SharedPollRefresh, labels) and NotifyCacheEmpty;
-// their numbers are reserved where they would sit in a message Gyre sends
-// or reads, so that nothing here ever reuses them.
+// SharedPollRefresh, labels) and NotifyCacheEmpty; their numbers are
+// reserved where they would sit in a message Gyre sends or reads, so that
+// nothing here ever reuses them.
 //
 // Regenerate the Go code with ./generate.sh.
 
@@ -1574,6 +1574,543 @@ func (x *PublishResponse) GetDisconnect() *Disconnect {
 	return nil
 }
 
+// MapPublishRequest is a client's write of key into a map channel: its
+// value in data (raw JSON), or in b64data with binary_encoding.
+type MapPublishRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	Transport     string                 `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
+	Protocol      string                 `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Encoding      string                 `protobuf:"bytes,4,opt,name=encoding,proto3" json:"encoding,omitempty"`
+	User          string                 `protobuf:"bytes,10,opt,name=user,proto3" json:"user,omitempty"`
+	Channel       string                 `protobuf:"bytes,11,opt,name=channel,proto3" json:"channel,omitempty"`
+	Key           string                 `protobuf:"bytes,12,opt,name=key,proto3" json:"key,omitempty"`
+	Data          []byte                 `protobuf:"bytes,13,opt,name=data,proto3" json:"data,omitempty"`
+	B64Data       string                 `protobuf:"bytes,14,opt,name=b64data,proto3" json:"b64data,omitempty"`
+	Meta          []byte                 `protobuf:"bytes,15,opt,name=meta,proto3" json:"meta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapPublishRequest) Reset() {
+	*x = MapPublishRequest{}
+	mi := &file_proxy_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapPublishRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapPublishRequest) ProtoMessage() {}
+
+func (x *MapPublishRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapPublishRequest.ProtoReflect.Descriptor instead.
+func (*MapPublishRequest) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *MapPublishRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetEncoding() string {
+	if x != nil {
+		return x.Encoding
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *MapPublishRequest) GetB64Data() string {
+	if x != nil {
+		return x.B64Data
+	}
+	return ""
+}
+
+func (x *MapPublishRequest) GetMeta() []byte {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+// MapPublishResult changes the write: a key, data (or b64data), tags,
+// score, key_mode ("", "if_new", "if_exists"), idempotency_key, delta and
+// version that replace or add to the client's. An empty result writes what
+// the client sent. stream_data and b64stream_data are not used.
+type MapPublishResult struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Key            string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Data           []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	B64Data        string                 `protobuf:"bytes,3,opt,name=b64data,proto3" json:"b64data,omitempty"`
+	Tags           map[string]string      `protobuf:"bytes,4,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Score          int64                  `protobuf:"varint,5,opt,name=score,proto3" json:"score,omitempty"`
+	KeyMode        string                 `protobuf:"bytes,6,opt,name=key_mode,json=keyMode,proto3" json:"key_mode,omitempty"`
+	StreamData     []byte                 `protobuf:"bytes,7,opt,name=stream_data,json=streamData,proto3" json:"stream_data,omitempty"`
+	B64StreamData  string                 `protobuf:"bytes,8,opt,name=b64stream_data,json=b64streamData,proto3" json:"b64stream_data,omitempty"`
+	IdempotencyKey string                 `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	Delta          bool                   `protobuf:"varint,10,opt,name=delta,proto3" json:"delta,omitempty"`
+	Version        uint64                 `protobuf:"varint,11,opt,name=version,proto3" json:"version,omitempty"`
+	VersionEpoch   string                 `protobuf:"bytes,12,opt,name=version_epoch,json=versionEpoch,proto3" json:"version_epoch,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MapPublishResult) Reset() {
+	*x = MapPublishResult{}
+	mi := &file_proxy_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapPublishResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapPublishResult) ProtoMessage() {}
+
+func (x *MapPublishResult) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapPublishResult.ProtoReflect.Descriptor instead.
+func (*MapPublishResult) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *MapPublishResult) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MapPublishResult) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *MapPublishResult) GetB64Data() string {
+	if x != nil {
+		return x.B64Data
+	}
+	return ""
+}
+
+func (x *MapPublishResult) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *MapPublishResult) GetScore() int64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *MapPublishResult) GetKeyMode() string {
+	if x != nil {
+		return x.KeyMode
+	}
+	return ""
+}
+
+func (x *MapPublishResult) GetStreamData() []byte {
+	if x != nil {
+		return x.StreamData
+	}
+	return nil
+}
+
+func (x *MapPublishResult) GetB64StreamData() string {
+	if x != nil {
+		return x.B64StreamData
+	}
+	return ""
+}
+
+func (x *MapPublishResult) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *MapPublishResult) GetDelta() bool {
+	if x != nil {
+		return x.Delta
+	}
+	return false
+}
+
+func (x *MapPublishResult) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *MapPublishResult) GetVersionEpoch() string {
+	if x != nil {
+		return x.VersionEpoch
+	}
+	return ""
+}
+
+type MapPublishResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *MapPublishResult      `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Disconnect    *Disconnect            `protobuf:"bytes,3,opt,name=disconnect,proto3" json:"disconnect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapPublishResponse) Reset() {
+	*x = MapPublishResponse{}
+	mi := &file_proxy_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapPublishResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapPublishResponse) ProtoMessage() {}
+
+func (x *MapPublishResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapPublishResponse.ProtoReflect.Descriptor instead.
+func (*MapPublishResponse) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *MapPublishResponse) GetResult() *MapPublishResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *MapPublishResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *MapPublishResponse) GetDisconnect() *Disconnect {
+	if x != nil {
+		return x.Disconnect
+	}
+	return nil
+}
+
+// MapRemoveRequest is a client's removal of key from a map channel.
+type MapRemoveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	Transport     string                 `protobuf:"bytes,2,opt,name=transport,proto3" json:"transport,omitempty"`
+	Protocol      string                 `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Encoding      string                 `protobuf:"bytes,4,opt,name=encoding,proto3" json:"encoding,omitempty"`
+	User          string                 `protobuf:"bytes,10,opt,name=user,proto3" json:"user,omitempty"`
+	Channel       string                 `protobuf:"bytes,11,opt,name=channel,proto3" json:"channel,omitempty"`
+	Key           string                 `protobuf:"bytes,12,opt,name=key,proto3" json:"key,omitempty"`
+	Meta          []byte                 `protobuf:"bytes,13,opt,name=meta,proto3" json:"meta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapRemoveRequest) Reset() {
+	*x = MapRemoveRequest{}
+	mi := &file_proxy_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapRemoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapRemoveRequest) ProtoMessage() {}
+
+func (x *MapRemoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapRemoveRequest.ProtoReflect.Descriptor instead.
+func (*MapRemoveRequest) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *MapRemoveRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *MapRemoveRequest) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+func (x *MapRemoveRequest) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *MapRemoveRequest) GetEncoding() string {
+	if x != nil {
+		return x.Encoding
+	}
+	return ""
+}
+
+func (x *MapRemoveRequest) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *MapRemoveRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *MapRemoveRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MapRemoveRequest) GetMeta() []byte {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+// MapRemoveResult changes the removal: another key, an idempotency_key.
+// tags are Centrifugo's and not used.
+type MapRemoveResult struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Key            string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Tags           map[string]string      `protobuf:"bytes,2,rep,name=tags,proto3" json:"tags,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	IdempotencyKey string                 `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MapRemoveResult) Reset() {
+	*x = MapRemoveResult{}
+	mi := &file_proxy_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapRemoveResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapRemoveResult) ProtoMessage() {}
+
+func (x *MapRemoveResult) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapRemoveResult.ProtoReflect.Descriptor instead.
+func (*MapRemoveResult) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *MapRemoveResult) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *MapRemoveResult) GetTags() map[string]string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *MapRemoveResult) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+type MapRemoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *MapRemoveResult       `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Disconnect    *Disconnect            `protobuf:"bytes,3,opt,name=disconnect,proto3" json:"disconnect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MapRemoveResponse) Reset() {
+	*x = MapRemoveResponse{}
+	mi := &file_proxy_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MapRemoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MapRemoveResponse) ProtoMessage() {}
+
+func (x *MapRemoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MapRemoveResponse.ProtoReflect.Descriptor instead.
+func (*MapRemoveResponse) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *MapRemoveResponse) GetResult() *MapRemoveResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *MapRemoveResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *MapRemoveResponse) GetDisconnect() *Disconnect {
+	if x != nil {
+		return x.Disconnect
+	}
+	return nil
+}
+
 type RPCRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
@@ -1591,7 +2128,7 @@ type RPCRequest struct {
 
 func (x *RPCRequest) Reset() {
 	*x = RPCRequest{}
-	mi := &file_proxy_proto_msgTypes[19]
+	mi := &file_proxy_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +2140,7 @@ func (x *RPCRequest) String() string {
 func (*RPCRequest) ProtoMessage() {}
 
 func (x *RPCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_proto_msgTypes[19]
+	mi := &file_proxy_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +2153,7 @@ func (x *RPCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RPCRequest.ProtoReflect.Descriptor instead.
 func (*RPCRequest) Descriptor() ([]byte, []int) {
-	return file_proxy_proto_rawDescGZIP(), []int{19}
+	return file_proxy_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RPCRequest) GetClient() string {
@@ -1692,7 +2229,7 @@ type RPCResult struct {
 
 func (x *RPCResult) Reset() {
 	*x = RPCResult{}
-	mi := &file_proxy_proto_msgTypes[20]
+	mi := &file_proxy_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +2241,7 @@ func (x *RPCResult) String() string {
 func (*RPCResult) ProtoMessage() {}
 
 func (x *RPCResult) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_proto_msgTypes[20]
+	mi := &file_proxy_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +2254,7 @@ func (x *RPCResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RPCResult.ProtoReflect.Descriptor instead.
 func (*RPCResult) Descriptor() ([]byte, []int) {
-	return file_proxy_proto_rawDescGZIP(), []int{20}
+	return file_proxy_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RPCResult) GetData() []byte {
@@ -1745,7 +2282,7 @@ type RPCResponse struct {
 
 func (x *RPCResponse) Reset() {
 	*x = RPCResponse{}
-	mi := &file_proxy_proto_msgTypes[21]
+	mi := &file_proxy_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +2294,7 @@ func (x *RPCResponse) String() string {
 func (*RPCResponse) ProtoMessage() {}
 
 func (x *RPCResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_proto_msgTypes[21]
+	mi := &file_proxy_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +2307,7 @@ func (x *RPCResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RPCResponse.ProtoReflect.Descriptor instead.
 func (*RPCResponse) Descriptor() ([]byte, []int) {
-	return file_proxy_proto_rawDescGZIP(), []int{21}
+	return file_proxy_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RPCResponse) GetResult() *RPCResult {
@@ -1809,7 +2346,7 @@ type SubRefreshRequest struct {
 
 func (x *SubRefreshRequest) Reset() {
 	*x = SubRefreshRequest{}
-	mi := &file_proxy_proto_msgTypes[22]
+	mi := &file_proxy_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +2358,7 @@ func (x *SubRefreshRequest) String() string {
 func (*SubRefreshRequest) ProtoMessage() {}
 
 func (x *SubRefreshRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_proto_msgTypes[22]
+	mi := &file_proxy_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +2371,7 @@ func (x *SubRefreshRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubRefreshRequest.ProtoReflect.Descriptor instead.
 func (*SubRefreshRequest) Descriptor() ([]byte, []int) {
-	return file_proxy_proto_rawDescGZIP(), []int{22}
+	return file_proxy_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SubRefreshRequest) GetClient() string {
@@ -1898,7 +2435,7 @@ type SubRefreshResult struct {
 
 func (x *SubRefreshResult) Reset() {
 	*x = SubRefreshResult{}
-	mi := &file_proxy_proto_msgTypes[23]
+	mi := &file_proxy_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2447,7 @@ func (x *SubRefreshResult) String() string {
 func (*SubRefreshResult) ProtoMessage() {}
 
 func (x *SubRefreshResult) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_proto_msgTypes[23]
+	mi := &file_proxy_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2460,7 @@ func (x *SubRefreshResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubRefreshResult.ProtoReflect.Descriptor instead.
 func (*SubRefreshResult) Descriptor() ([]byte, []int) {
-	return file_proxy_proto_rawDescGZIP(), []int{23}
+	return file_proxy_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SubRefreshResult) GetExpired() bool {
@@ -1965,7 +2502,7 @@ type SubRefreshResponse struct {
 
 func (x *SubRefreshResponse) Reset() {
 	*x = SubRefreshResponse{}
-	mi := &file_proxy_proto_msgTypes[24]
+	mi := &file_proxy_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1977,7 +2514,7 @@ func (x *SubRefreshResponse) String() string {
 func (*SubRefreshResponse) ProtoMessage() {}
 
 func (x *SubRefreshResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_proto_msgTypes[24]
+	mi := &file_proxy_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1990,7 +2527,7 @@ func (x *SubRefreshResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubRefreshResponse.ProtoReflect.Descriptor instead.
 func (*SubRefreshResponse) Descriptor() ([]byte, []int) {
-	return file_proxy_proto_rawDescGZIP(), []int{24}
+	return file_proxy_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SubRefreshResponse) GetResult() *SubRefreshResult {
@@ -2026,7 +2563,7 @@ type Publication struct {
 
 func (x *Publication) Reset() {
 	*x = Publication{}
-	mi := &file_proxy_proto_msgTypes[25]
+	mi := &file_proxy_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2575,7 @@ func (x *Publication) String() string {
 func (*Publication) ProtoMessage() {}
 
 func (x *Publication) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_proto_msgTypes[25]
+	mi := &file_proxy_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2588,7 @@ func (x *Publication) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Publication.ProtoReflect.Descriptor instead.
 func (*Publication) Descriptor() ([]byte, []int) {
-	return file_proxy_proto_rawDescGZIP(), []int{25}
+	return file_proxy_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Publication) GetData() []byte {
@@ -2080,7 +2617,7 @@ type StreamSubscribeRequest struct {
 
 func (x *StreamSubscribeRequest) Reset() {
 	*x = StreamSubscribeRequest{}
-	mi := &file_proxy_proto_msgTypes[26]
+	mi := &file_proxy_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +2629,7 @@ func (x *StreamSubscribeRequest) String() string {
 func (*StreamSubscribeRequest) ProtoMessage() {}
 
 func (x *StreamSubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_proto_msgTypes[26]
+	mi := &file_proxy_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2105,7 +2642,7 @@ func (x *StreamSubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSubscribeRequest.ProtoReflect.Descriptor instead.
 func (*StreamSubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_proxy_proto_rawDescGZIP(), []int{26}
+	return file_proxy_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StreamSubscribeRequest) GetSubscribeRequest() *SubscribeRequest {
@@ -2134,7 +2671,7 @@ type StreamSubscribeResponse struct {
 
 func (x *StreamSubscribeResponse) Reset() {
 	*x = StreamSubscribeResponse{}
-	mi := &file_proxy_proto_msgTypes[27]
+	mi := &file_proxy_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2683,7 @@ func (x *StreamSubscribeResponse) String() string {
 func (*StreamSubscribeResponse) ProtoMessage() {}
 
 func (x *StreamSubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_proxy_proto_msgTypes[27]
+	mi := &file_proxy_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2696,7 @@ func (x *StreamSubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSubscribeResponse.ProtoReflect.Descriptor instead.
 func (*StreamSubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_proxy_proto_rawDescGZIP(), []int{27}
+	return file_proxy_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StreamSubscribeResponse) GetSubscribeResponse() *SubscribeResponse {
@@ -2326,6 +2863,65 @@ const file_proxy_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\v2#.centrifugal.centrifugo.proxy.ErrorR\x05error\x12H\n" +
 	"\n" +
 	"disconnect\x18\x03 \x01(\v2(.centrifugal.centrifugo.proxy.DisconnectR\n" +
+	"disconnect\"\x89\x02\n" +
+	"\x11MapPublishRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x1c\n" +
+	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x1a\n" +
+	"\bprotocol\x18\x03 \x01(\tR\bprotocol\x12\x1a\n" +
+	"\bencoding\x18\x04 \x01(\tR\bencoding\x12\x12\n" +
+	"\x04user\x18\n" +
+	" \x01(\tR\x04user\x12\x18\n" +
+	"\achannel\x18\v \x01(\tR\achannel\x12\x10\n" +
+	"\x03key\x18\f \x01(\tR\x03key\x12\x12\n" +
+	"\x04data\x18\r \x01(\fR\x04data\x12\x18\n" +
+	"\ab64data\x18\x0e \x01(\tR\ab64data\x12\x12\n" +
+	"\x04meta\x18\x0f \x01(\fR\x04metaJ\x04\b\x10\x10\x11\"\xd0\x03\n" +
+	"\x10MapPublishResult\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x18\n" +
+	"\ab64data\x18\x03 \x01(\tR\ab64data\x12L\n" +
+	"\x04tags\x18\x04 \x03(\v28.centrifugal.centrifugo.proxy.MapPublishResult.TagsEntryR\x04tags\x12\x14\n" +
+	"\x05score\x18\x05 \x01(\x03R\x05score\x12\x19\n" +
+	"\bkey_mode\x18\x06 \x01(\tR\akeyMode\x12\x1f\n" +
+	"\vstream_data\x18\a \x01(\fR\n" +
+	"streamData\x12%\n" +
+	"\x0eb64stream_data\x18\b \x01(\tR\rb64streamData\x12'\n" +
+	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x14\n" +
+	"\x05delta\x18\n" +
+	" \x01(\bR\x05delta\x12\x18\n" +
+	"\aversion\x18\v \x01(\x04R\aversion\x12#\n" +
+	"\rversion_epoch\x18\f \x01(\tR\fversionEpoch\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe1\x01\n" +
+	"\x12MapPublishResponse\x12F\n" +
+	"\x06result\x18\x01 \x01(\v2..centrifugal.centrifugo.proxy.MapPublishResultR\x06result\x129\n" +
+	"\x05error\x18\x02 \x01(\v2#.centrifugal.centrifugo.proxy.ErrorR\x05error\x12H\n" +
+	"\n" +
+	"disconnect\x18\x03 \x01(\v2(.centrifugal.centrifugo.proxy.DisconnectR\n" +
+	"disconnect\"\xda\x01\n" +
+	"\x10MapRemoveRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x1c\n" +
+	"\ttransport\x18\x02 \x01(\tR\ttransport\x12\x1a\n" +
+	"\bprotocol\x18\x03 \x01(\tR\bprotocol\x12\x1a\n" +
+	"\bencoding\x18\x04 \x01(\tR\bencoding\x12\x12\n" +
+	"\x04user\x18\n" +
+	" \x01(\tR\x04user\x12\x18\n" +
+	"\achannel\x18\v \x01(\tR\achannel\x12\x10\n" +
+	"\x03key\x18\f \x01(\tR\x03key\x12\x12\n" +
+	"\x04meta\x18\r \x01(\fR\x04metaJ\x04\b\x0e\x10\x0f\"\xd2\x01\n" +
+	"\x0fMapRemoveResult\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12K\n" +
+	"\x04tags\x18\x02 \x03(\v27.centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntryR\x04tags\x12'\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\x1a7\n" +
+	"\tTagsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdf\x01\n" +
+	"\x11MapRemoveResponse\x12E\n" +
+	"\x06result\x18\x01 \x01(\v2-.centrifugal.centrifugo.proxy.MapRemoveResultR\x06result\x129\n" +
+	"\x05error\x18\x02 \x01(\v2#.centrifugal.centrifugo.proxy.ErrorR\x05error\x12H\n" +
+	"\n" +
+	"disconnect\x18\x03 \x01(\v2(.centrifugal.centrifugo.proxy.DisconnectR\n" +
 	"disconnect\"\xee\x01\n" +
 	"\n" +
 	"RPCRequest\x12\x16\n" +
@@ -2379,7 +2975,7 @@ const file_proxy_proto_rawDesc = "" +
 	"\vpublication\x18\x02 \x01(\v2).centrifugal.centrifugo.proxy.PublicationR\vpublication\"\xc6\x01\n" +
 	"\x17StreamSubscribeResponse\x12^\n" +
 	"\x12subscribe_response\x18\x01 \x01(\v2/.centrifugal.centrifugo.proxy.SubscribeResponseR\x11subscribeResponse\x12K\n" +
-	"\vpublication\x18\x02 \x01(\v2).centrifugal.centrifugo.proxy.PublicationR\vpublication2\x95\a\n" +
+	"\vpublication\x18\x02 \x01(\v2).centrifugal.centrifugo.proxy.PublicationR\vpublication2\xf4\b\n" +
 	"\x0fCentrifugoProxy\x12f\n" +
 	"\aConnect\x12,.centrifugal.centrifugo.proxy.ConnectRequest\x1a-.centrifugal.centrifugo.proxy.ConnectResponse\x12f\n" +
 	"\aRefresh\x12,.centrifugal.centrifugo.proxy.RefreshRequest\x1a-.centrifugal.centrifugo.proxy.RefreshResponse\x12l\n" +
@@ -2389,7 +2985,10 @@ const file_proxy_proto_rawDesc = "" +
 	"\n" +
 	"SubRefresh\x12/.centrifugal.centrifugo.proxy.SubRefreshRequest\x1a0.centrifugal.centrifugo.proxy.SubRefreshResponse\x12\x82\x01\n" +
 	"\x17SubscribeUnidirectional\x12..centrifugal.centrifugo.proxy.SubscribeRequest\x1a5.centrifugal.centrifugo.proxy.StreamSubscribeResponse0\x01\x12\x89\x01\n" +
-	"\x16SubscribeBidirectional\x124.centrifugal.centrifugo.proxy.StreamSubscribeRequest\x1a5.centrifugal.centrifugo.proxy.StreamSubscribeResponse(\x010\x01B-Z+github.com/gyrehq/gyre/server/proxy/proxypbb\x06proto3"
+	"\x16SubscribeBidirectional\x124.centrifugal.centrifugo.proxy.StreamSubscribeRequest\x1a5.centrifugal.centrifugo.proxy.StreamSubscribeResponse(\x010\x01\x12o\n" +
+	"\n" +
+	"MapPublish\x12/.centrifugal.centrifugo.proxy.MapPublishRequest\x1a0.centrifugal.centrifugo.proxy.MapPublishResponse\x12l\n" +
+	"\tMapRemove\x12..centrifugal.centrifugo.proxy.MapRemoveRequest\x1a/.centrifugal.centrifugo.proxy.MapRemoveResponseB-Z+github.com/gyrehq/gyre/server/proxy/proxypbb\x06proto3"
 
 var (
 	file_proxy_proto_rawDescOnce sync.Once
@@ -2403,7 +3002,7 @@ func file_proxy_proto_rawDescGZIP() []byte {
 	return file_proxy_proto_rawDescData
 }
 
-var file_proxy_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_proxy_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_proxy_proto_goTypes = []any{
 	(*FilterNode)(nil),              // 0: centrifugal.centrifugo.proxy.FilterNode
 	(*Disconnect)(nil),              // 1: centrifugal.centrifugo.proxy.Disconnect
@@ -2424,24 +3023,32 @@ var file_proxy_proto_goTypes = []any{
 	(*PublishRequest)(nil),          // 16: centrifugal.centrifugo.proxy.PublishRequest
 	(*PublishResult)(nil),           // 17: centrifugal.centrifugo.proxy.PublishResult
 	(*PublishResponse)(nil),         // 18: centrifugal.centrifugo.proxy.PublishResponse
-	(*RPCRequest)(nil),              // 19: centrifugal.centrifugo.proxy.RPCRequest
-	(*RPCResult)(nil),               // 20: centrifugal.centrifugo.proxy.RPCResult
-	(*RPCResponse)(nil),             // 21: centrifugal.centrifugo.proxy.RPCResponse
-	(*SubRefreshRequest)(nil),       // 22: centrifugal.centrifugo.proxy.SubRefreshRequest
-	(*SubRefreshResult)(nil),        // 23: centrifugal.centrifugo.proxy.SubRefreshResult
-	(*SubRefreshResponse)(nil),      // 24: centrifugal.centrifugo.proxy.SubRefreshResponse
-	(*Publication)(nil),             // 25: centrifugal.centrifugo.proxy.Publication
-	(*StreamSubscribeRequest)(nil),  // 26: centrifugal.centrifugo.proxy.StreamSubscribeRequest
-	(*StreamSubscribeResponse)(nil), // 27: centrifugal.centrifugo.proxy.StreamSubscribeResponse
-	nil,                             // 28: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
-	nil,                             // 29: centrifugal.centrifugo.proxy.PublishResult.TagsEntry
-	nil,                             // 30: centrifugal.centrifugo.proxy.Publication.TagsEntry
+	(*MapPublishRequest)(nil),       // 19: centrifugal.centrifugo.proxy.MapPublishRequest
+	(*MapPublishResult)(nil),        // 20: centrifugal.centrifugo.proxy.MapPublishResult
+	(*MapPublishResponse)(nil),      // 21: centrifugal.centrifugo.proxy.MapPublishResponse
+	(*MapRemoveRequest)(nil),        // 22: centrifugal.centrifugo.proxy.MapRemoveRequest
+	(*MapRemoveResult)(nil),         // 23: centrifugal.centrifugo.proxy.MapRemoveResult
+	(*MapRemoveResponse)(nil),       // 24: centrifugal.centrifugo.proxy.MapRemoveResponse
+	(*RPCRequest)(nil),              // 25: centrifugal.centrifugo.proxy.RPCRequest
+	(*RPCResult)(nil),               // 26: centrifugal.centrifugo.proxy.RPCResult
+	(*RPCResponse)(nil),             // 27: centrifugal.centrifugo.proxy.RPCResponse
+	(*SubRefreshRequest)(nil),       // 28: centrifugal.centrifugo.proxy.SubRefreshRequest
+	(*SubRefreshResult)(nil),        // 29: centrifugal.centrifugo.proxy.SubRefreshResult
+	(*SubRefreshResponse)(nil),      // 30: centrifugal.centrifugo.proxy.SubRefreshResponse
+	(*Publication)(nil),             // 31: centrifugal.centrifugo.proxy.Publication
+	(*StreamSubscribeRequest)(nil),  // 32: centrifugal.centrifugo.proxy.StreamSubscribeRequest
+	(*StreamSubscribeResponse)(nil), // 33: centrifugal.centrifugo.proxy.StreamSubscribeResponse
+	nil,                             // 34: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
+	nil,                             // 35: centrifugal.centrifugo.proxy.PublishResult.TagsEntry
+	nil,                             // 36: centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
+	nil,                             // 37: centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
+	nil,                             // 38: centrifugal.centrifugo.proxy.Publication.TagsEntry
 }
 var file_proxy_proto_depIdxs = []int32{
 	0,  // 0: centrifugal.centrifugo.proxy.FilterNode.nodes:type_name -> centrifugal.centrifugo.proxy.FilterNode
 	13, // 1: centrifugal.centrifugo.proxy.SubscribeOptions.override:type_name -> centrifugal.centrifugo.proxy.SubscribeOptionOverride
 	0,  // 2: centrifugal.centrifugo.proxy.SubscribeOptions.server_tags_filter:type_name -> centrifugal.centrifugo.proxy.FilterNode
-	28, // 3: centrifugal.centrifugo.proxy.ConnectResult.subs:type_name -> centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
+	34, // 3: centrifugal.centrifugo.proxy.ConnectResult.subs:type_name -> centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
 	6,  // 4: centrifugal.centrifugo.proxy.ConnectResult.caps:type_name -> centrifugal.centrifugo.proxy.ChannelsCapability
 	5,  // 5: centrifugal.centrifugo.proxy.ConnectResponse.result:type_name -> centrifugal.centrifugo.proxy.ConnectResult
 	2,  // 6: centrifugal.centrifugo.proxy.ConnectResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
@@ -2460,43 +3067,55 @@ var file_proxy_proto_depIdxs = []int32{
 	14, // 19: centrifugal.centrifugo.proxy.SubscribeResponse.result:type_name -> centrifugal.centrifugo.proxy.SubscribeResult
 	2,  // 20: centrifugal.centrifugo.proxy.SubscribeResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 21: centrifugal.centrifugo.proxy.SubscribeResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	29, // 22: centrifugal.centrifugo.proxy.PublishResult.tags:type_name -> centrifugal.centrifugo.proxy.PublishResult.TagsEntry
+	35, // 22: centrifugal.centrifugo.proxy.PublishResult.tags:type_name -> centrifugal.centrifugo.proxy.PublishResult.TagsEntry
 	17, // 23: centrifugal.centrifugo.proxy.PublishResponse.result:type_name -> centrifugal.centrifugo.proxy.PublishResult
 	2,  // 24: centrifugal.centrifugo.proxy.PublishResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 25: centrifugal.centrifugo.proxy.PublishResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	20, // 26: centrifugal.centrifugo.proxy.RPCResponse.result:type_name -> centrifugal.centrifugo.proxy.RPCResult
-	2,  // 27: centrifugal.centrifugo.proxy.RPCResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
-	1,  // 28: centrifugal.centrifugo.proxy.RPCResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	23, // 29: centrifugal.centrifugo.proxy.SubRefreshResponse.result:type_name -> centrifugal.centrifugo.proxy.SubRefreshResult
-	2,  // 30: centrifugal.centrifugo.proxy.SubRefreshResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
-	1,  // 31: centrifugal.centrifugo.proxy.SubRefreshResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	30, // 32: centrifugal.centrifugo.proxy.Publication.tags:type_name -> centrifugal.centrifugo.proxy.Publication.TagsEntry
-	11, // 33: centrifugal.centrifugo.proxy.StreamSubscribeRequest.subscribe_request:type_name -> centrifugal.centrifugo.proxy.SubscribeRequest
-	25, // 34: centrifugal.centrifugo.proxy.StreamSubscribeRequest.publication:type_name -> centrifugal.centrifugo.proxy.Publication
-	15, // 35: centrifugal.centrifugo.proxy.StreamSubscribeResponse.subscribe_response:type_name -> centrifugal.centrifugo.proxy.SubscribeResponse
-	25, // 36: centrifugal.centrifugo.proxy.StreamSubscribeResponse.publication:type_name -> centrifugal.centrifugo.proxy.Publication
-	4,  // 37: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifugo.proxy.SubscribeOptions
-	3,  // 38: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:input_type -> centrifugal.centrifugo.proxy.ConnectRequest
-	8,  // 39: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:input_type -> centrifugal.centrifugo.proxy.RefreshRequest
-	11, // 40: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
-	16, // 41: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:input_type -> centrifugal.centrifugo.proxy.PublishRequest
-	19, // 42: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:input_type -> centrifugal.centrifugo.proxy.RPCRequest
-	22, // 43: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:input_type -> centrifugal.centrifugo.proxy.SubRefreshRequest
-	11, // 44: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
-	26, // 45: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:input_type -> centrifugal.centrifugo.proxy.StreamSubscribeRequest
-	7,  // 46: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:output_type -> centrifugal.centrifugo.proxy.ConnectResponse
-	10, // 47: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:output_type -> centrifugal.centrifugo.proxy.RefreshResponse
-	15, // 48: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:output_type -> centrifugal.centrifugo.proxy.SubscribeResponse
-	18, // 49: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:output_type -> centrifugal.centrifugo.proxy.PublishResponse
-	21, // 50: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:output_type -> centrifugal.centrifugo.proxy.RPCResponse
-	24, // 51: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:output_type -> centrifugal.centrifugo.proxy.SubRefreshResponse
-	27, // 52: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
-	27, // 53: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
-	46, // [46:54] is the sub-list for method output_type
-	38, // [38:46] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	36, // 26: centrifugal.centrifugo.proxy.MapPublishResult.tags:type_name -> centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
+	20, // 27: centrifugal.centrifugo.proxy.MapPublishResponse.result:type_name -> centrifugal.centrifugo.proxy.MapPublishResult
+	2,  // 28: centrifugal.centrifugo.proxy.MapPublishResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
+	1,  // 29: centrifugal.centrifugo.proxy.MapPublishResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
+	37, // 30: centrifugal.centrifugo.proxy.MapRemoveResult.tags:type_name -> centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
+	23, // 31: centrifugal.centrifugo.proxy.MapRemoveResponse.result:type_name -> centrifugal.centrifugo.proxy.MapRemoveResult
+	2,  // 32: centrifugal.centrifugo.proxy.MapRemoveResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
+	1,  // 33: centrifugal.centrifugo.proxy.MapRemoveResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
+	26, // 34: centrifugal.centrifugo.proxy.RPCResponse.result:type_name -> centrifugal.centrifugo.proxy.RPCResult
+	2,  // 35: centrifugal.centrifugo.proxy.RPCResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
+	1,  // 36: centrifugal.centrifugo.proxy.RPCResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
+	29, // 37: centrifugal.centrifugo.proxy.SubRefreshResponse.result:type_name -> centrifugal.centrifugo.proxy.SubRefreshResult
+	2,  // 38: centrifugal.centrifugo.proxy.SubRefreshResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
+	1,  // 39: centrifugal.centrifugo.proxy.SubRefreshResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
+	38, // 40: centrifugal.centrifugo.proxy.Publication.tags:type_name -> centrifugal.centrifugo.proxy.Publication.TagsEntry
+	11, // 41: centrifugal.centrifugo.proxy.StreamSubscribeRequest.subscribe_request:type_name -> centrifugal.centrifugo.proxy.SubscribeRequest
+	31, // 42: centrifugal.centrifugo.proxy.StreamSubscribeRequest.publication:type_name -> centrifugal.centrifugo.proxy.Publication
+	15, // 43: centrifugal.centrifugo.proxy.StreamSubscribeResponse.subscribe_response:type_name -> centrifugal.centrifugo.proxy.SubscribeResponse
+	31, // 44: centrifugal.centrifugo.proxy.StreamSubscribeResponse.publication:type_name -> centrifugal.centrifugo.proxy.Publication
+	4,  // 45: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifugo.proxy.SubscribeOptions
+	3,  // 46: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:input_type -> centrifugal.centrifugo.proxy.ConnectRequest
+	8,  // 47: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:input_type -> centrifugal.centrifugo.proxy.RefreshRequest
+	11, // 48: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
+	16, // 49: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:input_type -> centrifugal.centrifugo.proxy.PublishRequest
+	25, // 50: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:input_type -> centrifugal.centrifugo.proxy.RPCRequest
+	28, // 51: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:input_type -> centrifugal.centrifugo.proxy.SubRefreshRequest
+	11, // 52: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
+	32, // 53: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:input_type -> centrifugal.centrifugo.proxy.StreamSubscribeRequest
+	19, // 54: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:input_type -> centrifugal.centrifugo.proxy.MapPublishRequest
+	22, // 55: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:input_type -> centrifugal.centrifugo.proxy.MapRemoveRequest
+	7,  // 56: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:output_type -> centrifugal.centrifugo.proxy.ConnectResponse
+	10, // 57: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:output_type -> centrifugal.centrifugo.proxy.RefreshResponse
+	15, // 58: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:output_type -> centrifugal.centrifugo.proxy.SubscribeResponse
+	18, // 59: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:output_type -> centrifugal.centrifugo.proxy.PublishResponse
+	27, // 60: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:output_type -> centrifugal.centrifugo.proxy.RPCResponse
+	30, // 61: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:output_type -> centrifugal.centrifugo.proxy.SubRefreshResponse
+	33, // 62: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
+	33, // 63: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
+	21, // 64: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:output_type -> centrifugal.centrifugo.proxy.MapPublishResponse
+	24, // 65: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:output_type -> centrifugal.centrifugo.proxy.MapRemoveResponse
+	56, // [56:66] is the sub-list for method output_type
+	46, // [46:56] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_proxy_proto_init() }
@@ -2510,7 +3129,7 @@ func file_proxy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proxy_proto_rawDesc), len(file_proxy_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -10,9 +10,9 @@
 // binary_encoding is on, in which case the b64 field is used instead.
 //
 // Left out: Centrifugo PRO's calls and fields (NotifyChannelState,
-// MapPublish, MapRemove, SharedPollRefresh, labels) and NotifyCacheEmpty;
-// their numbers are reserved where they would sit in a message Gyre sends
-// or reads, so that nothing here ever reuses them.
+// SharedPollRefresh, labels) and NotifyCacheEmpty; their numbers are
+// reserved where they would sit in a message Gyre sends or reads, so that
+// nothing here ever reuses them.
 //
 // Regenerate the Go code with ./generate.sh.
 
@@ -45,6 +45,8 @@ const (
 	CentrifugoProxy_SubRefresh_FullMethodName              = "/centrifugal.centrifugo.proxy.CentrifugoProxy/SubRefresh"
 	CentrifugoProxy_SubscribeUnidirectional_FullMethodName = "/centrifugal.centrifugo.proxy.CentrifugoProxy/SubscribeUnidirectional"
 	CentrifugoProxy_SubscribeBidirectional_FullMethodName  = "/centrifugal.centrifugo.proxy.CentrifugoProxy/SubscribeBidirectional"
+	CentrifugoProxy_MapPublish_FullMethodName              = "/centrifugal.centrifugo.proxy.CentrifugoProxy/MapPublish"
+	CentrifugoProxy_MapRemove_FullMethodName               = "/centrifugal.centrifugo.proxy.CentrifugoProxy/MapRemove"
 )
 
 // CentrifugoProxyClient is the client API for CentrifugoProxy service.
@@ -72,6 +74,12 @@ type CentrifugoProxyClient interface {
 	// publications going to the backend on the same stream: the first
 	// request carries the subscribe, every later one a publication.
 	SubscribeBidirectional(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[StreamSubscribeRequest, StreamSubscribeResponse], error)
+	// MapPublish decides (and may rewrite) a client's write of a key into a
+	// map channel.
+	MapPublish(ctx context.Context, in *MapPublishRequest, opts ...grpc.CallOption) (*MapPublishResponse, error)
+	// MapRemove decides (and may rewrite) a client's removal of a key from a
+	// map channel.
+	MapRemove(ctx context.Context, in *MapRemoveRequest, opts ...grpc.CallOption) (*MapRemoveResponse, error)
 }
 
 type centrifugoProxyClient struct {
@@ -174,6 +182,26 @@ func (c *centrifugoProxyClient) SubscribeBidirectional(ctx context.Context, opts
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CentrifugoProxy_SubscribeBidirectionalClient = grpc.BidiStreamingClient[StreamSubscribeRequest, StreamSubscribeResponse]
 
+func (c *centrifugoProxyClient) MapPublish(ctx context.Context, in *MapPublishRequest, opts ...grpc.CallOption) (*MapPublishResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MapPublishResponse)
+	err := c.cc.Invoke(ctx, CentrifugoProxy_MapPublish_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *centrifugoProxyClient) MapRemove(ctx context.Context, in *MapRemoveRequest, opts ...grpc.CallOption) (*MapRemoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MapRemoveResponse)
+	err := c.cc.Invoke(ctx, CentrifugoProxy_MapRemove_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CentrifugoProxyServer is the server API for CentrifugoProxy service.
 // All implementations must embed UnimplementedCentrifugoProxyServer
 // for forward compatibility.
@@ -199,6 +227,12 @@ type CentrifugoProxyServer interface {
 	// publications going to the backend on the same stream: the first
 	// request carries the subscribe, every later one a publication.
 	SubscribeBidirectional(grpc.BidiStreamingServer[StreamSubscribeRequest, StreamSubscribeResponse]) error
+	// MapPublish decides (and may rewrite) a client's write of a key into a
+	// map channel.
+	MapPublish(context.Context, *MapPublishRequest) (*MapPublishResponse, error)
+	// MapRemove decides (and may rewrite) a client's removal of a key from a
+	// map channel.
+	MapRemove(context.Context, *MapRemoveRequest) (*MapRemoveResponse, error)
 	mustEmbedUnimplementedCentrifugoProxyServer()
 }
 
@@ -232,6 +266,12 @@ func (UnimplementedCentrifugoProxyServer) SubscribeUnidirectional(*SubscribeRequ
 }
 func (UnimplementedCentrifugoProxyServer) SubscribeBidirectional(grpc.BidiStreamingServer[StreamSubscribeRequest, StreamSubscribeResponse]) error {
 	return status.Error(codes.Unimplemented, "method SubscribeBidirectional not implemented")
+}
+func (UnimplementedCentrifugoProxyServer) MapPublish(context.Context, *MapPublishRequest) (*MapPublishResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MapPublish not implemented")
+}
+func (UnimplementedCentrifugoProxyServer) MapRemove(context.Context, *MapRemoveRequest) (*MapRemoveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MapRemove not implemented")
 }
 func (UnimplementedCentrifugoProxyServer) mustEmbedUnimplementedCentrifugoProxyServer() {}
 func (UnimplementedCentrifugoProxyServer) testEmbeddedByValue()                         {}
@@ -380,6 +420,42 @@ func _CentrifugoProxy_SubscribeBidirectional_Handler(srv interface{}, stream grp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CentrifugoProxy_SubscribeBidirectionalServer = grpc.BidiStreamingServer[StreamSubscribeRequest, StreamSubscribeResponse]
 
+func _CentrifugoProxy_MapPublish_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MapPublishRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CentrifugoProxyServer).MapPublish(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CentrifugoProxy_MapPublish_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CentrifugoProxyServer).MapPublish(ctx, req.(*MapPublishRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CentrifugoProxy_MapRemove_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MapRemoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CentrifugoProxyServer).MapRemove(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CentrifugoProxy_MapRemove_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CentrifugoProxyServer).MapRemove(ctx, req.(*MapRemoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CentrifugoProxy_ServiceDesc is the grpc.ServiceDesc for CentrifugoProxy service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -410,6 +486,14 @@ var CentrifugoProxy_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SubRefresh",
 			Handler:    _CentrifugoProxy_SubRefresh_Handler,
+		},
+		{
+			MethodName: "MapPublish",
+			Handler:    _CentrifugoProxy_MapPublish_Handler,
+		},
+		{
+			MethodName: "MapRemove",
+			Handler:    _CentrifugoProxy_MapRemove_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -12,9 +12,11 @@ import (
 )
 
 // The tables below are written from Centrifugo v6's
-// internal/proxyproto/proxy.proto (centrifugal/centrifugo commit 0076707d).
+// internal/proxyproto/proxy.proto (centrifugal/centrifugo commit 0076707d;
+// MapPublish and MapRemove from v6.9.1).
 // A change here means a backend written for Centrifugo no longer serves
-// Gyre. Left out, as in proxy.proto: PRO-only fields (labels) and calls,
+// Gyre. Left out, as in proxy.proto: PRO-only fields (labels) and calls
+// (but MapPublish and MapRemove, which map channels need),
 // NotifyCacheEmpty, and SubscribeOptions.cache_recover (8), which Gyre
 // does not read.
 
@@ -157,6 +159,41 @@ var wantFields = map[string][]field{
 		{8, "version_epoch", "string", ""},
 	},
 	"PublishResponse": response("PublishResult"),
+	"MapPublishRequest": withHead(
+		field{10, "user", "string", ""},
+		field{11, "channel", "string", ""},
+		field{12, "key", "string", ""},
+		field{13, "data", "bytes", ""},
+		field{14, "b64data", "string", ""},
+		field{15, "meta", "bytes", ""},
+	),
+	"MapPublishResult": {
+		{1, "key", "string", ""},
+		{2, "data", "bytes", ""},
+		{3, "b64data", "string", ""},
+		{4, "tags", "map", "string"},
+		{5, "score", "int64", ""},
+		{6, "key_mode", "string", ""},
+		{7, "stream_data", "bytes", ""},
+		{8, "b64stream_data", "string", ""},
+		{9, "idempotency_key", "string", ""},
+		{10, "delta", "bool", ""},
+		{11, "version", "uint64", ""},
+		{12, "version_epoch", "string", ""},
+	},
+	"MapPublishResponse": response("MapPublishResult"),
+	"MapRemoveRequest": withHead(
+		field{10, "user", "string", ""},
+		field{11, "channel", "string", ""},
+		field{12, "key", "string", ""},
+		field{13, "meta", "bytes", ""},
+	),
+	"MapRemoveResult": {
+		{1, "key", "string", ""},
+		{2, "tags", "map", "string"},
+		{3, "idempotency_key", "string", ""},
+	},
+	"MapRemoveResponse": response("MapRemoveResult"),
 	"RPCRequest": withHead(
 		field{10, "user", "string", ""},
 		field{11, "method", "string", ""},
@@ -204,6 +241,8 @@ var wantReserved = map[string][]protowire.Number{
 	"SubscribeRequest":  {16},
 	"PublishRequest":    {15},
 	"RPCRequest":        {15},
+	"MapPublishRequest": {16},
+	"MapRemoveRequest":  {14},
 	"SubRefreshRequest": {13},
 	"Publication":       {1, 2, 3, 5, 6},
 }
@@ -224,6 +263,8 @@ func TestService(t *testing.T) {
 	}
 	want := []method{
 		{"Connect", "ConnectRequest", "ConnectResponse", false, false},
+		{"MapPublish", "MapPublishRequest", "MapPublishResponse", false, false},
+		{"MapRemove", "MapRemoveRequest", "MapRemoveResponse", false, false},
 		{"Publish", "PublishRequest", "PublishResponse", false, false},
 		{"RPC", "RPCRequest", "RPCResponse", false, false},
 		{"Refresh", "RefreshRequest", "RefreshResponse", false, false},

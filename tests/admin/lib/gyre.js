@@ -12,8 +12,8 @@ export const NODE_NAME = 'gyre-admin-test-node';
 
 // adminConfig is the configuration every browser test runs against: the admin
 // interface with a password and a secret, an HMAC key (so the Tokens page works),
-// a "chat" namespace with history and presence, and a "private" namespace where a
-// subscription needs a token. admin overrides or adds admin.* keys.
+// a "chat" namespace with history and presence, a "private" namespace where a
+// subscription needs a token, and "board", whose channels are maps. admin overrides or adds admin.* keys.
 //
 // GYRE_ADMIN_WEB_PATH=DIR runs the tests against the app built into DIR
 // (admin.web_path) instead of the one embedded in the binary.
@@ -51,6 +51,7 @@ function adminBase(port, admin, hmac) {
           allow_history_for_subscriber: true,
         },
         { name: 'private', presence: true },
+        { name: 'board', subscription_type: 'map', map: { mode: 'persistent' } },
       ],
     },
   };

@@ -146,6 +146,20 @@ test('history_remove shows the reply and empties the history', async () => {
   assert.equal(after.publications?.length ?? 0, 0, JSON.stringify(after));
 });
 
+test('map_publish, map_stats and map_remove from the Actions page, the Key field included', async () => {
+  const channel = 'board:admin';
+  const page = await newPage(browser);
+  await openApp(page, server);
+  const written = await send(page, { Method: 'map_publish', Channel: channel, Key: 'card-1', Data: '{"title": "from the admin page"}' });
+  assert.equal(written.result?.offset, 1, JSON.stringify(written));
+  const state = await server.api('map_read_state', { channel, limit: -1 });
+  assert.deepEqual(state.entries?.map((e) => [e.key, e.data]), [['card-1', { title: 'from the admin page' }]], JSON.stringify(state));
+  assert.deepEqual(await send(page, { Method: 'map_stats', Channel: channel }), { result: { num_keys: 1 } });
+  const removed = await send(page, { Method: 'map_remove', Channel: channel, Key: 'card-1' });
+  assert.equal(removed.result?.offset, 2, JSON.stringify(removed));
+  assert.deepEqual(await server.api('map_stats', { channel }), { num_keys: 0 });
+});
+
 test('the Data editor flags JSON that does not parse, and nothing is sent', async () => {
   const page = await newPage(browser);
   await openApp(page, server);

@@ -1,7 +1,7 @@
 // Unit tests of the app's pure helpers: node --test (no browser needed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseTags, jsonError } from '../src/pages/actions.js';
+import { parseTags, jsonError, buildParams } from '../src/pages/actions.js';
 import { duration, bytes, rate } from '../src/format.js';
 import { payload } from '../src/pages/channels.js';
 
@@ -55,4 +55,12 @@ test('fromInfo maps the info method to the nodes table, metrics items when there
 test('payload shows JSON data, or binary data as base64', () => {
   assert.equal(payload({ data: { a: 1 } }), '{"a":1}');
   assert.equal(payload({ b64data: 'AAE=' }), 'binary, base64: AAE=');
+});
+
+test('buildParams takes the fields a method lists, and tags only when there are some', () => {
+  const v = { channel: 'news', channels: ['a', 'b'], user: 'u1', key: 'k', data: { a: 1 }, tags: null };
+  assert.deepEqual(buildParams(['channel', 'data', 'tags'], v), { channel: 'news', data: { a: 1 } });
+  assert.deepEqual(buildParams(['channels', 'data', 'tags'], { ...v, tags: { x: '1' } }), { channels: ['a', 'b'], data: { a: 1 }, tags: { x: '1' } });
+  assert.deepEqual(buildParams(['user', 'channel'], v), { user: 'u1', channel: 'news' });
+  assert.deepEqual(buildParams(['channel', 'key'], v), { channel: 'news', key: 'k' });
 });

@@ -1,34 +1,19 @@
 import { h, field, alertBox, pretty } from '../dom.js';
-import { callAPI } from '../api.js';
+import { callAPI, request } from '../api.js';
 
-// Which fields each method uses, and how the params are built from them.
-const methods = {
-  publish: {
-    fields: ['channel', 'data', 'tags'],
-    params: (v) => ({ channel: v.channel, data: v.data, ...(v.tags ? { tags: v.tags } : {}) }),
-    help: 'Publish data into a channel.',
-  },
-  broadcast: {
-    fields: ['channels', 'data', 'tags'],
-    params: (v) => ({ channels: v.channels, data: v.data, ...(v.tags ? { tags: v.tags } : {}) }),
-    help: 'Publish the same data into several channels.',
-  },
-  disconnect: {
-    fields: ['user'],
-    params: (v) => ({ user: v.user }),
-    help: 'Disconnect every connection of a user.',
-  },
-  unsubscribe: {
-    fields: ['user', 'channel'],
-    params: (v) => ({ user: v.user, channel: v.channel }),
-    help: 'Unsubscribe a user from a channel.',
-  },
-  history_remove: {
-    fields: ['channel'],
-    params: (v) => ({ channel: v.channel }),
-    help: "Remove a channel's history.",
-  },
-};
+/**
+ * buildParams makes the params of a method from the form's values: each of
+ * the method's fields (as the methods route lists them) taken as it is,
+ * except tags, which are left out when there are none.
+ */
+export function buildParams(fields, v) {
+  const params = {};
+  for (const name of fields) {
+    if (name === 'tags' && !v.tags) continue;
+    params[name] = v[name];
+  }
+  return params;
+}
 
 /** parseTags reads key=value lines; returns {tags} or {error}. */
 export function parseTags(text) {
@@ -65,16 +50,18 @@ export function jsonError(text) {
 /** actionsPage sends API methods through admin/api and shows the raw reply. */
 export function actionsPage(main, ctx, presetChannel) {
   const alert = alertBox();
-  const method = field(
-    'Method',
-    h('select', { name: 'method' }, Object.keys(methods).map((m) => h('option', { value: m, text: m }))),
-  );
+  // The methods come from the server (admin/methods, read from the API's
+  // method table); the select stays disabled until they are there.
+  let methods = {};
+  const spec = () => methods[method.input.value] || { fields: [], help: '' };
+  const method = field('Method', h('select', { name: 'method', disabled: true }));
   // One input serves as "Channel" and, for broadcast, "Channels" (comma separated), so
   // that a value typed before switching the method is kept.
   const channel = field('Channel', h('input', { type: 'text', name: 'channel', autocomplete: 'off', spellcheck: 'false' }), 'Comma separated.');
   const channelLabel = channel.wrap.querySelector('label');
   const channelHint = channel.wrap.querySelector('.hint');
   const user = field('User', h('input', { type: 'text', name: 'user', autocomplete: 'off', spellcheck: 'false' }));
+  const key = field('Key', h('input', { type: 'text', name: 'key', autocomplete: 'off', spellcheck: 'false' }));
   const data = field(
     'Data',
     h('textarea', { name: 'data', rows: 6, class: 'code', spellcheck: 'false', value: '{\n  "text": "hello"\n}' }),
@@ -89,7 +76,7 @@ export function actionsPage(main, ctx, presetChannel) {
   tags.input.setAttribute('aria-describedby', `${tags.input.id}-hint ${tagsStatus.id}`);
   const help = h('p', { class: 'muted' });
   const send = h('button', { type: 'submit', text: 'Send' });
-  const fieldsByName = { channel, user, data, tags };
+  const fieldsByName = { channel, user, key, data, tags };
 
   const requestView = h('pre', { class: 'json small-json' });
   const replyView = h('pre', { class: 'json', text: 'Nothing sent yet.' });
@@ -103,6 +90,7 @@ export function actionsPage(main, ctx, presetChannel) {
     help,
     channel.wrap,
     user.wrap,
+    key.wrap,
     data.wrap,
     tags.wrap,
     alert.el,
@@ -116,6 +104,7 @@ export function actionsPage(main, ctx, presetChannel) {
       channel: channel.input.value.trim(),
       channels: channel.input.value.split(',').map((s) => s.trim()).filter(Boolean),
       user: user.input.value.trim(),
+      key: key.input.value,
       data: jsonError(data.input.value) ? undefined : JSON.parse(data.input.value),
       tags: tagResult.tags,
     };
@@ -123,7 +112,7 @@ export function actionsPage(main, ctx, presetChannel) {
 
   // validate marks the visible fields; returns the first problem, or "".
   function validate() {
-    const spec = methods[method.input.value];
+    const { fields } = spec();
     const problems = [];
     const mark = (f, statusEl, message) => {
       f.input.setAttribute('aria-invalid', message ? 'true' : 'false');
@@ -133,27 +122,27 @@ export function actionsPage(main, ctx, presetChannel) {
       }
       if (message) problems.push(message);
     };
-    if (spec.fields.includes('data')) mark(data, dataStatus, jsonError(data.input.value));
-    if (spec.fields.includes('tags')) {
+    if (fields.includes('data')) mark(data, dataStatus, jsonError(data.input.value));
+    if (fields.includes('tags')) {
       mark(tags, tagsStatus, parseTags(tags.input.value).error || '');
     }
     channel.input.removeAttribute('aria-invalid');
     user.input.removeAttribute('aria-invalid');
+    key.input.removeAttribute('aria-invalid');
     return problems[0] || '';
   }
 
   function body() {
-    const spec = methods[method.input.value];
-    return { method: method.input.value, params: spec.params(values()) };
+    return { method: method.input.value, params: buildParams(spec().fields, values()) };
   }
 
   function update() {
-    const spec = methods[method.input.value];
-    const broadcast = spec.fields.includes('channels');
-    for (const [name, f] of Object.entries(fieldsByName)) f.wrap.hidden = !spec.fields.includes(name) && !(name === 'channel' && broadcast);
+    const { fields, help: text } = spec();
+    const broadcast = fields.includes('channels');
+    for (const [name, f] of Object.entries(fieldsByName)) f.wrap.hidden = !fields.includes(name) && !(name === 'channel' && broadcast);
     channelLabel.textContent = broadcast ? 'Channels' : 'Channel';
     channelHint.hidden = !broadcast;
-    help.textContent = spec.help;
+    help.textContent = text;
     const problem = validate();
     requestView.textContent = problem ? problem : pretty(body());
   }
@@ -166,10 +155,13 @@ export function actionsPage(main, ctx, presetChannel) {
       alert.show(problem);
       return;
     }
-    const spec = methods[method.input.value];
-    for (const name of spec.fields) {
-      if (['channel', 'user'].includes(name) && !fieldsByName[name].input.value.trim()) {
-        const label = name === 'channel' ? 'Channel' : 'User';
+    if (!methods[method.input.value]) {
+      alert.show('The methods have not been loaded yet.');
+      return;
+    }
+    for (const name of spec().fields) {
+      if (['channel', 'user', 'key'].includes(name) && !fieldsByName[name].input.value.trim()) {
+        const label = { channel: 'Channel', user: 'User', key: 'Key' }[name];
         fieldsByName[name].input.setAttribute('aria-invalid', 'true');
         alert.show(`${label} is required for ${method.input.value}.`);
         fieldsByName[name].input.focus();
@@ -209,5 +201,17 @@ export function actionsPage(main, ctx, presetChannel) {
     h('div', { class: 'two-col' }, form, reply),
   );
   update();
-  return () => {};
+  const loading = new AbortController();
+  request('admin/methods', { signal: loading.signal })
+    .then((answer) => {
+      methods = {};
+      for (const m of (answer && answer.methods) || []) methods[m.name] = { fields: m.fields, help: m.summary };
+      method.input.replaceChildren(...Object.keys(methods).map((m) => h('option', { value: m, text: m })));
+      method.input.disabled = false;
+      update();
+    })
+    .catch((err) => {
+      if (err.name !== 'AbortError') alert.show(`The methods cannot be loaded: ${err.message}`);
+    });
+  return () => loading.abort();
 }
