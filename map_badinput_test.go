@@ -21,7 +21,6 @@ func TestMapBadInput(t *testing.T) {
 	closed := mapNS("closed", gyre.MapModePersistent)
 	open := mapNS("open", gyre.MapModePersistent, func(o *gyre.ChannelOptions) { o.Map.AllowPublishForClient = true })
 	enginetest.Each(t, func(t *testing.T, e enginetest.Engine) {
-		e.RequireMaps(t)
 		logs := &logtest.Recorder{MinLevel: slog.LevelDebug}
 		cfg := mapConfig(stream, closed, open)
 		cfg.Logger = slog.New(logs)

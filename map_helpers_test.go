@@ -70,7 +70,6 @@ func mapConfig(extra ...gyre.Namespace) gyre.Config {
 // formats, with a node of cfg and a connected client of user "u1".
 func eachMapEngine(t *testing.T, cfg gyre.Config, setup func(*gyre.Node), fn func(t *testing.T, n *gyre.Node, c *testClient, url string)) {
 	enginetest.Each(t, func(t *testing.T, e enginetest.Engine) {
-		e.RequireMaps(t)
 		n, url := newTestNodeWith(t, e.Config(t, cfg), setup)
 		protocols(t, func(t *testing.T, proto protocol.Type) {
 			c := dial(t, url, proto)

@@ -51,20 +51,7 @@ func (e Engine) Same(t testing.TB, cfg gyre.Config, group string) gyre.Config {
 
 func (e Engine) with(t testing.TB, cfg gyre.Config, prefix string) gyre.Config {
 	t.Helper()
-	p := e.v.open(t, prefix)
-	if p.maps == nil && e.v.hasMaps() {
-		t.Fatalf("enginetest: %s gave no MapBroker", e.v.name)
-	}
-	return p.set(cfg)
-}
-
-// RequireMaps skips t on a variant without a MapBroker (Config then
-// leaves cfg.MapBroker nil, and the node serves no map channels).
-func (e Engine) RequireMaps(t testing.TB) {
-	t.Helper()
-	if !e.v.hasMaps() {
-		t.Skipf("%s: this engine has no MapBroker", e.v.name)
-	}
+	return e.v.open(t, prefix).set(cfg)
 }
 
 // parts are what a variant opens for one engine; nil parts leave the
@@ -92,15 +79,9 @@ type variant struct {
 	// installed. Nil requires nothing.
 	require func(t testing.TB)
 	// open returns the parts of an engine under prefix, closed when t
-	// ends. Nil parts leave the node's memory engine (and, for the
-	// MapBroker, no map channels).
+	// ends. A nil Broker or PresenceManager leaves the node's memory
+	// one; every variant has a MapBroker.
 	open func(t testing.TB, prefix string) parts
-}
-
-// hasMaps tells whether the variant's engines have a MapBroker: every one
-// does but the memory variant, until the memory package has one.
-func (v *variant) hasMaps() bool {
-	return v.name != "memory" || newMemoryMaps() != nil
 }
 
 // groups hands out the prefixes of Same within one Each subtest.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/memory"
 	"github.com/gyrehq/gyre/broker/nats"
 	"github.com/gyrehq/gyre/broker/nats/jetstream"
 	"github.com/gyrehq/gyre/broker/nats/natstest"
@@ -24,7 +25,7 @@ var variants = []variant{
 		name: "memory",
 		// The memory MapBroker is made by the variant: a node without one
 		// serves no map channels.
-		open: func(testing.TB, string) parts { return parts{maps: newMemoryMaps()} },
+		open: func(t testing.TB, _ string) parts { return parts{maps: openMemoryMaps(t)} },
 	},
 	{
 		name: "redis", multinode: true, require: redistest.Require,
@@ -118,6 +119,15 @@ func newRedis(t testing.TB, cfg redis.Config) *redis.Engine {
 	return e
 }
 
-// newMemoryMaps returns a memory MapBroker for the memory variant's
-// node, or nil where broker/memory has none.
-func newMemoryMaps() broker.MapBroker { return nil }
+// openMemoryMaps returns a memory MapBroker, closed when t ends.
+func openMemoryMaps(t testing.TB) broker.MapBroker {
+	t.Helper()
+	mb, err := memory.NewMapBroker(memory.MapConfig{})
+	if err != nil {
+		t.Fatalf("enginetest: memory map broker: %v", err)
+	}
+	// The node closes it at Shutdown; closing it here too covers a test
+	// that fails before its node runs.
+	t.Cleanup(func() { _ = mb.Close() })
+	return mb
+}
