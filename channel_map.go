@@ -45,6 +45,20 @@ func (t SubscriptionType) protoType() int32 {
 	return 0
 }
 
+// subscriptionTypeOf is the type numbered t in SubscribeRequest.type; ""
+// for a stream.
+func subscriptionTypeOf(t int32) SubscriptionType {
+	switch t {
+	case 1:
+		return SubscriptionTypeMap
+	case 2:
+		return SubscriptionTypeMapClients
+	case 3:
+		return SubscriptionTypeMapUsers
+	}
+	return ""
+}
+
 // MapMode says what a map channel keeps: see broker.MapMode.
 type MapMode = broker.MapMode
 
@@ -180,10 +194,13 @@ func (o *ChannelOptions) prepareMap(where string, presenceInterval time.Duration
 	return m.preparePaging(where)
 }
 
-// checkStreamOnly refuses map settings on a stream namespace.
+// checkStreamOnly refuses, on a stream namespace, the map setting that
+// would make a subscriber expect what a stream does not do; the other
+// map settings (defaults a config layer fills everywhere) mean nothing
+// there and are left alone.
 func (o *ChannelOptions) checkStreamOnly(where string) error {
-	if o.Map != (MapChannelOptions{}) {
-		return fmt.Errorf("gyre: %s: map options need subscription_type map, map_clients or map_users", where)
+	if o.Map.RemoveClientOnUnsubscribe {
+		return fmt.Errorf("gyre: %s: map.remove_client_on_unsubscribe needs subscription_type map, map_clients or map_users", where)
 	}
 	return nil
 }

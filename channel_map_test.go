@@ -13,7 +13,7 @@ import (
 // TestMapChannelConfig: the map options of a namespace are checked when
 // the channel config is set, each refusal naming what is wrong.
 func TestMapChannelConfig(t *testing.T) {
-	mapNS := func(name string, o gyre.ChannelOptions) gyre.Namespace {
+	nsOf := func(name string, o gyre.ChannelOptions) gyre.Namespace {
 		return gyre.Namespace{Name: name, ChannelOptions: o}
 	}
 	eph := gyre.MapChannelOptions{Mode: gyre.MapModeEphemeral, KeyTTL: time.Minute}
@@ -22,35 +22,36 @@ func TestMapChannelConfig(t *testing.T) {
 		ns   []gyre.Namespace
 		want string // "" accepts
 	}{
-		{"ephemeral", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: eph})}, ""},
-		{"persistent", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent}})}, ""},
-		{"unknown type", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "shared_poll"})}, "subscription_type"},
-		{"no mode", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map"})}, "map.mode is required"},
-		{"no key ttl", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModeRecoverable}})}, "key_ttl is required"},
-		{"persistent with ttl", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent, KeyTTL: time.Second}})}, "key_ttl must be 0"},
-		{"ephemeral with stream", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModeEphemeral, KeyTTL: time.Minute, StreamSize: 10}})}, "need a mode with a stream"},
-		{"meta shorter than stream", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModeRecoverable, KeyTTL: time.Second, StreamTTL: time.Minute, MetaTTL: time.Second}})}, "meta_ttl"},
-		{"pages", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent, MinPageSize: 500, MaxPageSize: 200}})}, "page sizes"},
-		{"client key", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent, ClientKey: "session"}})}, "client_key"},
-		{"map options on a stream", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{Map: eph})}, "map options need"},
-		{"presence keys persistent", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map_clients", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent}})}, "need to expire"},
+		{"ephemeral", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: eph})}, ""},
+		{"persistent", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent}})}, ""},
+		{"unknown type", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "shared_poll"})}, "subscription_type"},
+		{"no mode", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map"})}, "map.mode is required"},
+		{"no key ttl", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModeRecoverable}})}, "key_ttl is required"},
+		{"persistent with ttl", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent, KeyTTL: time.Second}})}, "key_ttl must be 0"},
+		{"ephemeral with stream", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModeEphemeral, KeyTTL: time.Minute, StreamSize: 10}})}, "need a mode with a stream"},
+		{"meta shorter than stream", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModeRecoverable, KeyTTL: time.Second, StreamTTL: time.Minute, MetaTTL: time.Second}})}, "meta_ttl"},
+		{"pages", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent, MinPageSize: 500, MaxPageSize: 200}})}, "page sizes"},
+		{"client key", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent, ClientKey: "session"}})}, "client_key"},
+		{"map options on a stream", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{Map: eph})}, ""},
+		{"remove on unsubscribe on a stream", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{Map: gyre.MapChannelOptions{RemoveClientOnUnsubscribe: true}})}, "remove_client_on_unsubscribe"},
+		{"presence keys persistent", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map_clients", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent}})}, "need to expire"},
 		{"presence defaults", []gyre.Namespace{
-			mapNS("clients", gyre.ChannelOptions{SubscriptionType: "map_clients"}),
-			mapNS("users", gyre.ChannelOptions{SubscriptionType: "map_users"}),
-			mapNS("chat", gyre.ChannelOptions{MapClientsPresenceChannelPrefix: "clients:", MapUsersPresenceChannelPrefix: "users:"}),
+			nsOf("clients", gyre.ChannelOptions{SubscriptionType: "map_clients"}),
+			nsOf("users", gyre.ChannelOptions{SubscriptionType: "map_users"}),
+			nsOf("chat", gyre.ChannelOptions{MapClientsPresenceChannelPrefix: "clients:", MapUsersPresenceChannelPrefix: "users:"}),
 		}, ""},
 		{"presence prefix of a wrong type", []gyre.Namespace{
-			mapNS("users", gyre.ChannelOptions{SubscriptionType: "map_users"}),
-			mapNS("chat", gyre.ChannelOptions{MapClientsPresenceChannelPrefix: "users:"}),
+			nsOf("users", gyre.ChannelOptions{SubscriptionType: "map_users"}),
+			nsOf("chat", gyre.ChannelOptions{MapClientsPresenceChannelPrefix: "users:"}),
 		}, "map_clients_presence_channel_prefix"},
 		{"presence prefix of no namespace", []gyre.Namespace{
-			mapNS("chat", gyre.ChannelOptions{MapUsersPresenceChannelPrefix: "nowhere:"}),
+			nsOf("chat", gyre.ChannelOptions{MapUsersPresenceChannelPrefix: "nowhere:"}),
 		}, "names no namespace"},
 		{"presence prefix on a map", []gyre.Namespace{
-			mapNS("clients", gyre.ChannelOptions{SubscriptionType: "map_clients"}),
-			mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: eph, MapClientsPresenceChannelPrefix: "clients:"}),
+			nsOf("clients", gyre.ChannelOptions{SubscriptionType: "map_clients"}),
+			nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: eph, MapClientsPresenceChannelPrefix: "clients:"}),
 		}, "belong to stream namespaces"},
-		{"wildcards on a map", []gyre.Namespace{mapNS("map", gyre.ChannelOptions{SubscriptionType: "map", Map: eph, AllowWildcardSubscriptions: true})}, "wildcard"},
+		{"wildcards on a map", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: eph, AllowWildcardSubscriptions: true})}, "wildcard"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := gyre.NewNode(gyre.Config{Channels: gyre.ChannelConfig{Namespaces: tc.ns}})

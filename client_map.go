@@ -234,6 +234,7 @@ func (c *Client) replaceMapFlow(channel string) error {
 	f := c.mapFlows[channel]
 	if f != nil && f.busy {
 		c.mu.Unlock()
+		c.node.log.Info("map subscribe: a page asked for while another is read", "client", c.id, "channel", channel)
 		return ErrorConcurrentPagination
 	}
 	c.mu.Unlock()
@@ -253,6 +254,7 @@ func (c *Client) resumeMapFlow(channel string) (*mapFlow, error) {
 		return nil, nil
 	}
 	if f.busy {
+		c.node.log.Info("map subscribe: a page asked for while another is read", "client", c.id, "channel", channel)
 		return nil, ErrorConcurrentPagination
 	}
 	f.busy = true

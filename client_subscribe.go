@@ -183,7 +183,7 @@ func (c *Client) authorizeSubscribe(req *protocol.SubscribeRequest) (subscribePa
 
 	handled := false
 	if h := n.handlers.subscribe; h != nil {
-		rep, err := h(c.ctx, c, SubscribeEvent{Channel: req.Channel, Token: req.Token, Data: req.Data})
+		rep, err := h(c.ctx, c, SubscribeEvent{Channel: req.Channel, Token: req.Token, Data: req.Data, Type: subscriptionTypeOf(req.Type)})
 		switch {
 		case errors.Is(err, ErrNotHandled):
 		case err != nil:

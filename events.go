@@ -95,6 +95,9 @@ type SubscribeEvent struct {
 	Channel string
 	Token   string
 	Data    []byte
+	// Type is the subscription's type, its namespace's: "" for a stream,
+	// or a map type (the first request of a map subscription).
+	Type SubscriptionType
 }
 
 // SubscribeReply accepts a subscription.

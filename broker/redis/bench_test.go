@@ -79,6 +79,45 @@ func BenchmarkMapBroker(b *testing.B) {
 	})
 }
 
+// BenchmarkMapPublishConcurrent writes map keys from 64 goroutines into
+// 16 subscribed channels, as an API node under load does: rueidis
+// pipelines the scripts on one connection.
+func BenchmarkMapPublishConcurrent(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, mo := range []broker.MapOptions{
+		{Mode: broker.MapModePersistent, StreamSize: 100, StreamTTL: time.Minute},
+		{Mode: broker.MapModeRecoverable, KeyTTL: time.Minute, StreamSize: 100, StreamTTL: time.Minute, MetaTTL: 10 * time.Minute},
+		{Mode: broker.MapModeEphemeral, KeyTTL: time.Minute},
+	} {
+		b.Run(mo.Mode.String(), func(b *testing.B) {
+			m := newEngine(b, Config{Addresses: []string{srv.Addr}}).MapBroker()
+			if err := m.Run(newCountingEvents()); err != nil {
+				b.Fatal(err)
+			}
+			for i := range 16 {
+				if err := m.Subscribe("bench" + strconv.Itoa(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			opts := broker.MapPublishOptions{Map: mo, Data: []byte(`{"type":"cursor","user":"42","x":120,"y":340,"ts":1700000000}`)}
+			var seq atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				n := seq.Add(1)
+				ch := "bench" + strconv.FormatInt(n%16, 10)
+				for i := 0; pb.Next(); i++ {
+					key := "k" + strconv.FormatInt(n, 10) + "." + strconv.Itoa(i%100)
+					if _, err := m.Publish(b.Context(), ch, key, opts); err != nil {
+						b.Errorf("Publish: %v", err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
 func BenchmarkPresence(b *testing.B) {
 	srv := redistest.Start(b)
 	pm := newEngine(b, Config{Addresses: []string{srv.Addr}}).PresenceManager()

@@ -8,8 +8,8 @@ import (
 
 // Map channels: what a namespace's map options and the map broker must
 // satisfy. The rules are Centrifugo's, plus those the engine would refuse
-// at start (a map option on a stream namespace, meta_ttl in persistent
-// mode), so that checkconfig names the key.
+// at start (meta_ttl in persistent mode, page sizes), so that checkconfig
+// names the key.
 
 // IsMap reports whether the channels of o are maps (subscription_type
 // map, map_clients or map_users).
@@ -33,16 +33,19 @@ func (v *validator) mapOptions(path string, o *ChannelOptions) {
 		v.fail(path+".subscription_type", "shared_poll is not supported by Gyre: have the backend write keys into a map channel (subscription_type map) through the server API")
 		return
 	case !o.IsMap():
-		// The proxy names matter only with their proxy enabled.
-		set := *m
-		set.PublishProxyName, set.RemoveProxyName = "", ""
-		if set != (MapOptions{}) {
-			v.fail(path+".map", "map options need subscription_type map, map_clients or map_users")
+		// The other map options mean nothing to a stream namespace, and
+		// configurations dumped with every key carry them everywhere;
+		// this one would make its users expect what streams do not do.
+		if m.RemoveClientOnUnsubscribe {
+			v.fail(path+".map.remove_client_on_unsubscribe", "needs subscription_type map, map_clients or map_users")
 		}
 		return
 	}
 	if o.AllowWildcardSubscriptions {
 		v.fail(path+".allow_wildcard_subscriptions", "map channels have no wildcard subscriptions")
+	}
+	if o.SubscribeStreamProxyEnabled {
+		v.fail(path+".subscribe_stream_proxy_enabled", "map channels keep their state in the map broker: they cannot be streamed from the backend")
 	}
 	if o.MapClientsPresenceChannelPrefix != "" || o.MapUsersPresenceChannelPrefix != "" {
 		v.fail(path, "map_clients_presence_channel_prefix and map_users_presence_channel_prefix belong to stream namespaces")

@@ -44,8 +44,10 @@ func TestMapConfigRefused(t *testing.T) {
 		{"bad map proxy endpoint", `{"channel": {"proxy": {"map_publish": {"endpoint": "ftp://backend"}}}}`, "channel.proxy.map_publish.endpoint", "scheme"},
 		{"page sizes", ns(`"subscription_type": "map", "map": {"mode": "persistent", "min_page_size": 500, "max_page_size": 200}`), p + ".map.min_page_size", "greater than map.max_page_size"},
 		{"default page size", ns(`"subscription_type": "map", "map": {"mode": "persistent", "default_page_size": 5000}`), p + ".map.default_page_size", "not within"},
-		{"map options on a stream namespace", ns(`"map": {"mode": "persistent"}`), p + ".map", "need subscription_type map"},
+		{"remove_client_on_unsubscribe on a stream namespace", ns(`"map": {"remove_client_on_unsubscribe": true}`), p + ".map.remove_client_on_unsubscribe", "needs subscription_type map"},
 		{"wildcards", ns(`"subscription_type": "map", "allow_wildcard_subscriptions": true, "map": {"mode": "persistent"}`), p + ".allow_wildcard_subscriptions", "no wildcard"},
+		{"subscription stream", `{"channel": {"proxy": {"subscribe_stream": {"endpoint": "grpc://backend:1"}}, "namespaces": [{"name": "m", "subscription_type": "map", "subscribe_stream_proxy_enabled": true, "map": {"mode": "persistent"}}]}}`,
+			p + ".subscribe_stream_proxy_enabled", "cannot be streamed"},
 		{"shared_poll", ns(`"subscription_type": "shared_poll"`), p + ".subscription_type", "shared_poll is not supported"},
 		{"unknown type", ns(`"subscription_type": "table"`), p + ".subscription_type", "unknown value"},
 		{"presence prefix to no namespace", ns(`"map_clients_presence_channel_prefix": "nope:"`), p + ".map_clients_presence_channel_prefix", "names no namespace"},
@@ -85,6 +87,9 @@ func TestMapConfigAccepted(t *testing.T) {
 		`{"channel": {"proxy": {"map_publish": {"endpoint": "http://backend/map_publish"}, "map_remove": {"endpoint": "grpc://backend:10001"}}, "namespaces": [{"name": "board", "subscription_type": "map", "map": {"mode": "persistent", "publish_proxy_enabled": true, "remove_proxy_enabled": true}}]}}`,
 		`{"proxies": [{"name": "maps", "endpoint": "http://backend/maps"}], "channel": {"namespaces": [{"name": "board", "subscription_type": "map", "map": {"mode": "persistent", "publish_proxy_enabled": true, "publish_proxy_name": "maps"}}]}}`,
 		`{"map_broker": {"type": "redis"}}`,
+		// Map options on a stream namespace mean nothing and pass, as
+		// in Centrifugo.
+		`{"channel": {"namespaces": [{"name": "chat", "map": {"mode": "persistent", "key_ttl": "1m", "allow_publish_for_client": true}}]}}`,
 		`{"engine": {"type": "redis"}, "map_broker": {"type": "redis"}}`,
 	} {
 		if err := validateJSON(t, text); err != nil {

@@ -12,7 +12,6 @@ import (
 // the errors the HTTP API gives.
 func TestMapMethods(t *testing.T) {
 	enginetest.Each(t, func(t *testing.T, eng enginetest.Engine) {
-		eng.RequireMaps(t)
 		e := newEnvOn(t, eng, grpcapi.Config{Key: testKey})
 		ctx := e.ctx()
 		pub, err := e.client.MapPublish(ctx, &apipb.MapPublishRequest{Channel: "map:m", Key: "a", Data: []byte(`{"n":1}`), Score: 3, Tags: map[string]string{"t": "x"}})

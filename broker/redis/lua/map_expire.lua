@@ -1,7 +1,7 @@
 -- Removes a map channel's keys whose time has come, at most ARGV[4] of
 -- them, each as a change (offset, stream, pub/sub message) like a
 -- removal; the stream and meta settings are the last write's, kept in the
--- meta. Several nodes may run it for one channel at once: Redis runs one
+-- meta. It files the channel in the index under its earliest expiry. Several nodes may run it for one channel at once: Redis runs one
 -- script at a time, and a key removed by one is gone for the next, so each
 -- expiry makes one change.
 --
@@ -25,9 +25,9 @@ if #due == 0 then
   indexExpiry(channel)
   return 0
 end
-local epoch = openMeta(ARGV[5], channel, 0, ARGV[6])
-local m = redis.call('HMGET', meta, 'ss', 'st', 'mt')
-local streamSize, streamTTL, metaTTL = tonumber(m[1]) or 0, tonumber(m[2]) or 0, tonumber(m[3]) or 0
+local epoch, settings = openMeta(ARGV[5], channel, 0, ARGV[6])
+local ss, st, mt = string.match(settings or '', '^(%d+):(%d+):(%d+)$')
+local streamSize, streamTTL, metaTTL = tonumber(ss) or 0, tonumber(st) or 0, tonumber(mt) or 0
 -- MapEntry fields 6 removed and 5 time; the tags follow.
 local removal = '\48\1\40' .. varint(now)
 for _, key in ipairs(due) do
@@ -38,5 +38,5 @@ for _, key in ipairs(due) do
 end
 redis.call('ZREM', expiry, unpack(due))
 indexExpiry(channel)
-keepAlive(metaTTL)
+keepAlive(metaTTL, 0)
 return #due
