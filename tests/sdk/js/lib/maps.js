@@ -82,7 +82,6 @@ export class MapView {
     }[kind];
     this.build = build;
     this.sub = client[make](channel, opts);
-    this.rec = new Recorder(this.sub, mapEvents);
     this.entries = new Map();
     this.syncs = 0;
     this.sub.on('sync', (ctx) => {
@@ -94,6 +93,9 @@ export class MapView {
       if (e.removed) this.entries.delete(e.key);
       else this.entries.set(e.key, e);
     });
+    // After the handlers above, so that a waiter sees the view with the
+    // event applied.
+    this.rec = new Recorder(this.sub, mapEvents);
   }
 
   // subscribe subscribes and waits until subscribed (the sync comes with it
