@@ -73,7 +73,7 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *me
 			ncfg.PresenceManager = nil // the node's own memory presence
 		}
 	}
-	if c.MapBroker.Type == "redis" {
+	if c.MapBrokerType() == "redis" {
 		mb, err := newRedisMapBroker(c, engineRedis, log, m)
 		if err != nil {
 			return engines, err

@@ -72,7 +72,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if _, err := useRedisEngine(cfg, &ncfg, log, m); err != nil {
 		return nil, err
 	}
-	if cfg.MapBroker.Type == "memory" {
+	if cfg.MapBrokerType() == "memory" {
 		// Always there, so that map namespaces added by a reload work.
 		mb, err := memory.NewMapBroker(memory.MapConfig{Logger: log})
 		if err != nil {

@@ -80,16 +80,16 @@ func logEngine(c *config.Config, log *slog.Logger) {
 // nodes sharing a Redis engine keep them each in memory.
 func logMapBroker(c *config.Config, log *slog.Logger) {
 	maps := mapNamespaces(c)
-	mb := c.MapBroker
-	if len(maps) == 0 && mb.Type == "memory" {
+	mb, kind := c.MapBroker, c.MapBrokerType()
+	if len(maps) == 0 && mb.Type == "" {
 		return
 	}
-	attrs := append(backendAttrs(mb.Type, mb.Redis.Redis), "namespaces", maps)
+	attrs := append(backendAttrs(kind, mb.Redis.Redis), "namespaces", maps)
 	if c.MapBrokerSharesEngineRedis() {
-		attrs = append(backendAttrs(mb.Type, c.Engine.Redis.Redis), "namespaces", maps, "redis", "engine.redis")
+		attrs = append(backendAttrs(kind, c.Engine.Redis.Redis), "namespaces", maps, "redis", "engine.redis")
 	}
 	log.Info("map broker", attrs...)
-	if len(maps) > 0 && mb.Type == "memory" && c.Engine.Type == "redis" {
+	if len(maps) > 0 && kind == "memory" && c.Engine.Type == "redis" {
 		log.Warn("map channels are kept by each node in its memory while the engine is shared: nodes do not see each other's map channels; set map_broker.type redis")
 	}
 }

@@ -106,7 +106,7 @@ type NatsJetStream struct {
 
 // MapBroker chooses where map channels keep their state and stream.
 type MapBroker struct {
-	Type     string         `key:"type" default:"memory" enum:"memory,redis,postgres" help:"memory keeps map channels in this process (one node); redis in Redis, shared between nodes. postgres is Centrifugo's and refused."`
+	Type     string         `key:"type" enum:",memory,redis,postgres" help:"memory keeps map channels in this process (one node); redis in Redis, shared between nodes. Empty follows the engine: redis (on the engine's Redis) when engine.type is redis, else memory, so that nodes sharing an engine also share their map channels. postgres is Centrifugo's and refused."`
 	Redis    MapBrokerRedis `key:"redis" help:"Redis of the redis map broker. With address, cluster_address and sentinel_address left as they are by default and engine.type redis, the map broker uses the engine's Redis (its connections and prefix) and the other keys here are not used."`
 	Postgres Unimplemented  `key:"postgres" help:"PostgreSQL map broker." unsupported:"Gyre keeps map channels in memory or in Redis; set map_broker.type memory or redis."`
 }

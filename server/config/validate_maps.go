@@ -165,7 +165,7 @@ func namespaceOfPrefix(ch *Channel, prefix string) (*ChannelOptions, bool) {
 // mapBroker checks the map broker: postgres is refused, a redis one of its
 // own needs a usable Redis.
 func (v *validator) mapBroker(c *Config) {
-	switch c.MapBroker.Type {
+	switch c.MapBrokerType() {
 	case "postgres":
 		v.fail("map_broker.type", "postgres is not supported by Gyre: use memory (one node) or redis")
 	case "redis":
@@ -180,9 +180,23 @@ func (v *validator) mapBroker(c *Config) {
 // map_broker.redis names no Redis of its own (address, cluster_address
 // and sentinel_address as they are by default).
 func (c *Config) MapBrokerSharesEngineRedis() bool {
-	if c.MapBroker.Type != "redis" || c.Engine.Type != "redis" {
+	if c.MapBrokerType() != "redis" || c.Engine.Type != "redis" {
 		return false
 	}
 	own, def := &c.MapBroker.Redis.Redis, Default().MapBroker.Redis.Redis
 	return slices.Equal(own.Address, def.Address) && len(own.ClusterAddress) == 0 && len(own.SentinelAddress) == 0
+}
+
+// MapBrokerType is the map broker that runs: map_broker.type, or, when it
+// is empty, the engine's kind (redis for a redis engine, else memory).
+// Nodes that share an engine then share their map channels too, rather
+// than each keeping its own.
+func (c *Config) MapBrokerType() string {
+	if t := c.MapBroker.Type; t != "" {
+		return t
+	}
+	if c.Engine.Type == "redis" {
+		return "redis"
+	}
+	return "memory"
 }

@@ -110,7 +110,9 @@ func TestMapBrokerSharesEngineRedis(t *testing.T) {
 		{`{"engine": {"type": "redis"}, "map_broker": {"type": "redis", "redis": {"address": "redis://maps:6379"}}}`, false},
 		{`{"engine": {"type": "redis"}, "map_broker": {"type": "redis", "redis": {"cluster_address": ["c:7000"]}}}`, false},
 		{`{"map_broker": {"type": "redis"}}`, false},
-		{`{"engine": {"type": "redis"}}`, false},
+		{`{"engine": {"type": "redis"}}`, true}, // map_broker.type empty follows the engine
+		{`{"engine": {"type": "redis"}, "map_broker": {"type": "memory"}}`, false},
+		{`{}`, false},
 	} {
 		c, _, err := LoadBytes([]byte(tt.json), FormatJSON)
 		if err != nil {
