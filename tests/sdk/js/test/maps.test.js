@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 
 import { engines, engineSkip, startNodes } from '../lib/engines.js';
 import { MapView, mapsConfig, modes, publishKeys, stateOf } from '../lib/maps.js';
-import { builds, newClient, connected, closeAll, uniqueChannel, WAIT_MS } from '../lib/sdk.js';
+import { builds, newClient, newSub, connected, subscribeFails, closeAll, uniqueChannel, WAIT_MS } from '../lib/sdk.js';
 
 for (const engine of engines) {
   describe(`map subscriptions on the ${engine} engine`, { skip: engineSkip(engine) }, () => {
@@ -196,18 +196,14 @@ for (const engine of engines) {
           const c = newClient(build, nodes.sub);
           t.after(() => closeAll([c]));
           await connected(c);
-          const wrong = c.newMapSubscription(uniqueChannel('chat:stream-'));
-          const refused = new Promise((resolve) => wrong.once('unsubscribed', resolve));
-          const errored = new Promise((resolve) => wrong.once('error', resolve));
-          wrong.subscribe();
-          const err = await errored;
-          assert.equal(err.error.code, 107, `map subscribe to a stream namespace: ${JSON.stringify(err)}`);
-          await refused;
+          const wrong = new MapView(c, uniqueChannel('chat:stream-'), build);
+          wrong.sub.subscribe();
+          const un = await wrong.rec.waitFor(['subscribed', 'unsubscribed'], { what: 'refusal of the map subscription' });
+          assert.equal(un.name, 'unsubscribed', `map subscribe to a stream namespace: ${JSON.stringify(un.ctx)}`);
+          assert.equal(un.ctx.code, 107, `map subscribe to a stream namespace: ${JSON.stringify(un.ctx)}`);
 
-          const plain = c.newSubscription(uniqueChannel('map_persistent:doc-'));
-          const plainErr = new Promise((resolve) => plain.once('error', resolve));
-          plain.subscribe();
-          assert.equal((await plainErr).error.code, 107);
+          const plain = await subscribeFails(newSub(c, uniqueChannel('map_persistent:doc-')));
+          assert.equal(plain.code, 107, `stream subscribe to a map namespace: ${JSON.stringify(plain)}`);
         });
       });
     }
