@@ -7,21 +7,8 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/suitekit"
 )
-
-// countingHandler counts what it receives and does nothing else, so
-// benchmarks measure the broker alone.
-type countingHandler struct{ n atomic.Int64 }
-
-func (h *countingHandler) HandleRuns(runs []broker.Run) error {
-	for _, run := range runs {
-		h.n.Add(int64(len(run.Pubs)))
-	}
-	return nil
-}
-func (h *countingHandler) HandleJoin(string, *broker.ClientInfo) error  { return nil }
-func (h *countingHandler) HandleLeave(string, *broker.ClientInfo) error { return nil }
-func (h *countingHandler) HandleControl([]byte) error                   { return nil }
 
 // publishManyBatch is the number of items of a PublishMany benchmark
 // operation.
@@ -136,7 +123,7 @@ func BenchmarkBroker(b *testing.B, newBroker func(b *testing.B) broker.Broker) {
 func runBench(b *testing.B, newBroker func(b *testing.B) broker.Broker) broker.Broker {
 	b.Helper()
 	br := newBroker(b)
-	if err := br.Run(&countingHandler{}); err != nil {
+	if err := br.Run(&suitekit.CountingHandler{}); err != nil {
 		b.Fatalf("Run: %v", err)
 	}
 	if err := br.Subscribe("bench"); err != nil {

@@ -139,7 +139,7 @@ func checkMergedStreams(t *testing.T, e *brokerEnv, chs []string, n int) {
 			if d.pub.Offset != uint64(i+1) || d.sp.Offset != uint64(i+1) {
 				t.Fatalf("%s: delivery %d has offset %d, position %+v", ch, i, d.pub.Offset, d.sp)
 			}
-			order.check(t, ch, d.pub.Data)
+			order.Check(t, ch, d.pub.Data)
 		}
 		if k := e.rec.overlapCount(ch); k != 0 {
 			t.Errorf("%s: %d HandleRuns calls with runs of the channel began while another was in the handler", ch, k)

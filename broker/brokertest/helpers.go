@@ -3,41 +3,19 @@ package brokertest
 import (
 	"fmt"
 	"reflect"
-	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/suitekit"
 )
-
-var channelSeq atomic.Uint64
 
 // uniqueChannel names a channel no other subtest (or earlier run against a
 // shared backend) uses.
-func uniqueChannel(t testing.TB) string {
-	name := strings.NewReplacer("/", ".", " ", "_").Replace(t.Name())
-	return fmt.Sprintf("brokertest:%s:%d.%d", name, time.Now().UnixNano(), channelSeq.Add(1))
-}
+func uniqueChannel(t testing.TB) string { return suitekit.UniqueChannel(t, "brokertest") }
 
-// eventually calls check with growing pauses (25ms, 50ms, ... capped at
-// 2s) until it returns true, failing after waitTimeout. The growing pause
-// matters: a check that itself refreshes a TTL (History refreshes the
-// stream meta) can only see it lapse once a pause exceeds the TTL.
-func eventually(t testing.TB, what string, check func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	pause := 25 * time.Millisecond
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 2*time.Second)
-	}
-}
+var eventually = suitekit.Eventually
 
 // streamEnv publishes into channel streams and reads them back, through
 // a broker (Publish and PublishMany, each channel subscribed first) or a
@@ -180,13 +158,7 @@ func testNoHistoryRefused(t *testing.T, e *brokerEnv) {
 // withHistory keeps up to ten publications for a minute.
 var withHistory = broker.PublishOptions{HistorySize: 10, HistoryTTL: time.Minute}
 
-func offsets(pubs []*broker.Publication) []uint64 {
-	out := make([]uint64, 0, len(pubs))
-	for _, p := range pubs {
-		out = append(out, p.Offset)
-	}
-	return out
-}
+var offsets = suitekit.Offsets
 
 func pubData(pubs []*broker.Publication) []string {
 	out := make([]string, 0, len(pubs))
@@ -211,21 +183,7 @@ func checkOffsets(t testing.TB, pubs []*broker.Publication, want ...uint64) {
 	}
 }
 
-func span(from, to uint64) []uint64 {
-	var out []uint64
-	if from <= to {
-		for o := from; o <= to; o++ {
-			out = append(out, o)
-		}
-		return out
-	}
-	for o := from; ; o-- {
-		out = append(out, o)
-		if o == to {
-			return out
-		}
-	}
-}
+var span = suitekit.Span
 
 // publishConcurrently publishes each publications "<publisher>-<i>" into
 // every channel of chs from publishers goroutines per channel at once,
@@ -233,40 +191,13 @@ func span(from, to uint64) []uint64 {
 func publishConcurrently(t *testing.T, e *streamEnv, chs []string, publishers, each int, opts broker.PublishOptions) {
 	t.Helper()
 	e.needStreams(opts)
-	var wg sync.WaitGroup
-	errs := make(chan error, len(chs)*publishers)
-	for _, ch := range chs {
-		for p := range publishers {
-			wg.Go(func() {
-				for i := range each {
-					if _, _, err := e.publishOne(ch, fmt.Appendf(nil, "%d-%d", p, i), opts); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("Publish: %v", err)
-	}
+	suitekit.Publishers(t, len(chs)*publishers, each, func(p, i int) error {
+		_, _, err := e.publishOne(chs[p/publishers], fmt.Appendf(nil, "%d-%d", p%publishers, i), opts)
+		return err
+	})
 }
 
-// publisherOrder follows, per publisher, the sequence number expected
-// next of publications made by publishConcurrently ("<publisher>-<i>").
-type publisherOrder map[string]int
-
-// check fails the test unless data is its publisher's next publication.
-func (o publisherOrder) check(t *testing.T, ch string, data []byte) {
-	t.Helper()
-	p, seq, _ := strings.Cut(string(data), "-")
-	if want := strconv.Itoa(o[p]); seq != want {
-		t.Fatalf("%s: publisher %s's publication %s arrived when %s was due", ch, p, seq, want)
-	}
-	o[p]++
-}
+type publisherOrder = suitekit.PublisherOrder
 
 // publishManyConcurrently runs publishers goroutines at once, each
 // calling PublishMany batches times with a batch of twelve items that

@@ -182,7 +182,7 @@ func testPatternOrderConcurrentPublishers(t *testing.T, e *brokerEnv) {
 			if d.pub.Offset != uint64(i+1) {
 				t.Fatalf("%s: pattern delivery %d has offset %d", ch, i, d.pub.Offset)
 			}
-			order.check(t, ch, d.pub.Data)
+			order.Check(t, ch, d.pub.Data)
 		}
 		if n := e.rec.patternOverlapCount(ch); n != 0 {
 			t.Errorf("%s: %d HandleRuns calls with pattern runs of the channel began while another was in the handler", ch, n)

@@ -11,11 +11,10 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/suitekit"
 )
 
-// waitTimeout bounds every wait for a delivery or an expiry. It only
-// decides when a test gives up; no test asserts how fast anything happens.
-const waitTimeout = 20 * time.Second
+const waitTimeout = suitekit.WaitTimeout
 
 // delivery is one publication of a run for the channel's own
 // subscribers (Run.Scope empty), copied so that later changes by the
@@ -308,18 +307,7 @@ func (r *recorder) checkContract(t testing.TB) {
 	}
 }
 
-func copyPub(p broker.Publication) broker.Publication {
-	p.Data = bytes.Clone(p.Data)
-	p.Tags = maps.Clone(p.Tags)
-	if p.Info != nil {
-		info := copyInfo(*p.Info)
-		p.Info = &info
-	}
-	return p
-}
-
-func copyInfo(i broker.ClientInfo) broker.ClientInfo {
-	i.ConnInfo = bytes.Clone(i.ConnInfo)
-	i.ChanInfo = bytes.Clone(i.ChanInfo)
-	return i
-}
+var (
+	copyPub  = suitekit.CopyPublication
+	copyInfo = suitekit.CopyInfo
+)

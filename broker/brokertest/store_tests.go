@@ -125,7 +125,7 @@ func checkHistoryOrder(t *testing.T, e *streamEnv, ch string) []*broker.Publicat
 	pubs, _ := e.history(ch, broker.HistoryFilter{Limit: -1})
 	order := publisherOrder{}
 	for _, p := range pubs {
-		order.check(t, ch, p.Data)
+		order.Check(t, ch, p.Data)
 	}
 	return pubs
 }

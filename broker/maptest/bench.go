@@ -8,18 +8,8 @@ import (
 	"testing"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/suitekit"
 )
-
-// countingHandler counts what it receives and does nothing else, so
-// benchmarks measure the broker alone.
-type countingHandler struct{ n atomic.Int64 }
-
-func (h *countingHandler) HandleRuns(runs []broker.Run) error {
-	for _, run := range runs {
-		h.n.Add(int64(len(run.Pubs)))
-	}
-	return nil
-}
 
 // benchPayload is a typical small JSON value.
 var benchPayload = []byte(`{"type":"cursor","user":"42","x":120,"y":340,"ts":1700000000}`)
@@ -151,7 +141,7 @@ func benchKeyNames() []string {
 func runBench(b *testing.B, newBroker func(b *testing.B) broker.MapBroker) (broker.MapBroker, string) {
 	b.Helper()
 	br := newBroker(b)
-	if err := br.Run(&countingHandler{}); err != nil {
+	if err := br.Run(&suitekit.CountingHandler{}); err != nil {
 		b.Fatalf("Run: %v", err)
 	}
 	ch := uniqueChannel(b)

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/suitekit"
 )
 
 // testDeliveryFields: a write is delivered with what was written at its
@@ -53,35 +52,18 @@ func testDeliveryOrder(t *testing.T, e *env) {
 	eachMode(t, func(t *testing.T, mo broker.MapOptions) {
 		const writers, each = 4, 50
 		ch := e.channel(t)
-		var wg sync.WaitGroup
-		errs := make(chan error, writers)
-		for w := range writers {
-			wg.Go(func() {
-				for i := range each {
-					key := fmt.Sprintf("w%d-k%d", w, i%5)
-					if _, err := e.b.Publish(t.Context(), ch, key, broker.MapPublishOptions{Map: mo, Data: fmt.Appendf(nil, "%d-%d", w, i)}); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatalf("Publish: %v", err)
-		}
+		suitekit.Publishers(t, writers, each, func(w, i int) error {
+			key := fmt.Sprintf("w%d-k%d", w, i%5)
+			_, err := e.b.Publish(t.Context(), ch, key, broker.MapPublishOptions{Map: mo, Data: fmt.Appendf(nil, "%d-%d", w, i)})
+			return err
+		})
 		ds := e.rec.waitPubs(t, ch, writers*each)
-		next := make(map[string]int)
+		order := suitekit.PublisherOrder{}
 		for i, d := range ds {
 			if want := uint64(i + 1); d.pub.Offset != want || d.sp.Offset != want || d.sp.Epoch != ds[0].sp.Epoch {
 				t.Fatalf("delivery %d at %+v with offset %d, want offset %d in one epoch", i, d.sp, d.pub.Offset, want)
 			}
-			w, seq, _ := strings.Cut(string(d.pub.Data), "-")
-			if seq != strconv.Itoa(next[w]) {
-				t.Fatalf("writer %s's change %s delivered when %d was due", w, seq, next[w])
-			}
-			next[w]++
+			order.Check(t, ch, d.pub.Data)
 		}
 		if got := deliveredChanges(e.marker(t, ch, mo)); len(got) != writers*each {
 			t.Errorf("%d changes delivered, want %d", len(got), writers*each)

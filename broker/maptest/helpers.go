@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/suitekit"
 )
 
 // Map options the tests use: each mode with limits no test reaches unless
@@ -43,32 +43,11 @@ func eachExpiringMode(t *testing.T, ttl time.Duration, f func(t *testing.T, mo b
 	}
 }
 
-var channelSeq atomic.Uint64
-
 // uniqueChannel names a channel no other subtest (or earlier run against a
 // shared backend) uses.
-func uniqueChannel(t testing.TB) string {
-	name := strings.NewReplacer("/", ".", " ", "_").Replace(t.Name())
-	return fmt.Sprintf("maptest:%s:%d.%d", name, time.Now().UnixNano(), channelSeq.Add(1))
-}
+func uniqueChannel(t testing.TB) string { return suitekit.UniqueChannel(t, "maptest") }
 
-// eventually calls check with growing pauses (25ms, 50ms, ... capped at
-// 2s) until it returns true, failing after waitTimeout. The growing pause
-// matters when check itself keeps alive what it waits to see expire (a
-// read refreshes a channel's meta): it sees the TTL lapse once a pause
-// exceeds it.
-func eventually(t testing.TB, what string, check func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	pause := 25 * time.Millisecond
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, 2*time.Second)
-	}
-}
+var eventually = suitekit.Eventually
 
 // env is what a test works with: the first node, and the means to make
 // more when the broker declared a shared backend.
@@ -265,7 +244,7 @@ func (n *node) marker(t testing.TB, ch string, mo broker.MapOptions) []delivery 
 // returns, per node, the deliveries before the marker.
 func (n *node) markerSeenBy(t testing.TB, ch string, mo broker.MapOptions, nodes ...*node) [][]delivery {
 	t.Helper()
-	key := fmt.Sprintf("marker-%d", channelSeq.Add(1))
+	key := fmt.Sprintf("marker-%d", suitekit.Seq())
 	n.write(t, ch, key, "marker", mo)
 	out := make([][]delivery, len(nodes))
 	for i, nd := range nodes {
@@ -300,13 +279,10 @@ func keys(pubs []*broker.Publication) []string {
 	return out
 }
 
-func offsets(pubs []*broker.Publication) []uint64 {
-	out := make([]uint64, 0, len(pubs))
-	for _, p := range pubs {
-		out = append(out, p.Offset)
-	}
-	return out
-}
+var (
+	offsets = suitekit.Offsets
+	span    = suitekit.Span
+)
 
 // changes describes changes as "key=data" and "-key" for removals.
 func changes(pubs []*broker.Publication) []string {
@@ -330,22 +306,6 @@ func describe(p broker.Publication) string {
 		return "-" + p.Key
 	}
 	return p.Key + "=" + string(p.Data)
-}
-
-// span returns the offsets from..to, counting down when from > to.
-func span(from, to uint64) []uint64 {
-	var out []uint64
-	for o := from; ; {
-		out = append(out, o)
-		switch {
-		case o == to:
-			return out
-		case from < to:
-			o++
-		default:
-			o--
-		}
-	}
 }
 
 // checkOffsets fails the test unless pubs carry offsets want, in order.

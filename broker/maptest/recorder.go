@@ -1,22 +1,17 @@
 package maptest
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"runtime"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/suitekit"
 	"github.com/gyrehq/gyre/internal/condwait"
 )
-
-// waitTimeout bounds every wait for a delivery or an expiry. It only
-// decides when a test gives up; no test asserts how fast anything happens.
-const waitTimeout = 20 * time.Second
 
 // delivery is one change handed to the recorder, copied so that later
 // changes by the broker cannot alter what the test saw.
@@ -107,9 +102,9 @@ func copyRuns(runs []broker.Run) ([][]delivery, []string) {
 }
 
 func copyRunPublication(rp broker.RunPublication) delivery {
-	d := delivery{pub: copyPub(*rp.Pub), sp: rp.Position, delta: rp.Delta}
+	d := delivery{pub: suitekit.CopyPublication(*rp.Pub), sp: rp.Position, delta: rp.Delta}
 	if rp.Prev != nil {
-		p := copyPub(*rp.Prev)
+		p := suitekit.CopyPublication(*rp.Prev)
 		d.prev = &p
 	}
 	return d
@@ -119,7 +114,7 @@ func copyRunPublication(rp broker.RunPublication) delivery {
 // failing the test after waitTimeout.
 func (r *recorder) waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !condwait.Until(r.cond, waitTimeout, cond) {
+	if !condwait.Until(r.cond, suitekit.WaitTimeout, cond) {
 		t.Fatalf("gave up waiting for %s", what)
 	}
 }
@@ -168,16 +163,4 @@ func (r *recorder) checkContract(t testing.TB) {
 	for _, m := range r.malformed {
 		t.Errorf("malformed HandleRuns call: %s", m)
 	}
-}
-
-func copyPub(p broker.Publication) broker.Publication {
-	p.Data = bytes.Clone(p.Data)
-	p.Tags = maps.Clone(p.Tags)
-	if p.Info != nil {
-		info := *p.Info
-		info.ConnInfo = bytes.Clone(info.ConnInfo)
-		info.ChanInfo = bytes.Clone(info.ChanInfo)
-		p.Info = &info
-	}
-	return p
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
@@ -20,17 +18,10 @@ var ErrClosed = errors.New("memory: closed")
 type Broker struct {
 	cfg     Config
 	log     *slog.Logger
-	streams shards
-	handler atomic.Pointer[handlerRef]
-	closed  atomic.Bool
-
-	closeOnce sync.Once
-	stop      chan struct{}
-	done      chan struct{}
+	streams shards[stream, *stream]
+	handler handlerSlot[broker.EventHandler]
+	sweeper
 }
-
-// handlerRef boxes the interface for atomic.Pointer.
-type handlerRef struct{ h broker.EventHandler }
 
 var (
 	_ broker.Broker          = (*Broker)(nil)
@@ -48,11 +39,9 @@ func NewBroker(cfg Config) (*Broker, error) {
 	b := &Broker{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		streams: newShards(cfg.Shards),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		streams: newShards(cfg.Shards, newStream),
 	}
-	go b.sweepLoop()
+	b.startSweep(cfg.SweepInterval, func(now time.Time) { b.sweep(now.UnixNano()) })
 	return b, nil
 }
 
@@ -60,24 +49,13 @@ func NewBroker(cfg Config) (*Broker, error) {
 // control message from now on. Before Run, publishes are stored but not
 // delivered. It may be called once.
 func (b *Broker) Run(h broker.EventHandler) error {
-	if b.closed.Load() {
-		return ErrClosed
+	if err := b.checkOpen(); err != nil {
+		return err
 	}
-	if h == nil {
-		return errors.New("memory: Run with nil handler")
-	}
-	if !b.handler.CompareAndSwap(nil, &handlerRef{h: h}) {
-		return errors.New("memory: Run called twice")
-	}
-	return nil
+	return b.handler.set(h)
 }
 
-func (b *Broker) eventHandler() broker.EventHandler {
-	if r := b.handler.Load(); r != nil {
-		return r.h
-	}
-	return nil
-}
+func (b *Broker) eventHandler() broker.EventHandler { return b.handler.get() }
 
 // Subscribe does nothing: one node receives every channel's events.
 func (b *Broker) Subscribe(channel string) error { return b.checkOpen() }
@@ -136,39 +114,11 @@ func (b *Broker) PublishControl(data []byte, nodeID string) error {
 // Close stops the background sweep and waits for it to end. Later calls
 // return nil; other methods then return ErrClosed.
 func (b *Broker) Close() error {
-	b.closeOnce.Do(func() {
-		b.closed.Store(true)
-		close(b.stop)
-		<-b.done
-	})
+	b.close()
 	return nil
-}
-
-func (b *Broker) checkOpen() error {
-	if b.closed.Load() {
-		return ErrClosed
-	}
-	return nil
-}
-
-func (b *Broker) sweepLoop() {
-	defer close(b.done)
-	t := time.NewTicker(b.cfg.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case now := <-t.C:
-			b.sweep(now.UnixNano())
-		}
-	}
 }
 
 // sweep runs one tick over every shard within the configured budget.
 func (b *Broker) sweep(now int64) {
-	budget := sweepBudget(b.cfg.SweepBatch, len(b.streams.all))
-	for i := range b.streams.all {
-		b.streams.all[i].sweep(now, budget)
-	}
+	b.streams.sweep(now, b.cfg.SweepBatch)
 }

@@ -15,6 +15,8 @@ const (
 	DefaultShards              = 64
 	DefaultPresenceTTL         = 60 * time.Second
 	DefaultPresenceSweep       = 5 * time.Second
+	DefaultMapSweepInterval    = 250 * time.Millisecond
+	DefaultMapIdleTTL          = time.Hour
 )
 
 // Config configures a Broker. The zero value works.
@@ -100,6 +102,59 @@ func (c PresenceConfig) withDefaults() (PresenceConfig, error) {
 	c.SweepInterval = orDefault(c.SweepInterval, DefaultPresenceSweep)
 	c.SweepBatch = orDefault(c.SweepBatch, DefaultSweepBatch)
 	c.Shards = orDefault(c.Shards, DefaultShards)
+	return c, nil
+}
+
+// MapConfig configures a MapBroker. The zero value works.
+type MapConfig struct {
+	// IdempotentResultTTL is how long an idempotency key is remembered
+	// when the call gives no TTL. Zero means 5 minutes.
+	IdempotentResultTTL time.Duration
+	// SweepInterval is the period of the background sweep that removes
+	// expired keys, each as a change, and frees idle channels: a key is
+	// removed at most about this long after its TTL. Zero means 250
+	// milliseconds.
+	SweepInterval time.Duration
+	// SweepBatch is the most channels one sweep tick examines for
+	// idleness; expired keys are all removed at every tick whatever
+	// their number. Zero means 4096.
+	SweepBatch int
+	// Shards is the number of independently locked parts of the channel
+	// map. Zero means 64.
+	Shards int
+	// IdleTTL is how long a channel is kept once it holds nothing (no
+	// keys, no stream, no idempotency results) and this node is not
+	// subscribed to it, counted from the last call about it. Its epoch
+	// goes with it. Zero means 1 hour.
+	IdleTTL time.Duration
+	// Logger receives errors returned by the RunHandler, which Publish
+	// does not return (the change is already made). Nil discards.
+	Logger *slog.Logger
+}
+
+func (c MapConfig) withDefaults() (MapConfig, error) {
+	for _, d := range []struct {
+		field string
+		d     time.Duration
+	}{{"IdempotentResultTTL", c.IdempotentResultTTL}, {"SweepInterval", c.SweepInterval}, {"IdleTTL", c.IdleTTL}} {
+		if err := nonNegative("MapConfig."+d.field, d.d); err != nil {
+			return c, err
+		}
+	}
+	if c.SweepBatch < 0 {
+		return c, fmt.Errorf("memory: MapConfig.SweepBatch %d is negative", c.SweepBatch)
+	}
+	if c.Shards < 0 {
+		return c, fmt.Errorf("memory: MapConfig.Shards %d is negative", c.Shards)
+	}
+	c.IdempotentResultTTL = orDefault(c.IdempotentResultTTL, DefaultIdempotentResultTTL)
+	c.SweepInterval = orDefault(c.SweepInterval, DefaultMapSweepInterval)
+	c.SweepBatch = orDefault(c.SweepBatch, DefaultSweepBatch)
+	c.Shards = orDefault(c.Shards, DefaultShards)
+	c.IdleTTL = orDefault(c.IdleTTL, DefaultMapIdleTTL)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	return c, nil
 }
 

@@ -22,6 +22,14 @@ func TestConfigDefaults(t *testing.T) {
 	if pc.TTL != time.Minute || pc.SweepInterval != 5*time.Second || pc.SweepBatch != 4096 || pc.Shards != 64 {
 		t.Errorf("presence defaults = %+v", pc)
 	}
+	mc, err := MapConfig{}.withDefaults()
+	if err != nil {
+		t.Fatalf("zero MapConfig: %v", err)
+	}
+	if mc.IdempotentResultTTL != 5*time.Minute || mc.SweepInterval != 250*time.Millisecond || mc.SweepBatch != 4096 ||
+		mc.Shards != 64 || mc.IdleTTL != time.Hour || mc.Logger == nil {
+		t.Errorf("map defaults = %+v", mc)
+	}
 }
 
 func TestConfigInvalid(t *testing.T) {
@@ -55,6 +63,23 @@ func TestConfigInvalid(t *testing.T) {
 			_, err := NewPresenceManager(tt.cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.field) {
 				t.Errorf("NewPresenceManager error = %v, want one naming %s", err, tt.field)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		field string
+		cfg   MapConfig
+	}{
+		{"MapConfig.IdempotentResultTTL", MapConfig{IdempotentResultTTL: -1}},
+		{"MapConfig.SweepInterval", MapConfig{SweepInterval: -1}},
+		{"MapConfig.IdleTTL", MapConfig{IdleTTL: -1}},
+		{"MapConfig.SweepBatch", MapConfig{SweepBatch: -1}},
+		{"MapConfig.Shards", MapConfig{Shards: -1}},
+	} {
+		t.Run(tt.field, func(t *testing.T) {
+			_, err := NewMapBroker(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.field) || !strings.HasPrefix(err.Error(), "memory: ") {
+				t.Errorf("NewMapBroker error = %v, want one naming %s", err, tt.field)
 			}
 		})
 	}

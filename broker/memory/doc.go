@@ -76,10 +76,11 @@
 // patterns in. A suppressed publish (a repeated idempotency key) is
 // delivered on neither path.
 //
-// Locks are taken in one order: a shard's, then a channel's. Publish and
-// History release the shard lock before taking the channel's; only the
-// sweep holds both, and it only tries the channel lock, skipping a busy
-// channel rather than waiting for its handler.
+// Locks are taken in one order: a shard's, then a channel's, then (map
+// channels) the shard's expiry queue's. Publish and History release the
+// shard lock before taking the channel's; only the sweep holds both, and
+// it only tries the channel lock, skipping a busy channel rather than
+// waiting for its handler.
 //
 // # Expiry
 //
@@ -88,4 +89,47 @@
 // frees channels nobody touches: each tick examines at most
 // Config.SweepBatch channels, resuming where the previous tick stopped.
 // PresenceManager sweeps its entries the same way.
+//
+// # Map channels
+//
+// MapBroker keeps map channels (broker.MapBroker): per channel a lock, an
+// epoch and top offset, the keys (a map, and a B-tree of the same entries
+// by key for paging), the stream of changes in a ring like a Broker's
+// history (at most StreamSize changes, each for StreamTTL; a StreamSize
+// of zero keeps none, a StreamTTL of zero keeps them until evicted), and
+// the idempotency results.
+//
+// A change (a write, a removal, an expiry) is handed to the RunHandler
+// under the channel's lock before the call that made it returns, as
+// Broker's publications are, so each channel's changes arrive one run at
+// a time in offset order; the handler must not call the broker for the
+// same channel before returning, and must treat what it is given as
+// read-only. Only the changes of channels this node subscribed to are
+// handed over.
+//
+// State pages come in key order, at most Limit entries each. A cursor is
+// the page's last key after a hash of the channel, base64url: a cursor of
+// another channel, of another broker (an earlier process) or made up is
+// broker.ErrBadCursor. The next page starts at the first key after the
+// cursor's, so a key written or removed meanwhile is returned or not by
+// its place, and a key present throughout is returned exactly once.
+//
+// Keys of the modes with expiry sit in an expiry queue per shard of
+// channels, a heap that holds each expiring key once; a refreshed TTL
+// moves the key in it. One background sweep, every
+// MapConfig.SweepInterval, removes the expired keys, each as a change of
+// its channel (all of one channel's that expired together in one run),
+// then frees idle channels as Broker's sweep does. A key stays in the
+// state until that sweep removes it, so state, stream and deliveries
+// agree.
+//
+// The meta of a channel with a MetaTTL expires that long after the last
+// call about it; the channel then starts over, its state, stream and
+// idempotency results dropped. A channel whose meta never expires is
+// freed once it has held nothing (no keys, stream or idempotency
+// results), unsubscribed, for MapConfig.IdleTTL: its epoch goes with it,
+// which costs a subscriber that comes back to it a resync of an empty
+// state, where keeping every channel ever used would cost memory without
+// bound. Clear drops the same as an expired meta, and keeps the node's
+// subscription.
 package memory

@@ -42,7 +42,7 @@ func (h *countHandler) pubs() int                                    { return in
 func sweepGoroutines() int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "created by github.com/gyrehq/gyre/broker/memory.New")
+	return strings.Count(string(buf), "created by github.com/gyrehq/gyre/broker/memory.(*sweeper).startSweep")
 }
 
 func TestCloseStopsGoroutines(t *testing.T) {
@@ -57,10 +57,14 @@ func TestCloseStopsGoroutines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		closers = append(closers, b.Close, pm.Close)
+		mb, err := NewMapBroker(MapConfig{SweepInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closers = append(closers, b.Close, pm.Close, mb.Close)
 	}
-	if n := sweepGoroutines() - before; n != 6 {
-		t.Fatalf("%d sweep goroutines running, want 6", n)
+	if n := sweepGoroutines() - before; n != 9 {
+		t.Fatalf("%d sweep goroutines running, want 9", n)
 	}
 	for _, c := range closers {
 		if err := c(); err != nil {
@@ -87,7 +91,11 @@ func TestClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []func() error{b.Close, b.Close, pm.Close, pm.Close} {
+	mb, err := NewMapBroker(MapConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []func() error{b.Close, b.Close, pm.Close, pm.Close, mb.Close, mb.Close} {
 		if err := c(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
@@ -109,6 +117,27 @@ func TestClosed(t *testing.T) {
 		"PresenceStats":  func() error { _, err := pm.PresenceStats("ch"); return err },
 		"AddPresence":    func() error { return pm.AddPresence("ch", "c", nil) },
 		"RemovePresence": func() error { return pm.RemovePresence("ch", "c", "u") },
+		"MapRun":         func() error { return mb.Run(&countHandler{}) },
+		"MapSubscribe":   func() error { return mb.Subscribe("ch") },
+		"MapUnsubscribe": func() error { return mb.Unsubscribe("ch") },
+		"MapPublish": func() error {
+			_, err := mb.Publish(t.Context(), "ch", "k", broker.MapPublishOptions{Map: mapPersistent})
+			return err
+		},
+		"MapRemove": func() error {
+			_, err := mb.Remove(t.Context(), "ch", "k", broker.MapRemoveOptions{Map: mapPersistent})
+			return err
+		},
+		"MapReadState": func() error {
+			_, err := mb.ReadState(t.Context(), "ch", broker.MapStateOptions{Map: mapPersistent})
+			return err
+		},
+		"MapReadStream": func() error {
+			_, err := mb.ReadStream(t.Context(), "ch", broker.MapStreamOptions{Map: mapPersistent})
+			return err
+		},
+		"MapStats": func() error { _, err := mb.Stats(t.Context(), "ch"); return err },
+		"MapClear": func() error { return mb.Clear(t.Context(), "ch") },
 	} {
 		if err := call(); !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)

@@ -3,7 +3,6 @@ package memory
 import (
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
@@ -15,11 +14,7 @@ type PresenceManager struct {
 	cfg    PresenceConfig
 	seed   maphash.Seed
 	shards []presenceShard
-	closed atomic.Bool
-
-	closeOnce sync.Once
-	stop      chan struct{}
-	done      chan struct{}
+	sweeper
 }
 
 var _ broker.PresenceManager = (*PresenceManager)(nil)
@@ -54,13 +49,11 @@ func NewPresenceManager(cfg PresenceConfig) (*PresenceManager, error) {
 		cfg:    cfg,
 		seed:   maphash.MakeSeed(),
 		shards: make([]presenceShard, cfg.Shards),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
 	}
 	for i := range m.shards {
 		m.shards[i].channels = make(map[string]*presenceSet)
 	}
-	go m.sweepLoop()
+	m.startSweep(cfg.SweepInterval, func(now time.Time) { m.sweep(now.UnixNano()) })
 	return m, nil
 }
 
@@ -160,26 +153,8 @@ func (m *PresenceManager) RemovePresence(channel, clientID, userID string) error
 // Close stops the background sweep and waits for it to end. Later calls
 // return nil; other methods then return ErrClosed.
 func (m *PresenceManager) Close() error {
-	m.closeOnce.Do(func() {
-		m.closed.Store(true)
-		close(m.stop)
-		<-m.done
-	})
+	m.close()
 	return nil
-}
-
-func (m *PresenceManager) sweepLoop() {
-	defer close(m.done)
-	t := time.NewTicker(m.cfg.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case now := <-t.C:
-			m.sweep(now.UnixNano())
-		}
-	}
 }
 
 func (m *PresenceManager) sweep(now int64) {

@@ -5,74 +5,109 @@ import (
 	"sync"
 )
 
-// shard is one independently locked part of the channel map. list holds
-// the same streams as the map so that the sweeper can resume where it
+// entryBase is what every channel held in shards has: its lock, its name,
+// and whether the sweep took it out of the map.
+type entryBase struct {
+	mu      sync.Mutex
+	channel string
+	removed bool // out of the shard map: callers holding it look it up again
+}
+
+func (e *entryBase) base() *entryBase { return e }
+
+// shardEntry is a channel held in shards: a pointer to E that embeds
+// entryBase. sweep, called with its lock held, drops what has expired at
+// now and reports whether nothing is left worth keeping, so the sweep may
+// remove it.
+type shardEntry[E any] interface {
+	*E
+	base() *entryBase
+	sweep(now int64) bool
+}
+
+// shard is one independently locked part of a channel map. list holds
+// the same entries as the map so that the sweeper can resume where it
 // stopped; Go maps have no cursor.
-type shard struct {
+type shard[E any, P shardEntry[E]] struct {
 	mu      sync.RWMutex
-	streams map[string]*stream
-	list    []*stream
+	entries map[string]P
+	list    []P
 	cursor  int
+	// newEntry makes the entry of a channel held by this shard.
+	newEntry func(channel string) P
 }
 
-type shards struct {
+// shards is a channel map split into independently locked parts.
+type shards[E any, P shardEntry[E]] struct {
 	seed maphash.Seed
-	all  []shard
+	all  []shard[E, P]
 }
 
-func newShards(n int) shards {
-	s := shards{seed: maphash.MakeSeed(), all: make([]shard, n)}
+// newShards returns n shards whose entries newEntry makes, given the
+// channel and the index of the shard that holds it.
+func newShards[E any, P shardEntry[E]](n int, newEntry func(channel string, shard int) P) shards[E, P] {
+	s := shards[E, P]{seed: maphash.MakeSeed(), all: make([]shard[E, P], n)}
 	for i := range s.all {
-		s.all[i].streams = make(map[string]*stream)
+		s.all[i].entries = make(map[string]P)
+		s.all[i].newEntry = func(channel string) P { return newEntry(channel, i) }
 	}
 	return s
 }
 
-func (s *shards) of(channel string) *shard {
+func (s *shards[E, P]) of(channel string) *shard[E, P] {
 	return &s.all[maphash.String(s.seed, channel)%uint64(len(s.all))]
 }
 
-// lock returns the channel's stream with its lock held, creating it when
+// lock returns the channel's entry with its lock held, creating it when
 // create is set; without create it returns nil for an unknown channel. The
-// shard lock is released before the stream lock is taken, so a slow
+// shard lock is released before the entry lock is taken, so a slow
 // handler holding one channel never blocks lookups of its neighbours.
-func (s *shards) lock(channel string, create bool) *stream {
+func (s *shards[E, P]) lock(channel string, create bool) P {
 	sh := s.of(channel)
 	for {
 		sh.mu.RLock()
-		st := sh.streams[channel]
+		e := sh.entries[channel]
 		sh.mu.RUnlock()
-		if st == nil {
+		if e == nil {
 			if !create {
 				return nil
 			}
-			st = sh.getOrAdd(channel)
+			e = sh.getOrAdd(channel)
 		}
-		st.mu.Lock()
-		if !st.removed {
-			return st
+		b := e.base()
+		b.mu.Lock()
+		if !b.removed {
+			return e
 		}
 		// The sweeper removed it between the lookup and the lock.
-		st.mu.Unlock()
+		b.mu.Unlock()
 	}
 }
 
-func (sh *shard) getOrAdd(channel string) *stream {
+// sweep sweeps up to budget entries of every shard.
+func (s *shards[E, P]) sweep(now int64, batch int) {
+	budget := sweepBudget(batch, len(s.all))
+	for i := range s.all {
+		s.all[i].sweep(now, budget)
+	}
+}
+
+func (sh *shard[E, P]) getOrAdd(channel string) P {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if st := sh.streams[channel]; st != nil {
-		return st
+	if e := sh.entries[channel]; e != nil {
+		return e
 	}
-	st := &stream{channel: channel}
-	sh.streams[channel] = st
-	sh.list = append(sh.list, st)
-	return st
+	e := sh.newEntry(channel)
+	sh.entries[channel] = e
+	sh.list = append(sh.list, e)
+	return e
 }
 
-// sweep examines up to budget streams from the cursor on, dropping their
-// expired state and removing those left idle. Streams whose lock is held
+// sweep examines up to budget entries from the cursor on, dropping their
+// expired state and removing those left idle. Entries whose lock is held
 // are busy, hence alive, and skipped rather than waited for.
-func (sh *shard) sweep(now int64, budget int) {
+func (sh *shard[E, P]) sweep(now int64, budget int) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for range budget {
@@ -82,40 +117,40 @@ func (sh *shard) sweep(now int64, budget int) {
 		if sh.cursor >= len(sh.list) {
 			sh.cursor = 0
 		}
-		st := sh.list[sh.cursor]
-		if !st.mu.TryLock() {
+		e := sh.list[sh.cursor]
+		b := e.base()
+		if !b.mu.TryLock() {
 			sh.cursor++
 			continue
 		}
-		st.expire(now)
-		idle := st.idle()
+		idle := e.sweep(now)
 		if idle {
-			st.removed = true
+			b.removed = true
 		}
-		st.mu.Unlock()
+		b.mu.Unlock()
 		if idle {
-			sh.removeAt(sh.cursor) // the last stream moves here; examine it next
+			sh.removeAt(sh.cursor) // the last entry moves here; examine it next
 		} else {
 			sh.cursor++
 		}
 	}
 }
 
-func (sh *shard) removeAt(i int) {
-	st := sh.list[i]
-	delete(sh.streams, st.channel)
+func (sh *shard[E, P]) removeAt(i int) {
+	e := sh.list[i]
+	delete(sh.entries, e.base().channel)
 	last := len(sh.list) - 1
 	sh.list[i] = sh.list[last]
 	sh.list[last] = nil
 	sh.list = sh.list[:last]
 	if cap(sh.list) > 1024 && len(sh.list) < cap(sh.list)/4 {
-		sh.list = append([]*stream(nil), sh.list...)
+		sh.list = append([]P(nil), sh.list...)
 	}
 }
 
 // len returns the number of channels held, for tests.
-func (sh *shard) len() int {
+func (sh *shard[E, P]) len() int {
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
-	return len(sh.streams)
+	return len(sh.entries)
 }
