@@ -287,3 +287,39 @@ func TestMapBrokerRestartEpoch(t *testing.T) {
 		})
 	}
 }
+
+// TestMapBrokerSentinelFailover kills the master of a Sentinel setup: the
+// subscribed map channel is reported lost once its pub/sub is on the new
+// master, whose first change of the channel starts a new epoch (a
+// promoted replica may lack the last changes), and changes flow again.
+func TestMapBrokerSentinelFailover(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	m, ev := runMap(t, Config{SentinelAddresses: s.Addrs(), SentinelMasterName: redistest.MasterName, IOTimeout: time.Second})
+	ctx := context.Background()
+	const ch = "failover"
+	if err := m.Subscribe(ch); err != nil {
+		t.Fatal(err)
+	}
+	before, err := m.Publish(ctx, ch, "a", broker.MapPublishOptions{Map: mapPersistent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ev.next(t); d.sp != before.Position {
+		t.Fatalf("delivered at %v, want %v", d.sp, before.Position)
+	}
+
+	s.Master.Kill()
+	s.WaitMaster(t, s.Replica.Addr)
+	waitLost(t, ev, ch)
+	var after broker.MapUpdateResult
+	eventually(t, "a write on the new master", func() bool {
+		after, err = m.Publish(ctx, ch, "b", broker.MapPublishOptions{Map: mapPersistent})
+		return err == nil
+	})
+	if after.Position.Epoch == before.Position.Epoch {
+		t.Fatalf("the channel kept epoch %q across a failover", before.Position.Epoch)
+	}
+	for d := ev.next(t); d.pub.Key != "b"; d = ev.next(t) {
+	}
+	eventually(t, "Healthy after the failover", func() bool { return m.Healthy() == nil })
+}

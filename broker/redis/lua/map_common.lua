@@ -182,13 +182,7 @@ local function change(epoch, key, entry, delta, prev, streamSize, streamTTL, com
   -- Message fields: 1 type (4 MAP_CHANGE), 2 entry, 3 offset, 4 epoch,
   -- 10 key, 5 delta, 6 prev.
   local msg = '\8\4\18' .. varint(#entry) .. entry .. '\24' .. varint(offset) ..
-    '\34' .. varint(#epoch) .. epoch .. '\82' .. varint(#key) .. key
-  if delta then
-    msg = msg .. '\40\1'
-    if prev then
-      msg = msg .. '\50' .. varint(#prev) .. prev
-    end
-  end
+    '\34' .. varint(#epoch) .. epoch .. '\82' .. varint(#key) .. key .. deltaFields(delta, prev)
   redis.call(command, pubsub, msg)
   return offset, entry
 end

@@ -123,13 +123,7 @@ if command ~= '' then
   if scope ~= '' then
     scopeMsg = msg .. '\74' .. varint(#ARGV[11]) .. ARGV[11]
   end
-  if delta then
-    msg = msg .. '\40\1'
-    if prev then
-      msg = msg .. '\50' .. varint(#prev) .. prev
-    end
-  end
-  redis.call(command, channel, msg)
+  redis.call(command, channel, msg .. deltaFields(delta, prev))
   if scopeMsg then
     -- The same command: in a cluster an SPUBLISH in the channel's slot,
     -- which the slot's master hands to the connections subscribed on it

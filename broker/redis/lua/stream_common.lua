@@ -108,6 +108,19 @@ local function varint(n)
   return table.concat(out)
 end
 
+-- deltaFields are the fields 5 (delta) and 6 (prev) of a pub/sub
+-- Message for delta subscribers: none without delta, prev when there is
+-- one.
+local function deltaFields(delta, prev)
+  if not delta then
+    return ''
+  end
+  if prev then
+    return '\40\1\50' .. varint(#prev) .. prev
+  end
+  return '\40\1'
+end
+
 -- rangeEnds returns the stream IDs between which a read from a since
 -- position goes (since is exclusive: forward starts after it, reverse
 -- before it), or nil when nothing comes before it.
