@@ -46,6 +46,7 @@ type options struct {
 	limit       int
 	observers   int
 	settle      time.Duration
+	baseline    time.Duration
 	pids        pidList
 }
 
@@ -59,6 +60,7 @@ func main() {
 	flag.IntVar(&o.limit, "limit", 1000, "state page size")
 	flag.IntVar(&o.observers, "observers", 3, "observers, synced one after another and then kept live")
 	flag.DurationVar(&o.settle, "settle", 2*time.Second, "how long to count what arrives after the join and after the leave")
+	flag.DurationVar(&o.baseline, "baseline", 10*time.Second, "how long to read the processes' CPU time at rest first, to tell it from a sync's")
 	flag.Var(&o.pids, "pid", "NAME=PID of a process whose CPU time to report (repeatable)")
 	verbose := flag.Bool("v", false, "log the live replies' positions and every message a live observer receives")
 	flag.Parse()
@@ -77,6 +79,13 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	if len(o.pids) > 0 && o.baseline > 0 {
+		cpu0 := o.pids.sample()
+		time.Sleep(o.baseline)
+		for _, d := range o.pids.since(cpu0) {
+			fmt.Printf("at rest       cpu %-8s %.2fs in %s (%.0f%% of a core)\n", d.name, d.seconds, o.baseline, 100*d.seconds/o.baseline.Seconds())
+		}
+	}
 	var watchers []*client
 	defer func() {
 		for _, w := range watchers {
