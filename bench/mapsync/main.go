@@ -11,6 +11,10 @@
 //     observer receives for each, which must be one publication each (the
 //     member's key, then its removal) and no state sent again.
 //
+// With --fanout map|stream it measures instead the fan-out of API
+// publications to --fanout-subs subscribers of one channel, map or stream,
+// and the CPU time per delivery of the processes of --pid.
+//
 // It is the measuring half of scripts/bench-map-presence, which holds the
 // members with `gyre bench idle`; see docs/benchmarks.md, "Map
 // subscriptions".
@@ -48,6 +52,7 @@ type options struct {
 	settle      time.Duration
 	baseline    time.Duration
 	pids        pidList
+	fanout      fanoutOptions
 }
 
 func main() {
@@ -62,6 +67,12 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 2*time.Second, "how long to count what arrives after the join and after the leave")
 	flag.DurationVar(&o.baseline, "baseline", 10*time.Second, "how long to read the processes' CPU time at rest first, to tell it from a sync's")
 	flag.Var(&o.pids, "pid", "NAME=PID of a process whose CPU time to report (repeatable)")
+	flag.StringVar(&o.fanout.kind, "fanout", "", "instead: measure a fan-out, of map changes (map) or stream publications (stream)")
+	flag.IntVar(&o.fanout.subs, "fanout-subs", 1000, "fan-out: subscribers of --fanout-channel")
+	flag.IntVar(&o.fanout.pubs, "fanout-pubs", 1000, "fan-out: publications, one API request each")
+	flag.StringVar(&o.fanout.channel, "fanout-channel", "", "fan-out: the channel (a map namespace's for map)")
+	flag.StringVar(&o.fanout.api, "api", "http://127.0.0.1:8000/api", "fan-out: the server API's base URL")
+	flag.StringVar(&o.fanout.apiKey, "api-key", "bench-key", "fan-out: the server API's key")
 	verbose := flag.Bool("v", false, "log the live replies' positions and every message a live observer receives")
 	flag.Parse()
 	if *verbose {
@@ -72,7 +83,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, o); err != nil {
+	do := run
+	if o.fanout.kind != "" {
+		do = runFanout
+	}
+	if err := do(ctx, o); err != nil {
 		slog.Error("mapsync", "err", err)
 		os.Exit(1)
 	}
@@ -99,7 +114,7 @@ func run(ctx context.Context, o options) error {
 		}
 		watchers = append(watchers, c)
 		cpu0 := o.pids.sample()
-		s, err := c.sync(o.channel, o.limit)
+		s, err := c.sync(o.channel, typeClients, o.limit)
 		if err != nil {
 			return fmt.Errorf("observer %d: %w", i, err)
 		}
@@ -311,6 +326,7 @@ const (
 	phaseLive   = 0
 	phaseStream = 1
 	phaseState  = 2
+	typeMap     = 1
 	typeClients = 2
 	flagCompact = 1
 )
@@ -318,10 +334,10 @@ const (
 // sync subscribes to a map_clients channel the way the SDK does: state
 // pages while the reply has a cursor, the stream phase from the first
 // page's position if the server does not go live on the last page.
-func (c *client) sync(channel string, limit int) (syncStats, error) {
+func (c *client) sync(channel string, typ, limit int) (syncStats, error) {
 	var s syncStats
 	start := time.Now()
-	req := map[string]any{"channel": channel, "type": typeClients, "phase": phaseState, "limit": limit, "flag": flagCompact}
+	req := map[string]any{"channel": channel, "type": typ, "phase": phaseState, "limit": limit, "flag": flagCompact}
 	var epoch string
 	var offset uint64
 	for {
@@ -347,7 +363,7 @@ func (c *client) sync(channel string, limit int) (syncStats, error) {
 		if epoch == "" {
 			epoch, offset = res.Epoch, res.Offset
 		}
-		req = map[string]any{"channel": channel, "type": typeClients, "limit": limit, "flag": flagCompact, "epoch": epoch}
+		req = map[string]any{"channel": channel, "type": typ, "limit": limit, "flag": flagCompact, "epoch": epoch}
 		switch {
 		case res.Phase == phaseState && res.Cursor != "":
 			req["phase"] = phaseState
