@@ -37,18 +37,13 @@ func runFanout(ctx context.Context, o options) error {
 		return fmt.Errorf("--fanout %q: map or stream", f.kind)
 	}
 	var delivered atomic.Int64
-	var subs []*client
-	defer func() {
-		for _, c := range subs {
-			c.close()
-		}
-	}()
+	var subs clients
+	defer subs.close()
 	for i := range f.subs {
-		c, err := dial(ctx, o.url, o.secret, "sub-"+strconv.Itoa(i))
+		c, err := subs.dial(ctx, o.url, o.secret, "sub-"+strconv.Itoa(i))
 		if err != nil {
 			return err
 		}
-		subs = append(subs, c)
 		if f.kind == "map" {
 			_, err = c.sync(f.channel, typeMap, o.limit)
 		} else {

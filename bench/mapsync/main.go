@@ -101,18 +101,13 @@ func run(ctx context.Context, o options) error {
 			fmt.Printf("at rest       cpu %-8s %.2fs in %s (%.0f%% of a core)\n", d.name, d.seconds, o.baseline, 100*d.seconds/o.baseline.Seconds())
 		}
 	}
-	var watchers []*client
-	defer func() {
-		for _, w := range watchers {
-			w.close()
-		}
-	}()
+	var watchers clients
+	defer watchers.close()
 	for i := range o.observers {
-		c, err := dial(ctx, o.url, o.secret, "observer-"+strconv.Itoa(i))
+		c, err := watchers.dial(ctx, o.url, o.secret, "observer-"+strconv.Itoa(i))
 		if err != nil {
 			return err
 		}
-		watchers = append(watchers, c)
 		cpu0 := o.pids.sample()
 		s, err := c.sync(o.channel, typeClients, o.limit)
 		if err != nil {
@@ -206,6 +201,23 @@ func dial(ctx context.Context, url, secret, user string) (*client, error) {
 }
 
 func (c *client) close() { _ = c.conn.Close() }
+
+// clients are connections closed together.
+type clients []*client
+
+func (cs *clients) dial(ctx context.Context, url, secret, user string) (*client, error) {
+	c, err := dial(ctx, url, secret, user)
+	if err == nil {
+		*cs = append(*cs, c)
+	}
+	return c, err
+}
+
+func (cs clients) close() {
+	for _, c := range cs {
+		c.close()
+	}
+}
 
 type pub struct {
 	Key     string          `json:"key"`
