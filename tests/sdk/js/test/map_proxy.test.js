@@ -5,12 +5,10 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 
+import { startBackend } from '../lib/backend.js';
 import { MapView, mapsConfig, stateOf } from '../lib/maps.js';
 import { builds, newClient, connected, closeAll, useServer, uniqueChannel } from '../lib/sdk.js';
-
-const calls = { map_publish: [], map_remove: [] };
 
 function answer(hook, req) {
   switch (hook) {
@@ -25,21 +23,7 @@ function answer(hook, req) {
   return null;
 }
 
-const backend = createServer((r, w) => {
-  let body = '';
-  r.on('data', (chunk) => { body += chunk; });
-  r.on('end', () => {
-    const hook = r.url.slice(1);
-    const req = JSON.parse(body);
-    calls[hook]?.push(req);
-    const res = answer(hook, req);
-    w.writeHead(res ? 200 : 404, { 'Content-Type': 'application/json' });
-    w.end(JSON.stringify(res ?? {}));
-  });
-});
-await new Promise((res) => backend.listen(0, '127.0.0.1', res));
-backend.unref();
-const backendURL = `http://127.0.0.1:${backend.address().port}`;
+const { url: backendURL, calls } = await startBackend(answer, ['map_publish', 'map_remove']);
 
 const server = useServer({ config: (port) => mapsConfig(port, { proxyUrl: backendURL }) });
 

@@ -7,15 +7,12 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 
+import { startBackend } from '../lib/backend.js';
 import { baseConfig } from '../lib/server.js';
 import { builds, newClient, newSub, connected, subscribed, subscribeFails, closeAll, useServer, uniqueChannel } from '../lib/sdk.js';
 
-// calls records every request the backend got, by hook.
-const calls = { connect: [], subscribe: [], publish: [], rpc: [] };
-
-// answer is the backend: one POST path per hook, JSON in and out.
+// answer is what the backend says to each hook.
 function answer(hook, req) {
   switch (hook) {
     case 'connect':
@@ -32,21 +29,7 @@ function answer(hook, req) {
   return null;
 }
 
-const backend = createServer((r, w) => {
-  let body = '';
-  r.on('data', (chunk) => { body += chunk; });
-  r.on('end', () => {
-    const hook = r.url.slice(1);
-    const req = JSON.parse(body);
-    calls[hook]?.push(req);
-    const res = answer(hook, req);
-    w.writeHead(res ? 200 : 404, { 'Content-Type': 'application/json' });
-    w.end(JSON.stringify(res ?? {}));
-  });
-});
-await new Promise((res) => backend.listen(0, '127.0.0.1', res));
-const backendURL = `http://127.0.0.1:${backend.address().port}`;
-backend.unref();
+const { url: backendURL, calls } = await startBackend(answer, ['connect', 'subscribe', 'publish', 'rpc']);
 
 function withProxies(port) {
   const cfg = baseConfig(port);
