@@ -142,10 +142,11 @@ func (s *Store) createStream(cfg js.StreamConfig) (js.Stream, error) {
 	st, err := s.js.Stream(ctx, cfg.Name)
 	if errors.Is(err, js.ErrStreamNotFound) {
 		st, err = s.js.CreateStream(ctx, cfg)
-		if errors.Is(err, js.ErrStreamNameAlreadyInUse) {
+		if errors.Is(err, js.ErrStreamNameAlreadyInUse) || madeMeanwhile(err) {
 			// Same name, other settings (replicas, TTLs of the config
 			// changed since it was made): the limits that matter are in
-			// the name.
+			// the name. Or another node created it between the lookup
+			// and the create.
 			st, err = s.js.Stream(ctx, cfg.Name)
 		}
 	}
@@ -156,6 +157,18 @@ func (s *Store) createStream(cfg js.StreamConfig) (js.Stream, error) {
 		return nil, wrap("create stream "+cfg.Name, err)
 	}
 	return st, nil
+}
+
+// errCodeSubjectOverlap is the server's answer to a create of a stream
+// whose subjects another stream holds: what a create racing another
+// node's create of the same stream may get instead of "name in use".
+const errCodeSubjectOverlap js.ErrorCode = 10065
+
+// madeMeanwhile reports whether a create failed because another stream
+// (the same one, made by another node meanwhile) holds its subjects.
+func madeMeanwhile(err error) bool {
+	var apiErr *js.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeSubjectOverlap
 }
 
 // directProbe bounds each direct get of awaitDirect.
