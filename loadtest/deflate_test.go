@@ -616,10 +616,17 @@ func startCompressingServer(t *testing.T) testServer {
 		if err != nil {
 			return
 		}
-		go serveCommands(conn, z, func() {
+		// The subscribe reply is written, and the connection joins the
+		// subscribers, under the lock the publishes hold: no publication
+		// goes out between the two, none before the reply.
+		go serveCommands(conn, z, func(reply func() error) error {
 			mu.Lock()
+			defer mu.Unlock()
+			if err := reply(); err != nil {
+				return err
+			}
 			conns = append(conns, conn)
-			mu.Unlock()
+			return nil
 		})
 	})
 	mux.HandleFunc("/api/publish", func(w http.ResponseWriter, r *http.Request) {
@@ -654,7 +661,7 @@ func startCompressingServer(t *testing.T) testServer {
 // serveCommands answers a connection's connect and subscribe commands
 // (through the compressor, as every reply of a compressing server goes),
 // calling subscribed after a subscribe; pongs are ignored.
-func serveCommands(conn *websocket.Conn, z *websocket.Compression, subscribed func()) {
+func serveCommands(conn *websocket.Conn, z *websocket.Compression, subscribed func(reply func() error) error) {
 	defer conn.Close(3000, "done")
 	for {
 		payload, _, err := conn.ReadMessage()
@@ -677,11 +684,17 @@ func serveCommands(conn *websocket.Conn, z *websocket.Compression, subscribed fu
 				reply.Subscribe = &protocol.SubscribeResult{}
 			}
 			b, err := protocol.AppendReply(nil, protocol.TypeJSON, reply)
-			if err != nil || conn.WriteFrames([]string{string(z.AppendFrame(nil, false, b))}) != nil {
+			if err != nil {
 				return
 			}
+			write := func() error { return conn.WriteFrames([]string{string(z.AppendFrame(nil, false, b))}) }
 			if cmd.Subscribe != nil {
-				subscribed()
+				err = subscribed(write)
+			} else {
+				err = write()
+			}
+			if err != nil {
+				return
 			}
 		}
 	}
