@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -9,9 +10,11 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/brokertest"
+	"github.com/gyrehq/gyre/broker/maptest"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/redis/rueidis"
 )
 
 // BenchmarkBroker runs the contract benchmarks through one local Redis:
@@ -47,6 +50,7 @@ func BenchmarkPublishConcurrent(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			defer reportScriptCost(b, br.e.clients[0])()
 			payload := []byte(`{"type":"message","user":"42","text":"hello, world","ts":1700000000}`)
 			var seq atomic.Int64
 			b.ReportAllocs()
@@ -61,6 +65,87 @@ func BenchmarkPublishConcurrent(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkMapBroker runs the map contract benchmarks through one local
+// Redis: every write is a script round trip plus its delivery back to
+// this node over pub/sub, every read a script round trip.
+func BenchmarkMapBroker(b *testing.B) {
+	srv := redistest.Start(b)
+	maptest.BenchmarkMapBroker(b, func(b *testing.B) broker.MapBroker {
+		m, err := NewMapBroker(Config{Addresses: []string{srv.Addr}, Prefix: "gyretest"})
+		if err != nil {
+			b.Fatalf("NewMapBroker: %v", err)
+		}
+		return m
+	})
+}
+
+// BenchmarkMapPublishConcurrent writes map keys from 64 goroutines into
+// 16 subscribed channels, as an API node under load does: rueidis
+// pipelines the scripts on one connection. It reports what Redis spent
+// in scripts per write, as BenchmarkPublishConcurrent does per publish.
+func BenchmarkMapPublishConcurrent(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, mo := range []broker.MapOptions{
+		{Mode: broker.MapModePersistent, StreamSize: 100, StreamTTL: time.Minute},
+		{Mode: broker.MapModeRecoverable, KeyTTL: time.Minute, StreamSize: 100, StreamTTL: time.Minute, MetaTTL: 10 * time.Minute},
+		{Mode: broker.MapModeEphemeral, KeyTTL: time.Minute},
+	} {
+		b.Run(mo.Mode.String(), func(b *testing.B) {
+			m := newEngine(b, Config{Addresses: []string{srv.Addr}}).MapBroker()
+			if err := m.Run(newCountingEvents()); err != nil {
+				b.Fatal(err)
+			}
+			for i := range 16 {
+				if err := m.Subscribe("bench" + strconv.Itoa(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			opts := broker.MapPublishOptions{Map: mo, Data: []byte(`{"type":"cursor","user":"42","x":120,"y":340,"ts":1700000000}`)}
+			defer reportScriptCost(b, m.e.clients[0])()
+			var seq atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				n := seq.Add(1)
+				ch := "bench" + strconv.FormatInt(n%16, 10)
+				for i := 0; pb.Next(); i++ {
+					key := "k" + strconv.FormatInt(n, 10) + "." + strconv.Itoa(i%100)
+					if _, err := m.Publish(b.Context(), ch, key, opts); err != nil {
+						b.Errorf("Publish: %v", err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// reportScriptCost resets Redis's command statistics and returns a
+// function that reports the time Redis spent in EVALSHA per operation
+// since (INFO commandstats), as redis-µs/op: the cost of a script in
+// Redis's one thread, which bounds throughput once round trips overlap.
+func reportScriptCost(b *testing.B, c rueidis.Client) func() {
+	ctx := context.Background()
+	if err := c.Do(ctx, c.B().ConfigResetstat().Build()).Error(); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		info, err := c.Do(ctx, c.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.Lines(info) {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+				_, usec, _ := strings.Cut(rest, "usec=")
+				usec, _, _ = strings.Cut(usec, ",")
+				if n, err := strconv.ParseFloat(usec, 64); err == nil {
+					b.ReportMetric(n/float64(b.N), "redis-µs/op")
+				}
+			}
+		}
 	}
 }
 

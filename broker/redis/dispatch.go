@@ -130,15 +130,12 @@ func (d *dispatcher) add(ev event) error {
 		return fmt.Errorf("redis: message on unknown pub/sub channel")
 	}
 	switch msg.Type {
-	case wirepb.Message_PUBLICATION:
-		rp, err := decodeRunPublication(msg)
-		if err != nil {
-			return fmt.Errorf("%w: %w", errUndecodable, err)
+	case wirepb.Message_PUBLICATION, wirepb.Message_MAP_CHANGE:
+		decode := decodeRunPublication
+		if msg.Type == wirepb.Message_MAP_CHANGE {
+			decode = decodeMapChange
 		}
-		d.addPublication("", channel, rp)
-		return nil
-	case wirepb.Message_MAP_CHANGE:
-		rp, err := decodeMapChange(msg)
+		rp, err := decode(msg)
 		if err != nil {
 			return fmt.Errorf("%w: %w", errUndecodable, err)
 		}

@@ -1,6 +1,7 @@
 // Package redis implements the broker contracts (broker.Broker,
-// broker.PresenceManager and broker.Store) on Redis, so that many Gyre nodes share
-// publications, history and presence. It talks to Redis through
+// broker.PresenceManager, broker.Store and broker.MapBroker) on Redis, so
+// that many Gyre nodes share publications, history, presence and map
+// channels. It talks to Redis through
 // github.com/redis/rueidis (RESP3, automatic pipelining) and works with
 // standalone servers, several standalone servers sharded by channel, a
 // Redis Cluster, or a master watched by Sentinels.
@@ -38,6 +39,7 @@
 //	<base>p.u.<channel>           hash: user ID -> number of present clients
 //	<base>w.<scope>               pub/sub: publications of a pattern scope's channels of
 //	                              this base, with their channel (see Pattern delivery)
+//	<base>map.…                   map channels (see Map channels and map_keys.go)
 //
 // # Publishing
 //
@@ -215,6 +217,47 @@
 // follows failovers: besides the connections Sentinel drops, every 500 ms
 // it replaces pub/sub connections on a server whose replication id is not
 // the master's. A cluster follows slot moves.
+//
+// # Map channels
+//
+// Engine.MapBroker returns a broker.MapBroker on the engine's Redis;
+// NewMapBroker makes one with connections of its own, for map channels
+// kept in another Redis setup. A map channel lives in the same place as
+// a stream channel of its name (its Redis, shard and cluster hash tag),
+// under keys of its own: a meta hash (epoch, top offset), a state hash
+// (key to entry), a sorted set of its keys (for pages in key order), a
+// sorted set of key expiry times, a hash of key versions, and a Redis
+// stream of changes in modes that keep one. Entries and changes are the
+// MapEntry protobuf of internal/wirepb.
+//
+// Every change is one Lua script (lua/map_publish.lua) that checks the
+// idempotency key, the key mode and the version, takes the next offset,
+// writes the state, appends to the stream (trimmed to StreamSize, expiring
+// StreamTTL after the last change), and publishes the change on the
+// channel's map pub/sub channel, <base>map.c.<channel>: the order of
+// offsets is the order of messages for every node. The meta, the state
+// and what goes with it share one TTL, MetaTTL after the last change (none
+// when zero), kept at least until the last key expired; a meta found
+// missing starts a new epoch and drops whatever was left of the old one.
+// Reads create the meta when missing, so that a reader learns the epoch
+// the next change continues. ReadState pages through the sorted set of
+// keys: at most Limit entries in key order, exactly once each for keys
+// present throughout, the cursor holding the page's last key, the
+// channel's epoch and a check of the channel's name.
+//
+// The MapBroker's pub/sub runs on connections of its own, kept exactly as
+// the Broker keeps its (Delivery and order, Resilience): channels reach
+// the RunHandler in offset order, and a channel whose subscription was
+// restored is reported to a handler that implements
+// broker.SubscriptionLostHandler, in order with its changes.
+//
+// A write of a key with a TTL scores it in the channel's expiry set and
+// files the channel in its key base's index of channels with expiring
+// keys. Every running MapBroker looks at each index every 500 ms and, for
+// each channel due, runs lua/map_expire.lua, which removes up to 100
+// expired keys, each as a change with Removed set. Scripts run one at a
+// time, so when several nodes look at once each expiry is removed once.
+// Expiry times come from Redis's clock.
 //
 // # Presence
 //

@@ -27,3 +27,17 @@ func Example() {
 	// Hand both to gyre.NewNode, which runs the broker with its handler.
 	fmt.Println(b != nil, pm != nil)
 }
+
+// A MapBroker with connections of its own, for map channels kept in
+// another Redis than the engine's (Engine.MapBroker shares an engine's).
+func ExampleNewMapBroker() {
+	m, err := redis.NewMapBroker(redis.Config{Addresses: []string{"127.0.0.1:6380"}, Prefix: "myapp"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+
+	var mb broker.MapBroker = m
+	// Hand it to gyre.NewNode as Config.MapBroker, which runs it.
+	fmt.Println(mb != nil)
+}

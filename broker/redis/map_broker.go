@@ -169,19 +169,10 @@ func (m *MapBroker) Publish(ctx context.Context, channel, key string, opts broke
 	default:
 		return broker.MapUpdateResult{}, fmt.Errorf("redis: unknown map key mode %q", opts.KeyMode)
 	}
-	entry, err := encodeMapEntry(&wirepb.MapEntry{
-		Data:         opts.Data,
-		Tags:         opts.Tags,
-		Time:         time.Now().UnixMilli(),
-		Score:   opts.Score,
-		Version: opts.Version,
-	}, opts.ClientInfo)
-	if err != nil {
-		return broker.MapUpdateResult{}, err
-	}
 	return m.change(ctx, channel, key, opts.Map, mapChange{
 		op:             "p",
-		entry:          entry,
+		entry:          &wirepb.MapEntry{Data: opts.Data, Tags: opts.Tags, Score: opts.Score, Version: opts.Version},
+		info:           opts.ClientInfo,
 		idempotencyKey: opts.IdempotencyKey,
 		idempotentTTL:  opts.IdempotentResultTTL,
 		delta:          opts.UseDelta,
@@ -194,13 +185,10 @@ func (m *MapBroker) Publish(ctx context.Context, channel, key string, opts broke
 
 // Remove deletes key (lua/map_publish.lua).
 func (m *MapBroker) Remove(ctx context.Context, channel, key string, opts broker.MapRemoveOptions) (broker.MapUpdateResult, error) {
-	entry, err := encodeMapEntry(&wirepb.MapEntry{Removed: true, Time: time.Now().UnixMilli()}, opts.ClientInfo)
-	if err != nil {
-		return broker.MapUpdateResult{}, err
-	}
 	return m.change(ctx, channel, key, opts.Map, mapChange{
 		op:             "r",
-		entry:          entry,
+		entry:          &wirepb.MapEntry{Removed: true},
+		info:           opts.ClientInfo,
 		idempotencyKey: opts.IdempotencyKey,
 		idempotentTTL:  opts.IdempotentResultTTL,
 	})
@@ -209,8 +197,11 @@ func (m *MapBroker) Remove(ctx context.Context, channel, key string, opts broker
 // mapChange is what Publish and Remove hand to the script besides the
 // channel's settings.
 type mapChange struct {
-	op             string // "p" write, "r" remove
-	entry          []byte // MapEntry without offset
+	op string // "p" write, "r" remove
+	// entry is the written value or the removal, without offset, time
+	// and info, which change sets.
+	entry          *wirepb.MapEntry
+	info           *broker.ClientInfo
 	idempotencyKey string
 	idempotentTTL  time.Duration
 	delta          bool
@@ -222,6 +213,11 @@ type mapChange struct {
 
 func (m *MapBroker) change(ctx context.Context, channel, key string, mo broker.MapOptions, c mapChange) (broker.MapUpdateResult, error) {
 	if err := m.checkOpen(); err != nil {
+		return broker.MapUpdateResult{}, err
+	}
+	c.entry.Time = time.Now().UnixMilli()
+	entry, err := encodeMapEntry(c.entry, c.info)
+	if err != nil {
 		return broker.MapUpdateResult{}, err
 	}
 	ci, si := m.e.locate(channel)
@@ -238,7 +234,7 @@ func (m *MapBroker) change(ctx context.Context, channel, key string, mo broker.M
 		c.op,
 		channel,
 		key,
-		rueidis.BinaryString(c.entry),
+		rueidis.BinaryString(entry),
 		base + mapPubSubInfix + channel,
 		m.e.publishCommand(),
 		newEpoch(),
@@ -252,6 +248,7 @@ func (m *MapBroker) change(ctx context.Context, channel, key string, mo broker.M
 		c.versionEpoch,
 		string(c.keyMode),
 		flag(c.refresh),
+		m.ps.durableRestarts,
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.IOTimeout)
 	defer cancel()

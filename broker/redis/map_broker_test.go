@@ -10,6 +10,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/maptest"
+	"github.com/gyrehq/gyre/broker/redis/redistest"
 )
 
 // mapSetups are the Redis shapes the map tests run on.
@@ -250,12 +251,75 @@ func TestMapBrokerClose(t *testing.T) {
 	}
 }
 
-func ExampleNewMapBroker() {
-	m, err := NewMapBroker(Config{Addresses: []string{"127.0.0.1:6379"}})
-	if err != nil {
-		fmt.Println(err)
-		return
+// TestMapBrokerRestartEpoch restarts a Redis whose data survives. With
+// Config.DurableRestarts a map channel keeps its epoch; without it the
+// next change starts a new epoch, as a stream's does (TestRestartEpoch):
+// a restart that may lose changes must not let an offset be handed out
+// twice in one epoch. The state stays either way.
+func TestMapBrokerRestartEpoch(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+			m, _ := runMap(t, Config{Addresses: []string{srv.Addr}, DurableRestarts: durable, IOTimeout: time.Second})
+			ctx := context.Background()
+			const ch = "restart-epoch"
+			before, err := m.Publish(ctx, ch, "before", broker.MapPublishOptions{Map: mapPersistent, Data: []byte("1")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Kill()
+			srv.Restart()
+			var after broker.MapUpdateResult
+			eventually(t, "a write after the restart", func() bool {
+				after, err = m.Publish(ctx, ch, "after", broker.MapPublishOptions{Map: mapPersistent, Data: []byte("2")})
+				return err == nil
+			})
+			if after.Position.Offset != before.Position.Offset+1 {
+				t.Fatalf("first write after the restart at %+v, want offset %d", after.Position, before.Position.Offset+1)
+			}
+			if sameEpoch := after.Position.Epoch == before.Position.Epoch; sameEpoch != durable {
+				t.Fatalf("epoch %q before the restart, %q after; durable restarts %v", before.Position.Epoch, after.Position.Epoch, durable)
+			}
+			st, err := m.ReadState(ctx, ch, broker.MapStateOptions{Map: mapPersistent, Limit: -1})
+			if err != nil || len(st.Entries) != 2 || st.Position != after.Position {
+				t.Fatalf("state after the restart: %+v, %v; want both keys at %+v", st, err, after.Position)
+			}
+		})
 	}
-	defer m.Close()
-	// Give m to the node as its gyre.Config.MapBroker.
+}
+
+// TestMapBrokerSentinelFailover kills the master of a Sentinel setup: the
+// subscribed map channel is reported lost once its pub/sub is on the new
+// master, whose first change of the channel starts a new epoch (a
+// promoted replica may lack the last changes), and changes flow again.
+func TestMapBrokerSentinelFailover(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	m, ev := runMap(t, Config{SentinelAddresses: s.Addrs(), SentinelMasterName: redistest.MasterName, IOTimeout: time.Second})
+	ctx := context.Background()
+	const ch = "failover"
+	if err := m.Subscribe(ch); err != nil {
+		t.Fatal(err)
+	}
+	before, err := m.Publish(ctx, ch, "a", broker.MapPublishOptions{Map: mapPersistent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ev.next(t); d.sp != before.Position {
+		t.Fatalf("delivered at %v, want %v", d.sp, before.Position)
+	}
+
+	s.Master.Kill()
+	s.WaitMaster(t, s.Replica.Addr)
+	waitLost(t, ev, ch)
+	var after broker.MapUpdateResult
+	eventually(t, "a write on the new master", func() bool {
+		after, err = m.Publish(ctx, ch, "b", broker.MapPublishOptions{Map: mapPersistent})
+		return err == nil
+	})
+	if after.Position.Epoch == before.Position.Epoch {
+		t.Fatalf("the channel kept epoch %q across a failover", before.Position.Epoch)
+	}
+	for d := ev.next(t); d.pub.Key != "b"; d = ev.next(t) {
+	}
+	eventually(t, "Healthy after the failover", func() bool { return m.Healthy() == nil })
 }

@@ -99,7 +99,7 @@ func (m *MapBroker) expireRound(tg expireTarget) (more bool, err error) {
 	cmds := make(rueidis.Commands, len(channels))
 	build := func(i int, withBody bool) rueidis.Completed {
 		ch := channels[i]
-		args := []string{ch, tg.base + mapPubSubInfix + ch, command, batch}
+		args := []string{ch, tg.base + mapPubSubInfix + ch, command, batch, newEpoch(), m.ps.durableRestarts}
 		return mapExpireScript.cmd(c, mapKeys(tg.base, ch), args, withBody)
 	}
 	for i := range channels {

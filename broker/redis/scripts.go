@@ -47,15 +47,15 @@ var (
 	presenceRemoveScript = rueidis.NewLuaScript(presenceCommonLua + presenceRemoveLua)
 	presenceGetScript    = rueidis.NewLuaScript(presenceCommonLua + presenceGetLua)
 
-	mapPublishScript = rueidis.NewLuaScript(mapCommonLua + mapPublishLua)
-	mapStateScript   = rueidis.NewLuaScript(mapCommonLua + mapStateLua)
-	mapStreamScript  = rueidis.NewLuaScript(mapCommonLua + mapStreamLua)
-	mapClearScript   = rueidis.NewLuaScript(mapCommonLua + mapClearLua)
+	mapPublishScript = rueidis.NewLuaScript(streamCommonLua + mapCommonLua + mapPublishLua)
+	mapStateScript   = rueidis.NewLuaScript(streamCommonLua + mapCommonLua + mapStateLua)
+	mapStreamScript  = rueidis.NewLuaScript(streamCommonLua + mapCommonLua + mapStreamLua)
+	mapClearScript   = rueidis.NewLuaScript(streamCommonLua + mapCommonLua + mapClearLua)
 	mapDueScript     = rueidis.NewLuaScript(mapDueLua)
 )
 
 // mapExpireScript runs pipelined, one call per channel whose keys are due.
-var mapExpireScript = newPipelinedScript(mapCommonLua + mapExpireLua)
+var mapExpireScript = newPipelinedScript(streamCommonLua + mapCommonLua + mapExpireLua)
 
 // publishScript is run pipelined (PublishMany), with commands built here:
 // rueidis's own pipelined form loads the script into every server before

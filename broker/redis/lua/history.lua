@@ -37,16 +37,9 @@ if limit == 0 then
 end
 
 -- Range ends. Since is exclusive: forward starts after it, reverse before.
-local from, to = '-', '+'
-if hasSince then
-  if reverse then
-    if sinceOffset <= 1 then
-      return out
-    end
-    to = (sinceOffset - 1) .. '-0'
-  else
-    from = (sinceOffset + 1) .. '-0'
-  end
+local from, to = rangeEnds(hasSince, sinceOffset, reverse)
+if not from then
+  return out
 end
 
 local now = redis.call('TIME')
@@ -55,20 +48,7 @@ local want = limit
 -- Entries past their TTL are skipped; with a limit, read on until enough
 -- live ones are found or the stream ends.
 while true do
-  local batch
-  if reverse then
-    if want > 0 then
-      batch = redis.call('XREVRANGE', stream, to, from, 'COUNT', want)
-    else
-      batch = redis.call('XREVRANGE', stream, to, from)
-    end
-  else
-    if want > 0 then
-      batch = redis.call('XRANGE', stream, from, to, 'COUNT', want)
-    else
-      batch = redis.call('XRANGE', stream, from, to)
-    end
-  end
+  local batch = readRange(stream, from, to, reverse, want)
   local live = 0
   for _, e in ipairs(batch) do
     local f = e[2]

@@ -1,10 +1,12 @@
--- Shared by the map scripts (see map_broker.go). A map channel's keys come
--- first in KEYS, in this order: 1 meta hash (e epoch, o top offset; ss, st,
--- mt the stream size, stream TTL and meta TTL of the last change, for the
--- expiry script), 2 state hash (key -> MapEntry), 3 sorted set of key
+-- Shared by the map scripts (see map_broker.go), after stream_common.lua.
+-- A map channel's keys come first in KEYS, in this order: 1 meta hash (e
+-- epoch, o top offset, r replication id of the server that wrote it, c
+-- "<stream size>:<stream TTL>:<meta TTL>" of the last write, for the expiry
+-- script), 2 state hash (key -> MapEntry), 3 sorted set of key
 -- expiry times (Unix ms, Redis clock), 4 stream (ID "<offset>-0", fields k
 -- key and d MapEntry), 5 the key base's index of channels with expiring
--- keys (channel scored by its earliest expiry), 6 hash of versions (key ->
+-- keys (channel scored by its earliest expiry, or earlier: the expiry
+-- script sets it right when it finds nothing due), 6 hash of versions (key ->
 -- "<version>:<version epoch>" of its last versioned write), 7 sorted set of
 -- the state's keys, all scored 0, so that state pages go in key order.
 local meta, state, expiry, stream, index, versions, order = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -14,18 +16,6 @@ local meta, state, expiry, stream, index, versions, order = KEYS[1], KEYS[2], KE
 -- change of the channel, made by a node's expiry goroutine (every 500 ms,
 -- mapExpireEvery), which must still find the meta.
 local expirySlack = 5000
-
--- varint encodes n as a protobuf base-128 varint; Lua numbers are exact
--- up to 2^53, far beyond any offset or time.
-local function varint(n)
-  local out = {}
-  while n >= 128 do
-    out[#out + 1] = string.char(n % 128 + 128)
-    n = math.floor(n / 128)
-  end
-  out[#out + 1] = string.char(n)
-  return table.concat(out)
-end
 
 -- readVarint decodes the varint at position i of s: its value and the
 -- position after it, or nil at the end of s.
@@ -89,43 +79,55 @@ local function nowMillis()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- openMeta returns the channel's epoch, starting the channel over with
--- newEpoch when it has no meta (never written, cleared, or expired): the
--- state, expiry times and stream of an earlier epoch go with it, since
--- their offsets would not follow the new epoch's. A new meta lives ttl
--- milliseconds (0: forever) unless a change keeps it alive.
-local function openMeta(newEpoch, channel, ttl)
-  local epoch = redis.call('HGET', meta, 'e')
-  if epoch then
-    return epoch
+-- openMeta returns the channel's epoch and settings (meta field c),
+-- starting the channel over with newEpoch when it has no meta (never
+-- written, cleared, or expired): the state, expiry times and stream of an
+-- earlier epoch go with it, since their offsets would not follow the new
+-- epoch's. A new meta lives ttl milliseconds (0: forever) unless a change
+-- keeps it alive, and records the replication id of this server
+-- (stream_common.lua). For a change (durable set: "1" when restarts lose
+-- nothing), a meta written under another id gets newEpoch as streams do
+-- (continueStream): this server may lack changes that were delivered, and
+-- must not hand their offsets out again in the same epoch.
+local function openMeta(newEpoch, channel, ttl, durable)
+  local m = redis.call('HMGET', meta, 'e', 'r', 'c')
+  if m[1] then
+    if durable == nil then
+      return m[1], m[3]
+    end
+    local rid, promoted = serverReplicationID()
+    return continueStream(meta, m[1], m[2], rid, promoted, durable == '1', newEpoch), m[3]
   end
   redis.call('DEL', state, expiry, stream, versions, order)
   redis.call('ZREM', index, channel)
-  redis.call('HSET', meta, 'e', newEpoch, 'o', 0)
+  redis.call('HSET', meta, 'e', newEpoch, 'o', 0, 'r', (serverReplicationID()))
   if ttl > 0 then
     redis.call('PEXPIRE', meta, ttl)
   end
-  return newEpoch
+  return newEpoch, nil
 end
 
--- keepAlive gives meta, state and what goes with it one life, ttl
--- milliseconds from now (0: forever), so that none outlives the others:
--- state without its meta would start a new epoch with old entries, a meta
--- without its state would keep the epoch of entries that vanished
--- unannounced. The life lasts at least until the last key expires.
-local function keepAlive(ttl)
-  if ttl > 0 then
-    local last = redis.call('ZRANGE', expiry, -1, -1, 'WITHSCORES')
-    if last[2] then
-      ttl = math.max(ttl, tonumber(last[2]) - nowMillis() + expirySlack)
+-- keepAlive gives meta, state and what goes with it one life, so that
+-- none outlives the others: state without its meta would start a new
+-- epoch with old entries, a meta without its state would keep the epoch
+-- of entries that vanished unannounced. The life is ttl milliseconds from
+-- now, or minLife if longer (a key expiring then, and expirySlack), and
+-- never shorter than what the meta had left, which covers the keys
+-- written before; ttl 0 is forever.
+local function keepAlive(ttl, minLife)
+  local left = redis.call('PTTL', meta)
+  if ttl <= 0 then
+    -- Without a TTL on the meta none of the others has one.
+    if left ~= -1 then
+      for _, k in ipairs({meta, state, expiry, versions, order}) do
+        redis.call('PERSIST', k)
+      end
     end
+    return
   end
+  ttl = math.max(ttl, minLife, left)
   for _, k in ipairs({meta, state, expiry, versions, order}) do
-    if ttl > 0 then
-      redis.call('PEXPIRE', k, ttl)
-    else
-      redis.call('PERSIST', k)
-    end
+    redis.call('PEXPIRE', k, ttl)
   end
 end
 
@@ -180,13 +182,7 @@ local function change(epoch, key, entry, delta, prev, streamSize, streamTTL, com
   -- Message fields: 1 type (4 MAP_CHANGE), 2 entry, 3 offset, 4 epoch,
   -- 10 key, 5 delta, 6 prev.
   local msg = '\8\4\18' .. varint(#entry) .. entry .. '\24' .. varint(offset) ..
-    '\34' .. varint(#epoch) .. epoch .. '\82' .. varint(#key) .. key
-  if delta then
-    msg = msg .. '\40\1'
-    if prev then
-      msg = msg .. '\50' .. varint(#prev) .. prev
-    end
-  end
+    '\34' .. varint(#epoch) .. epoch .. '\82' .. varint(#key) .. key .. deltaFields(delta, prev)
   redis.call(command, pubsub, msg)
   return offset, entry
 end

@@ -19,6 +19,7 @@
 -- ARGV[14] version, decimal, "0" for none; ARGV[15] version epoch
 -- ARGV[16] key mode: "", "if_new" or "if_exists"
 -- ARGV[17] "1" to extend an existing key's life when if_new suppresses
+-- ARGV[18] "1" when a restart of this Redis loses no acknowledged write
 -- Returns {offset, epoch, suppress reason ("" when the change was made)}.
 local idem = KEYS[8]
 local op, channel, key, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -36,7 +37,7 @@ if idemTTL > 0 then
   end
 end
 
-local epoch = openMeta(ARGV[7], channel, metaTTL)
+local epoch, settings = openMeta(ARGV[7], channel, metaTTL, ARGV[18])
 local function suppressed(reason)
   return {tonumber(redis.call('HGET', meta, 'o')), epoch, reason}
 end
@@ -47,15 +48,20 @@ if op == 'r' then
   if not removed then
     return suppressed('key_not_found')
   end
-  indexExpiry(channel)
   offset = change(epoch, key, entry .. entryTags(removed), false, nil, streamSize, streamTTL, command, pubsub)
 else
-  local exists = redis.call('HEXISTS', state, key) == 1
+  -- A plain write needs no look at the key; with delta, prev tells.
+  local prev, exists = nil, false
+  if delta then
+    prev = redis.call('HGET', state, key)
+    exists = prev ~= false
+  elseif keyMode ~= '' then
+    exists = redis.call('HEXISTS', state, key) == 1
+  end
   if keyMode == 'if_new' and exists then
     if refresh and keyTTL > 0 then
       redis.call('ZADD', expiry, 'XX', nowMillis() + keyTTL, key)
-      indexExpiry(channel)
-      keepAlive(metaTTL)
+      keepAlive(metaTTL, keyTTL + expirySlack)
     end
     return suppressed('key_exists')
   end
@@ -75,21 +81,26 @@ else
     end
     redis.call('HSET', versions, key, version .. ':' .. versionEpoch)
   end
-  local prev = nil
-  if delta and exists then
-    prev = redis.call('HGET', state, key)
-  end
   local stored
   offset, stored = change(epoch, key, entry, delta, prev, streamSize, streamTTL, command, pubsub)
   store(key, stored)
   if keyTTL > 0 then
-    redis.call('ZADD', expiry, nowMillis() + keyTTL, key)
-    indexExpiry(channel)
+    local at = nowMillis() + keyTTL
+    redis.call('ZADD', expiry, at, key)
+    -- The channel's earliest expiry is at most this one.
+    redis.call('ZADD', index, 'LT', at, channel)
   end
 end
 
-redis.call('HSET', meta, 'ss', streamSize, 'st', streamTTL, 'mt', metaTTL)
-keepAlive(metaTTL)
+local current = streamSize .. ':' .. streamTTL .. ':' .. metaTTL
+if settings ~= current then
+  redis.call('HSET', meta, 'c', current)
+end
+if op == 'r' then
+  keepAlive(metaTTL, 0)
+else
+  keepAlive(metaTTL, keyTTL + expirySlack)
+end
 if idemTTL > 0 then
   redis.call('SET', idem, offset .. ':' .. epoch, 'PX', idemTTL)
 end

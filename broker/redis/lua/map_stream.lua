@@ -27,30 +27,11 @@ if limit == 0 then
   return out
 end
 
-local from, to = '-', '+'
-if hasSince then
-  if reverse then
-    if sinceOffset <= 1 then
-      return out
-    end
-    to = (sinceOffset - 1) .. '-0'
-  else
-    from = (sinceOffset + 1) .. '-0'
-  end
+local from, to = rangeEnds(hasSince, sinceOffset, reverse)
+if not from then
+  return out
 end
-local batch
-if reverse then
-  if limit > 0 then
-    batch = redis.call('XREVRANGE', stream, to, from, 'COUNT', limit)
-  else
-    batch = redis.call('XREVRANGE', stream, to, from)
-  end
-elseif limit > 0 then
-  batch = redis.call('XRANGE', stream, from, to, 'COUNT', limit)
-else
-  batch = redis.call('XRANGE', stream, from, to)
-end
-for _, e in ipairs(batch) do
+for _, e in ipairs(readRange(stream, from, to, reverse, limit)) do
   local f = e[2]
   local key, data
   for i = 1, #f, 2 do

@@ -63,18 +63,6 @@ if size > 0 and version > 0 then
   end
 end
 
--- varint encodes n as a protobuf base-128 varint; Lua numbers are exact
--- up to 2^53, far beyond any offset.
-local function varint(n)
-  local out = {}
-  while n >= 128 do
-    out[#out + 1] = string.char(n % 128 + 128)
-    n = math.floor(n / 128)
-  end
-  out[#out + 1] = string.char(n)
-  return table.concat(out)
-end
-
 local function extendMeta()
   if redis.call('PTTL', meta) < metaTTL then
     redis.call('PEXPIRE', meta, metaTTL)
@@ -135,13 +123,7 @@ if command ~= '' then
   if scope ~= '' then
     scopeMsg = msg .. '\74' .. varint(#ARGV[11]) .. ARGV[11]
   end
-  if delta then
-    msg = msg .. '\40\1'
-    if prev then
-      msg = msg .. '\50' .. varint(#prev) .. prev
-    end
-  end
-  redis.call(command, channel, msg)
+  redis.call(command, channel, msg .. deltaFields(delta, prev))
   if scopeMsg then
     -- The same command: in a cluster an SPUBLISH in the channel's slot,
     -- which the slot's master hands to the connections subscribed on it

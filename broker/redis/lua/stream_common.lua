@@ -1,3 +1,7 @@
+-- Shared by the stream scripts (publish.lua, history.lua) and the map
+-- scripts (map_*.lua), which come after it: stream continuity across a
+-- change of master, and helpers for protobuf varints and stream ranges.
+--
 -- Stream continuity across a change of master. Redis replicates
 -- asynchronously: a replica promoted by Sentinel or a Cluster failover may
 -- lack the last publications the old master acknowledged (and sent to
@@ -90,4 +94,62 @@ local function continueStream(meta, epoch, writtenBy, rid, promoted, durable, ne
     redis.call('HSET', meta, 'r', rid)
   end
   return epoch
+end
+
+-- varint encodes n as a protobuf base-128 varint; Lua numbers are exact
+-- up to 2^53, far beyond any offset or time.
+local function varint(n)
+  local out = {}
+  while n >= 128 do
+    out[#out + 1] = string.char(n % 128 + 128)
+    n = math.floor(n / 128)
+  end
+  out[#out + 1] = string.char(n)
+  return table.concat(out)
+end
+
+-- deltaFields are the fields 5 (delta) and 6 (prev) of a pub/sub
+-- Message for delta subscribers: none without delta, prev when there is
+-- one.
+local function deltaFields(delta, prev)
+  if not delta then
+    return ''
+  end
+  if prev then
+    return '\40\1\50' .. varint(#prev) .. prev
+  end
+  return '\40\1'
+end
+
+-- rangeEnds returns the stream IDs between which a read from a since
+-- position goes (since is exclusive: forward starts after it, reverse
+-- before it), or nil when nothing comes before it.
+local function rangeEnds(hasSince, sinceOffset, reverse)
+  local from, to = '-', '+'
+  if hasSince then
+    if reverse then
+      if sinceOffset <= 1 then
+        return nil
+      end
+      to = (sinceOffset - 1) .. '-0'
+    else
+      from = (sinceOffset + 1) .. '-0'
+    end
+  end
+  return from, to
+end
+
+-- readRange returns at most count entries (all when count is not
+-- positive) between from and to, newest first when reverse.
+local function readRange(stream, from, to, reverse, count)
+  if reverse then
+    if count > 0 then
+      return redis.call('XREVRANGE', stream, to, from, 'COUNT', count)
+    end
+    return redis.call('XREVRANGE', stream, to, from)
+  end
+  if count > 0 then
+    return redis.call('XRANGE', stream, from, to, 'COUNT', count)
+  end
+  return redis.call('XRANGE', stream, from, to)
 end
