@@ -195,9 +195,19 @@ func (n *Node) mapPublish(ctx context.Context, chOpts *ChannelOptions, channel, 
 		bo.IdempotentResultTTL = n.cfg.IdempotentResultTTL
 	}
 	res, err := n.mapBroker.Publish(ctx, channel, key, bo)
+	return n.mapChanged("publish", channel, res, err)
+}
+
+// mapChanged counts a map write or removal (op) of channel that the
+// broker answered with res or err, logging a failure.
+func (n *Node) mapChanged(op, channel string, res MapUpdateResult, err error) (MapUpdateResult, error) {
 	if err != nil {
-		n.obs.BrokerFailed("publish")
-		return res, mapError("publish", channel, err)
+		lvl := slog.LevelError
+		if errors.Is(err, broker.ErrNotAvailable) {
+			lvl = slog.LevelWarn
+		}
+		n.logBrokerFailure("publish", lvl, "map "+op+" failed", "channel", channel, "error", err)
+		return res, mapError(op, channel, err)
 	}
 	if !res.Suppressed {
 		n.obs.BrokerSent("publication", 1)
@@ -231,15 +241,7 @@ func (n *Node) mapRemove(ctx context.Context, chOpts *ChannelOptions, channel, k
 		bo.IdempotentResultTTL = n.cfg.IdempotentResultTTL
 	}
 	res, err := n.mapBroker.Remove(ctx, channel, key, bo)
-	if err != nil {
-		n.obs.BrokerFailed("publish")
-		return res, mapError("remove", channel, err)
-	}
-	if !res.Suppressed {
-		n.obs.BrokerSent("publication", 1)
-		n.published.Add(1)
-	}
-	return res, nil
+	return n.mapChanged("remove", channel, res, err)
 }
 
 // MapReadState returns a page of a map channel's state with the stream
