@@ -20,6 +20,7 @@ import (
 	"github.com/gyrehq/gyre/server/admin"
 	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/server/consume"
 	"github.com/gyrehq/gyre/server/metrics"
 	"github.com/gyrehq/gyre/server/proxy"
 )
@@ -55,6 +56,8 @@ type Server struct {
 	connRate *connRate
 	// serves lists, per mux, the endpoints its listening line names.
 	serves map[*http.ServeMux][]string
+	// consumers read API commands from queues (config consumers).
+	consumers *consume.Set
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -106,6 +109,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	// RPC hook (api.Config.RPC) is where the RPC proxy plugs in; without
 	// one, the rpc method answers 104 "not found", as Centrifugo does.
 	s.exec = api.NewExecutor(node, api.Config{Logger: log})
+	if err := s.setupConsumers(); err != nil {
+		return nil, err
+	}
 	s.routes()
 	if err := s.adminRoutes(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -368,7 +374,12 @@ func (s *Server) Start() error {
 			return err
 		}
 	}
-	return s.startUniGRPC()
+	if err := s.startUniGRPC(); err != nil {
+		return err
+	}
+	// Last: a consumer publishes as soon as it runs.
+	s.consumers.Start()
+	return nil
 }
 
 // listenConfig is how the server's sockets listen.
@@ -443,7 +454,9 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Shutdown stops accepting, closes clients with 3001 and stops the node,
 // within ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
-	var errs []error
+	// Consumers first, while the node still publishes: each finishes the
+	// batch it is running and acknowledges it.
+	errs := []error{s.consumers.Stop(ctx)}
 	// Shutdown stops accepting and waits for API requests; it does not
 	// wait for hijacked (WebSocket) connections: the node closes those
 	// with 3001.

@@ -36,7 +36,7 @@ type Config struct {
 
 	RPC                      RPC           `key:"rpc" help:"Client RPC namespaces and RPC proxying."`
 	Proxies                  []NamedProxy  `key:"proxies" help:"Named proxies to the application backend, chosen per namespace by name."`
-	Consumers                Unimplemented `key:"consumers" help:"Consumers of external queues (Kafka, PostgreSQL outbox ...)." unsupported:"Gyre does not read queues; have a small worker consume Kafka or the outbox table and call the server API (publish, broadcast)."`
+	Consumers                []Consumer    `key:"consumers" help:"Consumers that read server API commands from a PostgreSQL outbox table, Kafka, Redis streams or NATS JetStream and run them (see docs/consumers.md)."`
 	WebTransport             Unimplemented `key:"webtransport" help:"The WebTransport transport." unsupported:"Use the WebSocket transport, or SSE/HTTP streaming where WebSocket is blocked."`
 	OpenTelemetry            Unimplemented `key:"opentelemetry" help:"OpenTelemetry tracing." unsupported:"Gyre has no tracing; use the Prometheus metrics (prometheus.enabled) and the logs."`
 	Graphite                 Unimplemented `key:"graphite" help:"Metrics export to Graphite." unsupported:"Gyre exports Prometheus metrics only (prometheus.enabled); scrape them, or forward them to Graphite with a Prometheus exporter."`
