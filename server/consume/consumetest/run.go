@@ -376,7 +376,7 @@ func testMalformed(t *testing.T, src Source, e engine) {
 	place.Produce(t, 0,
 		publish(ch, 0, "", false),
 		Msg{Payload: []byte(`{"method": "publish", "payload": {"channel": `)}, // cut short
-		Msg{Payload: []byte(`{"payload": {"channel": "` + ch + `"}}`)},       // no method
+		Msg{Payload: []byte(`{"payload": {"channel": "` + ch + `"}}`)},        // no method
 		Msg{Method: "no_such_method", Payload: []byte(`{}`)},
 		command("publish", map[string]any{"channel": "nosuchns:x", "data": json.RawMessage(data(9))}, false),
 		command("publish", map[string]any{"data": json.RawMessage(data(9))}, true), // no channel
