@@ -5,12 +5,13 @@
 //
 // The consumer is a member of a consumer group: the nodes of one group
 // share the topics' partitions. Each partition it is assigned has a
-// goroutine of its own that runs the partition's records in order, a
-// poll's records at a time as one batch, and commits the offset of what
-// ran: partitions run concurrently, a partition in order. A partition
-// whose records pile up (partition_queue_max_size) is paused until they
-// ran, so that a slow partition neither holds the others back nor fills
-// the memory.
+// goroutine of its own that runs the partition's records in order, as
+// many as have arrived (max_poll_records at most) as one batch, and
+// commits the offset of what ran: partitions run concurrently, a
+// partition in order. A partition whose records pile up
+// (partition_queue_max_size) is not fetched from until half of them ran,
+// so that a slow partition neither holds the others back nor fills the
+// memory.
 //
 // # Rebalances and shutdown
 //
@@ -202,9 +203,15 @@ type topicPartition struct {
 }
 
 // poll reads records until ctx ends and queues them to their partitions.
+//
+// Each poll takes all the client holds: records of a partition left in
+// the client when the partition pauses would be dropped and fetched
+// again after it resumes, and a fetch brings far more records than a
+// batch (up to a megabyte per partition). They are in memory either way;
+// max_poll_records bounds the batches that the partitions run.
 func (r *run) poll(ctx context.Context) {
 	for {
-		fetches := r.cl.PollRecords(ctx, r.cfg.MaxPollRecords)
+		fetches := r.cl.PollFetches(ctx)
 		if ctx.Err() != nil || fetches.IsClientClosed() {
 			r.cl.AllowRebalance()
 			return

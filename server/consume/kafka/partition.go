@@ -75,6 +75,14 @@ func (p *partition) full() bool {
 	return len(p.queue) > limit
 }
 
+// low reports whether a paused partition's queue is short enough to fetch
+// again: down to half its bound (empty with -1), so that a partition
+// whose queue stays near its bound does not fetch again for every batch
+// it runs. p.mu is held.
+func (p *partition) low() bool {
+	return len(p.queue) <= max(p.r.cfg.PartitionQueueMaxSize, 0)/2
+}
+
 // unpause resumes fetching from the partition if it was paused.
 func (p *partition) unpause() {
 	p.mu.Lock()
@@ -109,7 +117,7 @@ func (p *partition) loop() {
 			return
 		}
 		p.mu.Lock()
-		if p.paused && !p.full() {
+		if p.paused && p.low() {
 			p.paused = false
 			p.r.cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.id}})
 		}
