@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -61,8 +62,10 @@ const (
 	// commitTimeout bounds one commit, so that a commit stuck on an
 	// unreachable coordinator does not hold a rebalance or the shutdown.
 	commitTimeout = 10 * time.Second
-	// lagInterval is how often the lag is reported.
-	lagInterval = time.Second
+	// lagInterval is how often the lag is reported, endsInterval how
+	// often the ends of the partitions' logs are asked for.
+	lagInterval  = time.Second
+	endsInterval = 5 * time.Second
 )
 
 // Consumer reads the topics of one consumers[] entry of type kafka.
@@ -95,6 +98,10 @@ func fillDefaults(cfg *config.KafkaConsumer) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 3 * time.Second
+	}
+	// As in Centrifugo, 0 is the default; -1 pauses after every poll.
+	if cfg.PartitionQueueMaxSize == 0 {
+		cfg.PartitionQueueMaxSize = 1000
 	}
 }
 
@@ -150,6 +157,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	r := &run{
 		cfg: &c.cfg, d: c.d, ctx: ctx,
 		parts: make(map[topicPartition]*partition),
+		ready: make(chan struct{}),
 	}
 	opts := append(c.opts[:len(c.opts):len(c.opts)],
 		kgo.OnPartitionsAssigned(r.assigned),
@@ -164,6 +172,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	r.cl = cl
 	r.commits = &committer{cl: cl, d: c.d, wake: make(chan struct{}, 1)}
+	close(r.ready)
 
 	var bg sync.WaitGroup
 	bg.Go(func() { r.commits.loop(ctx) })
@@ -193,6 +202,10 @@ type run struct {
 	cl      *kgo.Client
 	commits *committer
 
+	// ready is closed once cl and commits are set: the client may call
+	// back before NewClient returns.
+	ready chan struct{}
+
 	mu    sync.Mutex
 	parts map[topicPartition]*partition
 }
@@ -210,13 +223,16 @@ type topicPartition struct {
 // batch (up to a megabyte per partition). They are in memory either way;
 // max_poll_records bounds the batches that the partitions run.
 func (r *run) poll(ctx context.Context) {
+	failures := 0
 	for {
 		fetches := r.cl.PollFetches(ctx)
 		if ctx.Err() != nil || fetches.IsClientClosed() {
 			r.cl.AllowRebalance()
 			return
 		}
+		failed := false
 		fetches.EachError(func(topic string, p int32, err error) {
+			failed = true
 			if errors.Is(err, context.Canceled) {
 				return
 			}
@@ -235,13 +251,25 @@ func (r *run) poll(ctx context.Context) {
 			if !r.cfg.FetchReadUncommitted && fp.LastStableOffset >= 0 {
 				end = fp.LastStableOffset
 			}
-			p.end.Store(end)
+			p.raiseEnd(end)
 			p.push(fp.Records)
 		})
-		if !fetches.Empty() {
+		empty := fetches.Empty()
+		if !empty {
 			r.d.SourceOK()
 		}
 		r.cl.AllowRebalance()
+		// A poll that brings only errors comes back at once: wait before
+		// the next, so that a lasting failure (a group the brokers
+		// refuse) does not spin.
+		if failed && empty {
+			if !r.d.Backoff(ctx, failures) {
+				return
+			}
+			failures++
+		} else {
+			failures = 0
+		}
 	}
 }
 
@@ -261,6 +289,7 @@ func (r *run) partition(topic string, id int32) *partition {
 
 // assigned starts the partitions given to this member.
 func (r *run) assigned(_ context.Context, _ *kgo.Client, tps map[string][]int32) {
+	<-r.ready
 	for topic, ids := range tps {
 		for _, id := range ids {
 			r.partition(topic, id)
@@ -272,6 +301,7 @@ func (r *run) assigned(_ context.Context, _ *kgo.Client, tps map[string][]int32)
 // revoked stops the partitions taken from this member, once they finished
 // their batch, and commits what they ran before the next owner starts.
 func (r *run) revoked(ctx context.Context, _ *kgo.Client, tps map[string][]int32) {
+	<-r.ready
 	r.stop(r.take(tps))
 	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
 	defer cancel()
@@ -291,6 +321,7 @@ func (r *run) revoked(ctx context.Context, _ *kgo.Client, tps map[string][]int32
 // so their offsets are not committed; what ran since the last commit runs
 // again there.
 func (r *run) lost(_ context.Context, _ *kgo.Client, tps map[string][]int32) {
+	<-r.ready
 	r.stop(r.take(tps))
 	r.commits.forget(tps)
 	if len(tps) > 0 {
@@ -343,15 +374,23 @@ func (r *run) stop(ps []*partition) {
 // reportLag reports, every lagInterval, how many records of the assigned
 // partitions wait to run: from the end of each partition's log (the high
 // watermark, or the last stable offset in read_committed) to the record
-// after the last one run.
+// after the last one run. Fetches tell the ends; every endsInterval they
+// are asked for as well, for the partitions that fetch nothing while
+// paused.
 func (r *run) reportLag(ctx context.Context) {
 	t := time.NewTicker(lagInterval)
 	defer t.Stop()
+	adm := kadm.NewClient(r.cl)
+	var asked time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if time.Since(asked) >= endsInterval {
+			asked = time.Now()
+			r.askEnds(ctx, adm)
 		}
 		var lag int64
 		r.mu.Lock()
@@ -360,5 +399,39 @@ func (r *run) reportLag(ctx context.Context) {
 		}
 		r.mu.Unlock()
 		r.d.SetLag(lag)
+	}
+}
+
+// askEnds asks the brokers for the ends of the assigned partitions' logs.
+func (r *run) askEnds(ctx context.Context, adm *kadm.Client) {
+	ctx, cancel := context.WithTimeout(ctx, lagInterval)
+	defer cancel()
+	list := adm.ListCommittedOffsets
+	if r.cfg.FetchReadUncommitted {
+		list = adm.ListEndOffsets
+	}
+	ends, err := list(ctx, r.cfg.Topics...)
+	if err != nil {
+		return // the fetches report what fails
+	}
+	// The client waits for a missing topic without a word: say it here,
+	// and have the client look for it now rather than at its next
+	// metadata refresh, minutes away.
+	missing := false
+	for _, topic := range r.cfg.Topics {
+		if o, ok := ends.Lookup(topic, -1); ok && o.Err != nil {
+			r.d.SourceFailed("topic "+topic, o.Err)
+			missing = true
+		}
+	}
+	if missing {
+		r.cl.ForceMetadataRefresh()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, p := range r.parts {
+		if o, ok := ends.Lookup(k.topic, k.id); ok && o.Err == nil {
+			p.raiseEnd(o.Offset)
+		}
 	}
 }

@@ -345,3 +345,58 @@ func TestStopWhileUnreachable(t *testing.T) {
 		t.Fatal("still running after Stop")
 	}
 }
+
+// TestMissingTopic: a topic that does not exist is reported; once it is
+// created, the consumer reads it.
+func TestMissingTopic(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	name := kafkatest.TopicName("missing")
+	n := startNode(t, kafkatest.ConsumerConfig(unique("missing"), name, brokers, name))
+	waitFor(t, "the missing topic reported", func() bool {
+		s := n.stats()
+		return s.SourceErrors > 0 && strings.Contains(s.Error, name)
+	})
+	kafkatest.CreateTopic(t, brokers, name, 2)
+	ch := ns + ":" + unique("missing")
+	pr := kafkatest.NewProducer(t, brokers)
+	pr.Produce(t, publishes(name, 1, ch, "", 0, 10)...)
+	n.waitHistory(ch, want(0, 10))
+}
+
+// TestSASL: a broker that takes SASL only, with each mechanism Gyre
+// speaks; a wrong password is reported and consumes nothing.
+func TestSASL(t *testing.T) {
+	b := kafkatest.StartSASL(t, map[string]string{"gyre": "plain-secret"})
+	b.AddSCRAMUser(t, "gyre-scram", "scram-secret")
+	brokers := []string{b.Addr}
+	name := kafkatest.TopicName("sasl")
+	kafkatest.CreateTopic(t, brokers, name, 1, kafkatest.AdminAuth())
+	pr := kafkatest.NewProducer(t, brokers, kafkatest.AdminAuth())
+	cases := []struct{ mechanism, user, password string }{
+		{"plain", "gyre", "plain-secret"},
+		{"scram-sha-256", "gyre-scram", "scram-secret"},
+		{"scram-sha-512", "gyre-scram", "scram-secret"},
+	}
+	for _, c := range cases {
+		t.Run(c.mechanism, func(t *testing.T) {
+			ch := ns + ":" + unique("sasl")
+			pr.Produce(t, publishes(name, 0, ch, "", 0, 3)...)
+			cons := kafkatest.ConsumerConfig(unique("sasl"), unique("sasl"), brokers, name)
+			cons.Kafka.SASLMechanism, cons.Kafka.SASLUser, cons.Kafka.SASLPassword = c.mechanism, c.user, c.password
+			n := startNode(t, cons)
+			n.waitHistory(ch, want(0, 3))
+		})
+	}
+	t.Run("wrong password", func(t *testing.T) {
+		cons := kafkatest.ConsumerConfig(unique("sasl"), unique("sasl"), brokers, name)
+		cons.Kafka.SASLMechanism, cons.Kafka.SASLUser, cons.Kafka.SASLPassword = "scram-sha-256", "gyre-scram", "wrong"
+		n := startNode(t, cons)
+		waitFor(t, "the authentication failure reported", func() bool {
+			s := n.stats()
+			return s.SourceErrors > 0 && !s.Connected && strings.Contains(strings.ToLower(s.Error), "authentication")
+		})
+		if p := n.stats().Processed; p != 0 {
+			t.Fatalf("processed %d records with a wrong password", p)
+		}
+	})
+}

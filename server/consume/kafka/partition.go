@@ -154,6 +154,16 @@ func (p *partition) take() []*kgo.Record {
 	}
 }
 
+// raiseEnd records that the partition's log ends at end or further.
+func (p *partition) raiseEnd(end int64) {
+	for {
+		cur := p.end.Load()
+		if end <= cur || p.end.CompareAndSwap(cur, end) {
+			return
+		}
+	}
+}
+
 // lag is the number of records of the partition that wait to run.
 func (p *partition) lag() int64 {
 	next, end := p.next.Load(), p.end.Load()

@@ -26,9 +26,9 @@ func TopicName(what string) string {
 // CreateTopic creates topic with the given number of partitions on the
 // brokers, replication factor 1, and waits until every partition has a
 // leader.
-func CreateTopic(t testing.TB, brokers []string, topic string, partitions int) {
+func CreateTopic(t testing.TB, brokers []string, topic string, partitions int, opts ...kgo.Opt) {
 	t.Helper()
-	cl := newClient(t, brokers)
+	cl := newClient(t, brokers, opts...)
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
@@ -69,16 +69,17 @@ type Producer struct {
 	cl *kgo.Client
 }
 
-// NewProducer is a producer to brokers, closed when the test ends.
-func NewProducer(t testing.TB, brokers []string) *Producer {
+// NewProducer is a producer to brokers, closed when the test ends; opts
+// add to its options (authentication).
+func NewProducer(t testing.TB, brokers []string, opts ...kgo.Opt) *Producer {
 	t.Helper()
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(time.Millisecond),
 		// Through a broker's restart: retry until it is back.
 		kgo.RecordDeliveryTimeout(opTimeout),
-	)
+	}, opts...)...)
 	if err != nil {
 		t.Fatalf("kafkatest: producer: %v", err)
 	}
