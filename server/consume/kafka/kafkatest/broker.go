@@ -34,7 +34,7 @@ import (
 
 // startTimeout bounds a broker's start, storage formatting included: on
 // a machine busy with other tests the JVM takes its time.
-const startTimeout = 90 * time.Second
+const startTimeout = 120 * time.Second
 
 // Require fails t unless a broker can be had: GYRE_TEST_KAFKA_BROKERS is
 // set, or Kafka is installed and java runs. With GYRE_SKIP_KAFKA=1 it
