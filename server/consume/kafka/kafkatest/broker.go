@@ -64,8 +64,12 @@ func RequireLocal(t testing.TB) {
 	}
 }
 
+var installedOnce = sync.OnceValue(findInstalled)
+
 // installed tells why no broker can be started here, nil when one can.
-func installed() error {
+func installed() error { return installedOnce() }
+
+func findInstalled() error {
 	script, err := startScript()
 	if err != nil {
 		return err
