@@ -11,6 +11,7 @@ import (
 	"github.com/gyrehq/gyre/broker/redis"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/server/api"
+	"github.com/gyrehq/gyre/server/consume/consumetest"
 	"github.com/gyrehq/gyre/server/consume/redisstream/redisstreamtest"
 )
 
@@ -30,7 +31,7 @@ func TestMeasureThroughput(t *testing.T) {
 	p := redisstreamtest.Open(t, 1, false)
 	makeGroup(t, p.Client, p.Keys[0], "g")
 	for i := 0; i < total; i += 1000 {
-		msgs := make([]redisstreamtest.Msg, 0, 1000)
+		msgs := make([]consumetest.Msg, 0, 1000)
 		for j := i; j < i+1000; j++ {
 			msgs = append(msgs, publishMsg(fmt.Sprintf("m%d", j%100), j))
 		}

@@ -2,6 +2,7 @@ package redisstream_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,29 +75,24 @@ func addByID(t testing.TB, c rueidis.Client, key, ch string, total int) {
 	}
 }
 
-// TestReclaimDeadConsumer: entries a consumer of the group took and never
-// acknowledged (its node died) are run by another consumer once idle for
-// visibility_timeout, in stream order before the newer ones.
+// TestReclaimDeadConsumer: entries that a node took and never
+// acknowledged (it died holding the stream's lease) run on the node that
+// takes the lease over once it expires, in stream order before the newer
+// ones.
 func TestReclaimDeadConsumer(t *testing.T) {
 	t.Parallel()
 	p := redisstreamtest.Open(t, 1, false)
 	n, exec := newNode(t)
 	c, _ := p.Consumer("reclaim", "g", false)
-	c.RedisStream.VisibilityTimeout = 300 * time.Millisecond
 	key := p.Keys[0]
-	makeGroup(t, p.Client, key, "g")
 	p.Produce(t, 0, publishes("reclaim", 0, 100)...)
-	// A consumer that takes 20 entries and dies.
-	taken, err := p.Client.Do(context.Background(), p.Client.B().Xreadgroup().Group("g", "dead").Count(20).
-		Streams().Key(key).Id(">").Build()).AsXRead()
-	if err != nil || len(taken[key]) != 20 {
-		t.Fatalf("XREADGROUP: %d entries, %v", len(taken[key]), err)
+	// A node that takes 20 entries, holding the lease, and dies.
+	takeEntries(t, p.Client, key, "g", "dead", 20)
+	err := p.Client.Do(context.Background(), p.Client.B().Set().Key("gyre.lease.g."+key).Value("dead").
+		Px(500*time.Millisecond).Build()).Error()
+	if err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, "the dead consumer's entries idle for visibility_timeout", func() bool {
-		idle, err := p.Client.Do(context.Background(), p.Client.B().Xpending().Key(key).Group("g").Idle(300).
-			Start("-").End("+").Count(100).Build()).ToArray()
-		return err == nil && len(idle) == 20
-	})
 	r := start(t, exec, c)
 	p.Produce(t, 0, publishes("reclaim", 100, 150)...)
 	waitHistory(t, n, "reclaim", 150)
@@ -107,12 +103,60 @@ func TestReclaimDeadConsumer(t *testing.T) {
 	}
 }
 
+// TestReclaimDeadConsumerWorkers: with several readers per stream (no
+// lease), entries a consumer took and never acknowledged run on another
+// once idle for visibility_timeout.
+func TestReclaimDeadConsumerWorkers(t *testing.T) {
+	t.Parallel()
+	p := redisstreamtest.Open(t, 1, false)
+	n, exec := newNode(t)
+	c, _ := p.Consumer("reclaimw", "g", false)
+	c.RedisStream.NumWorkers = 2
+	c.RedisStream.VisibilityTimeout = 300 * time.Millisecond
+	key := p.Keys[0]
+	p.Produce(t, 0, publishes("reclaimw", 0, 100)...)
+	r := start(t, exec, c)
+	// Taken while the consumer runs: whether they are taken before the
+	// consumer reads, the test cannot tell; those they get run.
+	takeEntries(t, p.Client, key, "g", "dead", 20)
+	p.Produce(t, 0, publishes("reclaimw", 100, 150)...)
+	waitHistory(t, n, "reclaimw", 150)
+	r.stop()
+	got := numbers(t, history(t, n, "reclaimw"))
+	slices.Sort(got)
+	wantSequence(t, got, 0, 150)
+	if got := pending(t, p.Client, key, "g"); got != 0 {
+		t.Errorf("%d entries pending, want 0", got)
+	}
+}
+
+// takeEntries has consumer take up to n new entries of key and never
+// acknowledge them, as a node that dies.
+func takeEntries(t testing.TB, c rueidis.Client, key, group, consumer string, n int64) {
+	t.Helper()
+	err := c.Do(context.Background(), c.B().Xreadgroup().Group(group, consumer).Count(n).
+		Streams().Key(key).Id(">").Build()).Error()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		t.Fatalf("XREADGROUP: %v", err)
+	}
+}
+
 // TestRenewWhileRetrying: a batch retried while the broker is down stays
 // with the consumer running it, however long that takes: another
-// consumer of the group does not take it as left by a dead one, and it
-// runs once the broker is back.
+// consumer of the group does not take it (nor, with one reader per
+// stream, the stream's lease) as left by a dead one, and it runs once the
+// broker is back.
 func TestRenewWhileRetrying(t *testing.T) {
 	t.Parallel()
+	for _, workers := range []int{1, 2} {
+		t.Run("workers="+strconv.Itoa(workers), func(t *testing.T) {
+			t.Parallel()
+			testRenewWhileRetrying(t, workers)
+		})
+	}
+}
+
+func testRenewWhileRetrying(t *testing.T, workers int) {
 	p := redisstreamtest.Open(t, 1, false)
 	key := p.Keys[0]
 	makeGroup(t, p.Client, key, "g")
@@ -140,6 +184,7 @@ func TestRenewWhileRetrying(t *testing.T) {
 	const vt = 300 * time.Millisecond
 	c, _ := p.Consumer("renew", "g", false)
 	c.RedisStream.VisibilityTimeout = vt
+	c.RedisStream.NumWorkers = workers
 	brokerRedis.Kill()
 	p.Produce(t, 0, publishes("renew", 0, 50)...)
 	a := start(t, api.NewExecutor(nodeA, api.Config{}), c)

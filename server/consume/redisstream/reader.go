@@ -33,6 +33,12 @@ type reader struct {
 	// left; cursor is where the look under way goes on ("0-0" begins).
 	reclaimAt time.Time
 	cursor    string
+	// claimAll has the look under way take every pending entry, however
+	// long idle: the lease was just taken, their holder is gone.
+	claimAll bool
+	// lease, with num_workers 1, makes this reader the stream's only one
+	// in the group; nil otherwise.
+	lease *lease
 }
 
 // run reads until ctx ends, riding out failures of Redis, then
@@ -55,6 +61,7 @@ func (r *reader) run(ctx context.Context) {
 		r.c.d.Logger().Warn("consumed entries done but not acknowledged at shutdown: the group runs them again after visibility_timeout",
 			"stream", r.s.what, "count", len(r.acks), "error", err)
 	}
+	r.releaseLease()
 }
 
 // step takes one batch of entries, runs it and acknowledges it.
@@ -68,6 +75,19 @@ func (r *reader) step(ctx context.Context) error {
 	// this consumer's pending entries finds only those not done.
 	if err := r.ack(); err != nil {
 		return err
+	}
+	if r.lease != nil {
+		held, err := r.holdLease()
+		if err != nil {
+			return fmt.Errorf("lease: %w", err)
+		}
+		if !held {
+			// Another reader has the stream: try again soon, to take
+			// over quickly from a node that stops.
+			r.c.d.SourceOK()
+			pause(ctx, min(r.lease.ttl/3, blockFor))
+			return nil
+		}
 	}
 	entries, err := r.next()
 	if isNoGroup(err) {
@@ -117,8 +137,12 @@ func (r *reader) read(id string, block bool) ([]rueidis.XRangeSlice, error) {
 	var cmd rueidis.Completed
 	wait := time.Duration(0)
 	if block {
-		cmd = b.Block(blockFor.Milliseconds()).Streams().Key(r.s.key).Id(id).Build()
 		wait = blockFor
+		if r.lease != nil {
+			// Back in time to renew the lease.
+			wait = min(wait, r.lease.ttl/3)
+		}
+		cmd = b.Block(max(wait.Milliseconds(), 1)).Streams().Key(r.s.key).Id(id).Build()
 	} else {
 		cmd = b.Streams().Key(r.s.key).Id(id).Build()
 	}
@@ -139,8 +163,12 @@ func (r *reader) read(id string, block bool) ([]rueidis.XRangeSlice, error) {
 func (r *reader) reclaim() ([]rueidis.XRangeSlice, error) {
 	ctx, cancel := r.c.timeout()
 	defer cancel()
+	idle := r.c.cfg.VisibilityTimeout
+	if r.claimAll {
+		idle = 0
+	}
 	cmd := r.client.B().Xautoclaim().Key(r.s.key).Group(r.c.cfg.ConsumerGroup).Consumer(r.name).
-		MinIdleTime(strconv.FormatInt(r.c.cfg.VisibilityTimeout.Milliseconds(), 10)).
+		MinIdleTime(strconv.FormatInt(idle.Milliseconds(), 10)).
 		Start(r.cursor).Count(int64(readCount)).Build()
 	reply, err := r.client.Do(ctx, cmd).ToArray()
 	if err != nil {
@@ -160,9 +188,10 @@ func (r *reader) reclaim() ([]rueidis.XRangeSlice, error) {
 	r.cursor = cursor
 	if cursor == "0-0" {
 		r.reclaimAt = time.Now().Add(min(r.c.cfg.VisibilityTimeout, reclaimEvery))
+		r.claimAll = false
 	}
 	if len(entries) > 0 {
-		r.c.d.Logger().Info("claimed consumed entries that another consumer of the group left unacknowledged for visibility_timeout",
+		r.c.d.Logger().Info("claimed consumed entries that another consumer of the group left unacknowledged",
 			"stream", r.s.what, "count", len(entries), "first", entries[0].ID)
 	}
 	return entries, nil
@@ -186,9 +215,10 @@ func (r *reader) messages(entries []rueidis.XRangeSlice) ([]consume.Message, []s
 }
 
 // dispatch runs msgs, whose entries are ids, and returns how many are
-// done. While they run it renews this consumer's claim on them every
-// third of visibility_timeout, so that a batch retried while the broker
-// is down is not taken by another consumer as left by a dead one.
+// done. While they run it renews this consumer's claim on them, and its
+// lease, every third of visibility_timeout, so that a batch retried
+// while the broker is down is not taken by another consumer as left by
+// a dead one.
 func (r *reader) dispatch(ctx context.Context, msgs []consume.Message, ids []string) int {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -201,6 +231,11 @@ func (r *reader) dispatch(ctx context.Context, msgs []consume.Message, ids []str
 				return
 			case <-t.C:
 				r.renew(ids)
+				if r.lease != nil && r.lease.held {
+					if err := r.renewLease(); err != nil {
+						r.c.d.Logger().Warn("could not renew the lease of the stream", "stream", r.s.what, "error", err)
+					}
+				}
 			}
 		}
 	})

@@ -180,6 +180,9 @@ func (c *Consumer) runShard(ctx context.Context, opt rueidis.ClientOption, strea
 	for _, s := range streams {
 		for i := range c.cfg.NumWorkers {
 			r := &reader{c: c, client: client, s: s, name: fmt.Sprintf("%s-%d", c.name, i)}
+			if c.cfg.NumWorkers == 1 {
+				r.lease = &lease{key: leaseKey(c.cfg.Prefix, c.cfg.ConsumerGroup, s.key), token: r.name, ttl: c.cfg.VisibilityTimeout}
+			}
 			wg.Go(func() { r.run(ctx) })
 			if s == streams[0] {
 				names = append(names, r.name)

@@ -2,6 +2,7 @@ package redisstream_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/gyrehq/gyre/broker/redis"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/consume"
+	"github.com/gyrehq/gyre/server/consume/consumetest"
 	"github.com/gyrehq/gyre/server/consume/redisstream"
 	"github.com/gyrehq/gyre/server/consume/redisstream/redisstreamtest"
 )
@@ -30,6 +32,9 @@ func TestOrder(t *testing.T) {
 	if got := pending(t, p.Client, p.Keys[0], "g"); got != 0 {
 		t.Errorf("%d entries pending after the consumer stopped, want 0", got)
 	}
+	if n, err := p.Client.Do(context.Background(), p.Client.B().Exists().Key("gyre.lease.g."+p.Keys[0]).Build()).AsInt64(); err != nil || n != 0 {
+		t.Errorf("lease of the stream after the consumer stopped: %d, %v; want it given up", n, err)
+	}
 	if s := r.snapshot(); s.Processed != 2000 || s.Skipped != 0 {
 		t.Errorf("processed %d, skipped %d; want 2000, 0", s.Processed, s.Skipped)
 	}
@@ -42,6 +47,10 @@ func TestNewGroupStartsAtEnd(t *testing.T) {
 	p := redisstreamtest.Open(t, 1, false)
 	n, exec := newNode(t)
 	c, _ := p.Consumer("end", "g", false)
+	// Consumer made the group, as a producer would: take it away.
+	if err := p.Client.Do(context.Background(), p.Client.B().XgroupDestroy().Key(p.Keys[0]).Group("g").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
 	p.Produce(t, 0, publishes("end", -10, 0)...)
 	start(t, exec, c)
 	eventually(t, "the group made", func() bool { return groupInfo(t, p.Client, p.Keys[0], "g") != nil })
@@ -58,11 +67,11 @@ func TestMethodForms(t *testing.T) {
 	c, _ := p.Consumer("forms", "g", false)
 	makeGroup(t, p.Client, p.Keys[0], "g")
 	p.Produce(t, 0,
-		redisstreamtest.Msg{Method: "publish", Payload: []byte(`{"channel":"forms","data":{"n":0}}`)},
-		redisstreamtest.Msg{Payload: []byte(`{"method":"publish","payload":{"channel":"forms","data":{"n":1}}}`)},
-		redisstreamtest.Msg{Method: "batch", Payload: []byte(`{"commands":[{"publish":{"channel":"forms","data":{"n":2}}},{"publish":{"channel":"forms","data":{"n":3}}}]}`)},
-		redisstreamtest.Msg{Payload: []byte(`{"method":"batch","payload":{"commands":[{"publish":{"channel":"forms","data":{"n":4}}}]}}`)},
-		redisstreamtest.Msg{Method: "broadcast", Payload: []byte(`{"channels":["forms","forms2"],"data":{"n":5}}`)},
+		consumetest.Msg{Method: "publish", Payload: []byte(`{"channel":"forms","data":{"n":0}}`)},
+		consumetest.Msg{Payload: []byte(`{"method":"publish","payload":{"channel":"forms","data":{"n":1}}}`)},
+		consumetest.Msg{Method: "batch", Payload: []byte(`{"commands":[{"publish":{"channel":"forms","data":{"n":2}}},{"publish":{"channel":"forms","data":{"n":3}}}]}`)},
+		consumetest.Msg{Payload: []byte(`{"method":"batch","payload":{"commands":[{"publish":{"channel":"forms","data":{"n":4}}}]}}`)},
+		consumetest.Msg{Method: "broadcast", Payload: []byte(`{"channels":["forms","forms2"],"data":{"n":5}}`)},
 	)
 	r := start(t, exec, c)
 	waitHistory(t, n, "forms", 6)
@@ -80,8 +89,8 @@ func TestPublicationDataMode(t *testing.T) {
 	n, exec := newNode(t)
 	c, _ := p.Consumer("pubmode", "g", true)
 	makeGroup(t, p.Client, p.Keys[0], "g")
-	pub := func(data string, h ...string) redisstreamtest.Msg {
-		m := redisstreamtest.Msg{Payload: []byte(data), Headers: map[string]string{}}
+	pub := func(data string, h ...string) consumetest.Msg {
+		m := consumetest.Msg{Payload: []byte(data), Headers: map[string]string{}}
 		for i := 0; i < len(h); i += 2 {
 			m.Headers[h[i]] = h[i+1]
 		}
@@ -126,15 +135,15 @@ func TestMalformed(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		pubMode bool
-		bad     []redisstreamtest.Msg
+		bad     []consumetest.Msg
 	}{
-		{"Commands", false, []redisstreamtest.Msg{
+		{"Commands", false, []consumetest.Msg{
 			{Method: "publish", Payload: []byte(`{"channel":`)},
 			{Payload: []byte(`{"channel":"x","data":{}}`)},
 			{Payload: []byte(`not json`)},
 			{Method: "no_such_method", Payload: []byte(`{}`)},
 		}},
-		{"Publications", true, []redisstreamtest.Msg{
+		{"Publications", true, []consumetest.Msg{
 			{Payload: []byte(`{}`), Headers: map[string]string{"centrifugo-channels": "bad", "centrifugo-version": "x"}},
 			{Payload: []byte(`{}`), Headers: map[string]string{"centrifugo-channels": "bad", "centrifugo-delta": "maybe"}},
 			{Payload: []byte(`{}`)},
@@ -146,13 +155,13 @@ func TestMalformed(t *testing.T) {
 			n, exec := newNode(t)
 			c, _ := p.Consumer("bad", "g", tt.pubMode)
 			makeGroup(t, p.Client, p.Keys[0], "g")
-			good := func(i int) redisstreamtest.Msg {
+			good := func(i int) consumetest.Msg {
 				if tt.pubMode {
-					return redisstreamtest.Msg{Payload: []byte(`{"n":` + string(rune('0'+i)) + `}`), Headers: map[string]string{"centrifugo-channels": "ok"}}
+					return consumetest.Msg{Payload: []byte(`{"n":` + string(rune('0'+i)) + `}`), Headers: map[string]string{"centrifugo-channels": "ok"}}
 				}
 				return publishMsg("ok", i)
 			}
-			msgs := []redisstreamtest.Msg{good(0)}
+			msgs := []consumetest.Msg{good(0)}
 			msgs = append(msgs, tt.bad...)
 			msgs = append(msgs, good(1))
 			p.Produce(t, 0, msgs...)
@@ -191,6 +200,10 @@ func TestShutdownLeavesGroup(t *testing.T) {
 	r := start(t, exec, c)
 	waitHistory(t, n, "leave", 600)
 	r.stop()
+	// Three readers per stream: each entry once, in no set order.
+	got := numbers(t, history(t, n, "leave"))
+	slices.Sort(got)
+	wantSequence(t, got, 0, 600)
 	for _, k := range p.Keys {
 		consumers, err := p.Client.Do(context.Background(), p.Client.B().XinfoConsumers().Key(k).Group("g").Build()).ToArray()
 		if err != nil {
@@ -271,4 +284,9 @@ func TestNewRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSuite runs the suite every consumer type passes.
+func TestSuite(t *testing.T) {
+	consumetest.Run(t, redisstreamtest.Source{})
 }
