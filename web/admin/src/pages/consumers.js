@@ -53,7 +53,9 @@ function row(c) {
  * Returns {el, show(list, nodeName), hide()}.
  */
 export function consumersPanel() {
-  const caption = h('caption', { text: 'Consumers' });
+  // The heading above names the section; the caption names the table for
+  // screen readers without saying it twice on screen.
+  const caption = h('caption', { class: 'sr-only', text: 'Consumers' });
   const tbody = h('tbody');
   const table = h(
     'table',
