@@ -28,8 +28,8 @@
 // lost a reply carrying entries), then those other consumers of the group
 // left unacknowledged for visibility_timeout (XAUTOCLAIM: their node
 // died), which it looks for at start and then every visibility_timeout
-// (at most every reclaimEvery). While a batch runs longer than a third of
-// visibility_timeout (retries while the broker is down), the reader
+// (at most every reclaimEvery). While a batch runs longer than a quarter
+// of visibility_timeout (retries while the broker is down), the reader
 // renews its claim on the batch's entries, so that other consumers do not
 // take them while it is alive: an entry runs on a second consumer only
 // when the first could not reach Redis for visibility_timeout.
@@ -45,8 +45,8 @@
 //	                                           expiring after visibility_timeout
 //
 // (prefix is the consumer's redis prefix, "gyre"). The holder renews it
-// every third of visibility_timeout, also while a batch is retried; the
-// others try to take it every second (or third of visibility_timeout). A
+// every quarter of visibility_timeout, also while a batch is retried; the
+// others try to take it every second (or quarter of visibility_timeout). A
 // stopping node gives it up, and another takes the stream over within a
 // second; when a node dies, another takes it over once the lease
 // expires. A reader that takes the lease first

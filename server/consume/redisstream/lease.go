@@ -22,6 +22,11 @@ type lease struct {
 	renewed time.Time
 }
 
+// period is how often the holder renews the lease, and how often the
+// others try to take it: a quarter of its time, so that a renewal late by
+// a blocked read and the start of a batch still comes in time.
+func (l *lease) period() time.Duration { return l.ttl / 4 }
+
 // leaseKey is the key of the lease of the group on a stream.
 func leaseKey(prefix, group, stream string) string {
 	if prefix == "" {
@@ -30,14 +35,13 @@ func leaseKey(prefix, group, stream string) string {
 	return prefix + ".lease." + group + "." + stream
 }
 
-// holdLease takes the lease, or renews it once a third of its time has
-// passed, and reports whether this reader holds it. A reader that has
+// holdLease takes the lease, or renews it once a period has passed, and reports whether this reader holds it. A reader that has
 // just taken it first takes over every entry its group left pending
 // with other consumers: those of the holder before it, which has died or
 // lost the lease, run before any new entry.
 func (r *reader) holdLease() (bool, error) {
 	l := r.lease
-	if l.held && time.Since(l.renewed) < l.ttl/3 {
+	if l.held && time.Since(l.renewed) < l.period() {
 		return true, nil
 	}
 	was := l.held

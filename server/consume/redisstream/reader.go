@@ -85,7 +85,7 @@ func (r *reader) step(ctx context.Context) error {
 			// Another reader has the stream: try again soon, to take
 			// over quickly from a node that stops.
 			r.c.d.SourceOK()
-			pause(ctx, min(r.lease.ttl/3, blockFor))
+			pause(ctx, min(r.lease.period(), blockFor))
 			return nil
 		}
 	}
@@ -140,7 +140,7 @@ func (r *reader) read(id string, block bool) ([]rueidis.XRangeSlice, error) {
 		wait = blockFor
 		if r.lease != nil {
 			// Back in time to renew the lease.
-			wait = min(wait, r.lease.ttl/3)
+			wait = min(wait, r.lease.period())
 		}
 		cmd = b.Block(max(wait.Milliseconds(), 1)).Streams().Key(r.s.key).Id(id).Build()
 	} else {
@@ -216,14 +216,14 @@ func (r *reader) messages(entries []rueidis.XRangeSlice) ([]consume.Message, []s
 
 // dispatch runs msgs, whose entries are ids, and returns how many are
 // done. While they run it renews this consumer's claim on them, and its
-// lease, every third of visibility_timeout, so that a batch retried
+// lease, every quarter of visibility_timeout, so that a batch retried
 // while the broker is down is not taken by another consumer as left by
 // a dead one.
 func (r *reader) dispatch(ctx context.Context, msgs []consume.Message, ids []string) int {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(max(r.c.cfg.VisibilityTimeout/3, time.Millisecond))
+		t := time.NewTicker(max(r.c.cfg.VisibilityTimeout/4, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {
