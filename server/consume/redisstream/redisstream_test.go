@@ -288,5 +288,6 @@ func TestNewRefuses(t *testing.T) {
 
 // TestSuite runs the suite every consumer type passes.
 func TestSuite(t *testing.T) {
+	t.Parallel()
 	consumetest.Run(t, redisstreamtest.Source{})
 }
