@@ -1,5 +1,6 @@
 // Package redisstream consumes server API commands from Redis streams, as
-// a member of a consumer group (the redis_stream consumer).
+// a member of a consumer group (the redis_stream consumer). It needs Redis
+// 6.2 or later (XAUTOCLAIM); the lag needs Redis 7.
 //
 // # Entries
 //

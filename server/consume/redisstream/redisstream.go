@@ -36,6 +36,9 @@ var (
 	lagEvery = time.Second
 )
 
+// minLeaseTTL is the shortest life of a stream's lease.
+const minLeaseTTL = 100 * time.Millisecond
+
 // Defaults of zero fields of config.RedisStreamConsumer.
 const (
 	defaultVisibilityTimeout = 30 * time.Second
@@ -181,7 +184,10 @@ func (c *Consumer) runShard(ctx context.Context, opt rueidis.ClientOption, strea
 		for i := range c.cfg.NumWorkers {
 			r := &reader{c: c, client: client, s: s, name: fmt.Sprintf("%s-%d", c.name, i)}
 			if c.cfg.NumWorkers == 1 {
-				r.lease = &lease{key: leaseKey(c.cfg.Prefix, c.cfg.ConsumerGroup, s.key), token: r.name, ttl: c.cfg.VisibilityTimeout}
+				// A floor, so that a tiny visibility_timeout does not have
+				// nodes renewing and losing the lease without end.
+				ttl := max(c.cfg.VisibilityTimeout, minLeaseTTL)
+				r.lease = &lease{key: leaseKey(c.cfg.Prefix, c.cfg.ConsumerGroup, s.key), token: r.name, ttl: ttl}
 			}
 			wg.Go(func() { r.run(ctx) })
 			if s == streams[0] {
