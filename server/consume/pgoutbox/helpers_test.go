@@ -93,7 +93,15 @@ type bare struct {
 // startBare runs a node and the consumer of pc on it, set up with setup
 // (nil: nothing) before it starts. The consumer is stopped, if it still
 // runs, and the node shut down when the test ends.
-func startBare(t *testing.T, name string, pc config.PostgresConsumer, setup func(consume.Consumer)) *bare {
+func startBare(t testing.TB, name string, pc config.PostgresConsumer, setup func(consume.Consumer)) *bare {
+	t.Helper()
+	b := newBare(t, name, pc, setup)
+	b.set.Start()
+	return b
+}
+
+// newBare is startBare without the start: set.Start starts the consumer.
+func newBare(t testing.TB, name string, pc config.PostgresConsumer, setup func(consume.Consumer)) *bare {
 	t.Helper()
 	log := logger()
 	n, err := gyre.NewNode(gyre.Config{
@@ -117,7 +125,6 @@ func startBare(t *testing.T, name string, pc config.PostgresConsumer, setup func
 	}
 	b := &bare{node: n, set: &consume.Set{}}
 	b.set.Add(d, c)
-	b.set.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -133,7 +140,7 @@ func startBare(t *testing.T, name string, pc config.PostgresConsumer, setup func
 func (b *bare) stats() consume.Snapshot { return b.set.Snapshots()[0] }
 
 // stop stops the consumer and waits until it has finished its rounds.
-func (b *bare) stop(t *testing.T) {
+func (b *bare) stop(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -150,7 +157,7 @@ type recorder struct {
 }
 
 // record tails channels on node until the test ends.
-func record(t *testing.T, node *gyre.Node, channels ...string) *recorder {
+func record(t testing.TB, node *gyre.Node, channels ...string) *recorder {
 	t.Helper()
 	r := &recorder{seen: map[string][]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
