@@ -64,3 +64,6 @@ func newConsumer(path string, c config.Consumer, d *consume.Dispatcher) (consume
 	// Validate refuses the other types of an enabled consumer.
 	return nil, fmt.Errorf("consumer type %q is not supported", c.Type)
 }
+
+// Consumers are the states of the node's consumers, in config order.
+func (s *Server) Consumers() []consume.Snapshot { return s.consumers.Snapshots() }

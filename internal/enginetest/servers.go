@@ -107,3 +107,21 @@ func stopServers() {
 	}
 	stops = nil
 }
+
+// SharedRedis is the address of the redis-server that the tests of the
+// binary share, started at its first use, for suites that configure a
+// whole server rather than a node (server/consume/consumetest). Main
+// stops it.
+func SharedRedis(t testing.TB) string {
+	t.Helper()
+	redistest.Require(t)
+	return redisOne.addrs(t)[0]
+}
+
+// SharedNATS is the URL of the nats-server (with JetStream) that the
+// tests of the binary share, as SharedRedis.
+func SharedNATS(t testing.TB) string {
+	t.Helper()
+	natstest.Require(t)
+	return natsOne.addrs(t)[0]
+}

@@ -186,7 +186,7 @@ func TestUnknownKeysWarn(t *testing.T) {
 		"client": {"tokn": {"hmac_secret_key": "x"}, "channel_limit": 5},
 		"channel": {"namespaces": [{"name": "chat", "presense": true}]},
 		"foo": 1,
-		"consumers": [{"name": "x"}],
+		"usage_stats": {"disabled": true},
 		"grpc_api": {"enabled": false},
 		"channel_options": null
 	}`
@@ -202,7 +202,7 @@ func TestUnknownKeysWarn(t *testing.T) {
 		`config: unknown key "channel_options" ignored`,
 		`config: unknown key "client.tokn" ignored (did you mean "token"?)`,
 		`config: unknown key "foo" ignored`,
-		`config: key "consumers" is not implemented by Gyre and is ignored: Gyre does not read queues; have a small worker consume Kafka or the outbox table and call the server API (publish, broadcast).`,
+		`config: key "usage_stats" is not implemented by Gyre and is ignored: Gyre sends no usage statistics; remove the key.`,
 	}
 	slices.Sort(warnings)
 	slices.Sort(want)
@@ -282,8 +282,8 @@ func TestUnimplementedInEffect(t *testing.T) {
 	}{
 		{"feature on", `{"webtransport": {"enabled": true}}`, true},
 		{"feature off with settings", `{"webtransport": {"enabled": false, "handler_prefix": "/wt"}}`, false},
-		{"non-empty list", `{"consumers": [{"name": "p"}]}`, true},
-		{"empty list", `{"consumers": []}`, false},
+		{"list with a setting", `{"consumers": [{"name": "pp", "type": "aws_sqs", "aws_sqs": {"queues": ["q"]}}]}`, true},
+		{"list without settings", `{"consumers": [{"name": "pp", "type": "aws_sqs", "aws_sqs": {}}]}`, false},
 		{"scalar at default", `{"channel": {"without_namespace": {"publication_data_format": ""}}}`, false},
 		{"scalar changed", `{"channel": {"namespaces": [{"name": "ns", "publication_data_format": "json"}]}}`, true},
 		{"scalar switch", `{"enable_unreleased_features": true}`, true},
