@@ -8,8 +8,24 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/server/consume/consumetest"
 	"github.com/gyrehq/gyre/server/consume/pgoutbox/pgtest"
 )
+
+// BenchmarkThroughput is the measure every consumer type takes
+// (consumetest.Throughput): 100,000 publish rows over 4 partitions,
+// consumed by one server from its start (rows/s, "msgs/s"). Run it alone:
+//
+//	go test -run '^$' -bench Throughput -benchtime 1x ./server/consume/pgoutbox/
+func BenchmarkThroughput(b *testing.B) {
+	consumetest.Throughput(b, pgtest.Source(), 4, 100_000)
+}
+
+// BenchmarkLatency: from an insert's commit to a subscriber, at 2,000 rows
+// a second over 4 partitions, each woken by the NOTIFY trigger.
+func BenchmarkLatency(b *testing.B) {
+	consumetest.Latency(b, pgtest.Source(), 4, 2000, 5*time.Second)
+}
 
 // BenchmarkBacklog measures how fast one node works through a backlog:
 // 100,000 rows inserted over 4 partitions before the consumer starts, timed

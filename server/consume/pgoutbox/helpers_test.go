@@ -17,12 +17,16 @@ import (
 	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/consume"
+	"github.com/gyrehq/gyre/server/consume/consumetest"
 	"github.com/gyrehq/gyre/server/consume/pgoutbox"
 	"github.com/gyrehq/gyre/server/consume/pgoutbox/pgtest"
 	"github.com/gyrehq/gyre/token"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain is the shared suite's: it stops the Redis and NATS servers the
+// suite starts. The PostgreSQL server of pgtest.DSN dies with the test
+// binary.
+func TestMain(m *testing.M) { consumetest.Main(m) }
 
 const testSecret = "pgoutbox-test-secret"
 
@@ -41,15 +45,7 @@ func logger() *slog.Logger {
 // it after its table: the advisory locks of partitions are named after the
 // consumer, and tests that share a server must not share locks.
 func consumerOf(name string, pc config.PostgresConsumer) config.Consumer {
-	// The keys of the other types get their defaults as in a file, so
-	// that the config passes Validate.
-	c, _, err := config.LoadBytes([]byte(`{"consumers": [{"name": "x", "type": "postgresql"}]}`), config.FormatJSON)
-	if err != nil {
-		panic(err)
-	}
-	cs := c.Consumers[0]
-	cs.Name, cs.Enabled, cs.Postgres = name, true, pc
-	return cs
+	return pgtest.Entry(name, pc)
 }
 
 // startServer runs a Gyre server with the consumers, on a free port; it is

@@ -10,7 +10,11 @@
 //
 // A row's method names the API method and its payload is the method's
 // request; a row whose method is empty (or NULL) has the whole command in
-// its payload, {"method": ..., "payload": {...}}.
+// its payload, {"method": ..., "payload": {...}}. The payload is read as
+// PostgreSQL writes the JSONB value out, and compacted: a publication's
+// data is the JSON the application inserted, without whitespace, with an
+// object's keys in JSONB's order (shorter keys first), which JSON gives no
+// meaning to.
 //
 // # Rounds
 //

@@ -11,10 +11,16 @@ import (
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/consume"
+	"github.com/gyrehq/gyre/server/consume/consumetest"
 	"github.com/gyrehq/gyre/server/consume/pgoutbox"
 	"github.com/gyrehq/gyre/server/consume/pgoutbox/pgtest"
 	"github.com/gyrehq/gyre/token"
 )
+
+// TestSuite runs the suite every consumer type passes, on every engine.
+func TestSuite(t *testing.T) {
+	consumetest.Run(t, pgtest.Source())
+}
 
 // TestOrderPerPartition: rows of four partitions, inserted in mixed
 // transactions while the server consumes, reach each partition's channel

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gyrehq/gyre/server/consume"
+	"github.com/gyrehq/gyre/server/consume/pgoutbox/internal/compact"
 )
 
 // errLockBusy is a round's answer when, with use_try_lock, another node
@@ -111,7 +112,7 @@ func (c *Consumer) read(ctx context.Context, tx pgx.Tx, p int) ([]consume.Messag
 		if err := rows.Scan(&id, &method, &payload); err != nil {
 			return nil, nil, fmt.Errorf("read a row: %w", err)
 		}
-		msgs = append(msgs, consume.Message{Method: method, Payload: payload, Position: prefix + strconv.FormatInt(id, 10)})
+		msgs = append(msgs, consume.Message{Method: method, Payload: compact.JSON(payload), Position: prefix + strconv.FormatInt(id, 10)})
 		ids = append(ids, id)
 	}
 	if err := rows.Err(); err != nil {

@@ -57,6 +57,10 @@ func DSN(t testing.TB) string {
 // its files. A test binary whose tests use DSN calls it from TestMain:
 //
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
+//
+// Without it (a TestMain that must call another Main), the server still
+// dies with the test binary, and the next test binary to start a server
+// removes the directory left behind.
 func Main(m *testing.M) {
 	code := m.Run()
 	Stop()
