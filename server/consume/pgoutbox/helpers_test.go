@@ -2,6 +2,7 @@ package pgoutbox_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -96,8 +97,21 @@ func startBare(t testing.TB, name string, pc config.PostgresConsumer, setup func
 	return b
 }
 
+// startBareTLS is startBare for a consumer connecting with tlsCfg.
+func startBareTLS(t testing.TB, name string, pc config.PostgresConsumer, tlsCfg *tls.Config) *bare {
+	t.Helper()
+	b := newBareTLS(t, name, pc, nil, tlsCfg)
+	b.set.Start()
+	return b
+}
+
 // newBare is startBare without the start: set.Start starts the consumer.
 func newBare(t testing.TB, name string, pc config.PostgresConsumer, setup func(consume.Consumer)) *bare {
+	t.Helper()
+	return newBareTLS(t, name, pc, setup, nil)
+}
+
+func newBareTLS(t testing.TB, name string, pc config.PostgresConsumer, setup func(consume.Consumer), tlsCfg *tls.Config) *bare {
 	t.Helper()
 	log := logger()
 	n, err := gyre.NewNode(gyre.Config{
@@ -112,7 +126,7 @@ func newBare(t testing.TB, name string, pc config.PostgresConsumer, setup func(c
 		t.Fatal(err)
 	}
 	d := consume.NewDispatcher(name, "postgresql", api.NewExecutor(n, api.Config{Logger: log}), log)
-	c, err := pgoutbox.New(pc, nil, d)
+	c, err := pgoutbox.New(pc, tlsCfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,8 @@ func TestMalformedRows(t *testing.T) {
 
 // TestNotify: with a poll interval of an hour, a NOTIFY naming a partition
 // has it read: rows are delivered because of notifications alone. Bad
-// notifications are ignored and leave the listener working.
+// notifications are ignored and leave the listener working. The listener
+// connects through partition_notification_dsn.
 func TestNotify(t *testing.T) {
 	t.Parallel()
 	const partitions = 4
@@ -149,6 +150,7 @@ func TestNotify(t *testing.T) {
 	pc := tb.Consumer()
 	pc.PartitionPollInterval = time.Hour
 	pc.PartitionNotificationChannel = tb.Notify(t)
+	pc.PartitionNotificationDSN = tb.DSN + "&application_name=listener"
 	s := startServer(t, consumerOf(tb.Name, pc))
 	rec := record(t, s.Node(), "p0", "p1", "p2", "p3")
 	// Each partition reads once at the start and once more when the

@@ -268,6 +268,22 @@ func (s *Server) stopLocked() {
 	s.cmd, s.done = nil, nil
 }
 
+// WriteFile writes a file into the cluster's data directory, readable by
+// the server alone (as PostgreSQL wants of a TLS key): server.crt and
+// server.key, say, before turning ssl on with ALTER SYSTEM and a reload.
+func (s *Server) WriteFile(t testing.TB, name string, data []byte) {
+	t.Helper()
+	path := filepath.Join(s.Dir, "data", name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	if s.cred != nil {
+		if err := os.Chown(path, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+	}
+}
+
 // Running reports whether the server process is alive.
 func (s *Server) Running() bool {
 	s.mu.Lock()
