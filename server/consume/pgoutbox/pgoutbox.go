@@ -125,7 +125,7 @@ func New(cfg config.PostgresConsumer, tlsCfg *tls.Config, d *consume.Dispatcher)
 		// to count the lag, unless the DSN says otherwise.
 		poolCfg.MaxConns = int32(min(cfg.NumPartitions, 64) + 1)
 	}
-	poolCfg.ConnConfig.RuntimeParams["application_name"] = "gyre consumer " + d.Name()
+	nameConnections(poolCfg.ConnConfig.RuntimeParams, "gyre consumer "+d.Name())
 	c := &Consumer{
 		cfg: cfg, d: d, poolCfg: poolCfg,
 		lockNames: make([]string, cfg.NumPartitions),
@@ -146,13 +146,21 @@ func New(cfg config.PostgresConsumer, tlsCfg *tls.Config, d *consume.Dispatcher)
 			return nil, fmt.Errorf("pgoutbox: partition_notification_dsn: %w", err)
 		}
 		useTLS(&c.listenCfg.Config, tlsCfg)
-		c.listenCfg.RuntimeParams["application_name"] = "gyre consumer " + d.Name() + " listen"
+		nameConnections(c.listenCfg.RuntimeParams, "gyre consumer "+d.Name()+" listen")
 	}
 	t := cfg.OutboxTableName
 	c.selectSQL = "SELECT id, coalesce(method, ''), payload FROM " + t + " WHERE partition = $1 ORDER BY id LIMIT $2"
 	c.deleteSQL = "DELETE FROM " + t + " WHERE id = ANY($1)"
 	c.countSQL = "SELECT count(*) FROM (SELECT 1 FROM " + t + " WHERE partition >= 0 AND partition < $1 LIMIT $2) AS waiting"
 	return c, nil
+}
+
+// nameConnections names the connections in pg_stat_activity, unless the
+// DSN names them.
+func nameConnections(params map[string]string, name string) {
+	if params["application_name"] == "" {
+		params["application_name"] = name
+	}
 }
 
 // useTLS has every connection attempt of cfg (the host and its fallbacks)

@@ -8,7 +8,8 @@
 // scripts/start-postgres), else one started for the test binary, which
 // Main stops. Each test keeps to an outbox table of its own (NewTable).
 // Start gives a test a server of its own, which it may kill and restart on
-// the same port and data (Server.Outage).
+// the same port and data (Server.Outage). Source is the outbox as the
+// consumers' shared suite (server/consume/consumetest) drives it.
 //
 // The servers are Debian's postgresql package (scripts/install-postgres);
 // run as root, they run as the postgres user, since PostgreSQL refuses to
