@@ -27,7 +27,7 @@ import (
 // TestMain is the shared suite's: it stops the Redis and NATS servers the
 // suite starts. The PostgreSQL server of pgtest.DSN dies with the test
 // binary.
-func TestMain(m *testing.M) { consumetest.Main(m) }
+func TestMain(m *testing.M) { consumetest.Main(m, pgtest.Stop) }
 
 const testSecret = "pgoutbox-test-secret"
 
