@@ -147,10 +147,10 @@ func history(t testing.TB, n *node, channel string) []string {
 }
 
 // waitHistory waits until the channel's history holds want (exactly),
-// failing with what it holds after a minute.
+// failing with what it holds after waitLimit.
 func waitHistory(t testing.TB, n *node, channel string, want []string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(waitLimit)
 	var got []string
 	for time.Now().Before(deadline) {
 		got = history(t, n, channel)
@@ -164,13 +164,17 @@ func waitHistory(t testing.TB, n *node, channel string, want []string) {
 	}
 }
 
-// waitFor polls cond until it holds, failing after a minute.
+// waitLimit bounds every wait of the suite: generous, for a machine
+// running many test binaries at once.
+const waitLimit = 3 * time.Minute
+
+// waitFor polls cond until it holds, failing after waitLimit.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("consumetest: no %s within a minute", what)
+			t.Fatalf("consumetest: no %s within %v", what, waitLimit)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
