@@ -160,7 +160,7 @@ func waitHistory(t testing.TB, n *node, channel string, want []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if d := firstDiff(got, want); d >= 0 {
-		t.Fatalf("consumetest: history of %s: %d publications, want %d; first difference at %d: %s", channel, len(got), len(want), d, pair(got, want, d))
+		t.Fatalf("consumetest: history of %s: %d publications, want %d; first difference at %d: %s; consumers: %+v", channel, len(got), len(want), d, pair(got, want, d), n.s.Consumers())
 	}
 }
 
