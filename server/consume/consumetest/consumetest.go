@@ -59,5 +59,7 @@ type Msg struct {
 	Headers map[string]string
 }
 
-// Main runs the package's tests and stops the servers they shared.
-func Main(m *testing.M) { enginetest.Main(m) }
+// Main runs the package's tests and stops the servers they shared: the
+// suite's Redis and NATS, then what each of stops stops (a source's
+// shared server, as pgtest.Stop).
+func Main(m *testing.M, stops ...func()) { enginetest.Main(m, stops...) }
