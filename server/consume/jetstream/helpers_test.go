@@ -3,7 +3,6 @@ package jetstream_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -30,12 +29,6 @@ func TestMain(m *testing.M) {
 	// within the tests, and that batches waiting for a broker are told
 	// in progress.
 	jetstream.SetAckWait(3 * time.Second)
-	// consumetest's TwoNodes wants the order of a partition kept by two
-	// nodes sharing it, but nodes bound to one durable consumer split its
-	// messages with no order between them (docs/consumers.md: "on one
-	// node"). That each message runs once is TestTwoNodesOneDurable's.
-	// A -skip of the command line replaces this one.
-	_ = flag.Set("test.skip", "^TestSuite$/^(redis|nats)$/^TwoNodes$")
 	consumetest.Main(m)
 }
 

@@ -145,6 +145,10 @@ func (p *Place) ConsumerWith(name, group string, edit func(keys map[string]any))
 // Partitions is 1: a stream has no partitions.
 func (p *Place) Partitions() int { return 1 }
 
+// UnorderedAcrossNodes is true: nodes bound to one durable consumer split
+// its messages with no order between them.
+func (p *Place) UnorderedAcrossNodes() bool { return true }
+
 // Produce publishes msgs into the stream in order and returns once the
 // stream has stored them all.
 func (p *Place) Produce(t testing.TB, partition int, msgs ...consumetest.Msg) {
