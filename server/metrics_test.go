@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/config"
+	"github.com/gyrehq/gyre/server/consume"
 )
 
 // TestMetricsServed runs clients, API calls and a failing proxy against a
@@ -93,7 +95,8 @@ func runMetricsTraffic(t *testing.T, redis *redistest.Server) *metricsPage {
 		c.Engine.Redis.Address = []string{redis.Addr}
 		c.Engine.Redis.Prefix = "metrics"
 	}
-	_, base := newServer(t, c)
+	s, base := newServer(t, c)
+	feed := startTestConsumers(t, s, "feed:kafka")[0]
 	url := "ws" + strings.TrimPrefix(base, "http") + "/connection/websocket"
 	dialAs := func(user, name, version string) *wstest.Client {
 		cl := wstest.Dial(t, url, protocol.TypeJSON)
@@ -148,11 +151,24 @@ func runMetricsTraffic(t *testing.T, redis *redistest.Server) *metricsPage {
 		t.Fatalf("carol closed with %d, want 3503", code)
 	}
 
-	page := waitMetrics(t, base, "carol's disconnect", func(p *metricsPage) bool {
-		return p.value(`gyre_client_disconnects_total{code="3503"}`) == 1 && p.value("gyre_node_connections") == 2
+	// The consumer runs a command that publishes nothing, skips two
+	// messages, loses its source and gets it back.
+	feed.batch(command("info", `{}`), command("no_such_method", `{}`), consume.Message{Err: errors.New("bad header")})
+	feed.lag(3)
+	feed.down(errors.New("connection reset"))
+	feed.up()
+
+	page := waitMetrics(t, base, "carol's disconnect and the consumer's work", func(p *metricsPage) bool {
+		return p.value(`gyre_client_disconnects_total{code="3503"}`) == 1 && p.value("gyre_node_connections") == 2 &&
+			p.value(`gyre_consumer_up{consumer="feed",type="kafka"}`) == 1 && p.value(`gyre_consumer_source_errors_total{consumer="feed",type="kafka"}`) == 1
 	})
 	if redis != nil {
 		page = failRedis(t, base, redis)
+		// A consumed publish fails while Redis is away, and is retried.
+		feed.batch(command("publish", `{"channel":"chat:consumed","data":{}}`))
+		page = waitMetrics(t, base, "a consumer's retry", func(p *metricsPage) bool {
+			return p.value(`gyre_consumer_retries_total{consumer="feed",type="kafka"}`) > 0
+		})
 	}
 	delivered := len(a.Pubs("chat:room")) + len(b.Pubs("chat:room")) + len(cl.Pubs("chat:room"))
 	checkTrafficValues(t, page, delivered)
@@ -206,6 +222,12 @@ func checkTrafficValues(t *testing.T, p *metricsPage, delivered int) {
 		`gyre_client_connections{client_name="unnamed",client_version="unversioned",transport="websocket"}`:                                        0,
 		`centrifugo_node_num_clients`: 2,
 		`centrifugo_node_num_nodes`:   1,
+		`gyre_consumer_messages_total{consumer="feed",outcome="processed",type="kafka"}`: 1,
+		`gyre_consumer_messages_total{consumer="feed",outcome="skipped",type="kafka"}`:   2,
+		`gyre_consumer_source_errors_total{consumer="feed",type="kafka"}`:                1,
+		`gyre_consumer_lag{consumer="feed",type="kafka"}`:                                3,
+		`gyre_consumer_up{consumer="feed",type="kafka"}`:                                 1,
+		`centrifugo_consumers_messages_processed_total{consumer_name="feed"}`:            3,
 	}
 	for series, v := range want {
 		if got := p.value(series); got != v {
@@ -257,13 +279,15 @@ func checkSameAs(t *testing.T, p *metricsPage, row metricsDocRow) {
 		skip = func(l map[string]string) bool { return l["result"] == "ok" }
 	}
 	var from float64
-	for _, s := range p.families[row.from].samples {
-		if !skip(s.labels) && !strings.HasSuffix(s.name, "_bucket") && !strings.HasSuffix(s.name, "_sum") {
-			from += s.value
+	for _, name := range append([]string{row.from}, row.plus...) {
+		for _, s := range p.families[name].samples {
+			if !skip(s.labels) && !strings.HasSuffix(s.name, "_bucket") && !strings.HasSuffix(s.name, "_sum") {
+				from += s.value
+			}
 		}
 	}
 	if got := p.total(row.name); got != from {
-		t.Errorf("%s = %v, but %s = %v", row.name, got, row.from, from)
+		t.Errorf("%s = %v, but %s = %v", row.name, got, strings.Join(append([]string{row.from}, row.plus...), " + "), from)
 	}
 }
 
@@ -431,10 +455,14 @@ type metricsDocRow struct {
 	labels    []string
 	empty     []string // labels documented as always empty (label="")
 	from      string   // Centrifugo series: the Gyre series read
+	plus      []string // and those added to it ("+ `gyre_...`")
 	redis     bool     // present with the Redis engine only
 }
 
-var backticked = regexp.MustCompile("`([^`]+)`")
+var (
+	backticked     = regexp.MustCompile("`([^`]+)`")
+	plusBackticked = regexp.MustCompile("\\+ `([^`]+)`")
+)
 
 // parseMetricsDoc reads the tables of docs/metrics.md by their headers:
 // Gyre's series (and the runtime's), Centrifugo's served, Centrifugo's
@@ -470,7 +498,7 @@ func parseMetricsDoc(t *testing.T) *metricsDoc {
 			doc.gyre = append(doc.gyre, metricsDocRow{name: name, typ: strings.TrimSpace(cells[1]), labels: labels, redis: strings.Contains(section, "Redis")})
 		case "| Centrifugo series | Type | Labels | From |":
 			labels, empty := docLabels(cells[2])
-			doc.centrifugo = append(doc.centrifugo, metricsDocRow{name: name, typ: strings.TrimSpace(cells[1]), labels: labels, empty: empty, from: firstBackticked(cells[3])})
+			doc.centrifugo = append(doc.centrifugo, metricsDocRow{name: name, typ: strings.TrimSpace(cells[1]), labels: labels, empty: empty, from: firstBackticked(cells[3]), plus: addedSeries(cells[3])})
 		case "| Centrifugo series | Why Gyre does not serve it |":
 			for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
 				doc.notServed = append(doc.notServed, m[1])
@@ -481,6 +509,15 @@ func parseMetricsDoc(t *testing.T) *metricsDoc {
 		t.Fatalf("docs/metrics.md: read %d Gyre, %d Centrifugo and %d not served series; the tables changed shape", len(doc.gyre), len(doc.centrifugo), len(doc.notServed))
 	}
 	return doc
+}
+
+// addedSeries are the series a From cell adds to its first: "+ `name`".
+func addedSeries(cell string) []string {
+	var out []string
+	for _, m := range plusBackticked.FindAllStringSubmatch(cell, -1) {
+		out = append(out, m[1])
+	}
+	return out
 }
 
 func firstBackticked(cell string) string {

@@ -112,6 +112,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if err := s.setupConsumers(); err != nil {
 		return nil, err
 	}
+	m.Consumers(s.consumers.Snapshots)
 	s.routes()
 	if err := s.adminRoutes(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -284,6 +285,7 @@ func (s *Server) adminRoutes() error {
 		TrustedProxies:             proxies,
 		Logger:                     s.log,
 		OnAPICall:                  s.metrics.APICalls("http"),
+		Consumers:                  s.consumers.Snapshots,
 	})
 	if err != nil {
 		return err
@@ -331,15 +333,37 @@ func (s *Server) internalOr(external bool) *http.ServeMux {
 }
 
 // health answers 200 while the node can serve (its broker is reachable)
-// and 503 otherwise.
+// and 503 otherwise, with the state of its consumers in the body. A
+// consumer whose source is down does not make the node unhealthy: the
+// node still serves its clients, and a load balancer that took it out
+// would cut them off without bringing the source back.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	if err := s.node.Healthy(); err != nil {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
-		return
+	type consumerHealth struct {
+		Type      string `json:"type"`
+		Running   bool   `json:"running"`
+		Connected bool   `json:"connected"`
+		Lag       int64  `json:"lag"`
+		Error     string `json:"error,omitempty"`
+		ErrorTime int64  `json:"error_time_ms,omitempty"`
 	}
-	_, _ = w.Write([]byte("{}"))
+	var body struct {
+		Error     string                    `json:"error,omitempty"`
+		Consumers map[string]consumerHealth `json:"consumers,omitempty"`
+	}
+	status := http.StatusOK
+	if err := s.node.Healthy(); err != nil {
+		status, body.Error = http.StatusServiceUnavailable, err.Error()
+	}
+	for _, c := range s.consumers.Snapshots() {
+		if body.Consumers == nil {
+			body.Consumers = map[string]consumerHealth{}
+		}
+		body.Consumers[c.Name] = consumerHealth{Type: c.Type, Running: c.Running, Connected: c.Connected, Lag: c.Lag, Error: c.Error, ErrorTime: c.ErrorTime}
+	}
+	b, _ := json.Marshal(&body)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 // Start runs the node and starts listening. Addr tells where.

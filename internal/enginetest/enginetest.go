@@ -114,12 +114,16 @@ func nextPrefix() string { return "et" + strconv.FormatInt(prefixes.Add(1), 10) 
 // mainRan is set by Main: shared servers are stopped only through it.
 var mainRan atomic.Bool
 
-// Main runs the package's tests and stops the servers they started. Call
+// Main runs the package's tests and stops the servers they started, then
+// calls each of stops (for servers of other kinds the tests shared). Call
 // it from TestMain.
-func Main(m *testing.M) {
+func Main(m *testing.M, stops ...func()) {
 	mainRan.Store(true)
 	code := m.Run()
 	stopServers()
+	for _, stop := range stops {
+		stop()
+	}
 	os.Exit(code)
 }
 

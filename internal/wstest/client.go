@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gobwas/httphead"
 	"github.com/gobwas/ws"
@@ -35,6 +36,8 @@ type Client struct {
 	lastID  uint32
 	replies map[uint32]*protocol.Reply
 	pushes  []*protocol.Push
+	// arrived[i] is when pushes[i] was read.
+	arrived []time.Time
 	pings   int
 	closed  *wsutil.ClosedError
 	wire    WireStats
@@ -106,6 +109,14 @@ func (c *Client) Pushes() []*protocol.Push {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.pushes)
+}
+
+// PushTimes returns every push received so far, in order, with when
+// each was read: for measuring latency.
+func (c *Client) PushTimes() ([]*protocol.Push, []time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.pushes), slices.Clone(c.arrived)
 }
 
 // Pubs returns the publications pushed in channel so far.
@@ -189,6 +200,7 @@ func (c *Client) handleFrame(frame []byte) error {
 		return fmt.Errorf("decode replies %q: %w", frame, err)
 	}
 	pings := 0
+	now := time.Now()
 	c.mu.Lock()
 	for _, r := range replies {
 		switch {
@@ -196,6 +208,7 @@ func (c *Client) handleFrame(frame []byte) error {
 			c.replies[r.Id] = r
 		case r.Push != nil:
 			c.pushes = append(c.pushes, r.Push)
+			c.arrived = append(c.arrived, now)
 		default:
 			pings++
 		}

@@ -20,6 +20,7 @@ HEARTBEAT_SECONDS=${HEARTBEAT_SECONDS:-30}
 
 step_name="" step_start=$SECONDS heartbeat_pid=""
 step_remove=()
+step_at_exit=()
 
 # step [-p PROGRESS_FUNCTION] NAME...: ends the running step with how long
 # it took and starts the named one, so that a long run shows where it is
@@ -87,8 +88,19 @@ remove_at_exit() {
 	step_remove+=("$@")
 }
 
+# run_at_exit COMMAND: runs the command (a string, through eval) when the
+# script ends, after the heartbeat stops: to stop a server the script
+# started for its whole run.
+run_at_exit() {
+	step_at_exit+=("$1")
+}
+
 step_exit() {
 	heartbeat_stop
+	local cmd
+	for cmd in "${step_at_exit[@]}"; do
+		eval "$cmd" || true
+	done
 	if ((${#step_remove[@]})); then
 		rm -f "${step_remove[@]}"
 	fi

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/server/api"
+	"github.com/gyrehq/gyre/server/consume"
 )
 
 // Config configures the admin interface.
@@ -62,6 +63,9 @@ type Config struct {
 	// PingInterval is how often the tail sends a comment to keep its
 	// stream open; 0 is 15 seconds.
 	PingInterval time.Duration
+	// Consumers, when set, reports the states of the node's consumers
+	// (config consumers) for the consumers route; nil is none.
+	Consumers func() []consume.Snapshot
 }
 
 // Handler serves the admin interface.
@@ -144,6 +148,7 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 		{"POST", "/admin/api", h.secure(h.api)},
 		{"GET", "/admin/tail", h.secureStream(http.HandlerFunc(h.tail))},
 		{"GET", "/admin/nodes", h.secure(http.HandlerFunc(h.nodes))},
+		{"GET", "/admin/consumers", h.secure(http.HandlerFunc(h.consumers))},
 		{"GET", "/admin/methods", h.secure(http.HandlerFunc(h.methods))},
 		{"POST", "/admin/filter", h.secure(http.HandlerFunc(h.filter))},
 		{"POST", "/admin/token", h.secure(http.HandlerFunc(h.token))},

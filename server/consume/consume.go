@@ -140,11 +140,15 @@ func NewDispatcher(name, typ string, exec *api.Executor, log *slog.Logger) *Disp
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("consumer", name, "type", typ)
-	return &Dispatcher{
+	d := &Dispatcher{
 		name: name, typ: typ, exec: exec, log: log, fails: faillog.New(log),
 		stats:      &Stats{},
 		minBackoff: 50 * time.Millisecond, maxBackoff: 5 * time.Second,
 	}
+	// Unknown until the consumer reports it: a source that cannot tell
+	// must not read as "nothing behind".
+	d.stats.lag.Store(-1)
+	return d
 }
 
 // Name is the consumer's name.

@@ -13,7 +13,8 @@ import (
 // Labels Centrifugo fills only when configured to (channel_namespace,
 // accept_protocol) are empty, as in a Centrifugo with default settings.
 // A label set maps to one label set: the table drops no Gyre label that
-// holds more than one value.
+// holds more than one value, but in the series it marks summed, whose
+// value is the sum of the Gyre series mapping to it.
 var centrifugoSeries = []compatSeries{
 	gauge("centrifugo_node_num_clients", "gyre_node_connections", "Clients connected to the node."),
 	gauge("centrifugo_node_num_users", "gyre_node_users", "Distinct users connected to the node."),
@@ -82,6 +83,15 @@ var centrifugoSeries = []compatSeries{
 
 	counter("centrifugo_broker_redis_pub_sub_errors", "gyre_redis_pubsub_errors_total", "Errors of the Redis pub/sub connections, by kind.",
 		fixed("broker_name", ""), same("error")),
+
+	// Centrifugo counts a message that can never run (it logs and skips
+	// it) as processed, and as errors every failed attempt to run a
+	// message or to read its source: Gyre's skipped, retries and source
+	// errors fall into those two counters.
+	counter("centrifugo_consumers_messages_processed_total", "gyre_consumer_messages_total", "Messages a consumer processed (skipped ones included).",
+		renamed("consumer_name", "consumer", nil)).summed(),
+	counter("centrifugo_consumers_errors_total", "gyre_consumer_retries_total", "Failed attempts of a consumer: to run a message, or to read its source.",
+		renamed("consumer_name", "consumer", nil)).summed("gyre_consumer_source_errors_total"),
 }
 
 // noNamespace is the channel_namespace label of a Centrifugo that does not

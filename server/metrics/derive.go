@@ -15,6 +15,10 @@ import (
 type compatSeries struct {
 	name, from, help string
 	typ              dto.MetricType
+	// sum, when set, adds up the Gyre series that map to one series, and
+	// plus are more Gyre families added to from's (see summed).
+	sum  bool
+	plus []string
 	// labels are the series' labels.
 	labels []compatLabel
 	// keepLabel and keep, when set, drop the Gyre series whose label
@@ -36,6 +40,15 @@ type compatLabel struct {
 // where keeps only the Gyre series whose label has a value keep accepts.
 func (s compatSeries) where(label string, keep func(string) bool) compatSeries {
 	s.keepLabel, s.keep = label, keep
+	return s
+}
+
+// summed adds the series of the families more to those of from. A
+// counter or gauge series is the sum of the Gyre series that map to its
+// labels: those of every family, and those that differ only in a label it
+// drops.
+func (s compatSeries) summed(more ...string) compatSeries {
+	s.sum, s.plus = true, more
 	return s
 }
 
@@ -92,36 +105,69 @@ func (v *centrifugoView) derive(own []*dto.MetricFamily) []*dto.MetricFamily {
 		if src == nil || s.name == v.skip {
 			continue
 		}
-		if f := v.family(s, src, now); len(f.Metric) > 0 {
+		srcs := []*dto.MetricFamily{src}
+		for _, name := range s.plus {
+			if f := byName[name]; f != nil {
+				srcs = append(srcs, f)
+			}
+		}
+		if f := v.family(s, srcs, now); len(f.Metric) > 0 {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// family is s read from src.
-func (v *centrifugoView) family(s *compatSeries, src *dto.MetricFamily, now time.Time) *dto.MetricFamily {
+// family is s read from srcs (from's family, then those of plus).
+func (v *centrifugoView) family(s *compatSeries, srcs []*dto.MetricFamily, now time.Time) *dto.MetricFamily {
 	f := &dto.MetricFamily{Name: ptr(s.name), Help: ptr(s.help), Type: s.typ.Enum()}
-	for _, m := range src.Metric {
-		in := labelValues(m)
-		if s.keep != nil && !s.keep(in[s.keepLabel]) {
-			continue
+	// seen holds the counters and gauges written, by labels, where s sums.
+	var seen map[string]*dto.Metric
+	if s.sum {
+		seen = map[string]*dto.Metric{}
+	}
+	for _, src := range srcs {
+		for _, m := range src.Metric {
+			in := labelValues(m)
+			if s.keep != nil && !s.keep(in[s.keepLabel]) {
+				continue
+			}
+			labels := s.labelPairs(in)
+			var key string
+			if seen != nil {
+				key = labelKey(labels)
+				if prev := seen[key]; prev != nil {
+					addTo(prev, value(m))
+					continue
+				}
+			}
+			out := &dto.Metric{Label: labels}
+			switch s.typ {
+			case dto.MetricType_COUNTER:
+				out.Counter = &dto.Counter{Value: ptr(value(m))}
+			case dto.MetricType_GAUGE:
+				out.Gauge = &dto.Gauge{Value: ptr(value(m))}
+			case dto.MetricType_HISTOGRAM:
+				out.Histogram = rebucket(m.GetHistogram(), s.buckets)
+			case dto.MetricType_SUMMARY:
+				out.Summary = v.summarize(s.name+"\xff"+labelKey(labels), m.GetHistogram(), now)
+			}
+			f.Metric = append(f.Metric, out)
+			if seen != nil {
+				seen[key] = out
+			}
 		}
-		labels := s.labelPairs(in)
-		out := &dto.Metric{Label: labels}
-		switch s.typ {
-		case dto.MetricType_COUNTER:
-			out.Counter = &dto.Counter{Value: ptr(value(m))}
-		case dto.MetricType_GAUGE:
-			out.Gauge = &dto.Gauge{Value: ptr(value(m))}
-		case dto.MetricType_HISTOGRAM:
-			out.Histogram = rebucket(m.GetHistogram(), s.buckets)
-		case dto.MetricType_SUMMARY:
-			out.Summary = v.summarize(s.name+"\xff"+labelKey(labels), m.GetHistogram(), now)
-		}
-		f.Metric = append(f.Metric, out)
 	}
 	return f
+}
+
+// addTo adds v to a counter or a gauge.
+func addTo(m *dto.Metric, v float64) {
+	if m.Counter != nil {
+		m.Counter.Value = ptr(m.Counter.GetValue() + v)
+		return
+	}
+	m.Gauge.Value = ptr(m.Gauge.GetValue() + v)
 }
 
 // labelPairs are the labels of s for a Gyre series labelled in.

@@ -1,7 +1,8 @@
 // Package metrics exposes the server's Prometheus metrics: connections,
 // subscriptions and channels of the node, client commands and the
 // messages sent to clients, the node's traffic with its broker, API and
-// proxy calls, broadcast latency, write batching and disconnects by code.
+// proxy calls, broadcast latency, write batching, disconnects by code, and
+// the progress of the consumers (Metrics.Consumers).
 // docs/metrics.md lists every series.
 //
 // Every measurement is taken once, by the gyre_* instruments. With

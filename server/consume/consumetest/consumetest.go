@@ -46,6 +46,21 @@ type Place interface {
 	Outage(t testing.TB, d time.Duration)
 }
 
+// Unordered is implemented by places whose nodes share messages with no
+// order between them (several nodes bound to one JetStream durable
+// consumer): with two nodes, the suite then checks that each message ran
+// once, not the order in which they ran.
+type Unordered interface {
+	UnorderedAcrossNodes() bool
+}
+
+// OrderedAcrossNodes reports whether nodes sharing p keep the order of
+// its partitions.
+func OrderedAcrossNodes(p Place) bool {
+	u, ok := p.(Unordered)
+	return !ok || !u.UnorderedAcrossNodes()
+}
+
 // Msg is one message to produce.
 type Msg struct {
 	// Method, when set, goes where the source names methods (a header, a
@@ -59,5 +74,7 @@ type Msg struct {
 	Headers map[string]string
 }
 
-// Main runs the package's tests and stops the servers they shared.
-func Main(m *testing.M) { enginetest.Main(m) }
+// Main runs the package's tests and stops the servers they shared: the
+// suite's Redis and NATS, then what each of stops stops (a source's
+// shared server, as pgtest.Stop).
+func Main(m *testing.M, stops ...func()) { enginetest.Main(m, stops...) }

@@ -64,3 +64,13 @@ test('buildParams takes the fields a method lists, and tags only when there are 
   assert.deepEqual(buildParams(['user', 'channel'], v), { user: 'u1', channel: 'news' });
   assert.deepEqual(buildParams(['channel', 'key'], v), { channel: 'news', key: 'k' });
 });
+
+test('consumerState tells a running consumer from one whose source is down or that stopped', async () => {
+  const { consumerState, lag } = await import('../src/pages/consumers.js');
+  assert.deepEqual(consumerState({ running: true, connected: true }), { label: 'Running', tone: 'ok' });
+  assert.deepEqual(consumerState({ running: true, connected: false }), { label: 'Source down', tone: 'bad' });
+  assert.deepEqual(consumerState({ running: false, connected: true }), { label: 'Stopped', tone: 'bad' });
+  assert.equal(lag(-1), '–');
+  assert.equal(lag(0), '0');
+  assert.equal(lag(12345), '12,345');
+});

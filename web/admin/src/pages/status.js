@@ -1,6 +1,7 @@
 import { h, alertBox, scrollTable } from '../dom.js';
 import { request, apiResult } from '../api.js';
 import { duration, bytes, count, rate } from '../format.js';
+import { consumersPanel } from './consumers.js';
 
 const REFRESH_MS = 2000;
 
@@ -53,8 +54,11 @@ function row(node) {
   );
 }
 
-/** statusPage shows every node of the cluster, refreshed every two seconds. */
-export function statusPage(main) {
+/**
+ * statusPage shows every node of the cluster and, when the node the app is
+ * served by runs consumers, its consumers, refreshed every two seconds.
+ */
+export function statusPage(main, ctx = {}) {
   const alert = alertBox();
   const tbody = h('tbody', {}, h('tr', {}, h('td', { colspan: columns.length, text: 'Loading…' })));
   const table = h(
@@ -66,6 +70,7 @@ export function statusPage(main) {
   );
   const updated = h('p', { class: 'muted small', text: '' });
   const totals = h('p', { class: 'totals' });
+  const consumers = consumersPanel();
   main.append(
     h('h1', { text: 'Status' }),
     h('p', { class: 'muted', text: 'Every node of the cluster, refreshed every 2 seconds.' }),
@@ -73,9 +78,12 @@ export function statusPage(main) {
     totals,
     scrollTable(table, 'Nodes table'),
     updated,
+    consumers.el,
   );
 
   let useInfo = false;
+  // hasConsumers turns false for a server without the consumers route.
+  let hasConsumers = true;
   let timer = null;
   let stopped = false;
   const abort = new AbortController();
@@ -93,10 +101,22 @@ export function statusPage(main) {
     return fromInfo(await apiResult('info', {}, { signal: abort.signal }));
   }
 
+  async function loadConsumers() {
+    if (!hasConsumers) return null;
+    try {
+      return await request('admin/consumers', { signal: abort.signal });
+    } catch (err) {
+      if (err.status !== 404) throw err;
+      hasConsumers = false; // an older server
+      return null;
+    }
+  }
+
   async function tick() {
     try {
-      const nodes = await load();
+      const [nodes, own] = await Promise.all([load(), loadConsumers()]);
       if (stopped) return;
+      consumers.show(own && own.consumers, (own && own.node_name) || (ctx.init && ctx.init.node_name));
       nodes.sort((a, b) => String(a.name).localeCompare(String(b.name)));
       tbody.replaceChildren(...(nodes.length ? nodes.map(row) : [h('tr', {}, h('td', { colspan: columns.length, text: 'No nodes reported yet.' }))]));
       const sum = (k) => nodes.reduce((acc, n) => acc + (Number(n[k]) || 0), 0);
