@@ -11,6 +11,7 @@ import (
 	gyreconfig "github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/consume/consumetest"
 	"github.com/gyrehq/gyre/server/consume/jetstream/jetstreamtest"
+	"github.com/gyrehq/gyre/server/consume/kafka/kafkatest"
 	"github.com/gyrehq/gyre/server/consume/pgoutbox/pgtest"
 	"github.com/gyrehq/gyre/server/consume/redisstream/redisstreamtest"
 )
@@ -36,7 +37,7 @@ func consumerMap(t testing.TB, c gyreconfig.Consumer) map[string]any {
 // TestConsumerNodeKilled runs testConsumerNodeKilled for every consumer
 // type.
 func TestConsumerNodeKilled(t *testing.T) {
-	sources := []consumetest.Source{pgtest.Source(), redisstreamtest.Source{}, jetstreamtest.Source{}}
+	sources := []consumetest.Source{pgtest.Source(), kafkatest.Source{}, redisstreamtest.Source{}, jetstreamtest.Source{}}
 	for _, src := range sources {
 		t.Run(src.Type(), func(t *testing.T) {
 			t.Parallel()
