@@ -43,29 +43,29 @@ type PostgresConsumer struct {
 
 // KafkaConsumer reads Kafka topics as a member of a consumer group.
 type KafkaConsumer struct {
-	Brokers               []string                `key:"brokers" help:"Seed brokers, host:port."`
-	Topics                []string                `key:"topics" help:"Topics to consume."`
-	ConsumerGroup         string                  `key:"consumer_group" help:"Consumer group: the nodes of one group share the topics' partitions."`
-	MaxPollRecords        int                     `key:"max_poll_records" default:"100" min:"1" max:"100000" help:"Most records taken per poll, and run as one batch per partition."`
-	FetchMaxBytes         int                     `key:"fetch_max_bytes" min:"0" help:"Most bytes a fetch may return; 0 is the client's default (50 MB)."`
-	FetchMaxWait          time.Duration           `key:"fetch_max_wait" default:"500ms" min:"1ms" help:"Longest a broker holds a fetch waiting for records."`
-	FetchReadUncommitted  bool                    `key:"fetch_read_uncommitted" help:"Read records of transactions not committed yet (read_uncommitted); by default only committed ones."`
-	PartitionQueueMaxSize int                     `key:"partition_queue_max_size" default:"1000" min:"-1" help:"Records waiting per partition past which fetching from it pauses until they are run; -1 pauses after every poll."`
-	DialTimeout           time.Duration           `key:"dial_timeout" default:"3s" min:"1ms" help:"Longest a connection to one broker may take."`
-	TLS                   TLS                     `key:"tls" help:"TLS towards Kafka."`
-	SASLMechanism         string                  `key:"sasl_mechanism" enum:",plain,scram-sha-256,scram-sha-512,aws-msk-iam" help:"SASL authentication: plain, scram-sha-256 or scram-sha-512; empty for none. aws-msk-iam is Centrifugo's and refused."`
-	SASLUser              string                  `key:"sasl_user" help:"SASL user."`
-	SASLPassword          string                  `key:"sasl_password" help:"SASL password."`
-	AssumeRoleARN         Unimplemented           `key:"assume_role_arn" help:"AWS role for MSK IAM authentication." unsupported:"Gyre has no AWS MSK IAM authentication; use SASL/SCRAM."`
-	InstanceID            string                  `key:"instance_id" help:"Static group membership: a stable id per node (a pod name), so that a restart within the session timeout keeps its partitions without a rebalance."`
-	MethodHeader          string                  `key:"method_header" default:"centrifugo-method" help:"Header naming the API method; the value is then the method's request. Without the header, the value is {\"method\": ..., \"payload\": ...}."`
-	PublicationDataMode   KafkaPublicationHeaders `key:"publication_data_mode" help:"Publish record values as they are into the channels a header names, rather than run API commands."`
+	Brokers               []string           `key:"brokers" help:"Seed brokers, host:port."`
+	Topics                []string           `key:"topics" help:"Topics to consume."`
+	ConsumerGroup         string             `key:"consumer_group" help:"Consumer group: the nodes of one group share the topics' partitions."`
+	MaxPollRecords        int                `key:"max_poll_records" default:"100" min:"1" max:"100000" help:"Most records taken per poll, and run as one batch per partition."`
+	FetchMaxBytes         int                `key:"fetch_max_bytes" min:"0" help:"Most bytes a fetch may return; 0 is the client's default (50 MB)."`
+	FetchMaxWait          time.Duration      `key:"fetch_max_wait" default:"500ms" min:"1ms" help:"Longest a broker holds a fetch waiting for records."`
+	FetchReadUncommitted  bool               `key:"fetch_read_uncommitted" help:"Read records of transactions not committed yet (read_uncommitted); by default only committed ones."`
+	PartitionQueueMaxSize int                `key:"partition_queue_max_size" default:"1000" min:"-1" help:"Records waiting per partition past which fetching from it pauses until they are run; -1 pauses after every poll."`
+	DialTimeout           time.Duration      `key:"dial_timeout" default:"3s" min:"1ms" help:"Longest a connection to one broker may take."`
+	TLS                   TLS                `key:"tls" help:"TLS towards Kafka."`
+	SASLMechanism         string             `key:"sasl_mechanism" enum:",plain,scram-sha-256,scram-sha-512,aws-msk-iam" help:"SASL authentication: plain, scram-sha-256 or scram-sha-512; empty for none. aws-msk-iam is Centrifugo's and refused."`
+	SASLUser              string             `key:"sasl_user" help:"SASL user."`
+	SASLPassword          string             `key:"sasl_password" help:"SASL password."`
+	AssumeRoleARN         Unimplemented      `key:"assume_role_arn" help:"AWS role for MSK IAM authentication." unsupported:"Gyre has no AWS MSK IAM authentication; use SASL/SCRAM."`
+	InstanceID            string             `key:"instance_id" help:"Static group membership: a stable id per node (a pod name), so that a restart within the session timeout keeps its partitions without a rebalance."`
+	MethodHeader          string             `key:"method_header" default:"centrifugo-method" help:"Header naming the API method; the value is then the method's request. Without the header, the value is {\"method\": ..., \"payload\": ...}."`
+	PublicationDataMode   PublicationHeaders `key:"publication_data_mode" help:"Publish record values as they are into the channels a header names, rather than run API commands."`
 }
 
-// KafkaPublicationHeaders are the headers of Kafka's publication data
-// mode.
-type KafkaPublicationHeaders struct {
-	Enabled              bool   `key:"enabled" help:"A record's value is the data of a publication into the channels of channels_header (a broadcast when several)."`
+// PublicationHeaders are the headers of publication data mode, for the
+// sources whose messages have headers (Kafka, JetStream).
+type PublicationHeaders struct {
+	Enabled              bool   `key:"enabled" help:"A message's value (a Kafka record's value, a JetStream message's body) is the data of a publication into the channels of channels_header (a broadcast when several)."`
 	ChannelsHeader       string `key:"channels_header" default:"centrifugo-channels" help:"Header with the channels, separated by commas."`
 	IdempotencyKeyHeader string `key:"idempotency_key_header" default:"centrifugo-idempotency-key" help:"Header with the publication's idempotency key."`
 	DeltaHeader          string `key:"delta_header" default:"centrifugo-delta" help:"Header that is true to send the publication as a delta."`
@@ -102,32 +102,20 @@ type RedisStreamPublicationFields struct {
 // NatsJetStreamConsumer reads a JetStream stream through a durable
 // consumer.
 type NatsJetStreamConsumer struct {
-	URL                 string                 `key:"url" default:"nats://127.0.0.1:4222" help:"NATS server URL."`
-	CredentialsFile     string                 `key:"credentials_file" help:"NATS credentials file; it takes precedence over username, password and token."`
-	Username            string                 `key:"username" help:"NATS user."`
-	Password            string                 `key:"password" help:"NATS password."`
-	Token               string                 `key:"token" help:"NATS token, when neither credentials_file nor username is set."`
-	StreamName          string                 `key:"stream_name" help:"The stream to consume."`
-	UseExistingConsumer bool                   `key:"use_existing_consumer" help:"Bind to the durable consumer durable_consumer_name as it is (it must exist); subjects, deliver_policy and max_ack_pending are then not used."`
-	Subjects            []string               `key:"subjects" help:"Subjects of the stream to consume; empty takes them all."`
-	DurableConsumerName string                 `key:"durable_consumer_name" help:"The durable consumer, made or updated when missing; the nodes using one share its messages."`
-	DeliverPolicy       string                 `key:"deliver_policy" default:"new" enum:"new,all" help:"Where a new durable consumer starts: new messages only, or all the stream holds."`
-	MaxAckPending       int                    `key:"max_ack_pending" default:"100" min:"1" help:"Most messages delivered and not acknowledged at once."`
-	MethodHeader        string                 `key:"method_header" default:"centrifugo-method" help:"Header naming the API method; the body is then the method's request. Without it, the body is {\"method\": ..., \"payload\": ...}."`
-	PublicationDataMode NatsPublicationHeaders `key:"publication_data_mode" help:"Publish message bodies as they are into the channels a header names, rather than run API commands."`
-	TLS                 TLS                    `key:"tls" help:"TLS towards NATS."`
-}
-
-// NatsPublicationHeaders are the headers of the JetStream consumer's
-// publication data mode.
-type NatsPublicationHeaders struct {
-	Enabled              bool   `key:"enabled" help:"A message's body is the data of a publication into the channels of channels_header (a broadcast when several)."`
-	ChannelsHeader       string `key:"channels_header" default:"centrifugo-channels" help:"Header with the channels, separated by commas."`
-	IdempotencyKeyHeader string `key:"idempotency_key_header" default:"centrifugo-idempotency-key" help:"Header with the publication's idempotency key."`
-	DeltaHeader          string `key:"delta_header" default:"centrifugo-delta" help:"Header that is true to send the publication as a delta."`
-	VersionHeader        string `key:"version_header" default:"centrifugo-version" help:"Header with the publication's version (a number)."`
-	VersionEpochHeader   string `key:"version_epoch_header" default:"centrifugo-version-epoch" help:"Header with the epoch of the version."`
-	TagsHeaderPrefix     string `key:"tags_header_prefix" default:"centrifugo-tag-" help:"Headers starting with this prefix are tags: the rest of the name is the tag's key."`
+	URL                 string             `key:"url" default:"nats://127.0.0.1:4222" help:"NATS server URL."`
+	CredentialsFile     string             `key:"credentials_file" help:"NATS credentials file; it takes precedence over username, password and token."`
+	Username            string             `key:"username" help:"NATS user."`
+	Password            string             `key:"password" help:"NATS password."`
+	Token               string             `key:"token" help:"NATS token, when neither credentials_file nor username is set."`
+	StreamName          string             `key:"stream_name" help:"The stream to consume."`
+	UseExistingConsumer bool               `key:"use_existing_consumer" help:"Bind to the durable consumer durable_consumer_name as it is (it must exist); subjects, deliver_policy and max_ack_pending are then not used."`
+	Subjects            []string           `key:"subjects" help:"Subjects of the stream to consume; empty takes them all."`
+	DurableConsumerName string             `key:"durable_consumer_name" help:"The durable consumer, made or updated when missing; the nodes using one share its messages."`
+	DeliverPolicy       string             `key:"deliver_policy" default:"new" enum:"new,all" help:"Where a new durable consumer starts: new messages only, or all the stream holds."`
+	MaxAckPending       int                `key:"max_ack_pending" default:"100" min:"1" help:"Most messages delivered and not acknowledged at once."`
+	MethodHeader        string             `key:"method_header" default:"centrifugo-method" help:"Header naming the API method; the body is then the method's request. Without it, the body is {\"method\": ..., \"payload\": ...}."`
+	PublicationDataMode PublicationHeaders `key:"publication_data_mode" help:"Publish message bodies as they are into the channels a header names, rather than run API commands."`
+	TLS                 TLS                `key:"tls" help:"TLS towards NATS."`
 }
 
 // ConsumerTypes are the consumer types Gyre runs.

@@ -131,7 +131,7 @@ func TestPublicationMode(t *testing.T) {
 		pub(data(7), "x-chan", a, "x-delta", "false"),
 	)
 	cons := kafkatest.ConsumerConfig(unique("pubmode"), name, brokers, name)
-	cons.Kafka.PublicationDataMode = config.KafkaPublicationHeaders{
+	cons.Kafka.PublicationDataMode = config.PublicationHeaders{
 		Enabled: true, ChannelsHeader: "x-chan", IdempotencyKeyHeader: "x-idem", DeltaHeader: "x-delta",
 		VersionHeader: "x-version", VersionEpochHeader: "x-epoch", TagsHeaderPrefix: "x-tag-",
 	}

@@ -16,7 +16,7 @@ import (
 type builder struct {
 	methodHeader string
 	// pub is the publication data mode's headers; nil when it is off.
-	pub *config.KafkaPublicationHeaders
+	pub *config.PublicationHeaders
 
 	// buf holds the positions of the batch being built.
 	buf []byte

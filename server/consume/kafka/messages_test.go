@@ -16,7 +16,7 @@ import (
 func defaults() config.KafkaConsumer {
 	return config.KafkaConsumer{
 		MethodHeader: "centrifugo-method",
-		PublicationDataMode: config.KafkaPublicationHeaders{
+		PublicationDataMode: config.PublicationHeaders{
 			ChannelsHeader: "centrifugo-channels", IdempotencyKeyHeader: "centrifugo-idempotency-key",
 			DeltaHeader: "centrifugo-delta", VersionHeader: "centrifugo-version",
 			VersionEpochHeader: "centrifugo-version-epoch", TagsHeaderPrefix: "centrifugo-tag-",
