@@ -181,6 +181,24 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// Diff describes where got first differs from want, or is "" when they
+// are equal: for tests of a source package that check channel history
+// as the suite does.
+func Diff(got, want []string) string {
+	d := firstDiff(got, want)
+	if d < 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d publications, want %d; first difference at %d: %s", len(got), len(want), d, pair(got, want, d))
+}
+
+// Data is the JSON data of the i-th publication of the suite's
+// sequences, {"n":i}.
+func Data(i int) string { return data(i) }
+
+// Want is the data of the publications from..to-1 of a sequence.
+func Want(from, to int) []string { return want(from, to) }
+
 func firstDiff(got, want []string) int {
 	for i := range max(len(got), len(want)) {
 		if i >= len(got) || i >= len(want) || got[i] != want[i] {

@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/gyrehq/gyre/server"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/consume"
+	"github.com/gyrehq/gyre/server/consume/consumetest"
 )
 
 // ns is the namespace of the tests' channels: with history, so that what
@@ -128,8 +128,8 @@ func (n *node) waitHistory(channel string, want []string) {
 		got = n.history(channel)
 		return len(got) >= len(want)
 	})
-	if d := firstDiff(got, want); d >= 0 {
-		n.t.Fatalf("history of %s: %d publications, want %d; first difference at %d: %s", channel, len(got), len(want), d, pair(got, want, d))
+	if d := consumetest.Diff(got, want); d != "" {
+		n.t.Fatalf("history of %s: %s", channel, d)
 	}
 }
 
@@ -145,36 +145,11 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func firstDiff(got, want []string) int {
-	for i := range max(len(got), len(want)) {
-		if i >= len(got) || i >= len(want) || got[i] != want[i] {
-			return i
-		}
-	}
-	return -1
-}
-
-func pair(got, want []string, i int) string {
-	g, w := "(none)", "(none)"
-	if i < len(got) {
-		g = got[i]
-	}
-	if i < len(want) {
-		w = want[i]
-	}
-	return fmt.Sprintf("got %s, want %s", g, w)
-}
-
-// data is the JSON data of the i-th publication of a sequence.
-func data(i int) string { return `{"n":` + strconv.Itoa(i) + `}` }
-
-func want(from, to int) []string {
-	out := make([]string, 0, to-from)
-	for i := from; i < to; i++ {
-		out = append(out, data(i))
-	}
-	return out
-}
+// data and want are the suite's: {"n":i} and a run of them.
+var (
+	data = consumetest.Data
+	want = consumetest.Want
+)
 
 // publishes are records publishing data(from..to-1) into channel, into
 // partition p of topic, with the method in a header, each with an
