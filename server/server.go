@@ -23,6 +23,7 @@ import (
 	"github.com/gyrehq/gyre/server/consume"
 	"github.com/gyrehq/gyre/server/metrics"
 	"github.com/gyrehq/gyre/server/proxy"
+	"github.com/gyrehq/gyre/server/telemetry"
 )
 
 // Version of the server, set at build time with -ldflags "-X ...".
@@ -58,13 +59,24 @@ type Server struct {
 	serves map[*http.ServeMux][]string
 	// consumers read API commands from queues (config consumers).
 	consumers *consume.Set
+	// tel holds the OpenTelemetry providers; off, it hands out none.
+	tel *telemetry.Telemetry
+	// delivery is the node's delivery tracer with opentelemetry.delivery.
+	delivery *deliveryRelay
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
 // until Start.
-func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
+func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	ncfg := nodeConfig(cfg)
 	ncfg.Logger = log
+	var delivery *deliveryRelay
+	if o := cfg.OpenTelemetry; o.Enabled && o.Delivery {
+		delivery = &deliveryRelay{}
+		// wire: ncfg.DeliveryTracer = delivery
+		// (with telemetry.FanOut and telemetry.DeliveryTracer turned into
+		// aliases of gyre.FanOut and gyre.DeliveryTracer.)
+	}
 	m := metrics.New(metrics.Options{
 		Version:                        Version,
 		Centrifugo:                     cfg.Prometheus.CentrifugoNames,
@@ -91,7 +103,15 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	m.Bind(node)
-	s := &Server{cfg: cfg, log: log, node: node, metrics: m, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: log, node: node, metrics: m, mux: http.NewServeMux(), delivery: delivery}
+	if err := s.setupTelemetry(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.shutdownTelemetry(context.Background())
+		}
+	}()
 	if s.tls, s.internalTLS, err = listenTLS(cfg.HTTPServer); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -109,6 +129,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	// RPC hook (api.Config.RPC) is where the RPC proxy plugs in; without
 	// one, the rpc method answers 104 "not found", as Centrifugo does.
 	s.exec = api.NewExecutor(node, api.Config{Logger: log})
+	// wire: the executor's api.Config gets TracerProvider: s.tel.APITracerProvider(),
+	// if the executor makes spans of its own (consumers' calls go through it).
 	if err := s.setupConsumers(); err != nil {
 		return nil, err
 	}
@@ -230,6 +252,7 @@ func (s *Server) routes() {
 			Prefix:             prefix,
 			Logger:             s.log,
 			OnCall:             s.metrics.APICalls("http"),
+			// wire: TracerProvider: s.tel.APITracerProvider(),
 		})
 		h = s.instrument("api", h)
 		mux := s.internalOr(c.HTTPAPI.External)
@@ -509,6 +532,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.proxyPool != nil {
 		errs = append(errs, s.proxyPool.Close())
 	}
+	// Last: the spans of everything above go out with it.
+	s.shutdownTelemetry(ctx)
 	return errors.Join(errs...)
 }
 

@@ -128,6 +128,8 @@ func writeStatus(b *strings.Builder, t reflect.Type, path string) {
 		switch {
 		case f.kind == kindUnimplemented || f.instead != "":
 			fmt.Fprintf(b, "| `%s` | not supported: %s |\n", p, escapeCell(f.instead))
+		case f.refused != "":
+			fmt.Fprintf(b, "| `%s` | refused when set: %s |\n", p, escapeCell(f.refused))
 		case elem != nil && hasUnsupported(elem):
 			writeStatus(b, elem, p+".")
 		case elem != nil:
@@ -154,7 +156,7 @@ func unsupportedSection(t reflect.Type) (string, bool) {
 func hasUnsupported(t reflect.Type) bool {
 	for _, f := range fieldsOf(t) {
 		switch {
-		case f.kind == kindUnimplemented || f.instead != "":
+		case f.kind == kindUnimplemented || f.instead != "" || f.refused != "":
 			return true
 		case f.kind == kindStruct && hasUnsupported(f.typ):
 			return true
@@ -217,6 +219,9 @@ func describeField(f field) string {
 	parts := []string{f.help}
 	if f.instead != "" {
 		parts = []string{"**Not supported by Gyre** (accepted, no effect): " + f.instead}
+	}
+	if f.refused != "" {
+		parts = append(parts, "**Refused when set:** "+f.refused)
 	}
 	if f.enum != nil {
 		parts = append(parts, "One of: "+describeEnum(f.enum)+".")

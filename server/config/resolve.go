@@ -58,6 +58,14 @@ func Resolve(s Sources) (*Config, []string, error) {
 	if err := c.Validate(); err != nil {
 		return nil, warnings, err
 	}
+	// The exporters read the OpenTelemetry environment themselves, and
+	// would take a value they do not know for their default: a variable
+	// set wrong is refused here, where checkconfig sees it too.
+	if c.OpenTelemetry.Enabled {
+		if _, err := c.OpenTelemetry.ReadOTelEnv(EnvironLookup(s.Environ)); err != nil {
+			return nil, warnings, err
+		}
+	}
 	// Each layer kept the unimplemented keys it read: the final values
 	// tell which are in effect, once each.
 	for _, k := range c.Unsupported() {

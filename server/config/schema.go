@@ -42,6 +42,10 @@ type field struct {
 	// Gyre does not honour: an Unimplemented key, or a typed key that is
 	// parsed and validated but has no effect yet.
 	instead string
+	// refused, from the refused tag, says what to do instead of a
+	// Centrifugo key whose value other than the zero one Validate refuses:
+	// ignoring it would change what the configuration asks for.
+	refused string
 	// anyValue marks an Unimplemented key holding a map of values (fixed
 	// headers, say) rather than a feature's table: any entry is in effect.
 	anyValue bool
@@ -87,6 +91,7 @@ func collectFields(t reflect.Type, index []int, out *[]field) {
 			precision: sf.Tag.Get("precision"),
 			nonEmpty:  sf.Tag.Get("nonempty") == "true",
 			instead:   sf.Tag.Get("unsupported"),
+			refused:   sf.Tag.Get("refused"),
 			anyValue:  sf.Tag.Get("effect") == "any",
 			index:     idx,
 			typ:       sf.Type,

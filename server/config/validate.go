@@ -35,11 +35,14 @@ func (v *validator) fail(path string, format string, args ...any) {
 }
 
 // limits checks what the struct tags declare: min, max, enum, precision,
-// nonempty, and that handler prefixes are paths.
+// nonempty, refused, and that handler prefixes are paths.
 func (v *validator) limits(path string, s reflect.Value) {
 	for _, f := range fieldsOf(s.Type()) {
 		p := joinPath(path, f.key)
 		fv := s.FieldByIndex(f.index)
+		if f.refused != "" && !fv.IsZero() {
+			v.fail(p, "not supported: %s", f.refused)
+		}
 		switch f.kind {
 		case kindStruct:
 			v.limits(p, fv)

@@ -89,6 +89,14 @@ func (m *Metrics) Bind(n *gyre.Node) {
 	m.reg.MustRegister(&nodeCollector{n: n})
 }
 
+// Registerer takes further gyre_* series, served with the others (the
+// OpenTelemetry span counters).
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
+// Gatherer gathers what Handler serves: the gyre_* series, the runtime's
+// and, when on, the Centrifugo-named ones.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return prometheus.GathererFunc(m.gather) }
+
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(prometheus.GathererFunc(m.gather), promhttp.HandlerOpts{})
