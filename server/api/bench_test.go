@@ -1,10 +1,13 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/gyrehq/gyre/server/api"
 )
@@ -13,9 +16,18 @@ import (
 // /api/<method> with the key, once per iteration, without a network: the
 // cost measured is the API's own (decode, run, encode) plus the node's.
 func benchServe(b *testing.B, method, body string) {
-	e := newEnv(b, api.Config{})
+	benchServeWith(b, api.Config{}, method, body)
+}
+
+// benchServeWith is benchServe with the API configured by cfg and the
+// request carrying header (name, value pairs).
+func benchServeWith(b *testing.B, cfg api.Config, method, body string, header ...string) {
+	e := newEnv(b, cfg)
 	req := httptest.NewRequest(http.MethodPost, "/api/"+method, nil)
 	req.Header.Set("X-API-Key", testKey)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		r := req.Clone(req.Context())
@@ -70,3 +82,38 @@ func BenchmarkHTTPHistory(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHTTPPublishTracing is BenchmarkHTTPPublish without tracing
+// (tracer=nil: no TracerProvider) and with the SDK's (tracer=sdk: every
+// span sampled, batched and handed to an exporter that drops it), with
+// and without an incoming traceparent. Compare with
+// benchstat -col /tracer.
+func BenchmarkHTTPPublishTracing(b *testing.B) {
+	const body = `{"channel":"plain:bench","data":{"text":"hello, world","n":42}}`
+	for _, tc := range []struct {
+		name   string
+		traced bool
+		header []string
+	}{
+		{"tracer=nil/traceparent=no", false, nil},
+		{"tracer=sdk/traceparent=no", true, nil},
+		{"tracer=nil/traceparent=yes", false, []string{"traceparent", callerParent}},
+		{"tracer=sdk/traceparent=yes", true, []string{"traceparent", callerParent}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var cfg api.Config
+			if tc.traced {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				cfg.TracerProvider = tp
+			}
+			benchServeWith(b, cfg, "publish", body, tc.header...)
+		})
+	}
+}
+
+// discardExporter drops what it is given.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }

@@ -22,6 +22,12 @@
 // Errors are answered with HTTP 200 and an error object, unless the
 // request carries "X-Centrifugo-Error-Mode: transport" or the handler is
 // configured so, in which case they map to HTTP statuses.
+//
+// With Config.TracerProvider set, each request is an OpenTelemetry
+// SERVER span continuing the caller's W3C traceparent (trace.go,
+// httptrace.go); the executor names the method and channels on the span
+// of whatever ctx it is called with and passes that span's context to
+// every publication it makes, so that the fan-out joins the trace.
 package api
 
 //go:generate go run ./gendoc -o ../../docs/api.md

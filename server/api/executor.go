@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/internal/faillog"
 )
@@ -114,13 +116,20 @@ func (e *Executor) checkBatchSize(n int) error {
 // in order, so that a caller may decode them one at a time), and returns
 // their replies in the same order. Every batch runs here: the HTTP API's,
 // the legacy form's several commands and the gRPC API's.
+//
+// The commands get no span of their own: their publications carry the
+// trace context of ctx's span (the batch's), unless a command was given
+// a span (Command.SetSpan), which then gets its attributes and gives its
+// publications its context.
 func (e *Executor) runBatch(ctx context.Context, n int, at func(int) Command, parallel bool) []Reply {
 	replies := make([]Reply, n)
+	tc := traceOf(ctx)
 	if parallel {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 16)
 		for i := range n {
 			c := at(i)
+			c.annotate()
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
@@ -139,13 +148,14 @@ func (e *Executor) runBatch(ctx context.Context, n int, at func(int) Command, pa
 	var g publishGroup
 	for i := range n {
 		c := at(i)
+		c.annotate()
 		if c.err != nil && (c.Method() == "publish" || c.Method() == "broadcast") {
 			// It publishes nothing, so the stretch goes on past it.
 			replies[i] = e.runCommand(ctx, &c)
 			continue
 		}
 		if c.publishes() {
-			if err := g.add(i, &c); err != nil {
+			if err := g.add(i, &c, c.trace(tc)); err != nil {
 				// It publishes nothing, so the stretch goes on past it.
 				replies[i].Error = e.APIError(c.Method(), err)
 			}
@@ -164,9 +174,19 @@ func (e *Executor) runCommand(ctx context.Context, c *Command) Reply {
 		e.badCommand(c.name, c.err)
 		return Reply{Error: c.err}
 	}
+	if c.span != nil {
+		ctx = trace.ContextWithSpan(ctx, c.span)
+	}
 	res, err := c.method.run(e, ctx, c.req)
 	if err != nil {
 		return Reply{Error: e.APIError(c.method.Name, err)}
 	}
 	return Reply{Method: c.method.Name, Result: res}
+}
+
+// run runs method m with req, named with its channels on the span of
+// ctx: every call but a batch's commands starts here.
+func (e *Executor) run(ctx context.Context, m *Method, req any) (any, error) {
+	annotate(trace.SpanFromContext(ctx), m, req)
+	return m.run(e, ctx, req)
 }

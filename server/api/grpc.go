@@ -25,7 +25,7 @@ func (e *Executor) CallGRPC(ctx context.Context, m *Method, msg proto.Message) (
 	if refused != nil {
 		return nil, refused
 	}
-	res, err := m.run(e, ctx, req)
+	res, err := e.run(ctx, m, req)
 	if err != nil {
 		return nil, err
 	}

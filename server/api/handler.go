@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gyrehq/gyre"
 )
 
@@ -46,6 +48,13 @@ type Config struct {
 	// Centrifugo does for a method no extension serves. In the server
 	// this is where the RPC proxy plugs in (server.New).
 	RPC RPCFunc
+	// TracerProvider, when set, traces the HTTP API: a SERVER span per
+	// request, named "POST <prefix>/<method>" ("POST <prefix>" for the
+	// legacy form), continuing the trace of the request's W3C traceparent
+	// header. Nil traces nothing and reads no trace header. The
+	// executor, whoever calls it, names the method and channels on the
+	// span of its ctx and passes that span's context to its publications.
+	TracerProvider trace.TracerProvider
 }
 
 // Handler serves the API of one node over HTTP: it decodes JSON, runs
@@ -54,6 +63,10 @@ type Handler struct {
 	exec *Executor
 	cfg  Config
 	log  *slog.Logger
+	// tracer is nil when the handler does not trace.
+	tracer trace.Tracer
+	// spanNames are the span names of the methods' paths.
+	spanNames map[string]string
 }
 
 // NewHandler creates the API handler for n, with an Executor of its own.
@@ -71,7 +84,16 @@ func NewHandlerFor(exec *Executor, cfg Config) *Handler {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "/api"
 	}
-	return &Handler{exec: exec, cfg: cfg, log: exec.log}
+	h := &Handler{exec: exec, cfg: cfg, log: exec.log}
+	if cfg.TracerProvider != nil {
+		h.tracer = cfg.TracerProvider.Tracer(tracerName)
+		h.spanNames = make(map[string]string, len(methodTable)+1)
+		h.spanNames[""] = http.MethodPost + " " + cfg.Prefix
+		for _, m := range methodTable {
+			h.spanNames[m.Name] = http.MethodPost + " " + cfg.Prefix + "/" + m.Name
+		}
+	}
+	return h
 }
 
 // Executor is the executor h runs the methods on.
@@ -79,6 +101,15 @@ func (h *Handler) Executor() *Executor { return h.exec }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := strings.Trim(strings.TrimPrefix(r.URL.Path, h.cfg.Prefix), "/")
+	if h.tracer != nil {
+		h.serveTraced(w, r, name)
+		return
+	}
+	h.serve(w, r, name)
+}
+
+// serve answers a request for method name ("" for the legacy form).
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "api: use POST", http.StatusMethodNotAllowed)
@@ -118,7 +149,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	res, err := h.call(r.Context(), name, body)
-	h.write(w, name, res, err, transportMode, start)
+	ae := h.write(w, name, res, err, transportMode, start)
+	if h.tracer != nil {
+		TraceError(trace.SpanFromContext(r.Context()), ae)
+	}
 }
 
 // call decodes the JSON request of method name and runs it.
@@ -128,13 +162,19 @@ func (h *Handler) call(ctx context.Context, name string, body json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	return m.run(h.exec, ctx, req)
+	return h.exec.run(ctx, m, req)
 }
 
 // readBody reads the body of r up to the limit, refusing it (with a log
 // line) when it is over the limit or not UTF-8.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodySize))
+	mw := w
+	if sw, ok := w.(*statusWriter); ok {
+		// The server's own writer, which MaxBytesReader tells to close
+		// the connection after a body over the limit.
+		mw = sw.ResponseWriter
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(mw, r.Body, h.cfg.MaxBodySize))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -191,7 +231,9 @@ func (h *Handler) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(key), []byte(h.cfg.Key)) == 1
 }
 
-func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, transportMode bool, start time.Time) {
+// write answers the call of method name with res or err, and returns the
+// error it answered (nil for a result).
+func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, transportMode bool, start time.Time) *Error {
 	var out reply
 	var body any = &out
 	status := http.StatusOK
@@ -212,6 +254,7 @@ func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, 
 	}
 	h.send(w, name, status, body)
 	h.called(name, out.Error, start)
+	return out.Error
 }
 
 // send writes body as the JSON response.

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The legacy form of the API is POST <prefix> with the method in the
@@ -67,6 +69,9 @@ func (h *Handler) serveLegacy(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	// Several commands are a batch, whose replies carry their errors in
 	// both error modes.
+	if h.tracer != nil {
+		trace.SpanFromContext(r.Context()).SetAttributes(AttrMethod.String("batch"), AttrCommands.Int(len(cmds)))
+	}
 	replies := h.exec.runBatch(r.Context(), len(cmds), at, false)
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
@@ -92,6 +97,9 @@ func (h *Handler) writeLegacy(w http.ResponseWriter, r *http.Request, c legacyCo
 		out.Error = h.exec.APIError(c.name, err)
 	} else {
 		out.Result = res
+	}
+	if h.tracer != nil {
+		TraceError(trace.SpanFromContext(r.Context()), out.Error)
 	}
 	if out.Error != nil && transportMode {
 		h.send(w, c.name, httpStatus(out.Error.Code), out.Error)

@@ -20,8 +20,9 @@ func requireChannel(ch string) error {
 
 var errNoChannel = &Error{107, "bad request: channel required"}
 
-// publishItem checks a publish request and makes what to publish of it.
-func publishItem(r *PublishRequest) (gyre.PublishItem, error) {
+// publishItem checks a publish request and makes what to publish of it,
+// carrying trace context tc.
+func publishItem(r *PublishRequest, tc []byte) (gyre.PublishItem, error) {
 	if err := requireChannel(r.Channel); err != nil {
 		return gyre.PublishItem{}, err
 	}
@@ -29,13 +30,13 @@ func publishItem(r *PublishRequest) (gyre.PublishItem, error) {
 	if err != nil {
 		return gyre.PublishItem{}, err
 	}
-	return gyre.PublishItem{Channel: r.Channel, Data: data, Options: r.options()}, nil
+	return gyre.PublishItem{Channel: r.Channel, Data: data, Options: r.options(tc)}, nil
 }
 
 // broadcastItems checks a broadcast request and makes one item per
 // channel of it; an empty channel name gets an item with Err set, not
-// published.
-func broadcastItems(r *BroadcastRequest) ([]gyre.PublishItem, error) {
+// published. Each carries trace context tc.
+func broadcastItems(r *BroadcastRequest, tc []byte) ([]gyre.PublishItem, error) {
 	if len(r.Channels) == 0 {
 		return nil, &Error{107, "bad request: channels required"}
 	}
@@ -43,7 +44,7 @@ func broadcastItems(r *BroadcastRequest) ([]gyre.PublishItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := r.options()
+	opts := r.options(tc)
 	items := make([]gyre.PublishItem, len(r.Channels))
 	for i, ch := range r.Channels {
 		items[i] = gyre.PublishItem{Channel: ch, Data: data, Options: opts}
@@ -59,8 +60,8 @@ func toPublishResult(r gyre.PublishResult) PublishResult {
 }
 
 // Publish publishes into one channel.
-func (e *Executor) Publish(_ context.Context, r *PublishRequest) (PublishResult, error) {
-	item, err := publishItem(r)
+func (e *Executor) Publish(ctx context.Context, r *PublishRequest) (PublishResult, error) {
+	item, err := publishItem(r, traceOf(ctx))
 	if err != nil {
 		return PublishResult{}, err
 	}
@@ -75,8 +76,8 @@ func (e *Executor) Publish(_ context.Context, r *PublishRequest) (PublishResult,
 // Broadcast publishes the same data into several channels, in one
 // PublishMany. A channel that fails has its error in its response; the
 // call itself fails only on a bad request.
-func (e *Executor) Broadcast(_ context.Context, r *BroadcastRequest) (BroadcastResult, error) {
-	items, err := broadcastItems(r)
+func (e *Executor) Broadcast(ctx context.Context, r *BroadcastRequest) (BroadcastResult, error) {
+	items, err := broadcastItems(r, traceOf(ctx))
 	if err != nil {
 		return BroadcastResult{}, err
 	}

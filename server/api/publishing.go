@@ -30,10 +30,10 @@ type pendingBroadcast struct {
 }
 
 // add checks command c, the i-th of the batch, a publish or a broadcast,
-// and adds it to the group.
-func (g *publishGroup) add(i int, c *Command) error {
+// and adds it to the group, its publications carrying trace context tc.
+func (g *publishGroup) add(i int, c *Command, tc []byte) error {
 	if r, ok := c.req.(*PublishRequest); ok {
-		item, err := publishItem(r)
+		item, err := publishItem(r, tc)
 		if err != nil {
 			return err
 		}
@@ -41,7 +41,7 @@ func (g *publishGroup) add(i int, c *Command) error {
 		g.from = append(g.from, itemSource{reply: i, broadcast: -1})
 		return nil
 	}
-	items, err := broadcastItems(c.req.(*BroadcastRequest))
+	items, err := broadcastItems(c.req.(*BroadcastRequest), tc)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gyrehq/gyre"
 )
 
@@ -117,11 +119,16 @@ type PublishFlags struct {
 	VersionEpoch string `json:"version_epoch"`
 }
 
-func (f *PublishFlags) options() gyre.PublishOptions {
-	return gyre.PublishOptions{
+// options are the node's publish options of f; tc is the trace context
+// the publication carries (traceOf), nil for none. Every publication of
+// the API, single, broadcast or in a batch, gets its options here.
+func (f *PublishFlags) options(tc []byte) gyre.PublishOptions {
+	o := gyre.PublishOptions{
 		Tags: f.Tags, IdempotencyKey: f.IdempotencyKey, SkipHistory: f.SkipHistory, UseDelta: f.Delta,
 		Version: f.Version, VersionEpoch: f.VersionEpoch,
 	}
+	// wire: gyre.WithTrace (PublishOptions.Trace): o.Trace = tc
+	return o
 }
 
 // PublishResult is the place of a publication in its channel's history
@@ -432,6 +439,11 @@ type Command struct {
 	// why the command cannot run, when it could not be read.
 	name string
 	err  *Error
+
+	// span, when set, is the command's own span (SetSpan); named: the
+	// executor names the command's method and channel on it.
+	span  trace.Span
+	named bool
 }
 
 // NewCommand makes the command of the method called name with request
@@ -453,6 +465,31 @@ func NewCommand(name string, req any) Command {
 // Method is the name of the command's method as it was asked for; ""
 // when none was.
 func (c *Command) Method() string { return c.name }
+
+// SetSpan makes s the span of c, in place of the span of the context c
+// runs in: the publications of c carry its trace context, and, when
+// named, the executor names c's method and channel on it (not named: s
+// is shared by several commands, a consumed batch, and tells of them as
+// a whole). A consumer gives the commands of each message the message's
+// span, so that the commands of many messages run as one batch and each
+// publication still joins the trace of its own message.
+func (c *Command) SetSpan(s trace.Span, named bool) { c.span, c.named = s, named }
+
+// annotate names c's method and channels on c's own span, if it has one.
+func (c *Command) annotate() {
+	if c.span != nil && c.named && c.err == nil {
+		annotate(c.span, c.method, c.req)
+	}
+}
+
+// trace is the trace context of c's publications: its own span's, or
+// else batch, that of the context the batch runs in.
+func (c *Command) trace(batch []byte) []byte {
+	if c.span != nil {
+		return spanTrace(c.span.SpanContext())
+	}
+	return batch
+}
 
 // publishes reports whether c is a publish or broadcast that can run,
 // which a sequential batch publishes with its neighbours.

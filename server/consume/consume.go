@@ -35,6 +35,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gyrehq/gyre/internal/faillog"
 	"github.com/gyrehq/gyre/server/api"
 )
@@ -55,6 +57,19 @@ type Message struct {
 	// Err, when set, is why the consumer could not read the message (a
 	// header that is not a number, say): it is skipped as malformed.
 	Err error
+
+	// The rest is for the message's span, filled in only when the
+	// dispatcher traces (Dispatcher.Traced).
+	//
+	// Destination is where the message was read: the topic, stream,
+	// subject or table; Partition its partition there, "" where the
+	// source has none.
+	Destination, Partition string
+	// TraceParent and TraceState are the W3C trace context the message
+	// carries (a Kafka or JetStream header, a Redis stream field
+	// traceparent and tracestate), "" for none: its span continues that
+	// trace.
+	TraceParent, TraceState string
 }
 
 // Publication is a message of publication data mode: the data to publish
@@ -131,6 +146,8 @@ type Dispatcher struct {
 	// backoff bounds the waits between runs of a command that failed for
 	// a temporary reason.
 	minBackoff, maxBackoff time.Duration
+	// trace makes the messages' spans; its zero value traces nothing.
+	trace tracing
 }
 
 // NewDispatcher makes the dispatcher of the consumer called name, of type
@@ -173,10 +190,25 @@ func (d *Dispatcher) Stats() *Stats { return d.stats }
 // acknowledge; when msgs[k] fails, messages after it in the same batch
 // may have been published already (a publish batch runs at once), and are
 // published again on the retry: an idempotency key makes that harmless.
+//
+// With tracing on, each message is a CONSUMER span from the start of
+// Dispatch until the message is done (or Dispatch returns without it).
 func (d *Dispatcher) Dispatch(ctx context.Context, msgs []Message) (done int, err error) {
+	var spans []trace.Span
+	if d.trace.tracer != nil {
+		spans = d.trace.start(msgs)
+		defer func() { endUndone(spans[done:]) }()
+	}
 	backoff := d.minBackoff
 	for done < len(msgs) {
-		n, reason := d.run(msgs[done:])
+		var pending []trace.Span
+		if spans != nil {
+			pending = spans[done:]
+		}
+		n, reason := d.run(msgs[done:], pending)
+		if spans != nil && done+n < len(msgs) {
+			retrying(spans[done+n], reason)
+		}
 		done += n
 		if done == len(msgs) {
 			break
@@ -198,13 +230,19 @@ func (d *Dispatcher) Dispatch(ctx context.Context, msgs []Message) (done int, er
 }
 
 // run runs msgs once and returns how many of them are done before the
-// first one that failed for a temporary reason, and that reason.
-func (d *Dispatcher) run(msgs []Message) (int, string) {
+// first one that failed for a temporary reason, and that reason. spans,
+// when tracing, are the messages' spans: their commands run in them, and
+// those of the messages done end.
+func (d *Dispatcher) run(msgs []Message, spans []trace.Span) (int, string) {
 	var cmds []api.Command
 	// owner[i] is the message of cmds[i] (a batch message has several).
 	var owner []int
 	for i := range msgs {
-		for _, c := range msgs[i].commands() {
+		mc := msgs[i].commands()
+		if spans != nil {
+			inSpan(spans[i], &msgs[i], mc)
+		}
+		for _, c := range mc {
 			cmds = append(cmds, c)
 			owner = append(owner, i)
 		}
@@ -220,13 +258,22 @@ func (d *Dispatcher) run(msgs []Message) (int, string) {
 		m := owner[i]
 		if r.Temporary() {
 			d.count(msgs[:m], skipped)
+			if spans != nil {
+				endDone(spans[:m])
+			}
 			return m, replyError(&r)
 		}
 		if r.Error != nil && skipped[m] == "" {
 			skipped[m] = fmt.Sprintf("%s: %d %s", methodName(&cmds[i]), r.Error.Code, r.Error.Message)
+			if spans != nil {
+				skippedSpan(spans[m], &msgs[m], r.Error)
+			}
 		}
 	}
 	d.count(msgs, skipped)
+	if spans != nil {
+		endDone(spans)
+	}
 	return len(msgs), ""
 }
 

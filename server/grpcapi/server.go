@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -55,6 +56,12 @@ type Config struct {
 	// the HTTP API spells it, its error code (0 for success) and how long
 	// it took.
 	OnCall func(method string, code uint32, d time.Duration)
+	// TracerProvider, when set, traces the calls: a SERVER span per call
+	// named by its full method (centrifugal.centrifugo.api.CentrifugoApi/
+	// Publish), continuing the trace of the call's W3C traceparent
+	// metadata; the executor names the API method and channels on it.
+	// Nil traces nothing and reads no trace metadata.
+	TracerProvider trace.TracerProvider
 }
 
 // NewServer creates a gRPC server serving the API on exec. The caller
@@ -77,8 +84,16 @@ func NewServer(exec *api.Executor, cfg Config) *grpc.Server {
 	if cfg.IdleTimeout > 0 {
 		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}))
 	}
+	var chain []grpc.UnaryServerInterceptor
+	if cfg.TracerProvider != nil {
+		// First, so that a call refused for its key has its span too.
+		chain = append(chain, tracing(cfg.TracerProvider))
+	}
 	if cfg.Key != "" {
-		opts = append(opts, grpc.UnaryInterceptor(keyAuth(cfg.Key, cfg.Logger)))
+		chain = append(chain, keyAuth(cfg.Key, cfg.Logger))
+	}
+	if len(chain) > 0 {
+		opts = append(opts, grpc.ChainUnaryInterceptor(chain...))
 	}
 	if cfg.MaxReceiveMessageSize > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxReceiveMessageSize))

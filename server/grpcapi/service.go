@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -121,6 +122,7 @@ func (s *service) finish(ctx context.Context, method string, start time.Time, er
 	var pe *apipb.Error
 	if err != nil {
 		ae := s.exec.APIError(method, err)
+		api.TraceError(trace.SpanFromContext(ctx), ae)
 		code = ae.Code
 		pe = &apipb.Error{Code: ae.Code, Message: ae.Message}
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gyrehq/gyre"
 )
 
@@ -47,6 +49,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Calls, when set, is told about every call, for metrics.
 	Calls CallObserver
+	// TracerProvider, when set, traces the calls: a CLIENT span
+	// "proxy <type>" per call, whose W3C traceparent is sent to the
+	// backend (HTTP header or gRPC metadata). Nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // CallObserver is told about the calls of a proxy. Its methods must be

@@ -17,4 +17,11 @@
 // An HTTP proxy keeps one http.Client with keep-alive connections; gRPC
 // proxies share one grpc.ClientConn per endpoint and options through a
 // Pool. Every call is bounded by the proxy's timeout.
+//
+// # Tracing
+//
+// With Config.TracerProvider set, each call is an OpenTelemetry CLIENT
+// span "proxy <type>", a child of the span of the call's context if any,
+// and the backend is sent its W3C traceparent (HTTP header or gRPC
+// metadata), replacing one a client's forwarded headers carried.
 package proxy

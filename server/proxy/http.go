@@ -49,6 +49,7 @@ func (h *httpCaller) call(ctx context.Context, _ string, req, resp proto.Message
 		return err
 	}
 	defer res.Body.Close()
+	responseStatus(ctx, res.StatusCode)
 	if res.StatusCode != http.StatusOK {
 		// Read a little of the body so that the connection can be reused.
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))

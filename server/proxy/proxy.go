@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
@@ -47,6 +48,7 @@ type Proxy struct {
 	// failure: with the backend down every call fails.
 	fails *faillog.Log
 	calls CallObserver
+	trace tracing
 }
 
 // New returns the proxy cfg describes. gRPC endpoints take their
@@ -84,12 +86,14 @@ func New(cfg Config, pool *Pool) (*Proxy, error) {
 	case strings.HasPrefix(cfg.Endpoint, "http://"), strings.HasPrefix(cfg.Endpoint, "https://"):
 		p.http = true
 		p.caller = newHTTPCaller(cfg)
+		p.trace = newTracing(cfg, true)
 	case strings.HasPrefix(cfg.Endpoint, "grpc://"):
 		g, err := newGRPCCaller(cfg, pool)
 		if err != nil {
 			return nil, err
 		}
 		p.caller = g
+		p.trace = newTracing(cfg, false)
 		p.stream, err = substream.New(substream.Config{
 			Name: p.name, Conn: g.conn, Timeout: p.timeout, CallOptions: g.opts, Logger: p.log,
 		})
@@ -144,8 +148,16 @@ func (p *Proxy) do(ctx context.Context, method, client string, req proto.Message
 	typ := callType(method)
 	p.calls.CallStarted(typ)
 	start := time.Now()
-	err := p.caller.call(ctx, method, req, resp, p.forwarded(ctx, emulated))
+	hdr := p.forwarded(ctx, emulated)
+	var span trace.Span
+	if p.trace.tracer != nil {
+		ctx, span, hdr = p.trace.start(ctx, typ, channelOf(req), hdr)
+	}
+	err := p.caller.call(ctx, method, req, resp, hdr)
 	p.calls.CallDone(typ, time.Since(start))
+	if span != nil {
+		p.trace.end(span, err, !p.http)
+	}
 	if err != nil {
 		var t *transformed
 		if errors.As(err, &t) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/server/proxy/proxypb"
 	"github.com/gyrehq/gyre/server/proxy/substream"
@@ -29,7 +31,14 @@ func (p *Proxy) SubscribeStream(ctx context.Context, c *gyre.Client, e gyre.Subs
 		return gyre.SubscribeReply{}, p.bad("SubscribeStream", c.ID(), errNotGRPC)
 	}
 	call := substream.Call{Request: p.subscribeRequest(c, e), Bidirectional: bidirectional, Done: c.Done()}
-	if hdr := p.forwarded(ctx, nil); len(hdr) > 0 {
+	hdr := p.forwarded(ctx, nil)
+	var span trace.Span
+	if p.trace.tracer != nil {
+		// The span covers the call until the backend's answer, as the
+		// metrics do; the stream lives on after it.
+		ctx, span, hdr = p.trace.start(ctx, typ, e.Channel, hdr)
+	}
+	if len(hdr) > 0 {
 		call.Metadata = outgoing(hdr)
 	}
 	answered := false
@@ -42,8 +51,16 @@ func (p *Proxy) SubscribeStream(ctx context.Context, c *gyre.Client, e gyre.Subs
 	})
 	// A stream that gave no answer failed, unless the client went away;
 	// an answer that could not be used was counted by bad.
-	if err != nil && !answered && !errors.Is(err, gyre.DisconnectConnectionClosed) {
+	failed := err != nil && !answered && !errors.Is(err, gyre.DisconnectConnectionClosed)
+	if failed {
 		p.calls.CallFailed(typ)
+	}
+	if span != nil {
+		var spanErr error
+		if failed {
+			spanErr = err
+		}
+		p.trace.end(span, spanErr, true)
 	}
 	return rep, err
 }

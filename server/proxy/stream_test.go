@@ -31,8 +31,10 @@ type streamBackend struct {
 	mu       sync.Mutex
 	requests []*proxypb.SubscribeRequest
 	auth     []string
-	ended    []string // channels whose stream the server cancelled
-	addr     string
+	// traceparents are the streams' traceparent metadata.
+	traceparents []string
+	ended        []string // channels whose stream the server cancelled
+	addr         string
 }
 
 func newStreamBackend(t *testing.T) *streamBackend {
@@ -56,6 +58,7 @@ func (b *streamBackend) record(ctx context.Context, req *proxypb.SubscribeReques
 	b.requests = append(b.requests, req)
 	md, _ := metadata.FromIncomingContext(ctx)
 	b.auth = append(b.auth, strings.Join(md.Get("authorization"), ","))
+	b.traceparents = append(b.traceparents, strings.Join(md.Get("traceparent"), ","))
 }
 
 func (b *streamBackend) end(ch string) {

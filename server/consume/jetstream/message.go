@@ -17,6 +17,11 @@ import (
 func (c *Consumer) message(m jetstream.Msg) consume.Message {
 	out := consume.Message{Payload: m.Data(), Position: c.position(m)}
 	h := m.Headers()
+	if c.d.Traced() {
+		out.Destination = m.Subject()
+		out.TraceParent = traceHeader(h, "traceparent", "Traceparent")
+		out.TraceState = traceHeader(h, "tracestate", "Tracestate")
+	}
 	pd := &c.cfg.PublicationDataMode
 	if !pd.Enabled {
 		out.Method = header(h, c.cfg.MethodHeader)
@@ -69,4 +74,13 @@ func tags(h nats.Header, prefix string) map[string]string {
 		out[k[len(prefix):]] = v[0]
 	}
 	return out
+}
+
+// traceHeader is the first value of a trace context header: under its
+// W3C name, or as a carrier that writes HTTP's canonical form names it.
+func traceHeader(h nats.Header, name, canonical string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	return h.Get(canonical)
 }

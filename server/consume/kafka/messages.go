@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/gyrehq/gyre/server/api"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/consume"
 )
@@ -17,6 +18,8 @@ type builder struct {
 	methodHeader string
 	// pub is the publication data mode's headers; nil when it is off.
 	pub *config.PublicationHeaders
+	// traced: the messages' spans want the fields of tracing.
+	traced bool
 
 	// buf holds the positions of the batch being built.
 	buf []byte
@@ -24,8 +27,8 @@ type builder struct {
 	ends []int
 }
 
-func newBuilder(cfg *config.KafkaConsumer) *builder {
-	b := &builder{methodHeader: cfg.MethodHeader}
+func newBuilder(cfg *config.KafkaConsumer, traced bool) *builder {
+	b := &builder{methodHeader: cfg.MethodHeader, traced: traced}
 	if cfg.PublicationDataMode.Enabled {
 		pub := cfg.PublicationDataMode
 		b.pub = &pub
@@ -42,6 +45,9 @@ func (b *builder) build(recs []*kgo.Record, msgs []consume.Message) []consume.Me
 			m.Publication, m.Err = b.publication(r)
 		} else {
 			m.Method = b.method(r)
+		}
+		if b.traced {
+			traceFields(&m, r)
 		}
 		msgs = append(msgs, m)
 	}
@@ -145,5 +151,21 @@ func first(seen *uint8, bit uint8, dst *string, v []byte) {
 	if *seen&bit == 0 {
 		*seen |= bit
 		*dst = string(v)
+	}
+}
+
+// traceFields sets the fields of m that its span reads from record r: a
+// traceparent or tracestate header too long to be used is not even
+// copied.
+func traceFields(m *consume.Message, r *kgo.Record) {
+	m.Destination, m.Partition = r.Topic, strconv.Itoa(int(r.Partition))
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		switch {
+		case h.Key == "traceparent" && m.TraceParent == "" && len(h.Value) <= api.MaxTraceParent:
+			m.TraceParent = string(h.Value)
+		case h.Key == "tracestate" && m.TraceState == "" && len(h.Value) <= api.MaxTraceState:
+			m.TraceState = string(h.Value)
+		}
 	}
 }

@@ -36,7 +36,7 @@ func rec(offset int64, value string, headers ...string) *kgo.Record {
 // positions name topic, partition and offset.
 func TestBuildCommands(t *testing.T) {
 	cfg := defaults()
-	b := newBuilder(&cfg)
+	b := newBuilder(&cfg, false)
 	recs := []*kgo.Record{
 		rec(7, `{"channel":"a","data":{}}`, "centrifugo-method", "publish"),
 		rec(8, `{"method":"publish","payload":{"channel":"a","data":{}}}`),
@@ -66,7 +66,7 @@ func TestBuildCommands(t *testing.T) {
 func TestBuildPublications(t *testing.T) {
 	cfg := defaults()
 	cfg.PublicationDataMode.Enabled = true
-	b := newBuilder(&cfg)
+	b := newBuilder(&cfg, false)
 	cases := []struct {
 		name    string
 		headers []string
@@ -118,7 +118,7 @@ func TestBuildAllocs(t *testing.T) {
 		t.Skip("allocations differ under the race detector")
 	}
 	cfg := defaults()
-	b := newBuilder(&cfg)
+	b := newBuilder(&cfg, false)
 	recs := commandRecords(100)
 	msgs := make([]consume.Message, 0, len(recs))
 	allocs := testing.AllocsPerRun(100, func() { msgs = b.build(recs, msgs[:0]) })
@@ -140,7 +140,7 @@ func commandRecords(n int) []*kgo.Record {
 func BenchmarkBuild(b *testing.B) {
 	const batch = 100
 	run := func(b *testing.B, cfg config.KafkaConsumer, recs []*kgo.Record) {
-		bl := newBuilder(&cfg)
+		bl := newBuilder(&cfg, false)
 		msgs := make([]consume.Message, 0, len(recs))
 		b.ReportAllocs()
 		for b.Loop() {

@@ -96,7 +96,7 @@ func (p *partition) unpause() {
 // loop runs the queued records a batch at a time until ctx ends.
 func (p *partition) loop() {
 	defer close(p.exited)
-	b := newBuilder(p.r.cfg)
+	b := newBuilder(p.r.cfg, p.r.d.Traced())
 	var msgs []consume.Message
 	for {
 		recs := p.take()

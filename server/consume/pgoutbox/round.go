@@ -103,6 +103,9 @@ func (c *Consumer) read(ctx context.Context, tx pgx.Tx, p int) ([]consume.Messag
 		ids  []int64
 	)
 	prefix := "partition " + strconv.Itoa(p) + " id "
+	// The outbox carries no trace context: each row's span starts a
+	// trace.
+	traced, partition := c.d.Traced(), strconv.Itoa(p)
 	for rows.Next() {
 		var (
 			id      int64
@@ -112,7 +115,11 @@ func (c *Consumer) read(ctx context.Context, tx pgx.Tx, p int) ([]consume.Messag
 		if err := rows.Scan(&id, &method, &payload); err != nil {
 			return nil, nil, fmt.Errorf("read a row: %w", err)
 		}
-		msgs = append(msgs, consume.Message{Method: method, Payload: compact.JSON(payload), Position: prefix + strconv.FormatInt(id, 10)})
+		m := consume.Message{Method: method, Payload: compact.JSON(payload), Position: prefix + strconv.FormatInt(id, 10)}
+		if traced {
+			m.Destination, m.Partition = c.cfg.OutboxTableName, partition
+		}
+		msgs = append(msgs, m)
 		ids = append(ids, id)
 	}
 	if err := rows.Err(); err != nil {

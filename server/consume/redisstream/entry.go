@@ -10,9 +10,14 @@ import (
 	"github.com/gyrehq/gyre/server/consume"
 )
 
-// message is the message of entry e of the stream named what.
-func (c *Consumer) message(what string, e rueidis.XRangeSlice) consume.Message {
-	m := consume.Message{Position: what + " entry " + e.ID}
+// message is the message of entry e of stream s.
+func (c *Consumer) message(s *stream, e rueidis.XRangeSlice) consume.Message {
+	m := consume.Message{Position: s.what + " entry " + e.ID}
+	if c.d.Traced() {
+		m.Destination = s.key
+		m.TraceParent, _ = field(e.FieldValues, "traceparent")
+		m.TraceState, _ = field(e.FieldValues, "tracestate")
+	}
 	payload, ok := field(e.FieldValues, c.cfg.PayloadValue)
 	if !ok {
 		m.Err = fmt.Errorf("no field %q", c.cfg.PayloadValue)

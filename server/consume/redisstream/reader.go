@@ -208,7 +208,7 @@ func (r *reader) messages(entries []rueidis.XRangeSlice) ([]consume.Message, []s
 			r.acks = append(r.acks, e.ID)
 			continue
 		}
-		msgs = append(msgs, r.c.message(r.s.what, e))
+		msgs = append(msgs, r.c.message(r.s, e))
 		ids = append(ids, e.ID)
 	}
 	return msgs, ids
