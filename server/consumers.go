@@ -24,6 +24,7 @@ func (s *Server) setupConsumers() error {
 		}
 		path := "consumers[" + strconv.Itoa(i) + "]"
 		d := consume.NewDispatcher(c.Name, c.Type, s.exec, s.log)
+		d.SetTracerProvider(s.tel.ConsumerTracerProvider())
 		cons, err := newConsumer(path, c, d)
 		if err != nil {
 			return fmt.Errorf("server: %s (%s): %w", path, c.Name, err)

@@ -38,6 +38,7 @@ func (s *Server) newGRPCAPI() (*grpcAPI, error) {
 		MaxReceiveMessageSize: g.MaxReceiveMessageSize,
 		TLS:                   tlsCfg,
 		Reflection:            g.Reflection,
+		TracerProvider:        s.tel.APITracerProvider(),
 		HandshakeTimeout:      s.cfg.HTTPServer.ReadHeaderTimeout,
 		IdleTimeout:           s.cfg.HTTPServer.IdleTimeout,
 		Logger:                s.log,

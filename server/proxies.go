@@ -124,7 +124,8 @@ func (p *proxies) build(key, name string, cfg config.Proxy) (*proxy.Proxy, error
 		BinaryEncoding: cfg.BinaryEncoding, IncludeConnectionMeta: cfg.IncludeConnectionMeta,
 		GRPCCredentialsKey: cfg.GRPC.CredentialsKey, GRPCCredentialsValue: cfg.GRPC.CredentialsValue,
 		GRPCCompression: cfg.GRPC.Compression, Logger: p.s.log,
-		Calls: p.s.metrics.ProxyCalls(proxyProtocol(cfg.Endpoint), name),
+		TracerProvider: p.s.tel.ProxyTracerProvider(),
+		Calls:          p.s.metrics.ProxyCalls(proxyProtocol(cfg.Endpoint), name),
 	}
 	for _, t := range cfg.HTTP.StatusToCodeTransforms {
 		st := proxy.StatusTransform{StatusCode: t.StatusCode}

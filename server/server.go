@@ -129,8 +129,6 @@ func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	// RPC hook (api.Config.RPC) is where the RPC proxy plugs in; without
 	// one, the rpc method answers 104 "not found", as Centrifugo does.
 	s.exec = api.NewExecutor(node, api.Config{Logger: log})
-	// wire: the executor's api.Config gets TracerProvider: s.tel.APITracerProvider(),
-	// if the executor makes spans of its own (consumers' calls go through it).
 	if err := s.setupConsumers(); err != nil {
 		return nil, err
 	}
@@ -252,7 +250,7 @@ func (s *Server) routes() {
 			Prefix:             prefix,
 			Logger:             s.log,
 			OnCall:             s.metrics.APICalls("http"),
-			// wire: TracerProvider: s.tel.APITracerProvider(),
+			TracerProvider:     s.tel.APITracerProvider(),
 		})
 		h = s.instrument("api", h)
 		mux := s.internalOr(c.HTTPAPI.External)

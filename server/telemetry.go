@@ -8,14 +8,6 @@ import (
 	"github.com/gyrehq/gyre/server/telemetry"
 )
 
-// wire: once the instrumented packages take a tracer provider, hand them
-// s.tel's, each nil unless its part is traced:
-//   - server.go, api.NewHandlerFor's api.Config: TracerProvider: s.tel.APITracerProvider()
-//   - grpcapi.go, grpcapi.Config: TracerProvider: s.tel.APITracerProvider()
-//   - proxies.go, proxy.Config (pc): TracerProvider: s.tel.ProxyTracerProvider()
-//   - consumers.go, consume.NewDispatcher (or its config): s.tel.ConsumerTracerProvider()
-//   - server.go, New: ncfg.DeliveryTracer = delivery (the deliveryRelay below)
-
 // setupTelemetry builds what the opentelemetry keys turn on (nothing when
 // opentelemetry.enabled is false): after the node, whose id names this
 // process in the resource, and before the parts that are handed its
