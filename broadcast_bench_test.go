@@ -166,6 +166,8 @@ type fixtureOptions struct {
 	keepLast, compact, wildcards, pattern bool
 	// z gives every subscriber permessage-deflate with these settings.
 	z *websocket.Compression
+	// tracer is the node's DeliveryTracer.
+	tracer gyre.DeliveryTracer
 }
 
 func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixtureOptions) *broadcastFixture {
@@ -178,6 +180,7 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixt
 		Channels: gyre.ChannelConfig{WithoutNamespace: gyre.ChannelOptions{
 			AllowChannelCompaction: opts.compact, AllowWildcardSubscriptions: opts.wildcards || opts.pattern,
 		}},
+		DeliveryTracer: opts.tracer,
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -388,6 +391,72 @@ func BenchmarkBurst(b *testing.B) {
 					publish()
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(per*subs), "ns/delivery")
+			})
+		}
+	}
+}
+
+// countingTracer is the least a DeliveryTracer can do: count the calls.
+type countingTracer struct{ calls atomic.Int64 }
+
+func (t *countingTracer) FannedOut(*gyre.FanOut) { t.calls.Add(1) }
+
+// BenchmarkBroadcastTrace measures what delivery tracing costs a fan-out
+// to 1,000 subscribers, of one publication per operation ("publish") or
+// of a PublishMany of 100 ("run"): trace=untraced publishes without
+// traces on a node without a DeliveryTracer, trace=untraced-tracer the
+// same on a node with one, and trace=traced publications that all carry
+// a trace, reported to a tracer that only counts (compare them with
+// benchstat -col /trace). The untraced variants must cost what
+// BenchmarkBroadcast and BenchmarkBurst cost; "traced" adds counters per
+// run, nothing per subscriber.
+func BenchmarkBroadcastTrace(b *testing.B) {
+	const subs, per = 1000, 100
+	trace := bytes.Repeat([]byte{1}, 25)
+	for _, shape := range []string{"publish", "run"} {
+		for _, mode := range []string{"untraced", "untraced-tracer", "traced"} {
+			b.Run(shape+"/trace="+mode, func(b *testing.B) {
+				tracer := &countingTracer{}
+				var opts fixtureOptions
+				if mode != "untraced" {
+					opts.tracer = tracer
+				}
+				f := newBroadcastFixture(b, protocol.TypeProtobuf, subs, opts)
+				var pubOpts gyre.PublishOptions
+				if mode == "traced" {
+					pubOpts.Trace = trace
+				}
+				n := 1
+				if shape == "run" {
+					n = per
+				}
+				items := make([]gyre.PublishItem, n)
+				publish := func() {
+					for i := range items {
+						items[i] = gyre.PublishItem{Channel: benchChannel, Data: benchPayload, Options: pubOpts}
+					}
+					f.node.PublishMany(items)
+					for _, it := range items {
+						if it.Err != nil {
+							b.Fatal(it.Err)
+						}
+					}
+					f.sent += int64(n * subs)
+					f.sink.waitFor(b, f.sent)
+				}
+				publish()
+				b.ReportAllocs()
+				for b.Loop() {
+					publish()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*subs), "ns/delivery")
+				want := int64(0)
+				if mode == "traced" {
+					want = int64(b.N+1) * int64(n)
+				}
+				if got := tracer.calls.Load(); got != want {
+					b.Fatalf("the tracer was called %d times, want %d", got, want)
+				}
 			})
 		}
 	}

@@ -427,18 +427,26 @@ func (c *Client) enqueue(kind string, msg []byte) {
 
 // enqueueIn queues msg, in the form the client's queue takes: an encoded
 // message, or a WebSocket frame when c.deflate is set. With l set, the
-// writer is woken when l's owner wakes its writers.
-func (c *Client) enqueueIn(msg []byte, l *wakeList) {
-	if !c.w.enqueue(msg, l) {
-		c.queueFull()
-	}
+// writer is woken when l's owner wakes its writers. It reports whether
+// msg was queued: not when the queue is full (the client is closed as
+// slow) or closed.
+func (c *Client) enqueueIn(msg []byte, l *wakeList) bool {
+	return c.queued(c.w.enqueue(msg, l))
 }
 
-// enqueueRunIn queues a run of messages, size bytes in all, in one step.
-func (c *Client) enqueueRunIn(msgs []string, size int, l *wakeList) {
-	if !c.w.enqueueRun(msgs, size, l) {
+// enqueueRunIn queues a run of messages, size bytes in all, in one step,
+// and reports whether they were queued, as enqueueIn does.
+func (c *Client) enqueueRunIn(msgs []string, size int, l *wakeList) bool {
+	return c.queued(c.w.enqueueRun(msgs, size, l))
+}
+
+// queued reports whether r is enqueued, closing the client as slow when
+// its queue was full.
+func (c *Client) queued(r enqueueResult) bool {
+	if r == enqueueFull {
 		c.queueFull()
 	}
+	return r == enqueued
 }
 
 // queueFull disconnects a client whose queue would pass its bound.

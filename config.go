@@ -21,6 +21,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives measurements for metrics; nil measures nothing.
 	Observer Observer
+	// DeliveryTracer, when set, is told about the fan-out of every
+	// publication that carries a Trace (PublishOptions.Trace), once per
+	// node and path: the channel's subscribers, and each pattern's. Nil
+	// traces nothing, and publications without a Trace cost it nothing.
+	DeliveryTracer DeliveryTracer
 
 	// Broker and PresenceManager carry publications between nodes and keep
 	// history and presence; nil means the memory engine.

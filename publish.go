@@ -33,6 +33,12 @@ type PublishOptions struct {
 	// Version and VersionEpoch drop stale publications: see WithVersion.
 	Version      uint64
 	VersionEpoch string
+	// Trace is the W3C trace context of the span that publishes, in
+	// binary: 16-byte trace id, 8-byte span id, 1 byte of trace flags (25
+	// bytes); nil for none. It travels with the publication to every node
+	// (not into history) and is handed to Config.DeliveryTracer with the
+	// fan-out of the publication. The engine does not read it.
+	Trace []byte
 }
 
 // PublishOption sets one publish knob.
@@ -73,6 +79,13 @@ func WithClientInfo(info *ClientInfo) PublishOption {
 // new epoch starts the versions again. 0 means no version.
 func WithVersion(version uint64, epoch string) PublishOption {
 	return func(o *PublishOptions) { o.Version, o.VersionEpoch = version, epoch }
+}
+
+// WithTrace attaches the trace context tc (see PublishOptions.Trace) to
+// the publication, so that its fan-out on every node can be traced as
+// part of the publish.
+func WithTrace(tc []byte) PublishOption {
+	return func(o *PublishOptions) { o.Trace = tc }
 }
 
 // PublishResult is where a publication landed in its stream.
@@ -178,6 +191,12 @@ type burst struct {
 	whole wholeRuns
 	// sent tallies what a fan-out queued, for the Observer.
 	sent deliveries
+	// fates, while a run with traced publications is fanned out on one
+	// path, counts what became of each of them (traceRun); nil
+	// otherwise. fateBuf keeps its array, fanOut what the tracer is told.
+	fates   []fates
+	fateBuf []fates
+	fanOut  FanOut
 }
 
 // burstHandler is a burst as the broker.RunHandler of its publications.
@@ -287,6 +306,7 @@ func (n *Node) brokerPublishOptions(rules *channelRules, channel string, chOpts 
 		IdempotencyKey:      o.IdempotencyKey,
 		IdempotentResultTTL: n.cfg.IdempotentResultTTL,
 		UseDelta:            o.UseDelta || chOpts.DeltaPublish,
+		Trace:               o.Trace,
 	}
 	if chOpts.HistoryEnabled() && !o.SkipHistory {
 		bo.HistorySize = chOpts.HistorySize

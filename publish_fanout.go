@@ -88,7 +88,15 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burs
 		enc.channelID = subs.id
 		encs = append(encs, enc)
 	}
+	tracer := n.cfg.DeliveryTracer
+	traced := traces(tracer, run)
+	if traced {
+		b.countFates(len(run))
+	}
 	n.fanOutRun(subs, channel, encs, b)
+	if traced {
+		b.fannedOut(tracer, run, channel, "", subs.len(), start)
+	}
 	n.observeRun(len(run), subs.len(), start, b)
 	clear(encs)
 	b.encs = encs[:0]
@@ -107,9 +115,10 @@ func (n *Node) observeRun(runLen, subs int, start time.Time, b *burst) {
 }
 
 // fanOutRun hands a run of publications, encs, to the subscribers subs,
-// tallying what it queued in b.sent. A subscriber that takes all of them
-// as published is given the whole run in one queue operation, from
-// messages encoded once per wire format; the others go publication by
+// tallying what it queued in b.sent, and, when b.fates is set, what
+// became of each publication. A subscriber that takes all of them as
+// published is given the whole run in one queue operation, from messages
+// encoded once per wire format; the others go publication by
 // publication.
 func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *burst) {
 	// The first offset of the run: a positioned subscriber that has it
@@ -125,46 +134,56 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 	}
 	whole := &b.whole
 	defer whole.reset()
+	fs := b.fates // nil unless the run is traced: then counted, else not
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
 			if s.takesAll() && !s.covers(first) {
 				if wr := whole.forClient(encs, s.client, s.shape); wr != nil {
+					queued := true
 					if len(wr.msgs) > 0 {
-						s.deliverRun(wr.msgs, wr.size, wr.last, &b.wake)
+						queued = s.deliverRun(wr.msgs, wr.size, wr.last, &b.wake)
 						b.sent.add(s.client.tslot, wr.pubs, wr.size)
 					}
 					if wr.err != nil {
 						n.undeliverable(s.client, channel, wr.err)
 					}
+					if fs != nil {
+						countWhole(fs, wr.pubs, queued)
+					}
 					continue
 				}
 			}
 			for i := range encs {
-				n.deliverOne(s, channel, &encs[i], b)
+				f := n.deliverOne(s, channel, &encs[i], b)
+				if fs != nil {
+					fs[i][f]++
+				}
 			}
 		}
 	}
 }
 
 // deliverOne hands one publication to one subscriber, through its tag
-// filter and in the payload variant it takes, tallying it in b.sent.
-func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *burst) {
+// filter and in the payload variant it takes, tallying it in b.sent, and
+// returns what became of it.
+func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *burst) fate {
 	pub := enc.push.Pub
 	if s.covers(pub.Offset) {
-		return
+		return fateHad
 	}
 	if !s.filter.Match(pub.Tags) {
 		s.skip(pub.Offset)
 		b.sent.filtered++
-		return
+		return fateFiltered
 	}
 	msg := enc.forClient(s.client, s.shape, s.payloadVariant(enc.canDelta))
 	if msg == nil {
 		n.undeliverable(s.client, channel, enc.err)
-		return
+		return fateDropped
 	}
-	s.deliver(msg, pub.Offset, &b.wake)
+	f := s.deliver(msg, pub.Offset, &b.wake)
 	b.sent.add(s.client.tslot, 1, len(msg))
+	return f
 }
 
 // wholeRuns holds a run as sent to the subscribers that take all of it,

@@ -20,18 +20,29 @@ func (n *Node) broadcastPatternRun(scope, pattern, channel string, run []broker.
 	}
 	var pps []*protocol.Publication
 	start := time.Now()
+	tracer := n.cfg.DeliveryTracer
+	traced := traces(tracer, run)
 	subs := n.eachMatch(scope, pattern, channel, func(g *patternSubs, list *subList) {
+		from := start
 		if pps == nil {
 			pps = make([]*protocol.Publication, len(run))
 			for i, rp := range run {
 				pps[i] = patternPub(channel, rp.Pub)
 			}
+		} else if traced {
+			from = time.Now() // after the patterns fanned out before
 		}
 		encs := b.encs[:0]
 		for i, rp := range run {
 			encs = append(encs, patternPush(g.pattern, channel, pps[i], rp.Pub))
 		}
+		if traced {
+			b.countFates(len(run))
+		}
 		n.fanOutRun(list, g.pattern, encs, b)
+		if traced {
+			b.fannedOut(tracer, run, channel, g.pattern, list.len(), from)
+		}
 		clear(encs)
 		b.encs = encs[:0]
 	})

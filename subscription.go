@@ -105,9 +105,9 @@ type heldMessage struct {
 }
 
 // deliver sends one encoded publication (or join/leave: offset 0) to the
-// subscriber, in the form its client's queue takes (encodedPush.forClient).
-// It never blocks on the network.
-func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) {
+// subscriber, in the form its client's queue takes (encodedPush.forClient),
+// and returns what became of it. It never blocks on the network.
+func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) fate {
 	if s.state.Load() != subActive {
 		s.mu.Lock()
 		switch s.state.Load() {
@@ -115,14 +115,16 @@ func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) {
 			if s.holdLimit > 0 && len(s.held) >= s.holdLimit {
 				s.held, s.overflow = nil, true
 			}
+			f := fateDropped
 			if !s.overflow {
 				s.held = append(s.held, heldMessage{offset: offset, msg: msg})
+				f = fateReached
 			}
 			s.mu.Unlock()
-			return
+			return f
 		case subClosed:
 			s.mu.Unlock()
-			return
+			return fateDropped
 		}
 		s.mu.Unlock()
 	}
@@ -130,12 +132,15 @@ func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) {
 	// check: activation set the position the subscriber was told of,
 	// which may already count this publication.
 	if s.covers(offset) {
-		return
+		return fateHad
 	}
 	if offset > 0 {
 		s.offset.Store(offset)
 	}
-	s.client.enqueueIn(msg, l)
+	if !s.client.enqueueIn(msg, l) {
+		return fateDropped
+	}
+	return fateReached
 }
 
 // covers reports whether a positioned subscriber has a publication at
@@ -164,12 +169,13 @@ func (s *subscription) takesAll() bool {
 
 // deliverRun queues a run of encoded publications, size bytes in all, for
 // a subscriber that takes all of them (takesAll, and none is covered);
-// last is the offset of the last one.
-func (s *subscription) deliverRun(msgs []string, size int, last uint64, l *wakeList) {
+// last is the offset of the last one. It reports whether they were
+// queued.
+func (s *subscription) deliverRun(msgs []string, size int, last uint64, l *wakeList) bool {
 	if last > 0 {
 		s.offset.Store(last)
 	}
-	s.client.enqueueRunIn(msgs, size, l)
+	return s.client.enqueueRunIn(msgs, size, l)
 }
 
 // payloadVariant picks how a publication goes to this subscriber: plain

@@ -68,46 +68,56 @@ func newWriter(t Transport, max int, onWriteError func(error), closeTransport fu
 	return w
 }
 
-// enqueue adds one framed message. It returns false when the queue would
-// exceed its bound; the caller then disconnects the client as slow. A
-// closed writer drops the message and returns true.
+// enqueueResult is what became of messages given to a writer.
+type enqueueResult uint8
+
+const (
+	enqueued enqueueResult = iota
+	// enqueueFull: the queue would exceed its bound; the caller then
+	// disconnects the client as slow.
+	enqueueFull
+	// enqueueClosed: the writer is closed or closing, and dropped them.
+	enqueueClosed
+)
+
+// enqueue adds one framed message.
 //
 // With l set, the writer is not woken but added to l, whose owner wakes
 // it when done queuing, so that what it queues leaves in one write. A
 // writer already held by another list, or whose queue is a quarter full,
 // is woken at once.
-func (w *writer) enqueue(msg []byte, l *wakeList) bool {
+func (w *writer) enqueue(msg []byte, l *wakeList) enqueueResult {
 	w.mu.Lock()
 	if w.closed || w.closing != nil {
 		w.mu.Unlock()
-		return true
+		return enqueueClosed
 	}
 	if w.size+len(msg) > w.max {
 		w.mu.Unlock()
-		return false
+		return enqueueFull
 	}
 	w.queue = append(w.queue, unsafe.String(unsafe.SliceData(msg), len(msg)))
 	w.size += len(msg)
 	w.holdOrWakeLocked(l)
-	return true
+	return enqueued
 }
 
 // enqueueRun adds a run of framed messages, size bytes in all, as enqueue
 // would one by one but under one hold of the lock. msgs is not kept.
-func (w *writer) enqueueRun(msgs []string, size int, l *wakeList) bool {
+func (w *writer) enqueueRun(msgs []string, size int, l *wakeList) enqueueResult {
 	w.mu.Lock()
 	if w.closed || w.closing != nil {
 		w.mu.Unlock()
-		return true
+		return enqueueClosed
 	}
 	if w.size+size > w.max {
 		w.mu.Unlock()
-		return false
+		return enqueueFull
 	}
 	w.queue = append(w.queue, msgs...)
 	w.size += size
 	w.holdOrWakeLocked(l)
-	return true
+	return enqueued
 }
 
 // holdOrWakeLocked leaves the writer to l to wake, or wakes it now, and

@@ -65,7 +65,7 @@ func TestWakeListWakesOnce(t *testing.T) {
 	w := newTestWriter(tr, 1<<20)
 	l := &wakeList{}
 	for i := range 50 {
-		if !w.enqueue([]byte{'a' + byte(i%26)}, l) {
+		if w.enqueue([]byte{'a' + byte(i%26)}, l) != enqueued {
 			t.Fatal("queue full")
 		}
 	}

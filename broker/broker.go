@@ -77,6 +77,10 @@ type Publication struct {
 	Removed bool
 	Score   int64
 	Version uint64
+	// Trace is PublishOptions.Trace of the publish, on the publications
+	// handed to HandleRuns; nil on those read from a stream (History, a
+	// Store), which never keep it.
+	Trace []byte
 }
 
 // StreamPosition is a place in a channel's stream.
@@ -119,6 +123,11 @@ type PublishOptions struct {
 	// in runs with Run.Scope set. Empty: the channel
 	// has no pattern subscribers anywhere and the broker does nothing more.
 	PatternScope string
+	// Trace is opaque to the broker (the engine puts a trace context
+	// there): it goes with the publication to every node, on both paths,
+	// as Publication.Trace, and is never stored. A broker that cannot
+	// carry it (NATS raw mode, whose messages are the bare data) drops it.
+	Trace []byte
 }
 
 // HistoryFilter selects publications from a stream.

@@ -11,6 +11,7 @@ import (
 type Option func(*options)
 
 type options struct {
+	cluster               bool
 	noHistory             bool
 	scopesAlwaysDelivered bool
 	interruptPatterns     func(t *testing.T)
@@ -23,6 +24,13 @@ type options struct {
 // delivered.
 func ScopesAlwaysDelivered() Option {
 	return func(o *options) { o.scopesAlwaysDelivered = true }
+}
+
+// Cluster declares that the brokers newBroker makes within one subtest
+// are nodes of one cluster: what one publishes reaches the others'
+// subscriptions. The tests of what crosses nodes run only with it.
+func Cluster() Option {
+	return func(o *options) { o.cluster = true }
 }
 
 // NoHistory declares a broker that keeps no streams (core NATS without a
@@ -87,6 +95,10 @@ func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, op
 		{"PatternPublishMany", testPatternPublishMany},
 		{"PublishManyToHandler", testPublishManyToHandler},
 		{"PublishManyToRuns", testPublishManyToRuns},
+		{"TraceDelivered", testTraceDelivered},
+		{"TracePublishMany", testTracePublishMany},
+		{"TracePattern", testTracePattern},
+		{"TraceOtherNode", testTraceOtherNode},
 	}
 	for _, tt := range streamTests {
 		tests = append(tests, brokerTest{tt.name, func(t *testing.T, e *brokerEnv) { tt.fn(t, e.streamEnv) }})
@@ -115,6 +127,7 @@ var streamTests = []streamTest{
 	{"HistoryReturnsCopies", testHistoryReturnsCopies},
 	{"PublishCopiesInput", testPublishCopiesInput},
 	{"IdempotencyExpiry", testIdempotencyExpiry},
+	{"TraceNotStored", testTraceNotStored},
 }
 
 type brokerTest struct {

@@ -39,4 +39,8 @@
 // ScopesAlwaysDelivered option:
 //
 //	brokertest.RunBrokerTests(t, newBroker, brokertest.ScopesAlwaysDelivered())
+//
+// The tests of what crosses nodes (a publication's Trace reaching another
+// node) make a second broker with newBroker in the same subtest; they run
+// when the brokers share a backend and say so with the Cluster option.
 package brokertest

@@ -159,7 +159,27 @@ func (b *Broker) append(st *stream, data []byte, opts broker.PublishOptions, now
 	if !opts.UseDelta {
 		prev = nil
 	}
-	return broker.RunPublication{Pub: pub, Position: sp, Delta: opts.UseDelta, Prev: prev}, sp, false
+	return broker.RunPublication{Pub: traced(pub, opts.Trace), Position: sp, Delta: opts.UseDelta, Prev: prev}, sp, false
+}
+
+// traced is pub as handed over with trace: pub itself without one, else a
+// copy carrying a copy of it, so that what the stream keeps (history, the
+// delta base) never holds a trace.
+func traced(pub *broker.Publication, trace []byte) *broker.Publication {
+	if len(trace) == 0 {
+		return pub
+	}
+	t := new(tracedPublication)
+	t.pub = *pub
+	t.pub.Trace = append(t.trace[:0], trace...)
+	return &t.pub
+}
+
+// tracedPublication holds a publication and the bytes of its trace in one
+// allocation when the trace is of the usual size.
+type tracedPublication struct {
+	pub   broker.Publication
+	trace [25]byte
 }
 
 // newPublication copies everything the caller passed, so that the caller

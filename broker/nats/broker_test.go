@@ -28,38 +28,50 @@ func TestBrokerWithoutStore(t *testing.T) {
 	s := natstest.Start(t)
 	brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker {
 		return newBroker(t, s, Config{})
-	}, brokertest.NoHistory())
+	}, brokertest.NoHistory(), brokertest.Cluster())
+}
+
+// subtestPrefixes returns a func giving each subtest a prefix of its own,
+// the same to every broker (node) made in it.
+func subtestPrefixes() func(t *testing.T) string {
+	prefixes := map[string]string{}
+	return func(t *testing.T) string {
+		p, ok := prefixes[t.Name()]
+		if !ok {
+			p = fmt.Sprintf("t%d", len(prefixes)+1)
+			prefixes[t.Name()] = p
+		}
+		return p
+	}
 }
 
 // TestBrokerWithJetStream runs the whole contract on the broker with its
 // history in JetStream: every subtest on a store of its own prefix.
 func TestBrokerWithJetStream(t *testing.T) {
 	s := natstest.Start(t)
-	n := 0
+	prefixOf := subtestPrefixes()
 	brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker {
-		n++
-		prefix := fmt.Sprintf("t%d", n)
+		prefix := prefixOf(t)
 		st, err := jetstream.New(jetstream.Config{URL: s.URL, Prefix: prefix})
 		if err != nil {
 			t.Fatalf("jetstream store: %v", err)
 		}
 		return newBroker(t, s, Config{Prefix: prefix, Store: st})
-	})
+	}, brokertest.Cluster())
 }
 
 // TestBrokerWithRedis runs the whole contract on the broker with its
 // history in Redis (redisnats), on one redis-server.
 func TestBrokerWithRedis(t *testing.T) {
 	s, r := natstest.Start(t), redistest.Start(t)
-	n := 0
+	prefixOf := subtestPrefixes()
 	brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker {
-		n++
-		prefix := fmt.Sprintf("t%d", n)
+		prefix := prefixOf(t)
 		e, err := redis.New(redis.Config{Addresses: []string{r.Addr}, Prefix: prefix})
 		if err != nil {
 			t.Fatalf("redis engine: %v", err)
 		}
 		t.Cleanup(func() { _ = e.Close() })
 		return newBroker(t, s, Config{Prefix: prefix, Store: e.Store()})
-	})
+	}, brokertest.Cluster())
 }

@@ -269,3 +269,43 @@ func TestOutage(t *testing.T) {
 		t.Errorf("scopes lost %q, want geo:", h.scopes)
 	}
 }
+
+// TestPatternTrace: a publication's trace reaches another node's pattern
+// subscription with it, as on the channel's own path; one without a trace
+// arrives without.
+func TestPatternTrace(t *testing.T) {
+	s := natstest.Start(t)
+	a, b := newBroker(t, s, Config{}), newBroker(t, s, Config{})
+	run(t, a)
+	h := run(t, b)
+	if err := b.SubscribePattern("geo:", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Subscribe("geo:paris"); err != nil {
+		t.Fatal(err)
+	}
+	tc := []byte("0123456789abcdefghijklmno")
+	for _, o := range []broker.PublishOptions{{Trace: tc}, {}} {
+		if _, _, err := a.Publish("geo:paris", []byte("x"), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitPubs(t, "geo:paris", "geo:", "*", "x", "x")
+	h.waitPubs(t, "geo:paris", "", "", "x", "x")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := map[string]int{}
+	for _, r := range h.runs {
+		for _, p := range r.Pubs {
+			path := r.Scope + r.Pattern
+			want := []byte(nil)
+			if seen[path] == 0 {
+				want = tc
+			}
+			seen[path]++
+			if !slices.Equal(p.Pub.Trace, want) || (want == nil && p.Pub.Trace != nil) {
+				t.Errorf("publication %d on path %q has trace %q, want %q", seen[path], path, p.Pub.Trace, want)
+			}
+		}
+	}
+}

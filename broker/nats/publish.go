@@ -87,7 +87,7 @@ func (b *Broker) sendPublication(it *broker.PublishItem, now int64, prev *broker
 	if b.cfg.RawMode.Enabled {
 		data = it.Data
 	} else {
-		pub := &broker.Publication{Offset: it.Position.Offset, Data: it.Data, Info: it.Opts.ClientInfo, Tags: it.Opts.Tags, Time: now}
+		pub := &broker.Publication{Offset: it.Position.Offset, Data: it.Data, Info: it.Opts.ClientInfo, Tags: it.Opts.Tags, Time: now, Trace: it.Opts.Trace}
 		var err error
 		if data, err = encodePublication(it.Channel, pub, it.Position, it.Opts.UseDelta, prev); err != nil {
 			it.Err = err

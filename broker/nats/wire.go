@@ -18,14 +18,15 @@ const (
 // Publications and client infos travel as the client protocol's protobuf
 // messages inside a wirepb.Message.
 
-// encodePublication is the message of a publication of channel at sp.
+// encodePublication is the message of a publication of channel at sp,
+// with pub's trace beside the publication, not in it.
 func encodePublication(channel string, pub *broker.Publication, sp broker.StreamPosition, delta bool, prev *broker.Publication) ([]byte, error) {
 	pp := pubconv.ToProto(pub)
 	pb, err := pp.MarshalVT()
 	if err != nil {
 		return nil, err
 	}
-	m := wirepb.Message{Type: publicationMessage, Channel: channel, Publication: pb, Epoch: sp.Epoch, Delta: delta}
+	m := wirepb.Message{Type: publicationMessage, Channel: channel, Publication: pb, Epoch: sp.Epoch, Delta: delta, Trace: pub.Trace}
 	if prev != nil {
 		pp := pubconv.ToProto(prev)
 		if m.Prev, err = pp.MarshalVT(); err != nil {
@@ -52,6 +53,7 @@ func decodeRunPublication(m *wirepb.Message) (broker.RunPublication, error) {
 	if err != nil {
 		return broker.RunPublication{}, err
 	}
+	pub.Trace = m.Trace
 	rp := broker.RunPublication{Pub: pub, Position: broker.StreamPosition{Offset: pub.Offset, Epoch: m.Epoch}, Delta: m.Delta}
 	if len(m.Prev) > 0 {
 		if rp.Prev, err = pubconv.Decode(m.Prev); err != nil {

@@ -18,7 +18,7 @@ func TestBroker(t *testing.T) {
 			cfg := s.cfg(t)
 			brokertest.RunBrokerTests(t, func(t *testing.T) broker.Broker {
 				return newEngine(t, cfg).Broker()
-			}, brokertest.PatternScopeInterrupt(func(t *testing.T) { killPubSub(t, cfg) }))
+			}, brokertest.Cluster(), brokertest.PatternScopeInterrupt(func(t *testing.T) { killPubSub(t, cfg) }))
 		})
 	}
 }

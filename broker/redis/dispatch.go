@@ -230,7 +230,7 @@ func decodeRunPublication(msg *wirepb.Message) (broker.RunPublication, error) {
 	if err != nil {
 		return broker.RunPublication{}, fmt.Errorf("redis: decode publication: %w", err)
 	}
-	pub.Offset = msg.Offset
+	pub.Offset, pub.Trace = msg.Offset, msg.Trace
 	rp := broker.RunPublication{Pub: pub, Position: broker.StreamPosition{Offset: msg.Offset, Epoch: msg.Epoch}, Delta: msg.Delta}
 	if msg.Delta && len(msg.Prev) > 0 {
 		if rp.Prev, err = pubconv.Decode(msg.Prev); err != nil {

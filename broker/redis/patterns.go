@@ -179,7 +179,7 @@ func (s *subShard) patternPublication(name string, msg *wirepb.Message) (scope, 
 	if err != nil {
 		return "", "", rp, fmt.Errorf("%w: decode publication: %w", errUndecodable, err)
 	}
-	pub.Offset = msg.Offset
+	pub.Offset, pub.Trace = msg.Offset, msg.Trace
 	rp = broker.RunPublication{Pub: pub, Position: broker.StreamPosition{Offset: msg.Offset, Epoch: msg.Epoch}}
 	return scope, msg.Channel, rp, nil
 }

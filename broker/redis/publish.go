@@ -13,6 +13,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/internal/pubconv"
+	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/redis/rueidis"
 )
@@ -149,12 +150,17 @@ func (b *Broker) prepare(c *publishCall) error {
 		delta = "1"
 	}
 	pubsub, command := base+pubsubInfix+it.Channel, b.e.publishCommand()
-	var scopePubSub, scopeChannel string
+	var scopePubSub, scopeChannel, head string
 	switch {
 	case c.store != nil:
 		pubsub, command = "", "" // the caller delivers
 	case opts.PatternScope != "":
 		scopePubSub, scopeChannel = scopeName(base, opts.PatternScope), it.Channel
+	}
+	if command != "" && len(opts.Trace) > 0 {
+		if head, err = messageHead(opts.Trace); err != nil {
+			return err
+		}
 	}
 	c.client, c.base, c.keys = ci, base, keys
 	c.args = []string{
@@ -173,9 +179,21 @@ func (b *Broker) prepare(c *publishCall) error {
 		opts.VersionEpoch,
 		"", // how the script learns the replication id: set per pipeline (markReplicationReads)
 		b.durableRestarts,
+		head,
 	}
 	c.history = size > 0
 	return nil
+}
+
+// messageHead is what the pub/sub messages of a publication start with,
+// before the fields the script appends: the trace, which only the
+// messages carry.
+func messageHead(trace []byte) (string, error) {
+	head, err := (&wirepb.Message{Trace: trace}).MarshalVT()
+	if err != nil {
+		return "", fmt.Errorf("redis: encode trace: %w", err)
+	}
+	return rueidis.BinaryString(head), nil
 }
 
 // argReplicationRead is the index in publishCall.args of how the script

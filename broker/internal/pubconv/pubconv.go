@@ -52,6 +52,7 @@ func Clone(p *broker.Publication) *broker.Publication {
 	c := *p
 	c.Data = bytes.Clone(p.Data)
 	c.Tags = maps.Clone(p.Tags)
+	c.Trace = bytes.Clone(p.Trace)
 	if p.Info != nil {
 		info := *p.Info
 		info.ConnInfo, info.ChanInfo = bytes.Clone(p.Info.ConnInfo), bytes.Clone(p.Info.ChanInfo)

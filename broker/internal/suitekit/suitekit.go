@@ -57,6 +57,7 @@ func Eventually(t testing.TB, what string, check func() bool) {
 func CopyPublication(p broker.Publication) broker.Publication {
 	p.Data = bytes.Clone(p.Data)
 	p.Tags = maps.Clone(p.Tags)
+	p.Trace = bytes.Clone(p.Trace)
 	if p.Info != nil {
 		info := CopyInfo(*p.Info)
 		p.Info = &info

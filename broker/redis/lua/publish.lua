@@ -30,6 +30,8 @@
 -- left it there (stream_common.lua)
 -- ARGV[15] "1" when a restart of this Redis loses no acknowledged write
 -- (appendfsync always): streams then keep their epoch across restarts
+-- ARGV[16] fields the node encoded that the pub/sub messages start with
+-- (the trace), "" for none; never stored
 -- Returns {offset, epoch, suppressed (0 or 1)}, and, when ARGV[9] is ""
 -- and the publication asks for delta, the delta base it replaced (the
 -- previous publication, protobuf with its offset) as a fourth value.
@@ -112,8 +114,8 @@ end
 local command = ARGV[9]
 if command ~= '' then
   -- Message fields: 2 publication, 3 offset, 4 epoch, 5 delta, 6 prev,
-  -- 9 channel.
-  local msg = '\18' .. varint(#pub) .. pub
+  -- 9 channel, after the node's.
+  local msg = ARGV[16] .. '\18' .. varint(#pub) .. pub
   if offset > 0 then
     msg = msg .. '\24' .. varint(offset) .. '\34' .. varint(#epoch) .. epoch
   end

@@ -96,7 +96,10 @@ type Message struct {
 	// info: a protocol ClientInfo, for join and leave.
 	Info []byte `protobuf:"bytes,7,opt,name=info,proto3" json:"info,omitempty"`
 	// data: the payload of a control message.
-	Data          []byte `protobuf:"bytes,8,opt,name=data,proto3" json:"data,omitempty"`
+	Data []byte `protobuf:"bytes,8,opt,name=data,proto3" json:"data,omitempty"`
+	// trace: the publication's trace context (broker.PublishOptions.Trace),
+	// which only the message carries: the store never keeps it.
+	Trace         []byte `protobuf:"bytes,9,opt,name=trace,proto3" json:"trace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -187,12 +190,19 @@ func (x *Message) GetData() []byte {
 	return nil
 }
 
+func (x *Message) GetTrace() []byte {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
 var File_wire_proto protoreflect.FileDescriptor
 
 const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"wire.proto\x12\x10gyre.broker.nats\"\x9c\x02\n" +
+	"wire.proto\x12\x10gyre.broker.nats\"\xb2\x02\n" +
 	"\aMessage\x122\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1e.gyre.broker.nats.Message.TypeR\x04type\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12 \n" +
@@ -201,7 +211,8 @@ const file_wire_proto_rawDesc = "" +
 	"\x05delta\x18\x05 \x01(\bR\x05delta\x12\x12\n" +
 	"\x04prev\x18\x06 \x01(\fR\x04prev\x12\x12\n" +
 	"\x04info\x18\a \x01(\fR\x04info\x12\x12\n" +
-	"\x04data\x18\b \x01(\fR\x04data\"9\n" +
+	"\x04data\x18\b \x01(\fR\x04data\x12\x14\n" +
+	"\x05trace\x18\t \x01(\fR\x05trace\"9\n" +
 	"\x04Type\x12\x0f\n" +
 	"\vPUBLICATION\x10\x00\x12\b\n" +
 	"\x04JOIN\x10\x01\x12\t\n" +
