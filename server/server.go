@@ -73,9 +73,7 @@ func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	var delivery *deliveryRelay
 	if o := cfg.OpenTelemetry; o.Enabled && o.Delivery {
 		delivery = &deliveryRelay{}
-		// wire: ncfg.DeliveryTracer = delivery
-		// (with telemetry.FanOut and telemetry.DeliveryTracer turned into
-		// aliases of gyre.FanOut and gyre.DeliveryTracer.)
+		ncfg.DeliveryTracer = delivery
 	}
 	m := metrics.New(metrics.Options{
 		Version:                        Version,

@@ -1,9 +1,3 @@
-//go:build otelwire
-
-// This test needs the engine's trace hooks (PublishOptions.Trace,
-// Config.DeliveryTracer) and the "// wire: gyre.WithTrace" line of
-// types.go filled in; drop the build constraint above with them.
-
 package api_test
 
 import (

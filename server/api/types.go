@@ -127,7 +127,7 @@ func (f *PublishFlags) options(tc []byte) gyre.PublishOptions {
 		Tags: f.Tags, IdempotencyKey: f.IdempotencyKey, SkipHistory: f.SkipHistory, UseDelta: f.Delta,
 		Version: f.Version, VersionEpoch: f.VersionEpoch,
 	}
-	// wire: gyre.WithTrace (PublishOptions.Trace): o.Trace = tc
+	o.Trace = tc
 	return o
 }
 

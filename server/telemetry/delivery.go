@@ -2,34 +2,19 @@ package telemetry
 
 import (
 	"context"
+	"github.com/gyrehq/gyre"
 	"math"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
 // FanOut is what the engine tells of one fan-out of a traced publication
-// on this node: the fields of gyre.FanOut, which it stands for until the
-// engine declares it (then: type FanOut = gyre.FanOut).
-type FanOut struct {
-	Trace       []byte // the publisher's span context (EncodeSpanContext)
-	Channel     string
-	Pattern     string // the wildcard pattern, for a pattern run; "" otherwise
-	Offset      uint64
-	Start, End  time.Time
-	Subscribers int // subscribers on this path when the run arrived
-	Reached     int // given the publication
-	Filtered    int // held back by their tag filter
-	Dropped     int // could not be given it (encoding failed, queue full or closed)
-}
-
-// DeliveryTracer is told of the fan-out of every traced publication: the
-// interface of gyre.DeliveryTracer, which it stands for until the engine
-// declares it (then: type DeliveryTracer = gyre.DeliveryTracer).
-type DeliveryTracer interface {
-	FannedOut(f *FanOut)
-}
+// on a node, and DeliveryTracer what it tells it to.
+type (
+	FanOut         = gyre.FanOut
+	DeliveryTracer = gyre.DeliveryTracer
+)
 
 var _ DeliveryTracer = (*Telemetry)(nil)
 
