@@ -1,6 +1,7 @@
 package gyre
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
@@ -17,13 +18,17 @@ type DeliveryTracer interface {
 	FannedOut(f *FanOut)
 }
 
-// FanOut is what one node did with one traced publication on one path:
+// FanOut is what one node did with a traced publication on one path:
 // the channel's own subscribers, or the subscribers of one wildcard
-// pattern that matches the channel. Its counts are of subscriptions (one
-// per connection and channel or pattern); a subscriber is counted in at
-// most one of Reached, Filtered and Dropped, and Subscribers less the
-// three is how many had the publication already (positioned subscribers
-// whose position, read from the stream as they subscribed, counts it).
+// pattern that matches the channel. Consecutive publications of a run
+// that carry the same Trace (the publishes of one API batch) are told
+// together, as Publications of them: a batch of 100 publishes makes one
+// report per node, not 100. Its counts are of deliveries, a subscription
+// (one per connection and channel or pattern) and a publication each: a
+// delivery is counted in at most one of Reached, Filtered and Dropped,
+// and Publications × Subscribers less the three is how many subscribers
+// had a publication already (positioned subscribers whose position, read
+// from the stream as they subscribed, counts it).
 type FanOut struct {
 	// Trace is the publication's PublishOptions.Trace.
 	Trace []byte
@@ -32,9 +37,12 @@ type FanOut struct {
 	// Pattern is the wildcard pattern whose subscribers were given the
 	// publication, for a pattern path; "" for the channel's own.
 	Pattern string
-	// Offset is the publication's place in the channel's stream; 0 for a
-	// channel without history.
+	// Offset is the (first) publication's place in the channel's
+	// stream; 0 for a channel without history.
 	Offset uint64
+	// Publications is how many consecutive publications of the run, all
+	// with this Trace, the report is of: 1 but for a batch.
+	Publications int
 	// Start and End bound the fan-out on this path of the run the
 	// publication came in: a broker hands over consecutive publications
 	// of a channel together, and they are fanned out together.
@@ -109,16 +117,24 @@ func (b *burst) countFates(n int) {
 func (b *burst) fannedOut(t DeliveryTracer, run []broker.RunPublication, channel, pattern string, subs int, start time.Time) {
 	end := time.Now()
 	f := &b.fanOut
-	for i := range run {
+	for i := 0; i < len(run); {
 		pub := run[i].Pub
 		if len(pub.Trace) == 0 {
+			i++
 			continue
 		}
-		c := &b.fates[i]
 		*f = FanOut{
 			Trace: pub.Trace, Channel: channel, Pattern: pattern, Offset: pub.Offset,
 			Start: start, End: end, Subscribers: subs,
-			Reached: int(c[fateReached]), Filtered: int(c[fateFiltered]), Dropped: int(c[fateDropped]),
+		}
+		// The publications after it with the same trace (a batch's) go
+		// in the same report.
+		for ; i < len(run) && bytes.Equal(run[i].Pub.Trace, pub.Trace); i++ {
+			c := &b.fates[i]
+			f.Publications++
+			f.Reached += int(c[fateReached])
+			f.Filtered += int(c[fateFiltered])
+			f.Dropped += int(c[fateDropped])
 		}
 		t.FannedOut(f)
 	}

@@ -69,6 +69,9 @@ func checkFanOut(t *testing.T, f gyre.FanOut, tc []byte, channel, pattern string
 		t.Errorf("%s (pattern %q): subscribers %d, reached %d, filtered %d, dropped %d; want %d, %d, %d, %d", channel, pattern,
 			f.Subscribers, f.Reached, f.Filtered, f.Dropped, want.Subscribers, want.Reached, want.Filtered, want.Dropped)
 	}
+	if pubs := max(want.Publications, 1); f.Publications != pubs {
+		t.Errorf("%s (pattern %q): a report of %d publications, want %d", channel, pattern, f.Publications, pubs)
+	}
 	if f.Start.IsZero() || f.End.Before(f.Start) {
 		t.Errorf("fan-out from %v to %v", f.Start, f.End)
 	}
@@ -221,5 +224,71 @@ func TestDeliveryTracerAcrossNodes(t *testing.T) {
 		if got := trA.all(); len(got) != 0 {
 			t.Errorf("node A, without subscribers, reported %+v", got)
 		}
+	})
+}
+
+// TestDeliveryTracerBatch: the publications of one batch, which share
+// their trace, are reported together, however the broker groups them
+// into runs: per trace, the reports add up to every publication and
+// every delivery, and a publication with another trace in between
+// starts a report of its own.
+func TestDeliveryTracerBatch(t *testing.T) {
+	enginetest.Each(t, func(t *testing.T, b enginetest.Engine) {
+		tr := newFanOuts()
+		cfg := chatConfig()
+		cfg.DeliveryTracer = tr
+		n, url := newTestNode(t, b.Config(t, cfg))
+		const ch = "chat:batch"
+		for i := range 2 {
+			c := dial(t, url, protocol.TypeProtobuf)
+			c.connect(connToken(t, fmt.Sprint("u", i), 0, nil))
+			c.MustSubscribe(ch)
+		}
+		batch, other := traceOf(7), traceOf(8)
+		var items []gyre.PublishItem
+		for i := range 5 {
+			tc := batch
+			if i == 3 {
+				tc = other
+			}
+			items = append(items, gyre.PublishItem{Data: []byte(fmt.Sprintf(`{"n":%d}`, i)), Options: gyre.PublishOptions{Trace: tc}})
+		}
+		publishMany(n, ch, items)
+		for _, it := range items {
+			if it.Err != nil {
+				t.Fatal(it.Err)
+			}
+		}
+		pubs := func(fs []gyre.FanOut, tc []byte) (p, reached int) {
+			for _, f := range fs {
+				if bytes.Equal(f.Trace, tc) {
+					p += f.Publications
+					reached += f.Reached
+				}
+			}
+			return p, reached
+		}
+		// The predicate runs with tr's lock held: it reads tr.got.
+		if !condwait.Until(tr.cond, 10*time.Second, func() bool {
+			a, _ := pubs(tr.got, batch)
+			o, _ := pubs(tr.got, other)
+			return a >= 4 && o >= 1
+		}) {
+			t.Fatalf("reports: %+v", tr.all())
+		}
+		fs := tr.all()
+		if b.Name() == "memory" && len(fs) != 3 {
+			// The memory broker hands a PublishMany over in one run: the
+			// first three, the other, the last. (A Redis pub/sub read may
+			// split it further.)
+			t.Errorf("%d reports of a batch of 5 with one other trace inside, want 3: %+v", len(fs), fs)
+		}
+		if p, reached := pubs(fs, batch); p != 4 || reached != 8 {
+			t.Errorf("batch trace: %d publications, %d deliveries reported; want 4 and 8", p, reached)
+		}
+		if p, reached := pubs(fs, other); p != 1 || reached != 2 {
+			t.Errorf("other trace: %d publications, %d deliveries reported; want 1 and 2", p, reached)
+		}
+		checkFanOut(t, fs[0], batch, ch, "", items[0].Result.Offset, gyre.FanOut{Subscribers: 2, Reached: 2 * fs[0].Publications, Publications: fs[0].Publications})
 	})
 }

@@ -28,6 +28,7 @@ const (
 	attrFiltered    = attribute.Key("gyre.fanout.filtered")
 	attrDropped     = attribute.Key("gyre.fanout.dropped")
 	attrOffset      = attribute.Key("gyre.offset")
+	attrPubs        = attribute.Key("gyre.fanout.publications")
 )
 
 // FannedOut records f as a span named fanout, of kind CONSUMER, the child
@@ -41,7 +42,7 @@ func (t *Telemetry) FannedOut(f *FanOut) {
 	if !ok {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs, attrChannel.String(f.Channel))
 	if f.Pattern != "" {
 		attrs = append(attrs, attrPattern.String(f.Pattern))
@@ -53,6 +54,9 @@ func (t *Telemetry) FannedOut(f *FanOut) {
 		attrFiltered.Int(f.Filtered),
 		attrDropped.Int(f.Dropped),
 	)
+	if f.Publications > 1 {
+		attrs = append(attrs, attrPubs.Int(f.Publications))
+	}
 	if f.Offset > 0 {
 		attrs = append(attrs, attrOffset.Int64(int64(min(f.Offset, math.MaxInt64))))
 	}

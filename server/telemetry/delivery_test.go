@@ -46,8 +46,8 @@ func TestFanOutSpan(t *testing.T) {
 	pub.End()
 	start := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	runs := []*telemetry.FanOut{
-		{Trace: telemetry.EncodeSpanContext(pub.SpanContext()), Channel: "chat:1", Offset: 42, Start: start, End: start.Add(3 * time.Millisecond), Subscribers: 10, Reached: 7, Filtered: 2, Dropped: 1},
-		{Trace: telemetry.EncodeSpanContext(pub.SpanContext()), Channel: "chat:2", Pattern: "chat:*", Start: start, End: start.Add(time.Millisecond), Subscribers: 1, Reached: 1},
+		{Trace: telemetry.EncodeSpanContext(pub.SpanContext()), Channel: "chat:1", Offset: 42, Publications: 1, Start: start, End: start.Add(3 * time.Millisecond), Subscribers: 10, Reached: 7, Filtered: 2, Dropped: 1},
+		{Trace: telemetry.EncodeSpanContext(pub.SpanContext()), Channel: "chat:2", Pattern: "chat:*", Publications: 3, Start: start, End: start.Add(time.Millisecond), Subscribers: 1, Reached: 3},
 		{Trace: nil, Channel: "untraced"},
 		{Trace: []byte("not a span context"), Channel: "garbage"},
 	}
@@ -70,8 +70,9 @@ func TestFanOutSpan(t *testing.T) {
 		},
 		{
 			"gyre.channel": attribute.StringValue("chat:2"), "gyre.pattern": attribute.StringValue("chat:*"), "gyre.node": attribute.StringValue("node-1"),
-			"gyre.fanout.subscribers": attribute.IntValue(1), "gyre.fanout.reached": attribute.IntValue(1),
+			"gyre.fanout.subscribers": attribute.IntValue(1), "gyre.fanout.reached": attribute.IntValue(3),
 			"gyre.fanout.filtered": attribute.IntValue(0), "gyre.fanout.dropped": attribute.IntValue(0),
+			"gyre.fanout.publications": attribute.IntValue(3),
 		},
 	} {
 		s, f := spans[i+1], runs[i]
