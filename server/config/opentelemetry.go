@@ -13,7 +13,7 @@ import (
 // is set by the standard OTEL_* environment variables (see OTelEnv); these
 // keys say only what is traced.
 type OpenTelemetry struct {
-	Enabled            bool `key:"enabled" help:"Export traces over OTLP (docs/opentelemetry.md). The exporter is configured by the standard environment: OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf, the default, or grpc), OTEL_SERVICE_NAME (default gyre), OTEL_TRACES_SAMPLER, OTEL_BSP_* ... Off, nothing is set up and nothing else of this section takes effect."`
+	Enabled            bool `key:"enabled" help:"Export traces over OTLP (docs/observability.md). The exporter is configured by the standard environment: OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf, the default, or grpc), OTEL_SERVICE_NAME (default gyre), OTEL_TRACES_SAMPLER, OTEL_BSP_* ... Off, nothing is set up and nothing else of this section takes effect."`
 	API                bool `key:"api" help:"Trace the server API: a SERVER span for each HTTP or gRPC API call, continuing the caller's traceparent; a publication it makes carries the span's context to the fan-out on every node (see delivery)."`
 	Consuming          bool `key:"consuming" help:"Trace the consumers: a CONSUMER span for each message consumed, the child of the traceparent the message carries where its source has headers (Kafka, JetStream, a Redis stream field)."`
 	GoogleCloudADCAuth bool `key:"google_cloud_adc_auth" help:"Centrifugo's export straight to Google Cloud, authenticated with Application Default Credentials." refused:"Gyre does not authenticate to Google Cloud itself; run an OpenTelemetry Collector that does (with its Google client auth extension), point OTEL_EXPORTER_OTLP_ENDPOINT at it, and remove the key."`

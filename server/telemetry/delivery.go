@@ -18,7 +18,7 @@ type (
 
 var _ DeliveryTracer = (*Telemetry)(nil)
 
-// Attribute keys of the fanout span (docs/opentelemetry.md).
+// Attribute keys of the fanout span (docs/observability.md).
 const (
 	attrChannel     = attribute.Key("gyre.channel")
 	attrPattern     = attribute.Key("gyre.pattern")

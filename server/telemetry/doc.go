@@ -7,7 +7,7 @@
 // (OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
 // OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_METRIC_EXPORT_INTERVAL), read by
 // config.OpenTelemetry.ReadOTelEnv, the SDK and the exporters;
-// docs/opentelemetry.md says which variable does what.
+// docs/observability.md says which variable does what.
 //
 // # Cost
 //
