@@ -11,7 +11,7 @@ import (
 // serveTraced is serve in a SERVER span that continues the trace of the
 // request's traceparent header, or starts one.
 func (h *Handler) serveTraced(w http.ResponseWriter, r *http.Request, name string) {
-	ctx := RemoteContext(r.Context(), r.Header.Get("Traceparent"), traceState(r.Header))
+	ctx := RemoteContext(r.Context(), r.Header.Get("Traceparent"), TraceState(r.Header.Values("Tracestate")))
 	method := requestMethod(r.Method)
 	path := r.URL.Path
 	spanName, known := h.spanNames[name]
@@ -41,11 +41,11 @@ func (h *Handler) serveTraced(w http.ResponseWriter, r *http.Request, name strin
 	span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
 }
 
-// traceState is the request's tracestate: its header lines joined, as
-// W3C allows a sender to split it; "" when they are longer together than
+// TraceState is the tracestate of a request whose header (or gRPC
+// metadata) has the values v: joined, as W3C allows a sender to split
+// it over several lines; "" when they are longer together than
 // MaxTraceState.
-func traceState(h http.Header) string {
-	v := h.Values("Tracestate")
+func TraceState(v []string) string {
 	switch len(v) {
 	case 0:
 		return ""

@@ -25,7 +25,7 @@ func tracing(tp trace.TracerProvider) grpc.UnaryServerInterceptor {
 	tracer := tp.Tracer("github.com/gyrehq/gyre/server/grpcapi")
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		md, _ := metadata.FromIncomingContext(ctx)
-		ctx = api.RemoteContext(ctx, first(md, "traceparent"), traceState(md))
+		ctx = api.RemoteContext(ctx, first(md, "traceparent"), api.TraceState(md.Get("tracestate")))
 		name := strings.TrimPrefix(info.FullMethod, "/")
 		service, method, _ := strings.Cut(name, "/")
 		ctx, span := tracer.Start(ctx, name,
@@ -67,22 +67,3 @@ func first(md metadata.MD, key string) string {
 	return ""
 }
 
-// traceState is the call's tracestate, its values joined; "" when they
-// are longer together than api.MaxTraceState.
-func traceState(md metadata.MD) string {
-	v := md.Get("tracestate")
-	switch len(v) {
-	case 0:
-		return ""
-	case 1:
-		return v[0]
-	}
-	n := 0
-	for _, s := range v {
-		n += len(s) + 1
-	}
-	if n > api.MaxTraceState+1 {
-		return ""
-	}
-	return strings.Join(v, ",")
-}
