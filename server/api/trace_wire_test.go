@@ -19,7 +19,7 @@ import (
 // fanouts records the fan-outs a node reports.
 type fanouts struct {
 	mu  sync.Mutex
-	got map[string][][]byte // channel: the traces of its fan-outs
+	got map[string][][]byte // channel: the traces of its fanned-out publications
 }
 
 func (f *fanouts) FannedOut(fo *gyre.FanOut) {
@@ -28,10 +28,15 @@ func (f *fanouts) FannedOut(fo *gyre.FanOut) {
 	if f.got == nil {
 		f.got = map[string][][]byte{}
 	}
-	f.got[fo.Channel] = append(f.got[fo.Channel], bytes.Clone(fo.Trace))
+	// One report may be of several publications (a batch's): one trace
+	// each.
+	for range fo.Publications {
+		f.got[fo.Channel] = append(f.got[fo.Channel], bytes.Clone(fo.Trace))
+	}
 }
 
-// wait waits for n fan-outs of channel and returns their traces.
+// wait waits for the fan-outs of n publications of channel and returns
+// their traces.
 func (f *fanouts) wait(t *testing.T, channel string, n int) [][]byte {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
