@@ -10,6 +10,7 @@ import (
 
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // TestAPIBatchAcrossNodes sends node B batches of publishes interleaved
@@ -34,8 +35,8 @@ func TestAPIBatchAcrossNodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := tt.redis(t)
-			a := startNode(t, "A", nodeConfig("A", r.config))
-			b := startNode(t, "B", nodeConfig("B", r.config))
+			a := gyreproc.Start(t, "A", nodeConfig("A", r.config))
+			b := gyreproc.Start(t, "B", nodeConfig("B", r.config))
 			all, batched := checkAPIBatches(t, a, b)
 			checkSpread(t, r.shards, all)
 			checkSpread(t, r.shards, batched)
@@ -46,7 +47,7 @@ func TestAPIBatchAcrossNodes(t *testing.T) {
 // checkAPIBatches publishes through the API of b into 50 channels a
 // client of a follows, then checks what the client got and the history on
 // both nodes. It returns the channels, and those the batches publish to.
-func checkAPIBatches(t *testing.T, a, b *gyreNode) (all, batched []string) {
+func checkAPIBatches(t *testing.T, a, b *gyreproc.Node) (all, batched []string) {
 	t.Helper()
 	for i := range 50 {
 		all = append(all, "chat:many"+strconv.Itoa(i))
@@ -80,7 +81,7 @@ func checkAPIBatches(t *testing.T, a, b *gyreNode) (all, batched []string) {
 	end.sendEach(t, b)
 
 	checkDelivered(t, c, s, all)
-	for _, n := range []*gyreNode{a, b} {
+	for _, n := range []*gyreproc.Node{a, b} {
 		checkHistory(t, n, s, all)
 	}
 	return all, batched
@@ -268,43 +269,43 @@ func (c *apiCalls) history(ch string) {
 func (c *apiCalls) info() { c.add("info", map[string]any{}, wantReply{}) }
 
 // sendBatch posts the commands to n as one batch and checks the replies.
-func (c *apiCalls) sendBatch(t *testing.T, n *gyreNode) {
+func (c *apiCalls) sendBatch(t *testing.T, n *gyreproc.Node) {
 	t.Helper()
-	raw, err := n.call("batch", map[string]any{"commands": c.cmds})
+	raw, err := n.Call("batch", map[string]any{"commands": c.cmds})
 	if err != nil {
-		t.Fatalf("node %s: %v", n.name, err)
+		t.Fatalf("node %s: %v", n.Name, err)
 	}
 	var res struct {
 		Replies []json.RawMessage `json:"replies"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
-		t.Fatalf("node %s: decode batch reply %s: %v", n.name, raw, err)
+		t.Fatalf("node %s: decode batch reply %s: %v", n.Name, raw, err)
 	}
 	if len(res.Replies) != len(c.cmds) {
-		t.Fatalf("node %s: batch of %d commands answered with %d replies", n.name, len(c.cmds), len(res.Replies))
+		t.Fatalf("node %s: batch of %d commands answered with %d replies", n.Name, len(c.cmds), len(res.Replies))
 	}
 	for i, r := range res.Replies {
-		c.check(t, fmt.Sprintf("node %s, %s, reply %d", n.name, c.name, i), i, r)
+		c.check(t, fmt.Sprintf("node %s, %s, reply %d", n.Name, c.name, i), i, r)
 	}
 }
 
 // sendEach posts each command to n on its own and checks its reply.
-func (c *apiCalls) sendEach(t *testing.T, n *gyreNode) {
+func (c *apiCalls) sendEach(t *testing.T, n *gyreproc.Node) {
 	t.Helper()
 	for i, cmd := range c.cmds {
 		for method, req := range cmd {
 			var reply []byte
-			res, err := n.call(method, req)
-			var ae *apiError
+			res, err := n.Call(method, req)
+			var ae *gyreproc.APIError
 			switch {
 			case errors.As(err, &ae):
 				reply, _ = json.Marshal(map[string]any{"error": ae})
 			case err != nil:
-				t.Fatalf("node %s: %v", n.name, err)
+				t.Fatalf("node %s: %v", n.Name, err)
 			default:
 				reply, _ = json.Marshal(map[string]json.RawMessage{method: res})
 			}
-			c.check(t, fmt.Sprintf("node %s, %s, %s %d", n.name, c.name, method, i), i, reply)
+			c.check(t, fmt.Sprintf("node %s, %s, %s %d", n.Name, c.name, method, i), i, reply)
 		}
 	}
 }
@@ -325,12 +326,12 @@ func (c *apiCalls) check(t *testing.T, where string, i int, raw json.RawMessage)
 		History   *position `json:"history"`
 		Broadcast *struct {
 			Responses []struct {
-				Result *position `json:"result"`
-				Error  *apiError `json:"error"`
+				Result *position          `json:"result"`
+				Error  *gyreproc.APIError `json:"error"`
 			} `json:"responses"`
 		} `json:"broadcast"`
-		Info  json.RawMessage `json:"info"`
-		Error *apiError       `json:"error"`
+		Info  json.RawMessage    `json:"info"`
+		Error *gyreproc.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("%s: decode %s: %v", where, raw, err)
@@ -406,7 +407,7 @@ func checkDelivered(t *testing.T, c *wstest.Client, s *streams, channels []strin
 
 // checkHistory checks that the history of each channel on n is the
 // publications of s, at offsets 1, 2, ..., in the channel's epoch.
-func checkHistory(t *testing.T, n *gyreNode, s *streams, channels []string) {
+func checkHistory(t *testing.T, n *gyreproc.Node, s *streams, channels []string) {
 	t.Helper()
 	for _, ch := range channels {
 		var h struct {
@@ -416,21 +417,21 @@ func checkHistory(t *testing.T, n *gyreNode, s *streams, channels []string) {
 			} `json:"publications"`
 			position
 		}
-		n.mustCall(t, "history", map[string]any{"channel": ch, "limit": -1}, &h)
+		n.MustCall(t, "history", map[string]any{"channel": ch, "limit": -1}, &h)
 		var got []string
 		for i, p := range h.Publications {
 			got = append(got, string(p.Data))
 			if p.Offset != uint64(i+1) {
-				t.Errorf("history of %s on node %s: publication %d (%s) at offset %d", ch, n.name, i, p.Data, p.Offset)
+				t.Errorf("history of %s on node %s: publication %d (%s) at offset %d", ch, n.Name, i, p.Data, p.Offset)
 			}
 		}
 		want := s.data[ch]
 		if d := firstDifference(got, want); d >= 0 {
 			t.Errorf("history of %s on node %s: %d publications, want %d; the first difference is at %d: %s",
-				ch, n.name, len(got), len(want), d, pair(got, want, d))
+				ch, n.Name, len(got), len(want), d, pair(got, want, d))
 		}
 		if h.Offset != uint64(len(want)) || h.Epoch != s.epochs[ch] {
-			t.Errorf("history of %s on node %s: top %d in epoch %q, want %d in %q", ch, n.name, h.Offset, h.Epoch, len(want), s.epochs[ch])
+			t.Errorf("history of %s on node %s: top %d in epoch %q, want %d in %q", ch, n.Name, h.Offset, h.Epoch, len(want), s.epochs[ch])
 		}
 	}
 }

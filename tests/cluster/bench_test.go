@@ -18,6 +18,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // BenchmarkAPIPublish measures publishes per second through the HTTP API
@@ -37,20 +38,20 @@ func BenchmarkAPIPublish(b *testing.B) {
 	srv := redistest.Start(b)
 	engines := []struct {
 		name   string
-		config func(name string) config
+		config func(name string) gyreproc.Config
 	}{
-		{"memory", func(name string) config {
+		{"memory", func(name string) gyreproc.Config {
 			c := nodeConfig(name, nil)
-			c.set("engine", map[string]any{"type": "memory"})
+			c.Set("engine", map[string]any{"type": "memory"})
 			return c
 		}},
-		{"redis", func(name string) config { return nodeConfig(name, redisAt(srv.Addr)) }},
+		{"redis", func(name string) gyreproc.Config { return nodeConfig(name, redisAt(srv.Addr)) }},
 	}
 	for _, e := range engines {
 		cfg := e.config(e.name)
-		cfg.set("log.level", "warn")
-		cfg.set("channel.without_namespace.allow_subscribe_for_client", true)
-		node := startNode(b, e.name, cfg)
+		cfg.Set("log.level", "warn")
+		cfg.Set("channel.without_namespace.allow_subscribe_for_client", true)
+		node := gyreproc.Start(b, e.name, cfg)
 		for _, ch := range []struct{ name, channel string }{{"history", "chat:bench"}, {"nohistory", "bench"}} {
 			for _, mode := range []struct {
 				name     string
@@ -70,7 +71,7 @@ func BenchmarkAPIPublish(b *testing.B) {
 	}
 }
 
-func benchPublish(b *testing.B, node *gyreNode, redis *redistest.Server, channel string, batch, clients int, parallel bool) {
+func benchPublish(b *testing.B, node *gyreproc.Node, redis *redistest.Server, channel string, batch, clients int, parallel bool) {
 	sub := startCounter(b, node, channel)
 	httpc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	payload := json.RawMessage(`{"type":"message","user":"42","text":"hello, world","ts":1700000000}`)
@@ -116,7 +117,7 @@ func benchPublish(b *testing.B, node *gyreNode, redis *redistest.Server, channel
 // postPublishes sends n publishes of body: one publish request, or a
 // batch request of n, run one after the other or, with parallel, by the
 // node's batch workers at once.
-func postPublishes(c *http.Client, node *gyreNode, body []byte, n int, parallel bool) error {
+func postPublishes(c *http.Client, node *gyreproc.Node, body []byte, n int, parallel bool) error {
 	method, req := "publish", body
 	if n > 1 {
 		var buf bytes.Buffer
@@ -132,7 +133,7 @@ func postPublishes(c *http.Client, node *gyreNode, body []byte, n int, parallel 
 		buf.WriteString(`],"parallel":` + strconv.FormatBool(parallel) + `}`)
 		method, req = "batch", buf.Bytes()
 	}
-	r, err := http.NewRequest(http.MethodPost, node.base+"/api/"+method, bytes.NewReader(req))
+	r, err := http.NewRequest(http.MethodPost, node.Base+"/api/"+method, bytes.NewReader(req))
 	if err != nil {
 		return err
 	}
@@ -180,9 +181,9 @@ type counter struct {
 	done chan struct{}
 }
 
-func startCounter(b *testing.B, node *gyreNode, channel string) *counter {
+func startCounter(b *testing.B, node *gyreproc.Node, channel string) *counter {
 	b.Helper()
-	conn, _, _, err := ws.Dialer{Timeout: 10 * time.Second}.Dial(context.Background(), node.wsURL())
+	conn, _, _, err := ws.Dialer{Timeout: 10 * time.Second}.Dial(context.Background(), node.WSURL())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gyrehq/gyre/server/consume/kafka/kafkatest"
 	"github.com/gyrehq/gyre/server/consume/pgoutbox/pgtest"
 	"github.com/gyrehq/gyre/server/consume/redisstream/redisstreamtest"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // consumerMap is the consumers[] entry c as a config file writes it.
@@ -61,9 +62,9 @@ func testConsumerNodeKilled(t *testing.T, src consumetest.Source) {
 	place := src.Open(t, 1, true)
 	group := "killed-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	cons, _ := place.Consumer("killed", group, false)
-	cfg := func(name string) config {
+	cfg := func(name string) gyreproc.Config {
 		c := nodeConfig(name, redisAt(srv.Addr))
-		return c.set("consumers", []any{consumerMap(t, cons)})
+		return c.Set("consumers", []any{consumerMap(t, cons)})
 	}
 	msgs := make([]consumetest.Msg, total)
 	for i := range msgs {
@@ -72,20 +73,20 @@ func testConsumerNodeKilled(t *testing.T, src consumetest.Source) {
 	}
 	place.Produce(t, 0, msgs...)
 
-	a := startNode(t, "A", cfg("A"))
+	a := gyreproc.Start(t, "A", cfg("A"))
 	var seen uint64
 	eventually(t, "2,000 messages run by node A", 2*time.Minute, func() bool {
-		seen, _ = a.streamTop(t, channel)
+		seen, _ = streamTop(t, a, channel)
 		return seen >= 2000
 	})
-	a.kill()
+	a.Kill()
 
-	b := startNode(t, "B", cfg("B"))
+	b := gyreproc.Start(t, "B", cfg("B"))
 	eventually(t, "every message run", 3*time.Minute, func() bool {
-		top, _ := b.streamTop(t, channel)
+		top, _ := streamTop(t, b, channel)
 		return top >= total
 	})
-	got, _ := b.historyNumbers(t, channel)
+	got, _ := historyNumbers(t, b, channel)
 	if len(got) != total {
 		t.Fatalf("history holds %d publications, want %d", len(got), total)
 	}

@@ -12,11 +12,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/internal/condwait"
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // TestSSESessionAcrossNodes opens an SSE session on node A and posts every
@@ -27,11 +29,11 @@ func TestSSESessionAcrossNodes(t *testing.T) {
 	t.Parallel()
 	const ch = "chat:sse"
 	srv := redistest.Start(t)
-	cfg := func(name string) config {
-		return nodeConfig(name, redisAt(srv.Addr)).set("sse.enabled", true)
+	cfg := func(name string) gyreproc.Config {
+		return nodeConfig(name, redisAt(srv.Addr)).Set("sse.enabled", true)
 	}
-	a := startNode(t, "A", cfg("A"))
-	b := startNode(t, "B", cfg("B"))
+	a := gyreproc.Start(t, "A", cfg("A"))
+	b := gyreproc.Start(t, "B", cfg("B"))
 
 	s := openSSE(t, a, &protocol.Command{Id: 1, Connect: &protocol.ConnectRequest{Token: signToken(t, "alice"), Name: "cluster-sse"}})
 	r := s.waitReply(1)
@@ -48,7 +50,7 @@ func TestSSESessionAcrossNodes(t *testing.T) {
 		t.Fatalf("subscribe through node B: %+v", r)
 	}
 	for i := range 5 {
-		b.mustCall(t, "publish", map[string]any{"channel": ch, "data": json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}, nil)
+		b.MustCall(t, "publish", map[string]any{"channel": ch, "data": json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}, nil)
 	}
 	s.wait("5 publications", func() bool { return len(wstest.PubsIn(s.pushes, ch)) >= 5 })
 	s.mu.Lock()
@@ -82,7 +84,7 @@ type sseClient struct {
 }
 
 // openSSE opens an SSE session on node n with cmds as cf_connect.
-func openSSE(t *testing.T, n *gyreNode, cmds ...*protocol.Command) *sseClient {
+func openSSE(t *testing.T, n *gyreproc.Node, cmds ...*protocol.Command) *sseClient {
 	t.Helper()
 	var frame [][]byte
 	for _, c := range cmds {
@@ -93,18 +95,18 @@ func openSSE(t *testing.T, n *gyreNode, cmds ...*protocol.Command) *sseClient {
 		frame = append(frame, b)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	u := n.base + "/connection/sse?cf_connect=" + url.QueryEscape(string(bytes.Join(frame, []byte("\n"))))
+	u := n.Base + "/connection/sse?cf_connect=" + url.QueryEscape(string(bytes.Join(frame, []byte("\n"))))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("open SSE on %s: %v", n.name, err)
+		t.Fatalf("open SSE on %s: %v", n.Name, err)
 	}
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		resp.Body.Close()
-		t.Fatalf("open SSE on %s: HTTP %d, Content-Type %q", n.name, resp.StatusCode, resp.Header.Get("Content-Type"))
+		t.Fatalf("open SSE on %s: HTTP %d, Content-Type %q", n.Name, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	s := &sseClient{t: t, replies: map[uint32]*protocol.Reply{}, done: make(chan struct{})}
 	s.cond = sync.NewCond(&s.mu)
@@ -167,8 +169,12 @@ func (s *sseClient) event(data []byte) {
 	s.cond.Broadcast()
 }
 
+// emulationHTTP posts to the emulation endpoint; the limit is a hang
+// guard, not a timing assertion.
+var emulationHTTP = &http.Client{Timeout: 20 * time.Second}
+
 // post sends cmd for the session to the emulation endpoint of node via.
-func (s *sseClient) post(via *gyreNode, nodeID, session string, cmd *protocol.Command) {
+func (s *sseClient) post(via *gyreproc.Node, nodeID, session string, cmd *protocol.Command) {
 	s.t.Helper()
 	c, err := protocol.EncodeCommand(protocol.TypeJSON, cmd)
 	if err != nil {
@@ -178,13 +184,13 @@ func (s *sseClient) post(via *gyreNode, nodeID, session string, cmd *protocol.Co
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	resp, err := apiHTTP.Post(via.base+"/emulation", "application/json", bytes.NewReader(body))
+	resp, err := emulationHTTP.Post(via.Base+"/emulation", "application/json", bytes.NewReader(body))
 	if err != nil {
-		s.t.Fatalf("emulation request to %s: %v", via.name, err)
+		s.t.Fatalf("emulation request to %s: %v", via.Name, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
-		s.t.Fatalf("emulation request to %s: HTTP %d", via.name, resp.StatusCode)
+		s.t.Fatalf("emulation request to %s: HTTP %d", via.Name, resp.StatusCode)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // TestSentinelFailover: two nodes on a master, a replica and three
@@ -25,15 +26,15 @@ func TestSentinelFailover(t *testing.T) {
 		total   = 6000
 	)
 	s := redistest.StartSentinel(t)
-	cfg := func(name string) config {
+	cfg := func(name string) gyreproc.Config {
 		c := nodeConfig(name, map[string]any{
 			"sentinel_address":     s.Addrs(),
 			"sentinel_master_name": redistest.MasterName,
 		})
-		return c.set("client.recovery_max_publication_limit", total)
+		return c.Set("client.recovery_max_publication_limit", total)
 	}
-	a := startNode(t, "A", cfg("A"))
-	b := startNode(t, "B", cfg("B"))
+	a := gyreproc.Start(t, "A", cfg("A"))
+	b := gyreproc.Start(t, "B", cfg("B"))
 
 	var all []*follower
 	for i := range 8 {
@@ -42,7 +43,7 @@ func TestSentinelFailover(t *testing.T) {
 			node, other = b, a
 		}
 		name := fmt.Sprintf("user%d", i)
-		f := &follower{name: node.name + "/" + name, user: name, channel: channel, urls: []string{node.wsURL(), other.wsURL()}, toldLoss: true}
+		f := &follower{name: node.Name + "/" + name, user: name, channel: channel, urls: []string{node.WSURL(), other.WSURL()}, toldLoss: true}
 		if i >= 4 {
 			f.name += "/flapping"
 			f.flapEvery = 700 * time.Millisecond
@@ -65,8 +66,8 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	top, epoch := a.streamTop(t, channel)
-	history, _ := a.historyNumbers(t, channel)
+	top, epoch := streamTop(t, a, channel)
+	history, _ := historyNumbers(t, a, channel)
 	for _, f := range all {
 		f.waitUntilFor(t, fmt.Sprintf("offset %d of epoch %s", top, epoch), 2*time.Minute, func() bool {
 			return f.epoch == epoch && f.offset >= top

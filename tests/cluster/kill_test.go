@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // TestNodeKilled kills one of two nodes with SIGKILL while publications
@@ -20,25 +21,25 @@ func TestNodeKilled(t *testing.T) {
 		total   = 3000
 	)
 	srv := redistest.Start(t)
-	cfg := func(name string) config {
+	cfg := func(name string) gyreproc.Config {
 		c := nodeConfig(name, redisAt(srv.Addr))
-		c.set("engine.redis.presence_ttl", "3s")
+		c.Set("engine.redis.presence_ttl", "3s")
 		// Continuity is the point, not the recovery limit: how much
 		// passes while a client reconnects depends on the machine.
-		c.set("client.recovery_max_publication_limit", total)
-		return c.set("client.presence_update_interval", "1s")
+		c.Set("client.recovery_max_publication_limit", total)
+		return c.Set("client.presence_update_interval", "1s")
 	}
-	a := startNode(t, "A", cfg("A"))
-	b := startNode(t, "B", cfg("B"))
+	a := gyreproc.Start(t, "A", cfg("A"))
+	b := gyreproc.Start(t, "B", cfg("B"))
 
 	var all, onB []*follower
 	for i := range 6 {
 		name := fmt.Sprintf("user%d", i)
 		if i%2 == 0 {
-			all = append(all, startFollower(t, "A/"+name, name, channel, a.wsURL()))
+			all = append(all, startFollower(t, "A/"+name, name, channel, a.WSURL()))
 			continue
 		}
-		f := startFollower(t, "B/"+name, name, channel, b.wsURL(), a.wsURL())
+		f := startFollower(t, "B/"+name, name, channel, b.WSURL(), a.WSURL())
 		all = append(all, f)
 		onB = append(onB, f)
 	}
@@ -46,7 +47,7 @@ func TestNodeKilled(t *testing.T) {
 		f.waitSubscribed(t)
 	}
 	before := currentClients(all)
-	if got := a.presenceClients(t, channel); !maps.Equal(got, before) {
+	if got := presenceClients(t, a, channel); !maps.Equal(got, before) {
 		t.Fatalf("presence before the kill: %v, want %v", got, before)
 	}
 
@@ -56,12 +57,12 @@ func TestNodeKilled(t *testing.T) {
 	go func() { errc <- pub.run(numbers(total, 1, 0), 3*time.Minute) }()
 	eventually(t, "1,000 acknowledged publishes", 2*time.Minute, func() bool { return acked.Load() >= 1000 })
 	ackedAtKill := acked.Load()
-	b.kill()
+	b.Kill()
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
 
-	top, epoch := a.streamTop(t, channel)
+	top, epoch := streamTop(t, a, channel)
 	if top != total {
 		t.Fatalf("stream top after %d publishes is %d", total, top)
 	}
@@ -88,7 +89,7 @@ func TestNodeKilled(t *testing.T) {
 		}
 	}
 	eventually(t, "presence without the killed node's clients", 30*time.Second, func() bool {
-		return maps.Equal(a.presenceClients(t, channel), after)
+		return maps.Equal(presenceClients(t, a, channel), after)
 	})
 }
 

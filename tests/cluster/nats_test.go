@@ -11,6 +11,7 @@ import (
 	"github.com/gyrehq/gyre/broker/nats/natstest"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // liveNamespace is a namespace without history, the kind a nats broker
@@ -34,12 +35,12 @@ func liveNamespace() map[string]any {
 func TestNATSWithoutHistory(t *testing.T) {
 	t.Parallel()
 	r, n := redistest.Start(t), natstest.Start(t)
-	cfg := func(name string) config {
+	cfg := func(name string) gyreproc.Config {
 		b := natsBroker(n.URL, false)
 		b["nats"].(map[string]any)["allow_wildcards"] = true
-		return nodeConfig(name, redisAt(r.Addr)).set("broker", b).set("channel.namespaces", []any{liveNamespace()})
+		return nodeConfig(name, redisAt(r.Addr)).Set("broker", b).Set("channel.namespaces", []any{liveNamespace()})
 	}
-	a, b := startNode(t, "A", cfg("A")), startNode(t, "B", cfg("B"))
+	a, b := gyreproc.Start(t, "A", cfg("A")), gyreproc.Start(t, "B", cfg("B"))
 
 	t.Run("publications", func(t *testing.T) {
 		c, _ := connectUser(t, a, "alice")
@@ -51,7 +52,7 @@ func TestNATSWithoutHistory(t *testing.T) {
 			var res struct {
 				Offset uint64 `json:"offset"`
 			}
-			b.mustCall(t, "publish", map[string]any{"channel": "live:scores", "data": json.RawMessage(data)}, &res)
+			b.MustCall(t, "publish", map[string]any{"channel": "live:scores", "data": json.RawMessage(data)}, &res)
 			if res.Offset != 0 {
 				t.Errorf("publish %d: offset %d in a channel without history", i, res.Offset)
 			}
@@ -68,8 +69,8 @@ func TestNATSWithoutHistory(t *testing.T) {
 
 	t.Run("idempotency key refused", func(t *testing.T) {
 		// An idempotency key needs a stream to remember the result in.
-		_, err := b.call("publish", map[string]any{"channel": "live:scores", "data": json.RawMessage(`{}`), "idempotency_key": "k1"})
-		var ae *apiError
+		_, err := b.Call("publish", map[string]any{"channel": "live:scores", "data": json.RawMessage(`{}`), "idempotency_key": "k1"})
+		var ae *gyreproc.APIError
 		if !errors.As(err, &ae) || ae.Code != 108 {
 			t.Fatalf("publish with an idempotency key: %v, want error 108 (not available)", err)
 		}
@@ -84,15 +85,15 @@ func TestNATSWithoutHistory(t *testing.T) {
 		alice.WaitPush("join of bob", func(p *protocol.Push) bool {
 			return p.Channel == ch && p.Join != nil && p.Join.Info.GetClient() == bobConn.Client
 		})
-		got := a.presenceClients(t, ch)
+		got := presenceClients(t, a, ch)
 		if got[aliceConn.Client] != "alice" || got[bobConn.Client] != "bob" {
 			t.Errorf("presence on A: %v", got)
 		}
 	})
 
 	t.Run("info lists both nodes", func(t *testing.T) {
-		for _, n := range []*gyreNode{a, b} {
-			eventually(t, "info of "+n.name+" to list A and B", 20*time.Second, func() bool {
+		for _, n := range []*gyreproc.Node{a, b} {
+			eventually(t, "info of "+n.Name+" to list A and B", 20*time.Second, func() bool {
 				return slices.Equal(nodeNames(t, n), []string{"A", "B"})
 			})
 		}
@@ -100,7 +101,7 @@ func TestNATSWithoutHistory(t *testing.T) {
 
 	t.Run("disconnect through the other node", func(t *testing.T) {
 		carol, _ := connectUser(t, a, "carol")
-		b.mustCall(t, "disconnect", map[string]any{
+		b.MustCall(t, "disconnect", map[string]any{
 			"user":       "carol",
 			"disconnect": map[string]any{"code": 4001, "reason": "moved"},
 		}, nil)
@@ -115,7 +116,7 @@ func TestNATSWithoutHistory(t *testing.T) {
 		// The last one marks the end: what B's API publishes reaches A's
 		// pattern in the order published.
 		for _, ch := range []string{"live:eu.paris", "live:us.nyc", "live:eu.rome", "live:eu.rome.bus", "live:eu.end"} {
-			b.mustCall(t, "publish", map[string]any{"channel": ch, "data": json.RawMessage(`{"at":"` + ch + `"}`)}, nil)
+			b.MustCall(t, "publish", map[string]any{"channel": ch, "data": json.RawMessage(`{"at":"` + ch + `"}`)}, nil)
 		}
 		c.WaitFor("the marker through the pattern", func() bool {
 			pubs := c.Pubs("live:eu.*")

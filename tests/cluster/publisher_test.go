@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // publisher publishes numbered publications ({"n": N}) into a channel
@@ -13,7 +15,7 @@ import (
 // publish that fails is retried with the same idempotency key until it
 // succeeds, so a publish whose answer was lost is not published twice.
 type publisher struct {
-	node    *gyreNode
+	node    *gyreproc.Node
 	channel string
 	batch   int
 	// pause between batches; zero publishes as fast as the node answers.
@@ -34,7 +36,7 @@ func (p *publisher) run(ns []int, limit time.Duration) error {
 	pending := ns
 	for len(pending) > 0 {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("publisher on %s: %d publishes still failing after %v", p.node.name, len(pending), limit)
+			return fmt.Errorf("publisher on %s: %d publishes still failing after %v", p.node.Name, len(pending), limit)
 		}
 		chunk := pending[:min(p.batch, len(pending))]
 		failed, err := p.publishBatch(chunk)
@@ -65,7 +67,7 @@ func (p *publisher) publishBatch(ns []int) ([]int, error) {
 			"idempotency_key": "n" + strconv.Itoa(n),
 		}}
 	}
-	raw, err := p.node.call("batch", map[string]any{"commands": cmds})
+	raw, err := p.node.Call("batch", map[string]any{"commands": cmds})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +77,7 @@ func (p *publisher) publishBatch(ns []int) ([]int, error) {
 				Offset uint64 `json:"offset"`
 				Epoch  string `json:"epoch"`
 			} `json:"publish"`
-			Error *apiError `json:"error"`
+			Error *gyreproc.APIError `json:"error"`
 		} `json:"replies"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {

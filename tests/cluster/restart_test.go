@@ -11,6 +11,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker/nats/natstest"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // TestRedisRestartDuringStream restarts Redis in the middle of 10,000
@@ -30,16 +31,16 @@ func TestRedisRestartDuringStream(t *testing.T) {
 		subs    = 20
 	)
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
-	cfg := func(name string) config {
+	cfg := func(name string) gyreproc.Config {
 		r := redisAt(srv.Addr)
 		r["durable_restarts"] = true
 		c := nodeConfig(name, r)
 		// The test is about continuity, not about the recovery limit:
 		// a slow machine may let hundreds of publications pass while a
 		// node resubscribes.
-		return c.set("client.recovery_max_publication_limit", total)
+		return c.Set("client.recovery_max_publication_limit", total)
 	}
-	nodes := []*gyreNode{startNode(t, "A", cfg("A")), startNode(t, "B", cfg("B"))}
+	nodes := []*gyreproc.Node{gyreproc.Start(t, "A", cfg("A")), gyreproc.Start(t, "B", cfg("B"))}
 	s := streamThroughOutage(t, nodes, channel, total, subs, func() {
 		srv.Kill()
 		time.Sleep(time.Second)
@@ -73,16 +74,16 @@ func TestNATSRestartDuringStream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r, n := redistest.Start(t), natstest.Start(t)
-			cfg := func(name string) config {
+			cfg := func(name string) gyreproc.Config {
 				b := natsBroker(n.URL, jetstream)
 				if !jetstream {
 					b["type"] = "redisnats"
 					b["redis"] = redisAt(r.Addr)
 				}
-				c := nodeConfig(name, redisAt(r.Addr)).set("broker", b)
-				return c.set("client.recovery_max_publication_limit", total)
+				c := nodeConfig(name, redisAt(r.Addr)).Set("broker", b)
+				return c.Set("client.recovery_max_publication_limit", total)
 			}
-			nodes := []*gyreNode{startNode(t, "A", cfg("A")), startNode(t, "B", cfg("B"))}
+			nodes := []*gyreproc.Node{gyreproc.Start(t, "A", cfg("A")), gyreproc.Start(t, "B", cfg("B"))}
 			s := streamThroughOutage(t, nodes, channel, total, subs, func() {
 				n.Kill()
 				time.Sleep(time.Second)
@@ -111,12 +112,12 @@ type outageRun struct {
 // outage once 2,000 publishes were acknowledged, and checks that the
 // stream holds them all in one epoch and that every follower got each
 // exactly once in offset order.
-func streamThroughOutage(t *testing.T, nodes []*gyreNode, channel string, total, subs int, outage func()) outageRun {
+func streamThroughOutage(t *testing.T, nodes []*gyreproc.Node, channel string, total, subs int, outage func()) outageRun {
 	t.Helper()
 	var followers []*follower
 	for i := range subs {
 		n := nodes[i%len(nodes)]
-		followers = append(followers, startFollower(t, fmt.Sprintf("%s/%d", n.name, i), fmt.Sprintf("user%d", i), channel, n.wsURL()))
+		followers = append(followers, startFollower(t, fmt.Sprintf("%s/%d", n.Name, i), fmt.Sprintf("user%d", i), channel, n.WSURL()))
 	}
 	for _, f := range followers {
 		f.waitSubscribed(t)
@@ -141,7 +142,7 @@ func streamThroughOutage(t *testing.T, nodes []*gyreNode, channel string, total,
 		}
 	}
 
-	top, epoch := nodes[0].streamTop(t, channel)
+	top, epoch := streamTop(t, nodes[0], channel)
 	if top != uint64(total) {
 		t.Fatalf("stream top after %d publishes is %d", total, top)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gyrehq/gyre/broker/redis/redistest"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // TestTopologies runs two nodes over a Redis Cluster of three masters,
@@ -34,8 +35,8 @@ func TestTopologies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := tt.redis(t)
-			a := startNode(t, "A", nodeConfig("A", r.config))
-			b := startNode(t, "B", nodeConfig("B", r.config))
+			a := gyreproc.Start(t, "A", nodeConfig("A", r.config))
+			b := gyreproc.Start(t, "B", nodeConfig("B", r.config))
 			checkAcrossNodes(t, a, b)
 			checkSpread(t, r.shards, topoChannels())
 		})
@@ -114,7 +115,7 @@ func topoChannels() []string {
 
 // checkAcrossNodes publishes through b into channels a client of a
 // follows, then reads history and presence on both nodes.
-func checkAcrossNodes(t *testing.T, a, b *gyreNode) {
+func checkAcrossNodes(t *testing.T, a, b *gyreproc.Node) {
 	t.Helper()
 	const perChannel = 10
 	channels := topoChannels()
@@ -125,7 +126,7 @@ func checkAcrossNodes(t *testing.T, a, b *gyreNode) {
 	for i := range perChannel {
 		for _, ch := range channels {
 			data := json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)
-			b.mustCall(t, "publish", map[string]any{"channel": ch, "data": data}, nil)
+			b.MustCall(t, "publish", map[string]any{"channel": ch, "data": data}, nil)
 		}
 	}
 	for _, ch := range channels {
@@ -135,24 +136,24 @@ func checkAcrossNodes(t *testing.T, a, b *gyreNode) {
 				t.Errorf("%s: publication %d is %s at offset %d, want %s at %d", ch, i, p.Data, p.Offset, want, i+1)
 			}
 		}
-		for _, n := range []*gyreNode{a, b} {
+		for _, n := range []*gyreproc.Node{a, b} {
 			var h struct {
 				Publications []struct {
 					Data   json.RawMessage `json:"data"`
 					Offset uint64          `json:"offset"`
 				} `json:"publications"`
 			}
-			n.mustCall(t, "history", map[string]any{"channel": ch, "limit": -1}, &h)
+			n.MustCall(t, "history", map[string]any{"channel": ch, "limit": -1}, &h)
 			if len(h.Publications) != perChannel {
-				t.Fatalf("history of %s on node %s: %d publications, want %d", ch, n.name, len(h.Publications), perChannel)
+				t.Fatalf("history of %s on node %s: %d publications, want %d", ch, n.Name, len(h.Publications), perChannel)
 			}
 			for i, p := range h.Publications {
 				if want := `{"i":` + strconv.Itoa(i) + `}`; p.Offset != uint64(i+1) || string(p.Data) != want {
-					t.Errorf("history of %s on node %s: %d is %s at %d", ch, n.name, i, p.Data, p.Offset)
+					t.Errorf("history of %s on node %s: %d is %s at %d", ch, n.Name, i, p.Data, p.Offset)
 				}
 			}
 		}
-		if got := b.presenceClients(t, ch); len(got) != 1 || got[conn.Client] != "alice" {
+		if got := presenceClients(t, b, ch); len(got) != 1 || got[conn.Client] != "alice" {
 			t.Errorf("presence of %s on node B: %v, want alice's client %s", ch, got, conn.Client)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // TestTwoNodes runs two gyre processes on one Redis, on NATS with history
@@ -21,14 +22,14 @@ func TestTwoNodes(t *testing.T) {
 		t.Run(setup.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := setup.start(t)
-			checkTwoNodes(t, startNode(t, "A", cfg("A")), startNode(t, "B", cfg("B")))
+			checkTwoNodes(t, gyreproc.Start(t, "A", cfg("A")), gyreproc.Start(t, "B", cfg("B")))
 		})
 	}
 }
 
 // checkTwoNodes checks that what happens on node a reaches the
 // connections of node b, and the other way round.
-func checkTwoNodes(t *testing.T, a, b *gyreNode) {
+func checkTwoNodes(t *testing.T, a, b *gyreproc.Node) {
 
 	t.Run("publication from the API of the other node", func(t *testing.T) {
 		c, _ := connectUser(t, a, "alice")
@@ -40,7 +41,7 @@ func checkTwoNodes(t *testing.T, a, b *gyreNode) {
 			var res struct {
 				Offset uint64 `json:"offset"`
 			}
-			b.mustCall(t, "publish", map[string]any{"channel": "chat:news", "data": json.RawMessage(data)}, &res)
+			b.MustCall(t, "publish", map[string]any{"channel": "chat:news", "data": json.RawMessage(data)}, &res)
 			if res.Offset != uint64(i+1) {
 				t.Fatalf("publish %d: offset %d, want %d", i, res.Offset, i+1)
 			}
@@ -72,9 +73,9 @@ func checkTwoNodes(t *testing.T, a, b *gyreNode) {
 			t.Errorf("join of client %q, want bob's %q", join.Join.Info.Client, bobConn.Client)
 		}
 		want := map[string]string{aliceConn.Client: "alice", bobConn.Client: "bob"}
-		for _, n := range []*gyreNode{a, b} {
-			if got := n.presenceClients(t, ch); !maps.Equal(got, want) {
-				t.Errorf("presence on node %s: %v, want %v", n.name, got, want)
+		for _, n := range []*gyreproc.Node{a, b} {
+			if got := presenceClients(t, n, ch); !maps.Equal(got, want) {
+				t.Errorf("presence on node %s: %v, want %v", n.Name, got, want)
 			}
 		}
 		r := alice.Call(&protocol.Command{Presence: &protocol.PresenceRequest{Channel: ch}})
@@ -88,15 +89,15 @@ func checkTwoNodes(t *testing.T, a, b *gyreNode) {
 			return p.Channel == ch && p.Leave != nil && p.Leave.Info.GetClient() == bobConn.Client
 		})
 		want = map[string]string{aliceConn.Client: "alice"}
-		if got := b.presenceClients(t, ch); !maps.Equal(got, want) {
+		if got := presenceClients(t, b, ch); !maps.Equal(got, want) {
 			t.Errorf("presence on node B after leave: %v, want %v", got, want)
 		}
 	})
 
 	t.Run("info lists both nodes", func(t *testing.T) {
 		// Nodes announce themselves every 5 s.
-		for _, n := range []*gyreNode{a, b} {
-			eventually(t, "info of "+n.name+" to list A and B", 20*time.Second, func() bool {
+		for _, n := range []*gyreproc.Node{a, b} {
+			eventually(t, "info of "+n.Name+" to list A and B", 20*time.Second, func() bool {
 				return slices.Equal(nodeNames(t, n), []string{"A", "B"})
 			})
 		}
@@ -105,7 +106,7 @@ func checkTwoNodes(t *testing.T, a, b *gyreNode) {
 	t.Run("disconnect through the other node", func(t *testing.T) {
 		carol, _ := connectUser(t, a, "carol")
 		bystander, _ := connectUser(t, a, "dave")
-		b.mustCall(t, "disconnect", map[string]any{
+		b.MustCall(t, "disconnect", map[string]any{
 			"user":       "carol",
 			"disconnect": map[string]any{"code": 4001, "reason": "moved to B"},
 		}, nil)
@@ -120,14 +121,14 @@ func checkTwoNodes(t *testing.T, a, b *gyreNode) {
 	t.Run("server-side subscribe through the other node", func(t *testing.T) {
 		const ch = "chat:assigned"
 		erin, _ := connectUser(t, a, "erin")
-		b.mustCall(t, "subscribe", map[string]any{"user": "erin", "channel": ch}, nil)
+		b.MustCall(t, "subscribe", map[string]any{"user": "erin", "channel": ch}, nil)
 		sub := erin.WaitPush("subscribe push", func(p *protocol.Push) bool {
 			return p.Channel == ch && p.Subscribe != nil
 		})
 		if !sub.Subscribe.Recoverable || sub.Subscribe.Epoch == "" {
 			t.Errorf("subscribe push %+v: want a recoverable stream with an epoch", sub.Subscribe)
 		}
-		b.mustCall(t, "publish", map[string]any{"channel": ch, "data": json.RawMessage(`{"to":"erin"}`)}, nil)
+		b.MustCall(t, "publish", map[string]any{"channel": ch, "data": json.RawMessage(`{"to":"erin"}`)}, nil)
 		p := erin.WaitPush("publication in "+ch, func(p *protocol.Push) bool { return p.Channel == ch && p.Pub != nil })
 		if string(p.Pub.Data) != `{"to":"erin"}` {
 			t.Errorf("publication data %s", p.Pub.Data)
@@ -136,13 +137,13 @@ func checkTwoNodes(t *testing.T, a, b *gyreNode) {
 }
 
 // nodeNames asks n for info and returns the node names, sorted.
-func nodeNames(t testing.TB, n *gyreNode) []string {
+func nodeNames(t testing.TB, n *gyreproc.Node) []string {
 	var res struct {
 		Nodes []struct {
 			Name string `json:"name"`
 		} `json:"nodes"`
 	}
-	n.mustCall(t, "info", map[string]any{}, &res)
+	n.MustCall(t, "info", map[string]any{}, &res)
 	var out []string
 	for _, ni := range res.Nodes {
 		out = append(out, ni.Name)
@@ -152,16 +153,16 @@ func nodeNames(t testing.TB, n *gyreNode) []string {
 }
 
 // localNodeID asks n for its own node ID (the first entry of info).
-func localNodeID(t testing.TB, n *gyreNode) string {
+func localNodeID(t testing.TB, n *gyreproc.Node) string {
 	t.Helper()
 	var res struct {
 		Nodes []struct {
 			UID string `json:"uid"`
 		} `json:"nodes"`
 	}
-	n.mustCall(t, "info", map[string]any{}, &res)
+	n.MustCall(t, "info", map[string]any{}, &res)
 	if len(res.Nodes) == 0 {
-		t.Fatalf("info of node %s lists no node", n.name)
+		t.Fatalf("info of node %s lists no node", n.Name)
 	}
 	return res.Nodes[0].UID
 }

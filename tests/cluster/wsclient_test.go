@@ -6,6 +6,7 @@ import (
 
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 	"github.com/gyrehq/gyre/token"
 )
 
@@ -27,12 +28,12 @@ func signToken(t testing.TB, user string) string {
 }
 
 // connectUser dials node n and connects as user.
-func connectUser(t testing.TB, n *gyreNode, user string) (*wstest.Client, *protocol.ConnectResult) {
+func connectUser(t testing.TB, n *gyreproc.Node, user string) (*wstest.Client, *protocol.ConnectResult) {
 	t.Helper()
-	c := wstest.Dial(t, n.wsURL(), protocol.TypeJSON, wstest.WaitLimit(waitLimit))
+	c := wstest.Dial(t, n.WSURL(), protocol.TypeJSON, wstest.WaitLimit(waitLimit))
 	r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{Token: signToken(t, user), Name: "cluster-test"}})
 	if r.Error != nil {
-		t.Fatalf("connect to %s: error %d %s", n.name, r.Error.Code, r.Error.Message)
+		t.Fatalf("connect to %s: error %d %s", n.Name, r.Error.Code, r.Error.Message)
 	}
 	return c, r.Connect
 }

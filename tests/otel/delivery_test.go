@@ -8,6 +8,7 @@ import (
 	"github.com/gyrehq/gyre/broker/nats/natstest"
 	"github.com/gyrehq/gyre/broker/redis/redistest"
 	"github.com/gyrehq/gyre/internal/wstest"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // TestDelivery publishes through the HTTP API of node A, under a
@@ -22,19 +23,19 @@ func TestDelivery(t *testing.T) {
 	t.Parallel()
 	type cluster struct {
 		name  string
-		start func(t *testing.T) func(name string) config
+		start func(t *testing.T) func(name string) gyreproc.Config
 	}
 	clusters := []cluster{
-		{"redis", func(t *testing.T) func(string) config {
+		{"redis", func(t *testing.T) func(string) gyreproc.Config {
 			r := redistest.Start(t)
-			return func(name string) config {
-				return nodeConfig(name).set("engine.type", "redis").set("engine.redis", map[string]any{"address": []string{r.Addr}})
+			return func(name string) gyreproc.Config {
+				return nodeConfig(name).Set("engine.type", "redis").Set("engine.redis", map[string]any{"address": []string{r.Addr}})
 			}
 		}},
-		{"nats", func(t *testing.T) func(string) config {
+		{"nats", func(t *testing.T) func(string) gyreproc.Config {
 			n := natstest.Start(t)
-			return func(name string) config {
-				return nodeConfig(name).set("broker", map[string]any{"enabled": true, "type": "nats", "nats": map[string]any{"url": n.URL}})
+			return func(name string) gyreproc.Config {
+				return nodeConfig(name).Set("broker", map[string]any{"enabled": true, "type": "nats", "nats": map[string]any{"url": n.URL}})
 			}
 		}},
 	}
@@ -49,13 +50,13 @@ func TestDelivery(t *testing.T) {
 	}
 }
 
-func checkDelivery(t *testing.T, proto string, cfg func(name string) config) {
+func checkDelivery(t *testing.T, proto string, cfg func(name string) gyreproc.Config) {
 	service := serviceName(t)
 	a := startNode(t, "A", cfg("A"), toJaeger(proto, service))
 	b := startNode(t, "B", cfg("B"), toJaeger(proto, service))
 	const channel = "news"
 	subs := []struct {
-		node *gyreNode
+		node *gyreproc.Node
 		user string
 	}{{a, "alice"}, {b, "bob"}}
 	var clients []*wstest.Client
@@ -66,7 +67,7 @@ func checkDelivery(t *testing.T, proto string, cfg func(name string) config) {
 	}
 
 	traceID, parent := newID(16), newID(8)
-	a.publish(t, channel, `{"text":"traced"}`, traceparent(traceID, parent))
+	publish(t, a, channel, `{"text":"traced"}`, traceparent(traceID, parent))
 	// Tracing changes nothing for the subscribers.
 	for _, c := range clients {
 		c.WaitPubs(channel, 1)

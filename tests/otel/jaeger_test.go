@@ -22,10 +22,8 @@ import (
 // race-enabled binary and retries after a failed export take longer.
 const traceLimit = 90 * time.Second
 
-var (
-	quickHTTP = &http.Client{Timeout: 5 * time.Second}
-	apiHTTP   = &http.Client{Timeout: 30 * time.Second}
-)
+// quickHTTP asks Jaeger, whose answers are quick when it is up.
+var quickHTTP = &http.Client{Timeout: 5 * time.Second}
 
 // span is one span as Jaeger's query API gives it, flattened.
 type span struct {

@@ -13,11 +13,8 @@ import (
 	"testing"
 
 	"github.com/gyrehq/gyre/internal/testproc"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
-
-// gyreBinary is the gyre command, built once for every test of the
-// package.
-var gyreBinary string
 
 // collector is where Jaeger listens, each a host:port.
 type collector struct {
@@ -55,20 +52,8 @@ func run(m *testing.M) int {
 		// Every test skips or fails on it: no need for a binary.
 		return m.Run()
 	}
-	if bin := os.Getenv("GYRE_BIN"); bin != "" {
-		gyreBinary = bin
-		return m.Run()
-	}
-	gyreBinary = filepath.Join(dir, "gyre")
-	args := []string{"build", "-o", gyreBinary}
-	if raceEnabled {
-		// A race inside the server fails the test that provoked it.
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "github.com/gyrehq/gyre/cmd/gyre")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build gyre:", err)
+	if err := gyreproc.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()

@@ -19,7 +19,7 @@ func TestMetricsOverOTLP(t *testing.T) {
 			service := serviceName(t)
 			n := startNode(t, "A", nodeConfig("A"), toJaeger(proto, service))
 			for i := range 3 {
-				n.publish(t, "metered", fmt.Sprintf(`{"n":%d}`, i), "")
+				publish(t, n, "metered", fmt.Sprintf(`{"n":%d}`, i), "")
 			}
 			ofNode := func(l map[string]string) bool {
 				return (l["service_name"] == service || l["job"] == service) && l["method"] == "publish"
@@ -64,7 +64,7 @@ func TestCollectorDown(t *testing.T) {
 			}
 			n := startNode(t, "A", nodeConfig("A"), exp)
 			dropped := func() float64 {
-				samples, err := n.metrics()
+				samples, err := metrics(n)
 				if err != nil {
 					t.Fatalf("node metrics: %v", err)
 				}
@@ -75,7 +75,7 @@ func TestCollectorDown(t *testing.T) {
 
 			const publishes = 20
 			for i := range publishes {
-				n.publish(t, "unheard", fmt.Sprintf(`{"n":%d}`, i), traceparent(newID(16), newID(8)))
+				publish(t, n, "unheard", fmt.Sprintf(`{"n":%d}`, i), traceparent(newID(16), newID(8)))
 			}
 
 			deadline := time.Now().Add(traceLimit)
@@ -85,7 +85,7 @@ func TestCollectorDown(t *testing.T) {
 				}
 				time.Sleep(250 * time.Millisecond)
 			}
-			samples, err := n.metrics()
+			samples, err := metrics(n)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/gyrehq/gyre/internal/wstest"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/server/proxy/proxypb"
+	"github.com/gyrehq/gyre/tests/internal/gyreproc"
 )
 
 // TestProxyTrace has a node call an HTTP backend and a gRPC backend on
@@ -41,9 +42,9 @@ func TestProxyTrace(t *testing.T) {
 				return endpoint + "/" + hook
 			}
 			cfg := nodeConfig("A").
-				set("client.proxy.connect", map[string]any{"enabled": true, "endpoint": hookURL("connect"), "timeout": "20s"}).
-				set("rpc.proxy", map[string]any{"endpoint": hookURL("rpc"), "timeout": "20s"}).
-				set("rpc.without_namespace.proxy_enabled", true)
+				Set("client.proxy.connect", map[string]any{"enabled": true, "endpoint": hookURL("connect"), "timeout": "20s"}).
+				Set("rpc.proxy", map[string]any{"endpoint": hookURL("rpc"), "timeout": "20s"}).
+				Set("rpc.without_namespace.proxy_enabled", true)
 			service := serviceName(t)
 			n := startNode(t, "A", cfg, toJaeger("http/protobuf", service))
 
@@ -86,7 +87,7 @@ func TestProxyTrace(t *testing.T) {
 
 // connectProxied connects to n without a token, which the connect proxy
 // decides.
-func connectProxied(t *testing.T, n *gyreNode) *wstest.Client {
+func connectProxied(t *testing.T, n *gyreproc.Node) *wstest.Client {
 	t.Helper()
 	c := dialNode(t, n)
 	r := c.Call(&protocol.Command{Connect: &protocol.ConnectRequest{Name: "otel-test"}})

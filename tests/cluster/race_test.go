@@ -1,7 +1,0 @@
-//go:build race
-
-package cluster_test
-
-// raceEnabled is true under the race detector; the gyre binary is then
-// built with it too.
-const raceEnabled = true

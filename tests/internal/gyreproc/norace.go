@@ -1,0 +1,5 @@
+//go:build !race
+
+package gyreproc
+
+const raceDetector = false

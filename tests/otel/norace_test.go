@@ -1,5 +1,0 @@
-//go:build !race
-
-package otel_test
-
-const raceEnabled = false
