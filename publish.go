@@ -197,6 +197,9 @@ type burst struct {
 	fates   []fates
 	fateBuf []fates
 	fanOut  FanOut
+	// wholeReached counts, with fates, the subscribers that were given
+	// every publication of the run in one queue operation.
+	wholeReached int
 }
 
 // burstHandler is a burst as the broker.RunHandler of its publications.

@@ -148,7 +148,7 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 						n.undeliverable(s.client, channel, wr.err)
 					}
 					if fs != nil {
-						countWhole(fs, wr.pubs, queued)
+						b.countWhole(wr.pubs, queued)
 					}
 					continue
 				}

@@ -109,6 +109,7 @@ func (b *burst) countFates(n int) {
 		clear(fs)
 	}
 	b.fates, b.fateBuf = fs, fs
+	b.wholeReached = 0
 }
 
 // fannedOut tells t what became of each traced publication of run, fanned
@@ -132,7 +133,7 @@ func (b *burst) fannedOut(t DeliveryTracer, run []broker.RunPublication, channel
 		for ; i < len(run) && bytes.Equal(run[i].Pub.Trace, pub.Trace); i++ {
 			c := &b.fates[i]
 			f.Publications++
-			f.Reached += int(c[fateReached])
+			f.Reached += int(c[fateReached]) + b.wholeReached
 			f.Filtered += int(c[fateFiltered])
 			f.Dropped += int(c[fateDropped])
 		}
@@ -142,11 +143,18 @@ func (b *burst) fannedOut(t DeliveryTracer, run []broker.RunPublication, channel
 	b.fates = nil
 }
 
-// countWhole counts in fs, the fates of a run's publications, what a
-// subscriber given the run in one queue operation got: the first given
-// of them when queued, none otherwise; those after the first given could
-// not be encoded (see wholeRun.err).
-func countWhole(fs []fates, given int, queued bool) {
+// countWhole counts what a subscriber given the run in one queue
+// operation got: the first given of its publications when queued, none
+// otherwise; those after the first given could not be encoded (see
+// wholeRun.err). The usual case, all of them queued, is one count for
+// the run (b.wholeReached), not one per publication: a traced run costs
+// the same per subscriber whatever its length.
+func (b *burst) countWhole(given int, queued bool) {
+	fs := b.fates
+	if queued && given == len(fs) {
+		b.wholeReached++
+		return
+	}
 	for i := range fs {
 		f := fateDropped
 		if queued && i < given {
