@@ -66,4 +66,3 @@ func first(md metadata.MD, key string) string {
 	}
 	return ""
 }
-
