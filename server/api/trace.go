@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gyrehq/gyre/internal/tracectx"
 )
 
 // Tracing (OpenTelemetry). The front ends (HTTP here, gRPC in
@@ -132,26 +134,9 @@ func requestChannel(req any) string {
 	return ""
 }
 
-// traceLen is the length of a trace context in a publication:
-// trace id, span id, trace flags.
-const traceLen = 16 + 8 + 1
-
 // traceOf is the trace context that publications made in ctx carry: the
 // span of ctx, when it is valid and sampled; nil otherwise (an unsampled
 // trace is not followed into the fan-out).
 func traceOf(ctx context.Context) []byte {
-	return spanTrace(trace.SpanContextFromContext(ctx))
-}
-
-// spanTrace encodes sc as traceOf does.
-func spanTrace(sc trace.SpanContext) []byte {
-	if !sc.IsValid() || !sc.IsSampled() {
-		return nil
-	}
-	b := make([]byte, traceLen)
-	tid, sid := sc.TraceID(), sc.SpanID()
-	copy(b, tid[:])
-	copy(b[16:], sid[:])
-	b[24] = byte(sc.TraceFlags())
-	return b
+	return tracectx.Encode(trace.SpanContextFromContext(ctx))
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gyrehq/gyre/internal/tracectx"
 )
 
 func spanContext(t *testing.T, flags trace.TraceFlags) trace.SpanContext {
@@ -43,7 +45,7 @@ func TestCommandTrace(t *testing.T) {
 		t.Errorf("trace without a span of its own = %q, want the batch's", got)
 	}
 	c.SetSpan(trace.SpanFromContext(trace.ContextWithSpanContext(context.Background(), spanContext(t, trace.FlagsSampled))), true)
-	if got := c.trace(batch); len(got) != traceLen || got[24] != 1 {
+	if got := c.trace(batch); len(got) != tracectx.Size || got[24] != 1 {
 		t.Errorf("trace with a span = %x, want its context", got)
 	}
 	c.SetSpan(trace.SpanFromContext(trace.ContextWithSpanContext(context.Background(), spanContext(t, 0))), true)

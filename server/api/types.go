@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/tracectx"
 )
 
 // The requests and results of the API's methods. Their JSON form is the
@@ -486,7 +487,7 @@ func (c *Command) annotate() {
 // else batch, that of the context the batch runs in.
 func (c *Command) trace(batch []byte) []byte {
 	if c.span != nil {
-		return spanTrace(c.span.SpanContext())
+		return tracectx.Encode(c.span.SpanContext())
 	}
 	return batch
 }

@@ -33,7 +33,7 @@ func (c *Config) otelNotices() []string {
 		return nil
 	}
 	if o.Delivery && !o.API && !o.Consuming {
-		return []string{"config: opentelemetry.delivery without api or consuming: no publication carries a trace context, so no fanout span is made"}
+		return []string{"config: opentelemetry.delivery without api or consuming: what this node publishes carries no trace context; fanout spans are made only for publications traced on other nodes"}
 	}
 	return nil
 }
