@@ -42,8 +42,12 @@ func (c *Consumer) consume(ctx context.Context, nc *nats.Conn, b *binding, fetch
 		for _, m := range q.msgs {
 			_ = m.Nak()
 		}
+		for _, m := range q.held {
+			_ = m.Nak()
+		}
 		clear(undone)
 		clear(q.msgs)
+		clear(q.held)
 	}()
 	for {
 		batch, err := q.take(ctx, c.batch[:0])
@@ -67,8 +71,29 @@ func (c *Consumer) consume(ctx context.Context, nc *nats.Conn, b *binding, fetch
 // Each fetch asks for a batch and ends when the server has delivered it
 // or after pullWait; it is never cut short, so that no pull request of
 // this consumer outlives it on the server.
+//
+// After the connection was lost (a reconnection, or a binding again after
+// a failed fetch) it looks for messages lost in flight (see checkInFlight)
+// before fetching again.
 func (c *Consumer) pump(ctx context.Context, nc *nats.Conn, b *binding, q *queue, fetched *atomic.Bool) {
+	reconnects := nc.Stats().Reconnects
+	check := c.lastSeq > 0
+	var told time.Time
 	for ctx.Err() == nil {
+		if r := nc.Stats().Reconnects; r != reconnects {
+			reconnects, check = r, true
+		}
+		if check || q.barrier() > 0 {
+			if err := c.checkInFlight(ctx, b, q, check); err != nil {
+				q.fail(err)
+				return
+			}
+			check = false
+			if q.barrier() > 0 && time.Since(told) >= b.ackWait/3 {
+				q.heldInProgress()
+				told = time.Now()
+			}
+		}
 		mb, err := b.cons.Fetch(b.batch, jetstream.FetchMaxWait(pullWait))
 		if err != nil {
 			q.fail(err)
@@ -76,7 +101,9 @@ func (c *Consumer) pump(ctx context.Context, nc *nats.Conn, b *binding, q *queue
 		}
 		for m := range mb.Messages() {
 			fetched.Store(true)
-			q.push(m)
+			seq := streamSeq(m)
+			c.lastSeq = max(c.lastSeq, seq)
+			q.push(m, seq)
 		}
 		if err := mb.Error(); err != nil {
 			// The durable deleted, JetStream not answering (503): bound
@@ -91,12 +118,18 @@ func (c *Consumer) pump(ctx context.Context, nc *nats.Conn, b *binding, q *queue
 }
 
 // queue holds the messages fetched and not yet taken into a batch, max
-// at most (but for those handed over at shutdown).
+// at most (but for those handed over at shutdown), and those held behind
+// a barrier (see checkInFlight).
 type queue struct {
 	max  int
 	mu   sync.Mutex
 	room *sync.Cond
 	msgs []jetstream.Msg
+	// held are the messages past stream sequence until, kept out of the
+	// batches until the messages before them have all been acknowledged;
+	// until is 0 when nothing is held back.
+	held  []jetstream.Msg
+	until uint64
 	// err is why the pump stopped; closed is set at shutdown.
 	err    error
 	closed bool
@@ -110,9 +143,16 @@ func newQueue(max int) *queue {
 	return q
 }
 
-// push appends m, waiting for room.
-func (q *queue) push(m jetstream.Msg) {
+// push appends m, of stream sequence seq, waiting for room; or holds it
+// when it is past the barrier.
+func (q *queue) push(m jetstream.Msg, seq uint64) {
 	q.mu.Lock()
+	if q.until > 0 && seq > q.until {
+		// Never more than MaxAckPending: the server delivers no more.
+		q.held = append(q.held, m)
+		q.mu.Unlock()
+		return
+	}
 	for len(q.msgs) >= q.max && !q.closed {
 		q.room.Wait()
 	}
@@ -151,9 +191,12 @@ func (q *queue) take(ctx context.Context, batch []jetstream.Msg) ([]jetstream.Ms
 	for {
 		q.mu.Lock()
 		if len(q.msgs) > 0 {
-			batch = append(batch, q.msgs...)
-			clear(q.msgs)
-			q.msgs = q.msgs[:0]
+			// At most max: held messages let go join what is queued.
+			n := min(len(q.msgs), q.max)
+			batch = append(batch, q.msgs[:n]...)
+			rest := copy(q.msgs, q.msgs[n:])
+			clear(q.msgs[rest:])
+			q.msgs = q.msgs[:rest]
 			q.mu.Unlock()
 			q.room.Broadcast()
 			return batch, nil
@@ -171,12 +214,15 @@ func (q *queue) take(ctx context.Context, batch []jetstream.Msg) ([]jetstream.Ms
 	}
 }
 
-// inProgress tells JetStream that the queued messages are being worked
-// on: they wait for the batch before them.
+// inProgress tells JetStream that the queued and held messages are being
+// worked on: they wait for the batch before them.
 func (q *queue) inProgress() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, m := range q.msgs {
+		_ = m.InProgress()
+	}
+	for _, m := range q.held {
 		_ = m.InProgress()
 	}
 }

@@ -27,7 +27,9 @@
 // acknowledged, so that JetStream's advisory names them. While a batch
 // waits for a command that fails for a temporary reason, it and the queue
 // behind it are told in progress, so that AckWait does not hand them to
-// another node.
+// another node. After the connection was lost, messages JetStream wrote
+// to it that never arrived hold back newer ones until they came again
+// (see inflight.go).
 //
 // At shutdown the batch finishes and is acknowledged; the pump lets its
 // last pull request end (within a second) rather than cutting it short,
@@ -88,6 +90,11 @@ type Consumer struct {
 	// everBound turns a missing durable of use_existing_consumer from a
 	// configuration error (at start) into an outage (it was deleted).
 	everBound bool
+	// lastSeq is the highest stream sequence fetched, by the pump of the
+	// moment (one at a time), and heldSince when its queue began holding
+	// messages back; see checkInFlight.
+	lastSeq   uint64
+	heldSince time.Time
 	// Buffers of the batch loop, reused batch after batch.
 	batch []jetstream.Msg
 	msgs  []consume.Message
