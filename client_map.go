@@ -84,9 +84,11 @@ func (c *Client) mapSubscribeCmd(id uint32, req *protocol.SubscribeRequest) bool
 	if err != nil {
 		return c.finishCommand("subscribe", id, nil, err)
 	}
-	c.enqueueReply("subscribe", &protocol.Reply{Id: id, Subscribe: res})
-	if s != nil {
-		s.activate(s.offset.Load())
+	reply := func() { c.enqueueReply("subscribe", &protocol.Reply{Id: id, Subscribe: res}) }
+	if s == nil {
+		reply()
+	} else {
+		s.activateAfter(s.offset.Load(), reply)
 	}
 	return c.state.Load() != stateClosed
 }

@@ -124,8 +124,7 @@ func (c *Client) subscribeCmd(id uint32, req *protocol.SubscribeRequest) bool {
 		p.stream.end()
 		return c.finishCommand("subscribe", id, nil, err)
 	}
-	c.enqueueReply("subscribe", &protocol.Reply{Id: id, Subscribe: res})
-	s.activate(s.offset.Load())
+	s.activateAfter(s.offset.Load(), func() { c.enqueueReply("subscribe", &protocol.Reply{Id: id, Subscribe: res}) })
 	s.stream.start(s)
 	return c.state.Load() != stateClosed
 }

@@ -188,13 +188,14 @@ func (n *Node) subscribeLocal(user, channel string, f ClientFilter, o ServerSubs
 			n.log.Info("server-side subscribe failed", "client", c.id, "channel", channel, "error", err)
 			continue
 		}
-		c.enqueuePush(subscribePush(channel, res))
-		// The subscribe push has no room for publications: recovered
-		// ones follow it as publication pushes, before anything live.
-		for _, pub := range res.Publications {
-			c.enqueuePush(&protocol.Push{Channel: channel, Pub: pub})
-		}
-		s.activate(s.offset.Load())
+		s.activateAfter(s.offset.Load(), func() {
+			c.enqueuePush(subscribePush(channel, res))
+			// The subscribe push has no room for publications: recovered
+			// ones follow it as publication pushes, before anything live.
+			for _, pub := range res.Publications {
+				c.enqueuePush(&protocol.Push{Channel: channel, Pub: pub})
+			}
+		})
 	}
 }
 

@@ -192,19 +192,35 @@ func (s *subscription) payloadVariant(canDelta bool) int {
 	if !s.delta {
 		return variantPlain
 	}
+	active := s.settledState() == subActive
 	if s.isMap {
-		if canDelta && s.state.Load() == subActive {
+		if canDelta && active {
 			return variantDelta
 		}
 		return variantFull
 	}
-	if canDelta && s.deltaBase && s.state.Load() == subActive {
+	if canDelta && s.deltaBase && active {
 		return variantDelta
 	}
-	if s.state.Load() == subActive {
+	if active {
 		s.deltaBase = true
 	}
 	return variantFull
+}
+
+// settledState is s's state once an activation under way has finished.
+// Activation holds mu from before the subscribe reply is queued until s
+// is active, so a publication made after the client read its reply finds
+// s active here and takes the variant of a live subscriber (a map key's
+// delta), not the full payload of one held while pending.
+func (s *subscription) settledState() uint32 {
+	st := s.state.Load()
+	if st == subPending {
+		s.mu.Lock()
+		st = s.state.Load()
+		s.mu.Unlock()
+	}
+	return st
 }
 
 // skip records that a publication was filtered out for this subscriber:
@@ -219,7 +235,18 @@ func (s *subscription) skip(offset uint64) {
 // client was given (top) and switches to direct delivery. It must be called
 // after the subscribe reply was enqueued.
 func (s *subscription) activate(top uint64) {
+	s.activateAfter(top, nil)
+}
+
+// activateAfter runs send, which queues the subscribe reply (or push), and
+// activates s, holding mu throughout: a delivery that finds s pending
+// waits in settledState until s is active, so nothing published after
+// the client could read the reply is treated as held.
+func (s *subscription) activateAfter(top uint64, send func()) {
 	s.mu.Lock()
+	if send != nil {
+		send()
+	}
 	if tell := s.tellLost; tell != nil && s.state.Load() == subPending {
 		s.tellLost = nil
 		s.closeAndTell(tell)
