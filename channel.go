@@ -14,6 +14,14 @@ import (
 type ChannelOptions struct {
 	// Presence keeps who is subscribed, for presence and presence_stats.
 	Presence bool
+	// StateEvents tracks when these channels are occupied (a first
+	// subscriber anywhere) and vacated (the last one gone everywhere),
+	// through Config.Occupancy.
+	StateEvents bool
+	// CacheEmptyEvents asks the handler set with OnCacheEmpty to publish
+	// the state of these channels when a subscriber recovering in cache
+	// mode finds no publication in their history.
+	CacheEmptyEvents bool
 	// JoinLeave publishes join and leave events; subscribers receive them
 	// when they ask for them or when ForcePushJoinLeave is set.
 	JoinLeave          bool

@@ -257,8 +257,9 @@ func (c *Client) connect(req *protocol.ConnectRequest) (*protocol.ConnectResult,
 	if n.rates != nil && c.state.Load() == stateConnected {
 		c.limits = n.rates.forClient(creds.UserID)
 	}
+	userInfo := c.info
 	c.mu.Unlock()
-	n.hub.addClient(c)
+	n.hub.addClient(c, userInfo)
 	n.pinger.add(c)
 	// Shutdown, or a close from another goroutine (the stale timer), may
 	// have run between the state change and the registration above and

@@ -578,6 +578,9 @@ func (c *Client) fillStreamPosition(s *subscription, p subscribeParams, res *pro
 		missed = n.recoverLatest
 	}
 	pubs, top, recovered, err := missed(p)
+	if errors.Is(err, errCacheEmptyFailed) {
+		return ErrorInternal
+	}
 	if err != nil {
 		n.logBrokerFailure("history", slog.LevelError, "recovery history", "channel", p.channel, "error", err)
 		return ErrorInternal
@@ -661,6 +664,10 @@ func continuous(pubs []*broker.Publication, after, top uint64) bool {
 	return true
 }
 
+// errCacheEmptyFailed: the cache empty handler failed (and said why in
+// the log); the subscription gets 100.
+var errCacheEmptyFailed = errors.New("cache empty handler failed")
+
 // recoverLatest is recovery in cache mode: the client is given the
 // channel's latest publication, the whole state it needs, unless it holds
 // it already; also when not recovered. Recovered means the stream is the
@@ -670,6 +677,18 @@ func (n *Node) recoverLatest(p subscribeParams) ([]*broker.Publication, broker.S
 	pubs, top, err := n.broker.History(p.channel, broker.HistoryOptions{Filter: f, MetaTTL: p.opts.HistoryMetaTTL})
 	if err != nil {
 		return nil, top, false, err
+	}
+	if len(pubs) == 0 && p.opts.CacheEmptyEvents && n.handlers.cacheEmpty != nil {
+		populated, err := n.handlers.cacheEmpty(context.Background(), p.channel)
+		if err != nil {
+			n.log.Info("cache empty handler failed: the subscription is refused with 100", "channel", p.channel, "error", err)
+			return nil, top, false, errCacheEmptyFailed
+		}
+		if populated {
+			if pubs, top, err = n.broker.History(p.channel, broker.HistoryOptions{Filter: f, MetaTTL: p.opts.HistoryMetaTTL}); err != nil {
+				return nil, top, false, err
+			}
+		}
 	}
 	if p.since.Epoch == top.Epoch && p.since.Offset == top.Offset {
 		pubs = nil
@@ -721,6 +740,9 @@ func (n *Node) attach(s *subscription) error {
 		n.detachLocked(s)
 		return err
 	}
+	if n.occupancy != nil && s.opts.StateEvents {
+		n.occupancy.set(broker.OccupancyChannel, s.channel, true, nil)
+	}
 	return nil
 }
 
@@ -741,6 +763,9 @@ func (n *Node) detach(s *subscription) {
 // subLock held.
 func (n *Node) detachLocked(s *subscription) {
 	if n.hub.removeSubscription(s) {
+		if n.occupancy != nil && s.opts.StateEvents {
+			n.occupancy.set(broker.OccupancyChannel, s.channel, false, nil)
+		}
 		if err := n.deliveryOf(s).Unsubscribe(s.channel); err != nil {
 			n.logBrokerFailure("unsubscribe", slog.LevelError, "broker unsubscribe", "channel", s.channel, "error", err)
 		}

@@ -36,6 +36,16 @@ type Config struct {
 	// not available: their subscribes and the Map* methods answer 108.
 	MapBroker broker.MapBroker
 
+	// Occupancy, when set, keeps which channels (those whose options set
+	// StateEvents) have a subscriber and, with UserStatusEvents, which
+	// users have a connection, anywhere in the cluster: the node tells it
+	// of its own first and last ones, and it decides the cluster's
+	// transitions, which reach the handler set with OnOccupancy. Nil: no
+	// channel state or user status events.
+	Occupancy        broker.OccupancyTracker
+	OccupancyOptions broker.OccupancyOptions
+	UserStatusEvents bool
+
 	// Channels: namespaces, boundaries and per-namespace options.
 	Channels ChannelConfig
 

@@ -136,6 +136,12 @@ type SubscribeReply struct {
 // returns ErrNotHandled for the channel.
 type SubscribeHandler func(ctx context.Context, c *Client, e SubscribeEvent) (SubscribeReply, error)
 
+// CacheEmptyHandler is asked to publish the state of channel, whose
+// subscriber recovering in cache mode found no publication. populated
+// says it did: the history is read again for the subscriber. An error
+// refuses the subscription with 100.
+type CacheEmptyHandler func(ctx context.Context, channel string) (populated bool, err error)
+
 // PublishEvent describes a client's publish command.
 type PublishEvent struct {
 	Channel string

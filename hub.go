@@ -33,6 +33,10 @@ type hub struct {
 	lastChannelID atomic.Int64
 	// patterns holds the pattern subscriptions, apart from the channels.
 	patterns patternHub
+	// onUser, when set, is told of a user's first connection here
+	// (online, with its connection info) and its last (not online). It
+	// runs under the user's shard lock and must not block.
+	onUser func(user string, online bool, info []byte)
 }
 
 // subLock returns the lock that serializes broker subscription changes of
@@ -253,13 +257,20 @@ func (h *hub) eachChannel(fn func(channel string, numSubs int)) {
 	}
 }
 
-func (h *hub) addClient(c *Client) (userConns int) {
+// addClient registers c, whose connection info is info, and tells
+// onUser under the user's shard lock when c is its user's first
+// connection here (anonymous connections excepted), so that the first
+// and last connection of a user reach it in the order they happened.
+func (h *hub) addClient(c *Client, info []byte) (userConns int) {
 	h.numConns.Add(1)
 	sh := &h.users[h.shard(c.user)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	conns := append(sh.users[c.user], c)
 	sh.users[c.user] = conns
+	if len(conns) == 1 && c.user != "" && h.onUser != nil {
+		h.onUser(c.user, true, info)
+	}
 	return len(conns)
 }
 
@@ -278,6 +289,9 @@ func (h *hub) removeClient(c *Client) {
 	conns[last] = nil
 	if last == 0 {
 		delete(sh.users, c.user)
+		if c.user != "" && h.onUser != nil {
+			h.onUser(c.user, false, nil)
+		}
 		return
 	}
 	sh.users[c.user] = conns[:last]

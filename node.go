@@ -37,6 +37,10 @@ type Node struct {
 	name string
 	cfg  Config
 	log  *slog.Logger
+	// occupancy hands this node's first and last subscribers (of channels
+	// with StateEvents) and users to Config.Occupancy; nil without one.
+	occupancy        *occupancySync
+	occupancyHandler OccupancyHandlerFunc
 	// fails rate-limits the lines of broker failures, which come once per
 	// client or command while the broker is down (see logBrokerFailure).
 	fails *faillog.Log
@@ -109,6 +113,7 @@ type handlers struct {
 	subRefresh    SubRefreshHandler
 	unsubscribe   UnsubscribeHandler
 	disconnect    DisconnectHandler
+	cacheEmpty    CacheEmptyHandler
 }
 
 // NewNode validates cfg, fills its defaults and creates a node. Nothing
@@ -167,6 +172,16 @@ func NewNode(cfg Config) (*Node, error) {
 		n.presence = pm
 	}
 	n.pinger = newPinger(n, cfg.PingInterval, cfg.PongTimeout)
+	if cfg.Occupancy != nil {
+		o := newOccupancySync(cfg.Occupancy, n.log)
+		n.occupancy = o
+		if cfg.UserStatusEvents {
+			n.hub.onUser = func(user string, online bool, info []byte) {
+				o.set(broker.OccupancyUser, user, online, info)
+			}
+		}
+		go o.run()
+	}
 	return n, nil
 }
 
@@ -181,6 +196,9 @@ func (n *Node) SetChannelConfig(cfg ChannelConfig) error {
 		if err := n.checkPatternSupport(r); err != nil {
 			return err
 		}
+	}
+	if err := n.checkOccupancy(r); err != nil {
+		return err
 	}
 	n.rules.Store(r)
 	return nil
@@ -232,6 +250,11 @@ func (n *Node) OnConnect(h ConnectHandler) { n.handlers.connect = h }
 
 // OnSubscribe sets the handler that decides client subscriptions.
 func (n *Node) OnSubscribe(h SubscribeHandler) { n.handlers.subscribe = h }
+
+// OnCacheEmpty sets the handler asked to publish the state of a channel
+// with CacheEmptyEvents whose subscriber in cache recovery mode found no
+// publication.
+func (n *Node) OnCacheEmpty(h CacheEmptyHandler) { n.handlers.cacheEmpty = h }
 
 // OnPublish sets the handler that decides client publications.
 func (n *Node) OnPublish(h PublishHandler) { n.handlers.publish = h }
@@ -291,6 +314,14 @@ func (n *Node) Run() error {
 			return fmt.Errorf("gyre: run map broker: %w", err)
 		}
 	}
+	if n.occupancy != nil {
+		if n.occupancyHandler == nil {
+			return errors.New("gyre: Config.Occupancy is set but no handler: call OnOccupancy before Run")
+		}
+		if err := n.cfg.Occupancy.RunOccupancy(n.occupancyHandler, n.cfg.OccupancyOptions); err != nil {
+			return fmt.Errorf("gyre: run occupancy tracker: %w", err)
+		}
+	}
 	n.announce()
 	n.wg.Go(func() { n.pinger.run(n.done) })
 	n.every(NodeInfoInterval, n.announce)
@@ -326,6 +357,11 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		case <-finished:
 		case <-ctx.Done():
 			err = ctx.Err()
+		}
+		if n.occupancy != nil {
+			// The releases of the connections just closed reach the
+			// tracker before it goes.
+			n.occupancy.close()
 		}
 		err = errors.Join(err, n.broker.Close(), n.presence.Close())
 		if n.mapBroker != nil {

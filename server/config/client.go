@@ -37,6 +37,7 @@ type Client struct {
 	Proxy                                 ClientProxy   `key:"proxy" help:"Connect and refresh proxies to the application backend."`
 	ConnectProxyName                      string        `key:"connect_proxy_name" help:"Use this proxy from proxies for connect events instead of client.proxy.connect."`
 	RefreshProxyName                      string        `key:"refresh_proxy_name" help:"Use this proxy from proxies for refresh events instead of client.proxy.refresh."`
+	UserStatusProxyName                   string        `key:"user_status_proxy_name" help:"Use this proxy from proxies for user status events (online, offline) instead of client.proxy.user_status."`
 	ConnectCodeToUnidirectionalDisconnect Unimplemented `key:"connect_code_to_unidirectional_disconnect" help:"Mapping of connect error codes to disconnect codes on unidirectional transports." unsupported:"Gyre sends unidirectional clients the connect error's own disconnect code; map codes in the client if it needs others."`
 }
 

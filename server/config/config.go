@@ -38,6 +38,7 @@ type Config struct {
 	Proxies                  []NamedProxy  `key:"proxies" help:"Named proxies to the application backend, chosen per namespace by name."`
 	Consumers                []Consumer    `key:"consumers" help:"Consumers that read server API commands from a PostgreSQL outbox table, Kafka, Redis streams or NATS JetStream and run them (see docs/consumers.md)."`
 	OpenTelemetry            OpenTelemetry `key:"opentelemetry" help:"OpenTelemetry tracing over OTLP, configured by the standard OTEL_* environment variables (see docs/observability.md)."`
+	EventHooks               EventHooks    `key:"event_hooks" help:"How channel state and user status events reach the backend: delays, batches, retries, the signature (see docs/event-hooks.md)."`
 	WebTransport             Unimplemented `key:"webtransport" help:"The WebTransport transport." unsupported:"Use the WebSocket transport, or SSE/HTTP streaming where WebSocket is blocked."`
 	Graphite                 Unimplemented `key:"graphite" help:"Metrics export to Graphite." unsupported:"Gyre exports Prometheus metrics only (prometheus.enabled); scrape them, or forward them to Graphite with a Prometheus exporter."`
 	Swagger                  Unimplemented `key:"swagger" help:"Swagger UI for the server API." unsupported:"Gyre serves no Swagger UI; the server API is described in docs/api.md."`

@@ -64,8 +64,9 @@ type NamedProxy struct {
 
 // ClientProxy holds the connection-wide proxies.
 type ClientProxy struct {
-	Connect EnabledProxy `key:"connect" help:"Decide connections without a token at the backend."`
-	Refresh EnabledProxy `key:"refresh" help:"Prolong expiring connections at the backend (server-side refresh)."`
+	Connect    EnabledProxy `key:"connect" help:"Decide connections without a token at the backend."`
+	Refresh    EnabledProxy `key:"refresh" help:"Prolong expiring connections at the backend (server-side refresh)."`
+	UserStatus EnabledProxy `key:"user_status" help:"Tell the backend when a user comes online (a first connection anywhere) or goes offline (the last one closed everywhere), in batches (see docs/event-hooks.md)."`
 }
 
 // EnabledProxy is a proxy that is off until enabled.
@@ -83,6 +84,8 @@ type ChannelProxy struct {
 	SubscribeStream Proxy `key:"subscribe_stream" help:"Subscriptions streamed from the backend over gRPC (grpc:// endpoints only)."`
 	MapPublish      Proxy `key:"map_publish" help:"Decide (and rewrite) clients' writes into map channels at the backend (namespaces set map.publish_proxy_enabled)."`
 	MapRemove       Proxy `key:"map_remove" help:"Decide clients' removals from map channels at the backend (namespaces set map.remove_proxy_enabled)."`
+	State           Proxy `key:"state" help:"Tell the backend when a channel is occupied (its first subscriber anywhere) or vacated (its last one gone everywhere), in batches (namespaces set state_proxy_enabled; see docs/event-hooks.md)."`
+	CacheEmpty      Proxy `key:"cache_empty" help:"Ask the backend to publish a channel's state when a subscriber in cache recovery mode finds no publication (namespaces set cache_empty_proxy_enabled)."`
 }
 
 // RPC configures client RPC calls.

@@ -32,6 +32,11 @@ func (v *validator) proxies(c *Config) {
 	} else if cp.Refresh.Enabled {
 		v.proxy("client.proxy.refresh", &cp.Refresh.Proxy, true)
 	}
+	if c.Client.UserStatusProxyName != "" {
+		v.proxyRef("client.user_status_proxy_name", c.Client.UserStatusProxyName, named, nil)
+	} else if cp.UserStatus.Enabled {
+		v.proxy("client.proxy.user_status", &cp.UserStatus.Proxy, true)
+	}
 	chp := &c.Channel.Proxy
 	v.proxy("channel.proxy.subscribe", &chp.Subscribe, false)
 	v.proxy("channel.proxy.publish", &chp.Publish, false)
@@ -39,6 +44,8 @@ func (v *validator) proxies(c *Config) {
 	v.proxy("channel.proxy.subscribe_stream", &chp.SubscribeStream, false)
 	v.proxy("channel.proxy.map_publish", &chp.MapPublish, false)
 	v.proxy("channel.proxy.map_remove", &chp.MapRemove, false)
+	v.proxy("channel.proxy.state", &chp.State, false)
+	v.proxy("channel.proxy.cache_empty", &chp.CacheEmpty, false)
 	v.proxy("rpc.proxy", &c.RPC.Proxy, false)
 
 	nsProxies := func(path string, o *ChannelOptions) {
@@ -53,6 +60,15 @@ func (v *validator) proxies(c *Config) {
 		}
 		if o.SubscribeStreamProxyEnabled {
 			v.streamProxy(path, c, o)
+		}
+		if o.StateProxyEnabled {
+			v.proxyRef(path+".state_proxy_name", o.StateProxyName, named, &chp.State)
+		}
+		if o.CacheEmptyProxyEnabled {
+			v.proxyRef(path+".cache_empty_proxy_name", o.CacheEmptyProxyName, named, &chp.CacheEmpty)
+			if o.HistorySize == 0 {
+				v.fail(path+".cache_empty_proxy_enabled", "needs history (history_size and history_ttl): the backend is asked to publish into it")
+			}
 		}
 		if o.Map.PublishProxyEnabled {
 			v.proxyRef(path+".map.publish_proxy_name", o.Map.PublishProxyName, named, &chp.MapPublish)

@@ -1,0 +1,196 @@
+package gyre
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gyrehq/gyre/broker"
+)
+
+// OccupancyHandlerFunc gets the cluster's occupancy transitions (channels
+// occupied and vacated, users online and offline), in order per key. It
+// returns nil once they are delivered or dropped on purpose; an error
+// hands the same events (same IDs) over again later.
+type OccupancyHandlerFunc func(ctx context.Context, events []broker.OccupancyEvent) error
+
+func (f OccupancyHandlerFunc) HandleOccupancy(ctx context.Context, events []broker.OccupancyEvent) error {
+	return f(ctx, events)
+}
+
+// OnOccupancy sets the handler of the transitions that Config.Occupancy
+// decides. It must be called before Run.
+func (n *Node) OnOccupancy(h OccupancyHandlerFunc) {
+	n.occupancyHandler = h
+}
+
+// checkOccupancy refuses state events without a tracker to decide them.
+func (n *Node) checkOccupancy(r *channelRules) error {
+	if n.cfg.Occupancy != nil {
+		return nil
+	}
+	if n.cfg.UserStatusEvents {
+		return errors.New("gyre: UserStatusEvents needs Config.Occupancy")
+	}
+	if r.cfg.WithoutNamespace.StateEvents {
+		return errors.New("gyre: channels without namespace: StateEvents needs Config.Occupancy")
+	}
+	for _, ns := range r.cfg.Namespaces {
+		if ns.StateEvents {
+			return fmt.Errorf("gyre: namespace %q: StateEvents needs Config.Occupancy", ns.Name)
+		}
+	}
+	return nil
+}
+
+// occupancyKey is a key of the tracker.
+type occupancyKey struct {
+	kind broker.OccupancyKind
+	key  string
+}
+
+// occupancyWant is the state a key should have in the tracker.
+type occupancyWant struct {
+	held bool
+	info []byte
+}
+
+// occupancySync hands this node's holds to the tracker on a goroutine of
+// its own. The hub records a change under the lock that orders it (a
+// channel's subLock, a user's hub shard lock), where waiting for Redis
+// would stall every subscriber of the shard; the goroutine brings the
+// tracker to the latest state wanted for each key changed, so a key held
+// and released again between two rounds costs the tracker nothing, and a
+// round that fails is tried again with back-off: the tracker converges on
+// what the node holds.
+type occupancySync struct {
+	tracker broker.OccupancyTracker
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	dirty map[occupancyKey]occupancyWant
+	wake  chan struct{}
+
+	// applied are the keys held in the tracker (the goroutine's own).
+	applied map[occupancyKey]bool
+	// failing is set from the first failed round to the next good one,
+	// for one log line per episode.
+	failing bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newOccupancySync(t broker.OccupancyTracker, log *slog.Logger) *occupancySync {
+	return &occupancySync{
+		tracker: t, log: log,
+		dirty:   map[occupancyKey]occupancyWant{},
+		wake:    make(chan struct{}, 1),
+		applied: map[occupancyKey]bool{},
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+}
+
+// set records that this node holds key (held) or no longer does. It never
+// blocks.
+func (o *occupancySync) set(kind broker.OccupancyKind, key string, held bool, info []byte) {
+	o.mu.Lock()
+	o.dirty[occupancyKey{kind, key}] = occupancyWant{held: held, info: info}
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+const (
+	occupancyRetryMin = 100 * time.Millisecond
+	occupancyRetryMax = 5 * time.Second
+)
+
+// run applies the changes until close; then once more, so that the
+// releases of a graceful shutdown reach the tracker.
+func (o *occupancySync) run() {
+	defer close(o.done)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	backoff := time.Duration(0)
+	for {
+		select {
+		case <-o.wake:
+		case <-retry.C:
+		case <-o.stop:
+			o.apply()
+			return
+		}
+		if o.apply() {
+			backoff = 0
+			retry.Stop()
+			continue
+		}
+		backoff = min(max(2*backoff, occupancyRetryMin), occupancyRetryMax)
+		retry.Reset(backoff)
+	}
+}
+
+// apply hands the recorded changes to the tracker and reports whether all
+// were taken; those that failed stay recorded unless a newer change
+// replaced them meanwhile.
+func (o *occupancySync) apply() bool {
+	o.mu.Lock()
+	batch := o.dirty
+	if len(batch) == 0 {
+		o.mu.Unlock()
+		return true
+	}
+	o.dirty = make(map[occupancyKey]occupancyWant, len(batch))
+	o.mu.Unlock()
+	var firstErr error
+	for k, w := range batch {
+		if o.applied[k] == w.held {
+			continue
+		}
+		var err error
+		if w.held {
+			err = o.tracker.Hold(k.kind, k.key, w.info)
+		} else {
+			err = o.tracker.Release(k.kind, k.key)
+		}
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			o.mu.Lock()
+			if _, newer := o.dirty[k]; !newer {
+				o.dirty[k] = w
+			}
+			o.mu.Unlock()
+			continue
+		}
+		if w.held {
+			o.applied[k] = true
+		} else {
+			delete(o.applied, k)
+		}
+	}
+	switch {
+	case firstErr != nil && !o.failing:
+		o.failing = true
+		o.log.Warn("occupancy tracker unreachable: channel state and user status changes wait and are tried again", "error", firstErr)
+	case firstErr == nil && o.failing:
+		o.failing = false
+		o.log.Info("occupancy tracker reachable again: the waiting changes are applied")
+	}
+	return firstErr == nil
+}
+
+// close applies what is recorded once more and stops.
+func (o *occupancySync) close() {
+	close(o.stop)
+	<-o.done
+}

@@ -1,0 +1,15 @@
+package config
+
+import "time"
+
+// EventHooks tunes the delivery of channel state events (channel.proxy.state)
+// and user status events (client.proxy.user_status): Gyre's own keys.
+type EventHooks struct {
+	VacatedDelay  time.Duration `key:"vacated_delay" default:"5s" min:"0" help:"How long a channel stays occupied after its last subscriber left; a subscriber within it cancels the vacated event (a page reload sends nothing)."`
+	OfflineDelay  time.Duration `key:"offline_delay" default:"10s" min:"0" help:"How long a user stays online after their last connection closed; a connection within it cancels the offline event."`
+	HMACSecretKey string        `key:"hmac_secret_key" help:"Signs every HTTP event hook request: X-Gyre-Signature carries an HMAC-SHA256 of the timestamp and body (docs/event-hooks.md); empty signs nothing."`
+	BatchMaxSize  int           `key:"batch_max_size" default:"100" min:"1" help:"Most events in one request to the backend."`
+	BatchMaxDelay time.Duration `key:"batch_max_delay" default:"20ms" min:"0" help:"How long an event may wait for others to join its request; 0 sends what is there at once."`
+	QueueMaxSize  int           `key:"queue_max_size" default:"100000" min:"1" help:"Most events waiting for one proxy; past it new events are dropped, counted and logged."`
+	MaxAge        time.Duration `key:"max_age" default:"1h" min:"1s" help:"Events the backend has not taken within this time (it stayed down) are dropped, counted and logged."`
+}
