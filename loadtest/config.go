@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -18,10 +19,11 @@ const (
 	ScenarioFanout   = "fanout"
 	ScenarioChannels = "channels"
 	ScenarioConnect  = "connect"
+	ScenarioChurn    = "churn"
 )
 
 // Scenarios lists every scenario Run knows.
-var Scenarios = []string{ScenarioIdle, ScenarioFanout, ScenarioChannels, ScenarioConnect}
+var Scenarios = []string{ScenarioIdle, ScenarioFanout, ScenarioChannels, ScenarioConnect, ScenarioChurn}
 
 // maxConnsPerProc is how many connections one process holds before the
 // work is split over child processes: the open-files limit of the test
@@ -30,7 +32,10 @@ const maxConnsPerProc = 10000
 
 // Config describes one run. Zero values take the defaults noted.
 type Config struct {
-	// URL is the WebSocket endpoint, ws://host:port/connection/websocket.
+	// URL is the WebSocket endpoint, ws://host:port/connection/websocket,
+	// or several, one per node of a cluster, separated by commas: idle,
+	// connect and churn spread their connections over them in turn;
+	// fanout and channels take one.
 	URL string
 	// API is the base of the server HTTP API, http://host:port/api; the
 	// method name is appended. Required by fanout and channels.
@@ -57,7 +62,7 @@ type Config struct {
 	// connect. Zero: 1 in idle, none in connect.
 	Subs int
 	// Channels is the number of distinct channels idle's subscriptions
-	// spread over. Zero: 100.
+	// spread over, and churn's connections pick from. Zero: 100.
 	Channels int
 	// Channel prefixes every channel name. Zero: "bench".
 	Channel string
@@ -67,12 +72,29 @@ type Config struct {
 	// namespace with wildcard subscriptions ("wild:bench").
 	Pattern bool
 
-	// Duration is how long idle holds and fanout and channels publish,
-	// and the upper bound of connect. Zero: 10s (connect: 60s).
+	// Users is the number of users churn's connections are made for,
+	// bench-0 to bench-(Users-1): connection slot i is always user
+	// i%Users, so that with fewer users than connections several are
+	// the same user's. Churn only; zero: Conns.
+	Users int
+	// Hold is how long a churn connection stays on average: each stays
+	// a time drawn uniformly from [Hold/2, 3·Hold/2] after its
+	// subscribe, then leaves and another takes its place. Churn only;
+	// zero: 1s.
+	Hold time.Duration
+	// Unsubscribe makes a churn connection unsubscribe before it
+	// disconnects; without it, it disconnects with its subscription, as
+	// a closed page does. Churn only.
+	Unsubscribe bool
+
+	// Duration is how long idle holds, fanout and channels publish and
+	// churn churns, and the upper bound of connect. Zero: 10s (connect:
+	// 60s).
 	Duration time.Duration
 	// Rate is publications (broadcasts in channels, connection attempts
-	// in connect) per second over all publishers. Zero: as fast as
-	// possible.
+	// in connect and churn) per second over all publishers or processes.
+	// Zero: as fast as possible (churn: as fast as its connections
+	// leave).
 	Rate float64
 	// Batch, above 1, sends publications in API batch requests of Batch
 	// publishes each (fanout only).
@@ -101,10 +123,13 @@ type Config struct {
 	// sources is SourceAddrs resolved, once, by withDefaults (resolving
 	// the automatic setting binds a socket to check an address).
 	sources []netip.Addr
+	// urls is URL split into its endpoints by withDefaults.
+	urls []string
 
-	// PID, when set, is the server process whose memory and CPU time are
-	// read from /proc.
-	PID int
+	// PIDs, when set, are the server processes whose memory and CPU time
+	// are read from /proc: one per URL, in the same order. Several are
+	// summed, and churn reports each as well.
+	PIDs []int
 	// Procs is the number of child processes that hold the connections.
 	// Zero: one per 10,000 connections, none below that (connections are
 	// held in this process).
@@ -131,8 +156,21 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 	if !known {
 		return c, fmt.Errorf("loadtest: unknown scenario %q", scenario)
 	}
-	if err := checkURL(c.URL, "ws", "wss"); err != nil {
+	urls, err := splitURLs(c.URL)
+	if err != nil {
 		return c, fmt.Errorf("loadtest: url: %w", err)
+	}
+	c.urls = urls
+	if len(urls) > 1 && (scenario == ScenarioFanout || scenario == ScenarioChannels) {
+		return c, fmt.Errorf("loadtest: url: %s takes one WebSocket URL, not %d (idle, connect and churn spread their connections over several)", scenario, len(urls))
+	}
+	if len(c.PIDs) > 0 && len(c.PIDs) != len(urls) {
+		return c, fmt.Errorf("loadtest: pid: %d process ids for %d URLs: give one per URL, in the same order", len(c.PIDs), len(urls))
+	}
+	for _, pid := range c.PIDs {
+		if pid <= 0 {
+			return c, fmt.Errorf("loadtest: pid: %d is not a process id", pid)
+		}
 	}
 	if scenario == ScenarioFanout || scenario == ScenarioChannels {
 		if err := checkURL(c.API, "http", "https"); err != nil {
@@ -142,13 +180,16 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 	if c.Protocol != protocol.TypeJSON && c.Protocol != protocol.TypeProtobuf {
 		return c, fmt.Errorf("loadtest: protocol: %w", protocol.ErrUnknownType)
 	}
-	if c.Conns < 0 || c.Subs < 0 || c.Channels < 0 || c.Batch < 0 || c.Size < 0 ||
-		c.Publishers < 0 || c.Concurrency < 0 || c.Procs < 0 || c.Rate < 0 || c.Duration < 0 {
+	if c.Conns < 0 || c.Subs < 0 || c.Channels < 0 || c.Batch < 0 || c.Size < 0 || c.Users < 0 ||
+		c.Publishers < 0 || c.Concurrency < 0 || c.Procs < 0 || c.Rate < 0 || c.Duration < 0 || c.Hold < 0 {
 		return c, errors.New("loadtest: negative count, rate or duration")
 	}
 	setDefault(&c.Conns, 100)
 	if scenario == ScenarioIdle {
 		setDefault(&c.Subs, 1)
+	}
+	if err := c.churnDefaults(scenario); err != nil {
+		return c, err
 	}
 	setDefault(&c.Channels, 100)
 	setDefault(&c.Size, 128)
@@ -181,7 +222,7 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 			c.Duration = time.Minute
 		}
 	}
-	sources, err := sourcesFor(c.SourceAddrs, c.URL)
+	sources, err := sourcesFor(c.SourceAddrs, urls)
 	if err != nil {
 		return c, err
 	}
@@ -199,10 +240,47 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 	return c, nil
 }
 
+// churnDefaults fills and checks what only churn uses.
+func (c *Config) churnDefaults(scenario string) error {
+	if scenario != ScenarioChurn {
+		if c.Users != 0 || c.Hold != 0 || c.Unsubscribe {
+			return errors.New("loadtest: users, hold and unsubscribe: only churn has them")
+		}
+		return nil
+	}
+	if c.Subs > 0 {
+		return errors.New("loadtest: subs: churn subscribes each connection to one channel")
+	}
+	setDefault(&c.Users, c.Conns)
+	if c.Hold == 0 {
+		c.Hold = time.Second
+	}
+	if c.Hold < time.Millisecond {
+		return errors.New("loadtest: hold: at least 1ms")
+	}
+	return nil
+}
+
 func setDefault(v *int, d int) {
 	if *v == 0 {
 		*v = d
 	}
+}
+
+// splitURLs reads one WebSocket URL or several separated by commas.
+func splitURLs(s string) ([]string, error) {
+	if s == "" {
+		return nil, errors.New("missing")
+	}
+	var out []string
+	for u := range strings.SplitSeq(s, ",") {
+		u = strings.TrimSpace(u)
+		if err := checkURL(u, "ws", "wss"); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 func checkURL(s string, schemes ...string) error {

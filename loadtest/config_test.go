@@ -27,6 +27,30 @@ func TestConfigDefaults(t *testing.T) {
 				t.Fatalf("%+v", c)
 			}
 		}, ""},
+		{"churn defaults", ScenarioChurn, func(c *Config) { c.Conns = 30 }, func(t *testing.T, c Config) {
+			if c.Users != 30 || c.Hold != time.Second || c.Channels != 100 || c.Duration != 10*time.Second || c.Subs != 0 {
+				t.Fatalf("%+v", c)
+			}
+		}, ""},
+		{"several urls", ScenarioChurn, func(c *Config) {
+			c.URL = "ws://127.0.0.1:8001/connection/websocket, ws://127.0.0.1:8002/connection/websocket"
+			c.PIDs = []int{10, 11}
+		}, func(t *testing.T, c Config) {
+			if strings.Join(c.urls, " ") != "ws://127.0.0.1:8001/connection/websocket ws://127.0.0.1:8002/connection/websocket" {
+				t.Fatalf("urls %q", c.urls)
+			}
+		}, ""},
+		{"several urls in idle", ScenarioIdle, func(c *Config) { c.URL += "," + c.URL }, nil, ""},
+		{"several urls in fanout", ScenarioFanout, func(c *Config) { c.URL += "," + c.URL }, nil, "fanout takes one WebSocket URL, not 2"},
+		{"several urls in channels", ScenarioChannels, func(c *Config) { c.URL += "," + c.URL }, nil, "channels takes one"},
+		{"empty url in a list", ScenarioChurn, func(c *Config) { c.URL += "," }, nil, "url: missing"},
+		{"pids for fewer urls", ScenarioChurn, func(c *Config) { c.PIDs = []int{10, 11} }, nil, "2 process ids for 1 URLs"},
+		{"bad pid", ScenarioIdle, func(c *Config) { c.PIDs = []int{0} }, nil, "not a process id"},
+		{"users outside churn", ScenarioIdle, func(c *Config) { c.Users = 3 }, nil, "only churn"},
+		{"unsubscribe outside churn", ScenarioConnect, func(c *Config) { c.Unsubscribe = true }, nil, "only churn"},
+		{"subs in churn", ScenarioChurn, func(c *Config) { c.Subs = 2 }, nil, "one channel"},
+		{"short hold", ScenarioChurn, func(c *Config) { c.Hold = time.Microsecond }, nil, "at least 1ms"},
+		{"negative hold", ScenarioChurn, func(c *Config) { c.Hold = -time.Second }, nil, "negative"},
 		{"small size raised", ScenarioFanout, func(c *Config) { c.Size = 3 }, func(t *testing.T, c Config) {
 			if c.Size != minPayloadSize {
 				t.Fatalf("size %d", c.Size)
@@ -84,6 +108,7 @@ func TestChannelsFor(t *testing.T) {
 		{workerSpec{Scenario: ScenarioChannels, Channel: "b"}, 5, "b-ch-5"},
 		{workerSpec{Scenario: ScenarioIdle, Channel: "b", Subs: 3, Channels: 4}, 1, "b-idle-3,b-idle-0,b-idle-1"},
 		{workerSpec{Scenario: ScenarioConnect, Channel: "b"}, 1, ""},
+		{workerSpec{Scenario: ScenarioChurn, Channel: "chat:"}, 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec.Scenario, func(t *testing.T) {
@@ -91,6 +116,20 @@ func TestChannelsFor(t *testing.T) {
 				t.Fatalf("channelsFor(%d) = %q, want %q", tt.i, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestChurnNames(t *testing.T) {
+	if got := churnChannel("chat:room", 7); got != "chat:room-churn-7" {
+		t.Fatalf("churnChannel = %q", got)
+	}
+	// Slot i is always user i%Users, whichever process holds it.
+	s := workerSpec{Scenario: ScenarioChurn, HMACSecret: "s", Users: 3, TokenTTL: time.Hour}
+	a, errA := s.tokenFor(7, time.Unix(1e9, 0))
+	b, errB := s.tokenFor(1, time.Unix(1e9, 0))
+	c, errC := s.tokenFor(2, time.Unix(1e9, 0))
+	if errA != nil || errB != nil || errC != nil || a != b || a == c {
+		t.Fatalf("tokens of slots 7, 1 and 2: %v %v %v; want 7 and 1 the same user's", errA, errB, errC)
 	}
 }
 

@@ -112,24 +112,51 @@ func (c *conn) setup(token string, channels []string) error {
 	if err := c.nc.SetDeadline(time.Now().Add(setupTimeout)); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	connect := &protocol.Command{Id: 1, Connect: &protocol.ConnectRequest{Token: token, Name: "gyre-bench"}}
-	if err := c.call([]*protocol.Command{connect}); err != nil {
-		return fmt.Errorf("connect: %w", err)
+	if err := c.connect(token); err != nil {
+		return err
 	}
-	if len(channels) > 0 {
-		cmds := make([]*protocol.Command, len(channels))
-		for i, ch := range channels {
-			cmds[i] = &protocol.Command{Id: uint32(i + 2), Subscribe: &protocol.SubscribeRequest{Channel: ch}}
-		}
-		if err := c.call(cmds); err != nil {
-			return fmt.Errorf("subscribe: %w", err)
-		}
+	if err := c.subscribe(channels); err != nil {
+		return err
 	}
 	if err := c.nc.SetDeadline(time.Time{}); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	return nil
 }
+
+// connect sends the connect command and waits for its reply.
+func (c *conn) connect(token string) error {
+	connect := &protocol.Command{Id: 1, Connect: &protocol.ConnectRequest{Token: token, Name: "gyre-bench"}}
+	if err := c.call([]*protocol.Command{connect}); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	return nil
+}
+
+// subscribe subscribes to channels in one frame and waits for every
+// reply.
+func (c *conn) subscribe(channels []string) error {
+	if len(channels) == 0 {
+		return nil
+	}
+	cmds := make([]*protocol.Command, len(channels))
+	for i, ch := range channels {
+		cmds[i] = &protocol.Command{Id: uint32(i + 2), Subscribe: &protocol.SubscribeRequest{Channel: ch}}
+	}
+	if err := c.call(cmds); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	return nil
+}
+
+// replyError is the server's error reply to a command: a refusal, where
+// other errors of a call are the connection's.
+type replyError struct {
+	code    uint32
+	message string
+}
+
+func (e *replyError) Error() string { return fmt.Sprintf("error %d %s", e.code, e.message) }
 
 // call sends cmds in one frame and waits for a reply to each.
 func (c *conn) call(cmds []*protocol.Command) error {
@@ -179,7 +206,7 @@ func (c *conn) setupReply(r *protocol.Reply, pending map[uint32]bool) error {
 	case r.Id == 0:
 		return pushError(r.Push)
 	case r.Error != nil:
-		return fmt.Errorf("error %d %s", r.Error.Code, r.Error.Message)
+		return &replyError{code: r.Error.Code, message: r.Error.Message}
 	}
 	delete(pending, r.Id)
 	return nil
@@ -198,13 +225,17 @@ func pushError(p *protocol.Push) error {
 }
 
 func (c *conn) write(frame []byte) error {
-	op := ws.OpText
-	if c.typ == protocol.TypeProtobuf {
-		op = ws.OpBinary
-	}
 	var small [64]byte
-	_, err := c.nc.Write(appendClientFrame(small[:0], op, frame))
+	_, err := c.nc.Write(appendClientFrame(small[:0], c.dataOp(), frame))
 	return err
+}
+
+// dataOp is the opcode of the connection's data frames.
+func (c *conn) dataOp() ws.OpCode {
+	if c.typ == protocol.TypeProtobuf {
+		return ws.OpBinary
+	}
+	return ws.OpText
 }
 
 // pong answers the server's ping: an empty command.

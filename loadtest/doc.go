@@ -15,9 +15,15 @@
 //   - channels: a channel per connection and broadcasts to all of them:
 //     API latency and delivery time.
 //   - connect: connections per second, token check included.
+//   - churn: connections that come and go over the nodes of a cluster,
+//     each subscribed to a channel picked at random for a while:
+//     connects, subscribes and disconnects per second, their latency and
+//     failures, and each node's CPU time per subscribe and per
+//     disconnect, which is where a server's hooks on them show.
 //
 // [Run] runs one and returns a [Result]; every scenario is bounded by a
-// duration or a count.
+// duration or a count. Config.URL may name several nodes: idle, connect
+// and churn spread their connections over them in turn.
 //
 // # Measuring
 //
@@ -59,6 +65,22 @@
 // received, on the wire and inflated. PayloadJSON publishes a market
 // feed's JSON documents, which compress as real ones do, where the
 // default padding compresses without limit.
+//
+// # Churn
+//
+// Churn keeps Config.Conns slots, each a goroutine that has a connection
+// set up, holds it and makes it leave, over and over: a fixed set of
+// setters per process dials, connects and subscribes for the slots (as
+// in the other scenarios, so that the deep stacks of the dial stay few),
+// and a slot only reads while its connection stays, answering pings, and
+// then sends a WebSocket close (after an unsubscribe with
+// Config.Unsubscribe) and waits for the server to close the TCP
+// connection, so that a disconnect counted is one the server has taken
+// in. Slot i is always user i%Users; the node and the source address go
+// in turn by connection. A slot's first connection stays what is left of
+// a stay at a random moment of it, so that disconnects come at their
+// steady rate from the start. The counts are per node, and add up at
+// the end: every connect is a disconnect or a drop.
 //
 // # Processes
 //

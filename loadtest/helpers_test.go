@@ -12,9 +12,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gyrehq/gyre"
 	"github.com/gyrehq/gyre/server"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/token"
@@ -52,6 +54,9 @@ func workerCommand(t *testing.T) []string {
 type testServer struct {
 	ws, api string
 	peers   *peerLog
+	node    *gyre.Node
+	// wsRequests counts the requests to the WebSocket endpoint.
+	wsRequests *atomic.Int64
 }
 
 // peerLog counts the requests from each client IP address.
@@ -81,6 +86,13 @@ func startServer(t *testing.T) testServer {
 // startServerWith starts a server whose config change adjusts.
 func startServerWith(t *testing.T, change func(*config.Config)) testServer {
 	t.Helper()
+	return startServerNode(t, change, nil)
+}
+
+// startServerNode is startServerWith with setup called on the node
+// before it runs (to set its event handlers).
+func startServerNode(t *testing.T, change func(*config.Config), setup func(*gyre.Node)) testServer {
+	t.Helper()
 	c := config.Default()
 	c.Client.Token.HMACSecretKey = testSecret
 	c.HTTPAPI.Key = testKey
@@ -92,13 +104,20 @@ func startServerWith(t *testing.T, change func(*config.Config)) testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if setup != nil {
+		setup(s.Node())
+	}
 	if err := s.Node().Run(); err != nil {
 		t.Fatal(err)
 	}
 	peers := &peerLog{seen: map[string]int{}}
+	wsRequests := &atomic.Int64{}
 	h := s.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		peers.add(r.RemoteAddr)
+		if r.URL.Path == wsPath {
+			wsRequests.Add(1)
+		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
@@ -108,8 +127,10 @@ func startServerWith(t *testing.T, change func(*config.Config)) testServer {
 		srv.Close()
 	})
 	base := strings.TrimPrefix(srv.URL, "http://")
-	return testServer{ws: "ws://" + base + "/connection/websocket", api: "http://" + base + "/api", peers: peers}
+	return testServer{ws: "ws://" + base + wsPath, api: "http://" + base + "/api", peers: peers, node: s.Node(), wsRequests: wsRequests}
 }
+
+const wsPath = "/connection/websocket"
 
 // config is a small run against the server: 20 connections, a second.
 func (s testServer) config() Config {
@@ -120,7 +141,7 @@ func (s testServer) config() Config {
 		HMACSecret: testSecret,
 		Conns:      20,
 		Duration:   time.Second,
-		PID:        os.Getpid(),
+		PIDs:       []int{os.Getpid()},
 	}
 }
 

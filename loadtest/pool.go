@@ -22,6 +22,9 @@ type workerStats struct {
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	// LastDelivery is when the latest publication arrived (Unix ns).
 	LastDelivery int64 `json:"last_delivery,omitempty"`
+	// Churn counts churn's connections per node (URL); Opened, Failed
+	// and Dropped are then their sums.
+	Churn []ChurnCounts `json:"churn,omitempty"`
 }
 
 func (s *workerStats) add(o workerStats) {
@@ -32,6 +35,12 @@ func (s *workerStats) add(o workerStats) {
 	s.OutOfOrder += o.OutOfOrder
 	s.CPUSeconds += o.CPUSeconds
 	s.LastDelivery = max(s.LastDelivery, o.LastDelivery)
+	for i, c := range o.Churn {
+		if i == len(s.Churn) {
+			s.Churn = append(s.Churn, ChurnCounts{})
+		}
+		s.Churn[i].add(c)
+	}
 }
 
 // workerResult is what a worker hands back once its connections are
@@ -42,9 +51,12 @@ type workerResult struct {
 	LossySubs      int64        `json:"lossy_subscribers"`
 	Latency        histSnapshot `json:"latency"`
 	ConnectLatency histSnapshot `json:"connect_latency"`
-	OpenStart      int64        `json:"open_start"`
-	OpenEnd        int64        `json:"open_end"`
-	Errors         []ErrorCount `json:"errors,omitempty"`
+	// SubscribeLatency is churn's, from the subscribe command to its
+	// reply.
+	SubscribeLatency histSnapshot `json:"subscribe_latency"`
+	OpenStart        int64        `json:"open_start"`
+	OpenEnd          int64        `json:"open_end"`
+	Errors           []ErrorCount `json:"errors,omitempty"`
 	// Negotiated counts the connections that negotiated compression,
 	// ContextTakeover those of them whose server keeps its context.
 	Negotiated      int64   `json:"negotiated,omitempty"`
@@ -82,15 +94,27 @@ type pool struct {
 
 	readyCh chan struct{}
 	cancel  context.CancelFunc
+
+	// churn, in churn, keeps connections coming and going in place of
+	// open; the pool holds none of them in conns.
+	churn *churner
 }
 
-// startPool begins opening spec's connections in the background.
+// startPool begins opening spec's connections in the background (in
+// churn: the churn, until finish).
 func startPool(ctx context.Context, spec workerSpec) *pool {
 	ctx, cancel := context.WithTimeout(ctx, spec.OpenWithin)
 	p := &pool{spec: spec, dialers: dialers(spec.Sources), readyCh: make(chan struct{}), cancel: cancel}
+	if spec.Scenario == ScenarioChurn {
+		p.churn = newChurner(p)
+	}
 	go func() {
 		defer close(p.readyCh)
 		defer cancel()
+		if p.churn != nil {
+			p.churn.run(ctx)
+			return
+		}
 		p.open(ctx)
 	}()
 	return p
@@ -156,7 +180,7 @@ func (p *pool) setUp(ctx context.Context, i int, token string) {
 		c.last = make([]uint64, p.spec.Publishers)
 		c.got = make([]uint64, p.spec.Publishers)
 	}
-	err := c.dial(ctx, p.spec.URL, p.dialers[i%len(p.dialers)], p.spec.Compression)
+	err := c.dial(ctx, p.spec.URLs[i%len(p.spec.URLs)], p.dialers[i%len(p.dialers)], p.spec.Compression)
 	if err == nil {
 		err = c.setup(token, p.spec.channelsFor(i))
 		if err != nil {
@@ -222,6 +246,9 @@ func (p *pool) stats() workerStats {
 		s.OutOfOrder += c.outOfOrder.Load()
 		s.LastDelivery = max(s.LastDelivery, c.lastAt.Load())
 	}
+	if p.churn != nil {
+		s.Churn = p.churn.counts()
+	}
 	return s
 }
 
@@ -252,6 +279,10 @@ func (p *pool) finish(published []uint64) (workerResult, error) {
 			r.Lost += n
 			r.LossySubs++
 		}
+	}
+	if p.churn != nil {
+		r.SubscribeLatency = p.churn.subscribeLat.snapshot()
+		r.Traffic.add(p.churn.received())
 	}
 	r.Errors = p.errs.list()
 	return r, nil
@@ -284,25 +315,53 @@ func newPacer(rate float64) *pacer {
 	return p
 }
 
-// wait blocks until the next event is due, false if ctx ended first. A
-// pacer that fell behind by more than a second forgets the backlog
-// instead of bursting.
+// wait blocks until the next event is due, false if ctx ended first.
 func (p *pacer) wait(ctx context.Context) bool {
 	if p.interval == 0 {
 		return ctx.Err() == nil
 	}
-	now := time.Now()
-	if d := p.next.Sub(now); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		}
-	} else if d < -time.Second {
+	return waitUntil(ctx, p.reserve(time.Now()))
+}
+
+// reserve books the next event and says when it is due. A pacer that
+// fell behind by more than a second forgets the backlog instead of
+// bursting.
+func (p *pacer) reserve(now time.Time) time.Time {
+	if p.next.Sub(now) < -time.Second {
 		p.next = now
 	}
+	at := p.next
 	p.next = p.next.Add(p.interval)
+	return at
+}
+
+// waitUntil blocks until t, false if ctx ended first.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	if d := time.Until(t); d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
 	return ctx.Err() == nil
+}
+
+// sharedPacer is a pacer that goroutines wait on together, each for
+// its own event.
+type sharedPacer struct {
+	mu sync.Mutex
+	p  *pacer
+}
+
+func (s *sharedPacer) wait(ctx context.Context) bool {
+	if s.p.interval == 0 {
+		return ctx.Err() == nil
+	}
+	s.mu.Lock()
+	at := s.p.reserve(time.Now())
+	s.mu.Unlock()
+	return waitUntil(ctx, at)
 }

@@ -15,6 +15,7 @@ type Result struct {
 	Received    TrafficResult   `json:"received"`
 	Publish     *PublishResult  `json:"publish,omitempty"`
 	Delivery    *DeliveryResult `json:"delivery,omitempty"`
+	Churn       *ChurnResult    `json:"churn,omitempty"`
 	Server      *ServerResult   `json:"server,omitempty"`
 	Client      ClientResult    `json:"client"`
 	Errors      []ErrorCount    `json:"errors,omitempty"`
@@ -97,21 +98,105 @@ type DeliveryResult struct {
 	Latency Percentiles `json:"latency"`
 }
 
-// ServerResult is what /proc says about the server process (--pid).
+// ServerResult is what /proc says about the server process (--pid), or
+// about the processes of several nodes together.
 type ServerResult struct {
-	PID          int   `json:"pid"`
+	// PID is the process of a single server, PIDs those of several
+	// nodes, whose figures below are sums.
+	PID          int   `json:"pid,omitempty"`
+	PIDs         []int `json:"pids,omitempty"`
 	RSSBefore    int64 `json:"rss_before"`
 	RSSAfterOpen int64 `json:"rss_after_open"`
 	RSSEnd       int64 `json:"rss_end"`
 	// RSSPerConn is the growth of RSS per opened connection: up to
-	// RSSEnd in idle (after the hold), up to RSSAfterOpen elsewhere.
+	// RSSEnd in idle (after the hold), up to RSSAfterOpen elsewhere; not
+	// in churn, which has no moment with every connection open (nor
+	// RSSAfterOpen).
 	RSSPerConn float64 `json:"rss_per_conn"`
 	// CPU is over the measured phase: the hold (idle), publishing and
-	// draining (fanout, channels) or opening (connect).
+	// draining (fanout, channels), opening (connect) or the whole run,
+	// until every connection was closed (churn).
 	CPUSeconds           float64 `json:"cpu_seconds"`
 	CPUPercent           float64 `json:"cpu_percent"`
 	CPUPerDeliveryMicros float64 `json:"cpu_per_delivery_us,omitempty"`
 	CPUPerConnectMicros  float64 `json:"cpu_per_connect_us,omitempty"`
+	// CPUPerSubscribeMicros and CPUPerDisconnectMicros are churn's: all
+	// the CPU time over subscribes, and over disconnects. Each
+	// connection costs a connect, a subscribe and a disconnect (and an
+	// unsubscribe), so both are the cost of one whole visit; they differ
+	// by the failures.
+	CPUPerSubscribeMicros  float64 `json:"cpu_per_subscribe_us,omitempty"`
+	CPUPerDisconnectMicros float64 `json:"cpu_per_disconnect_us,omitempty"`
+}
+
+// ChurnCounts counts churn's connections by what became of them. Every
+// connect ends in a disconnect (this side closed it) or a drop (the
+// server or the network did): Connects = Disconnects + Dropped once a
+// run is over.
+type ChurnCounts struct {
+	Connects int64 `json:"connects"`
+	// ConnectErrors are attempts that got no connection: the dial, the
+	// WebSocket handshake or the connect command failed.
+	ConnectErrors int64 `json:"connect_errors"`
+	Subscribes    int64 `json:"subscribes"`
+	// SubscribeRefused counts subscribe commands the server answered
+	// with an error; the connection stays its time all the same.
+	SubscribeRefused int64 `json:"subscribe_refused"`
+	// Unsubscribes counts unsubscribe commands sent before a disconnect
+	// (Config.Unsubscribe).
+	Unsubscribes int64 `json:"unsubscribes"`
+	Disconnects  int64 `json:"disconnects"`
+	Dropped      int64 `json:"dropped"`
+}
+
+func (c *ChurnCounts) add(o ChurnCounts) {
+	c.Connects += o.Connects
+	c.ConnectErrors += o.ConnectErrors
+	c.Subscribes += o.Subscribes
+	c.SubscribeRefused += o.SubscribeRefused
+	c.Unsubscribes += o.Unsubscribes
+	c.Disconnects += o.Disconnects
+	c.Dropped += o.Dropped
+}
+
+// failures are every failure: connects, refused subscribes and drops.
+func (c ChurnCounts) failures() int64 { return c.ConnectErrors + c.SubscribeRefused + c.Dropped }
+
+// ChurnResult is about churn's connections coming and going.
+type ChurnResult struct {
+	// Conns is how many connections are kept at a time, over Users
+	// users and Channels channels.
+	Conns    int `json:"conns"`
+	Users    int `json:"users"`
+	Channels int `json:"channels"`
+	// HoldSeconds is the mean stay: each is uniform in [hold/2,
+	// 3·hold/2].
+	HoldSeconds float64 `json:"hold_seconds"`
+	TargetRate  float64 `json:"target_rate"` // connects/s; 0: as fast as connections leave
+	Unsubscribe bool    `json:"unsubscribe"`
+	ChurnCounts
+	// Seconds runs from the first connect to the last disconnect (the
+	// connections open at the end of the duration included).
+	Seconds              float64 `json:"seconds"`
+	ConnectsPerSecond    float64 `json:"connects_per_second"`
+	SubscribesPerSecond  float64 `json:"subscribes_per_second"`
+	DisconnectsPerSecond float64 `json:"disconnects_per_second"`
+	// ConnectLatency runs from the dial to the connect reply,
+	// SubscribeLatency from the subscribe command to its reply.
+	ConnectLatency   Percentiles `json:"connect_latency"`
+	SubscribeLatency Percentiles `json:"subscribe_latency"`
+	Nodes            []NodeChurn `json:"nodes"`
+}
+
+// NodeChurn is one node's share of the churn, in the order of the URLs.
+type NodeChurn struct {
+	URL string `json:"url"`
+	// PID is the node's process when watched; its CPU time is over the
+	// whole run.
+	PID int `json:"pid,omitempty"`
+	ChurnCounts
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	CPUPercent float64 `json:"cpu_percent,omitempty"`
 }
 
 // ClientResult is the load tool's own CPU (all its processes) over the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -30,6 +31,8 @@ func Run(ctx context.Context, scenario string, cfg Config) (*Result, error) {
 		res, err = r.publish(ctx, true)
 	case ScenarioConnect:
 		res, err = r.connect(ctx)
+	case ScenarioChurn:
+		res, err = r.churn(ctx)
 	}
 	if res != nil {
 		res.Seconds = time.Since(r.start).Seconds()
@@ -43,8 +46,12 @@ type run struct {
 	scenario string
 	start    time.Time
 	prog     *progress
-	workers  []worker
 	errs     errorSamples
+
+	// mu guards workers: the progress line reads them while the run
+	// starts and finishes them.
+	mu      sync.Mutex
+	workers []worker
 }
 
 // spec is the workerSpec of the whole run, before it is split.
@@ -52,7 +59,7 @@ func (r *run) spec() workerSpec {
 	c := r.cfg
 	return workerSpec{
 		Scenario:    r.scenario,
-		URL:         c.URL,
+		URLs:        c.urls,
 		Protocol:    c.Protocol,
 		Compression: c.Compression,
 		Token:       c.Token,
@@ -64,6 +71,9 @@ func (r *run) spec() workerSpec {
 		Channel:     c.Channel,
 		Pattern:     c.Pattern,
 		Concurrency: c.Concurrency,
+		Users:       c.Users,
+		Hold:        c.Hold,
+		Unsubscribe: c.Unsubscribe,
 		Sources:     c.sources,
 		OpenWithin:  c.Duration + 10*time.Minute,
 		Lifetime:    3*c.Duration + 30*time.Minute,
@@ -74,7 +84,7 @@ func (r *run) spec() workerSpec {
 // when cfg.Procs is 0, else that many children.
 func (r *run) startWorkers(ctx context.Context, spec workerSpec) error {
 	if r.cfg.Procs == 0 {
-		r.workers = []worker{startPool(ctx, spec)}
+		r.addWorker(startPool(ctx, spec))
 		return nil
 	}
 	n, first := r.cfg.Procs, spec.First
@@ -89,9 +99,30 @@ func (r *run) startWorkers(ctx context.Context, spec workerSpec) error {
 			_, _ = r.finishWorkers(nil)
 			return err
 		}
-		r.workers = append(r.workers, c)
+		r.addWorker(c)
 	}
 	return nil
+}
+
+func (r *run) addWorker(w worker) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.workers = append(r.workers, w)
+}
+
+// takeWorkers returns the workers and forgets them.
+func (r *run) takeWorkers() []worker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ws := r.workers
+	r.workers = nil
+	return ws
+}
+
+func (r *run) currentWorkers() []worker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.workers
 }
 
 func btoi(b bool) int {
@@ -103,7 +134,7 @@ func btoi(b bool) int {
 
 func (r *run) stats() workerStats {
 	var s workerStats
-	for _, w := range r.workers {
+	for _, w := range r.currentWorkers() {
 		s.add(w.stats())
 	}
 	return s
@@ -124,7 +155,7 @@ func (r *run) waitOpen(ctx context.Context) workerStats {
 		return fmt.Sprintf("connecting  open %s/%s (%s/s)  failed %s", count(s.Opened), count(r.cfg.Conns),
 			countf(m.rate(s.Opened)), count(s.Failed))
 	})
-	for _, w := range r.workers {
+	for _, w := range r.currentWorkers() {
 		select {
 		case <-w.ready():
 		case <-ctx.Done():
@@ -141,16 +172,18 @@ type merged struct {
 	takeover           int64
 	traffic            traffic
 	latency, connLat   histogram
+	subLat             histogram
 	openStart, openEnd int64
 }
 
 // finishWorkers closes every worker's connections, all at once, and
 // merges the results.
 func (r *run) finishWorkers(published []uint64) (*merged, error) {
-	results := make([]workerResult, len(r.workers))
-	errs := make([]error, len(r.workers))
+	workers := r.takeWorkers()
+	results := make([]workerResult, len(workers))
+	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
-	for i, w := range r.workers {
+	for i, w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -158,7 +191,6 @@ func (r *run) finishWorkers(published []uint64) (*merged, error) {
 		}()
 	}
 	wg.Wait()
-	r.workers = nil
 	m := &merged{}
 	for i, res := range results {
 		if errs[i] != nil {
@@ -172,6 +204,7 @@ func (r *run) finishWorkers(published []uint64) (*merged, error) {
 		m.traffic.add(res.Traffic)
 		m.latency.merge(res.Latency)
 		m.connLat.merge(res.ConnectLatency)
+		m.subLat.merge(res.SubscribeLatency)
 		if res.OpenStart != 0 && (m.openStart == 0 || res.OpenStart < m.openStart) {
 			m.openStart = res.OpenStart
 		}
@@ -186,7 +219,7 @@ func (r *run) result(m *merged) *Result {
 	spec := r.spec()
 	res := &Result{
 		Scenario: r.scenario,
-		URL:      r.cfg.URL,
+		URL:      strings.Join(r.cfg.urls, ","),
 		Protocol: r.cfg.Protocol.String(),
 		Procs:    r.cfg.Procs,
 		Sources:  len(spec.Sources),
@@ -233,25 +266,51 @@ func trafficResult(offered bool, m *merged) TrafficResult {
 	return t
 }
 
-// serverWatch samples the server process when there is one to watch.
+// serverWatch samples the server processes when there are any to
+// watch: one per node.
 type serverWatch struct {
-	pid  int
+	pids []int
 	errs *errorSamples
 }
 
+// sample is the servers' memory and CPU time together.
 func (s serverWatch) sample() (procSample, bool) {
-	if s.pid == 0 {
-		return procSample{}, false
+	each, ok := s.sampleEach()
+	var sum procSample
+	for _, p := range each {
+		sum.RSS += p.RSS
+		sum.CPU += p.CPU
 	}
-	p, err := readProc(s.pid)
-	if err != nil {
-		s.errs.add("server pid: " + err.Error())
-		return procSample{}, false
-	}
-	return p, true
+	return sum, ok
 }
 
-func (r *run) server() serverWatch { return serverWatch{pid: r.cfg.PID, errs: &r.errs} }
+// sampleEach samples every server process, false when there is none or
+// one cannot be read.
+func (s serverWatch) sampleEach() ([]procSample, bool) {
+	if len(s.pids) == 0 {
+		return nil, false
+	}
+	out := make([]procSample, len(s.pids))
+	for i, pid := range s.pids {
+		p, err := readProc(pid)
+		if err != nil {
+			s.errs.add(fmt.Sprintf("server pid %d: %v", pid, err))
+			return nil, false
+		}
+		out[i] = p
+	}
+	return out, true
+}
+
+// newResult starts the server summary with the processes watched.
+func (s serverWatch) newResult() *ServerResult {
+	if len(s.pids) == 1 {
+		return &ServerResult{PID: s.pids[0]}
+	}
+	return &ServerResult{PIDs: s.pids}
+}
+
+func (r *run) server() serverWatch { return serverWatch{pids: r.cfg.PIDs, errs: &r.errs} }
 
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) {

@@ -28,16 +28,12 @@ func (r *run) connect(ctx context.Context) (*Result, error) {
 	res.Client = ClientResult{CPUSeconds: clientCPU, CPUPercent: percent(clientCPU, took)}
 	if watched {
 		cpu := (after.CPU - before.CPU).Seconds()
-		res.Server = &ServerResult{
-			PID:                 srv.pid,
-			RSSBefore:           before.RSS,
-			RSSAfterOpen:        after.RSS,
-			RSSEnd:              after.RSS,
-			RSSPerConn:          perConn(after.RSS-before.RSS, m.Opened),
-			CPUSeconds:          cpu,
-			CPUPercent:          percent(cpu, took),
-			CPUPerConnectMicros: microsPer(cpu, m.Opened),
-		}
+		sr := srv.newResult()
+		sr.RSSBefore, sr.RSSAfterOpen, sr.RSSEnd = before.RSS, after.RSS, after.RSS
+		sr.RSSPerConn = perConn(after.RSS-before.RSS, m.Opened)
+		sr.CPUSeconds, sr.CPUPercent = cpu, percent(cpu, took)
+		sr.CPUPerConnectMicros = microsPer(cpu, m.Opened)
+		res.Server = sr
 	}
 	return res, err
 }

@@ -37,15 +37,11 @@ func (r *run) idle(ctx context.Context) (*Result, error) {
 	res.Client = ClientResult{CPUSeconds: clientCPU, CPUPercent: percent(clientCPU, hold)}
 	if watched {
 		cpu := (end.CPU - afterOpen.CPU).Seconds()
-		res.Server = &ServerResult{
-			PID:          srv.pid,
-			RSSBefore:    before.RSS,
-			RSSAfterOpen: afterOpen.RSS,
-			RSSEnd:       end.RSS,
-			RSSPerConn:   perConn(end.RSS-before.RSS, m.Opened),
-			CPUSeconds:   cpu,
-			CPUPercent:   percent(cpu, hold),
-		}
+		sr := srv.newResult()
+		sr.RSSBefore, sr.RSSAfterOpen, sr.RSSEnd = before.RSS, afterOpen.RSS, end.RSS
+		sr.RSSPerConn = perConn(end.RSS-before.RSS, m.Opened)
+		sr.CPUSeconds, sr.CPUPercent = cpu, percent(cpu, hold)
+		res.Server = sr
 	}
 	return res, err
 }

@@ -77,11 +77,12 @@ func (r *run) publish(ctx context.Context, broadcast bool) (*Result, error) {
 		CPUPerDeliveryMicros: microsPer(clientCPU, m.Received)}
 	if watched {
 		cpu := (s1.CPU - s0.CPU).Seconds()
-		res.Server = &ServerResult{
-			PID: srv.pid, RSSBefore: before.RSS, RSSAfterOpen: s0.RSS, RSSEnd: s1.RSS,
-			RSSPerConn: perConn(s0.RSS-before.RSS, subs), CPUSeconds: cpu, CPUPercent: percent(cpu, phase),
-			CPUPerDeliveryMicros: microsPer(cpu, m.Received),
-		}
+		sr := srv.newResult()
+		sr.RSSBefore, sr.RSSAfterOpen, sr.RSSEnd = before.RSS, s0.RSS, s1.RSS
+		sr.RSSPerConn = perConn(s0.RSS-before.RSS, subs)
+		sr.CPUSeconds, sr.CPUPercent = cpu, percent(cpu, phase)
+		sr.CPUPerDeliveryMicros = microsPer(cpu, m.Received)
+		res.Server = sr
 	}
 	return res, err
 }

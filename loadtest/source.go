@@ -66,14 +66,18 @@ func parseSources(s string) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// sourcesFor resolves Config.SourceAddrs for a run against serverURL:
+// sourcesFor resolves Config.SourceAddrs for a run against serverURLs:
 // nil means the kernel chooses the source address.
-func sourcesFor(setting, serverURL string) ([]netip.Addr, error) {
+func sourcesFor(setting string, serverURLs []string) ([]netip.Addr, error) {
 	switch setting {
 	case SourcesNone:
 		return nil, nil
 	case SourcesAuto:
-		if runtime.GOOS != "linux" || !loopbackV4(serverURL) {
+		loopback := true
+		for _, u := range serverURLs {
+			loopback = loopback && loopbackV4(u)
+		}
+		if runtime.GOOS != "linux" || !loopback {
 			// Other systems may have 127.0.0.1 alone, and other
 			// destinations need addresses the machine owns.
 			return nil, nil

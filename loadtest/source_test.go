@@ -63,12 +63,14 @@ func TestSourcesFor(t *testing.T) {
 		{SourcesAuto, "ws://[::1]:8000/connection/websocket", ""},
 		{SourcesAuto, "wss://example.com/connection/websocket", ""},
 		{SourcesAuto, "ws://10.1.2.3:8000/connection/websocket", ""},
+		{SourcesAuto, "ws://127.0.0.1:8000/connection/websocket,ws://127.0.0.1:8001/connection/websocket", auto},
+		{SourcesAuto, "ws://127.0.0.1:8000/connection/websocket,ws://10.1.2.3:8001/connection/websocket", ""},
 		{SourcesNone, "ws://127.0.0.1:8000/connection/websocket", ""},
 		{"10.9.0.1-10.9.0.2", "ws://127.0.0.1:8000/connection/websocket", "10.9.0.1 10.9.0.2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.setting+" "+tt.url, func(t *testing.T) {
-			got, err := sourcesFor(tt.setting, tt.url)
+			got, err := sourcesFor(tt.setting, strings.Split(tt.url, ","))
 			if err != nil {
 				t.Fatal(err)
 			}

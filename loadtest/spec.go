@@ -10,10 +10,13 @@ import (
 )
 
 // workerSpec is what a worker (this process or a child) needs to open
-// and hold its share of the connections: numbers First to First+Count-1.
+// and hold its share of the connections: numbers First to First+Count-1
+// (in churn, the slots that connections come and go in).
 type workerSpec struct {
-	Scenario    string        `json:"scenario"`
-	URL         string        `json:"url"`
+	Scenario string `json:"scenario"`
+	// URLs are the server's endpoints, one per node: connection i dials
+	// URLs[i%len] (churn: the worker's connections in turn).
+	URLs        []string      `json:"urls"`
 	Protocol    protocol.Type `json:"protocol"`
 	Compression bool          `json:"compression,omitempty"`
 	Token       string        `json:"token,omitempty"`
@@ -27,11 +30,15 @@ type workerSpec struct {
 	Pattern     bool          `json:"pattern,omitempty"`
 	Publishers  int           `json:"publishers"`
 	Concurrency int           `json:"concurrency"`
+	// Users, Hold and Unsubscribe are churn's (see Config).
+	Users       int           `json:"users,omitempty"`
+	Hold        time.Duration `json:"hold,omitempty"`
+	Unsubscribe bool          `json:"unsubscribe,omitempty"`
 	// Sources are the local addresses connection i dials from, in turn
 	// (Sources[i%len]); none: the kernel's choice.
 	Sources []netip.Addr `json:"sources,omitempty"`
 	// Rate is this worker's share of connection attempts per second
-	// (connect only; zero: as fast as Concurrency allows).
+	// (connect and churn; zero: as fast as Concurrency allows).
 	Rate float64 `json:"rate,omitempty"`
 	// OpenWithin stops opening connections after this long.
 	OpenWithin time.Duration `json:"open_within"`
@@ -67,14 +74,19 @@ func patternChannel(prefix string) string { return fanoutChannel(prefix) + ".p" 
 
 func ownChannel(prefix string, i int) string { return prefix + "-ch-" + strconv.Itoa(i) }
 
+func churnChannel(prefix string, i int) string { return prefix + "-churn-" + strconv.Itoa(i) }
+
 // userFor is the user of connection i.
 func userFor(i int) string { return "bench-" + strconv.Itoa(i) }
 
 // tokenFor is connection i's token: the given one, one signed for its
-// user, or none.
+// user, or none. In churn, slot i's connections are user i%Users.
 func (s *workerSpec) tokenFor(i int, now time.Time) (string, error) {
 	if s.Token != "" || s.HMACSecret == "" {
 		return s.Token, nil
+	}
+	if s.Scenario == ScenarioChurn && s.Users > 0 {
+		i %= s.Users
 	}
 	claims := map[string]any{"sub": userFor(i), "exp": now.Add(s.TokenTTL).Unix()}
 	return token.SignHMAC("HS256", []byte(s.HMACSecret), claims)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 )
 
 // WriteTable writes the summary for people: one line per measure.
@@ -19,11 +20,19 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.Sources > 0 {
 		procs += fmt.Sprintf(", from %d source addresses", r.Sources)
 	}
-	row("scenario", "%s  %s  (%s, %s, %.1fs)", r.Scenario, r.URL, r.Protocol, procs, r.Seconds)
+	where := r.URL
+	if r.Churn != nil && len(r.Churn.Nodes) > 1 {
+		where = fmt.Sprintf("%d nodes", len(r.Churn.Nodes)) // each on its line
+	}
+	row("scenario", "%s  %s  (%s, %s, %.1fs)", r.Scenario, where, r.Protocol, procs, r.Seconds)
 	c := r.Connections
-	row("connections", "%s of %s opened, %s failed, %s dropped, %d subscriptions each",
-		count(c.Opened), count(c.Target), count(c.Failed), count(c.Dropped), c.Subs)
-	row("connect", "%s/s  latency %s", countf(c.PerSecond), pct(c.Latency))
+	if r.Churn != nil {
+		r.Churn.rows(row)
+	} else {
+		row("connections", "%s of %s opened, %s failed, %s dropped, %d subscriptions each",
+			count(c.Opened), count(c.Target), count(c.Failed), count(c.Dropped), c.Subs)
+		row("connect", "%s/s  latency %s", countf(c.PerSecond), pct(c.Latency))
+	}
 	if line := r.Received.compressionLine(c.Opened); line != "" {
 		row("compression", "%s", line)
 	}
@@ -48,14 +57,26 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	row("received", "%s", r.Received.line(r.Delivery))
 	if s := r.Server; s != nil {
-		row("server memory", "RSS %s before, %s after connecting, %s at the end: %s per connection",
-			bytesIEC(float64(s.RSSBefore)), bytesIEC(float64(s.RSSAfterOpen)), bytesIEC(float64(s.RSSEnd)), bytesIEC(s.RSSPerConn))
-		cpu := fmt.Sprintf("%.2fs (%.1f%% of a core)", s.CPUSeconds, s.CPUPercent)
+		procs := ""
+		if len(s.PIDs) > 1 {
+			procs = fmt.Sprintf(", %d processes together", len(s.PIDs))
+		}
+		if r.Churn != nil {
+			row("server memory", "RSS %s before, %s at the end%s",
+				bytesIEC(float64(s.RSSBefore)), bytesIEC(float64(s.RSSEnd)), procs)
+		} else {
+			row("server memory", "RSS %s before, %s after connecting, %s at the end: %s per connection%s",
+				bytesIEC(float64(s.RSSBefore)), bytesIEC(float64(s.RSSAfterOpen)), bytesIEC(float64(s.RSSEnd)), bytesIEC(s.RSSPerConn), procs)
+		}
+		cpu := fmt.Sprintf("%.2fs (%.1f%% of a core%s)", s.CPUSeconds, s.CPUPercent, procs)
 		if s.CPUPerDeliveryMicros > 0 {
 			cpu += fmt.Sprintf(", %.3fµs per delivery", s.CPUPerDeliveryMicros)
 		}
 		if s.CPUPerConnectMicros > 0 {
 			cpu += fmt.Sprintf(", %.1fµs per connect", s.CPUPerConnectMicros)
+		}
+		if s.CPUPerSubscribeMicros > 0 || s.CPUPerDisconnectMicros > 0 {
+			cpu += fmt.Sprintf(", %.1fµs per subscribe, %.1fµs per disconnect", s.CPUPerSubscribeMicros, s.CPUPerDisconnectMicros)
 		}
 		row("server cpu", "%s", cpu)
 	}
@@ -72,6 +93,44 @@ func (r *Result) WriteTable(w io.Writer) error {
 		row(name, "%s × %s", count(e.Count), e.Message)
 	}
 	return tw.Flush()
+}
+
+// rows are churn's lines: what was asked, the three rates with their
+// latencies and failures, and each node's share when there are several.
+func (ch *ChurnResult) rows(row func(name, format string, args ...any)) {
+	hold := time.Duration(ch.HoldSeconds * float64(time.Second))
+	rate := "as fast as connections leave"
+	if ch.TargetRate > 0 {
+		rate = "at most " + countf(ch.TargetRate) + " connects/s"
+	}
+	leave := "disconnects"
+	if ch.Unsubscribe {
+		leave = "unsubscribes and disconnects"
+	}
+	nodes := "1 node"
+	if len(ch.Nodes) != 1 {
+		nodes = fmt.Sprintf("%d nodes", len(ch.Nodes))
+	}
+	row("churn", "%s connections at a time over %s, %s users, %s channels; each stays %v (%v–%v), then %s; %s",
+		count(ch.Conns), nodes, count(ch.Users), count(ch.Channels), hold, hold/2, hold*3/2, leave, rate)
+	row("connects", "%s in %.1fs = %s/s, %s failed  latency %s",
+		count(ch.Connects), ch.Seconds, countf(ch.ConnectsPerSecond), count(ch.ConnectErrors), pct(ch.ConnectLatency))
+	row("subscribes", "%s = %s/s, %s refused  latency %s",
+		count(ch.Subscribes), countf(ch.SubscribesPerSecond), count(ch.SubscribeRefused), pct(ch.SubscribeLatency))
+	row("disconnects", "%s = %s/s (%s after an unsubscribe), %s dropped by the server or the network",
+		count(ch.Disconnects), countf(ch.DisconnectsPerSecond), count(ch.Unsubscribes), count(ch.Dropped))
+	if len(ch.Nodes) < 2 {
+		return
+	}
+	for i, n := range ch.Nodes {
+		line := fmt.Sprintf("%s  %s connects (%s failed), %s subscribes (%s refused), %s disconnects (%s dropped)",
+			n.URL, count(n.Connects), count(n.ConnectErrors), count(n.Subscribes), count(n.SubscribeRefused),
+			count(n.Disconnects), count(n.Dropped))
+		if n.PID != 0 {
+			line += fmt.Sprintf("  server cpu %.2fs (%.1f%% of a core, pid %d)", n.CPUSeconds, n.CPUPercent, n.PID)
+		}
+		row(fmt.Sprintf("node %d", i+1), "%s", line)
+	}
 }
 
 func pct(p Percentiles) string {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -22,7 +23,7 @@ import (
 // it is not in the usage.
 const workerFlag = "--worker"
 
-const benchUsage = `Usage: gyre bench SCENARIO --url ws://HOST:PORT/connection/websocket [flags]
+const benchUsage = `Usage: gyre bench SCENARIO --url ws://HOST:PORT/connection/websocket[,ws://…] [flags]
 
 Scenarios:
   idle      open --conns connections with --subs subscriptions each and hold them
@@ -33,6 +34,11 @@ Scenarios:
             the wire (with --compression: compressed, and the ratio)
   channels  a channel per connection; broadcast to all of them through --api
   connect   open --conns connections as fast as possible (or at --rate/s)
+  churn     keep --conns connections coming and going over the nodes (--url
+            several times) for --duration: each connects as one of --users,
+            subscribes to one of --channels, stays about --hold and leaves;
+            connects, subscribes and disconnects per second, their latency
+            and failures, server CPU per node (--pid, one per --url)
 
 Flags:
 `
@@ -123,7 +129,8 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 		fmt.Fprint(stderr, benchUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&cfg.URL, "url", "", "WebSocket endpoint `URL` (ws://host:port/connection/websocket)")
+	var urls stringList
+	fs.Var(&urls, "url", "WebSocket endpoint `URL` (ws://host:port/connection/websocket); several nodes' with commas or the flag repeated (idle, connect and churn spread connections over them in turn)")
 	fs.StringVar(&cfg.API, "api", "", "server HTTP API base `URL` (http://host:port/api)")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "API `key` (X-API-Key)")
 	fs.StringVar(&cfg.Token, "token", "", "connection `token` for every connection")
@@ -133,11 +140,14 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 	fs.IntVar(&cfg.Conns, "conns", 0, "`N` connections (default 100)")
 	fs.IntVar(&cfg.Conns, "n", 0, "short for --conns")
 	fs.IntVar(&cfg.Subs, "subs", 0, "subscriptions per connection in idle and connect (default 1 in idle)")
-	fs.IntVar(&cfg.Channels, "channels", 0, "distinct channels idle subscriptions spread over (default 100)")
+	fs.IntVar(&cfg.Channels, "channels", 0, "distinct channels idle subscriptions spread over, or churn picks from (default 100)")
 	fs.StringVar(&cfg.Channel, "channel", "", "channel name `prefix` (default bench)")
 	fs.BoolVar(&cfg.Pattern, "pattern", false, "fanout: subscribe to the pattern <prefix>-fanout.* and publish into <prefix>-fanout.p (prefix in a namespace with allow_wildcard_subscriptions)")
-	fs.DurationVar(&cfg.Duration, "duration", 0, "hold or publish for this long; connect gives up after it (default 10s, connect 1m)")
-	fs.Float64Var(&cfg.Rate, "rate", 0, "publications (channels: broadcasts; connect: connections) per second; 0: as fast as possible")
+	fs.IntVar(&cfg.Users, "users", 0, "churn: `N` users, bench-0 to bench-(N-1); connection slot i is always user i%N (default --conns)")
+	fs.DurationVar(&cfg.Hold, "hold", 0, "churn: how long a connection stays on average, each uniformly in [hold/2, 3·hold/2] (default 1s)")
+	fs.BoolVar(&cfg.Unsubscribe, "unsubscribe", false, "churn: unsubscribe before disconnecting (default: disconnect with the subscription, as a closed page does)")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "hold, publish or churn for this long; connect gives up after it (default 10s, connect 1m)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "publications (channels: broadcasts; connect and churn: connections) per second; 0: as fast as possible (churn: as fast as connections leave)")
 	fs.IntVar(&cfg.Batch, "batch", 0, "fanout: `B` publishes per API batch request")
 	fs.IntVar(&cfg.Size, "size", 0, "publication data size in `bytes` (default 128, at least 64)")
 	fs.StringVar(&cfg.Payload, "payload", loadtest.PayloadPad, "publication data: pad (one letter repeated) or json (a market feed's events, realistic for compression)")
@@ -145,7 +155,7 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 	fs.IntVar(&cfg.Publishers, "publishers", 0, "concurrent API publishers (default 1)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "connection attempts in flight per process (default 64)")
 	fs.StringVar(&cfg.SourceAddrs, "source-addrs", "", "local `addresses` to connect from in turn: IPs and ranges (10.0.0.10-10.0.0.20), comma-separated, or none for the kernel's choice (default on Linux for a 127.x server: 127.0.0.1-127.0.0.16)")
-	fs.IntVar(&cfg.PID, "pid", 0, "server process `id` to read memory and CPU of from /proc")
+	fs.Var((*pidList)(&cfg.PIDs), "pid", "server process `id` to read memory and CPU of from /proc; one per --url, comma-separated or the flag repeated")
 	fs.IntVar(&cfg.Procs, "procs", 0, "child processes holding the connections (default: one per 10,000, none below)")
 	fs.BoolVar(&out.json, "json", false, "print the summary as JSON")
 	fs.StringVar(&out.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to `file` (child processes, used above 10,000 connections or with --procs, are not in it)")
@@ -170,8 +180,9 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 	}
 	if scenario == "" {
 		fs.Usage()
-		return "", cfg, out, errors.New("bench: no scenario (idle, fanout, channels or connect)")
+		return "", cfg, out, errors.New("bench: no scenario (idle, fanout, channels, connect or churn)")
 	}
+	cfg.URL = strings.Join(urls, ",")
 	switch *proto {
 	case "json":
 		cfg.Protocol = protocol.TypeJSON
@@ -181,4 +192,36 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 		return "", cfg, out, fmt.Errorf("bench: --protocol %q: want json or protobuf", *proto)
 	}
 	return scenario, cfg, out, nil
+}
+
+// stringList collects a flag given several times.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// pidList collects process ids, comma-separated or the flag repeated.
+type pidList []int
+
+func (l *pidList) String() string {
+	s := make([]string, len(*l))
+	for i, p := range *l {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *pidList) Set(s string) error {
+	for item := range strings.SplitSeq(s, ",") {
+		pid, err := strconv.Atoi(strings.TrimSpace(item))
+		if err != nil || pid <= 0 {
+			return fmt.Errorf("%q is not a process id", item)
+		}
+		*l = append(*l, pid)
+	}
+	return nil
 }

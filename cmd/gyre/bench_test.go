@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,6 +95,65 @@ func checkBench(t *testing.T, res *loadtest.Result) {
 	}
 }
 
+// TestBenchChurn churns over two gyre processes, in the chat namespace
+// (presence and join/leave pushes on): every connect must end in a
+// disconnect, every connection subscribe, and both nodes take their
+// share, with their CPU read by process id.
+func TestBenchChurn(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, "config.json", centrifugoConfig)
+	nodes := []*proc{
+		start(t, nil, "-c", path, "--http_server.port", "0"),
+		start(t, nil, "-c", path, "--http_server.port", "0"),
+	}
+	var urls []string
+	for _, p := range nodes {
+		urls = append(urls, "ws"+strings.TrimPrefix(p.url(), "http")+"/connection/websocket")
+	}
+	pids := strconv.Itoa(nodes[0].cmd.Process.Pid) + "," + strconv.Itoa(nodes[1].cmd.Process.Pid)
+	common := []string{"bench", "churn", "--hmac-secret", testSecret, "--conns", "20", "--users", "5", "--channels", "3",
+		"--channel", "chat:room", "--hold", "100ms", "--duration", "1s"}
+	tests := []struct {
+		name  string
+		args  []string
+		nodes int
+	}{
+		{"two nodes unsubscribe", []string{"--url", urls[0], "--url", urls[1], "--pid", pids, "--unsubscribe"}, 2},
+		{"one node procs", []string{"--url", urls[0], "--procs", "2"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := slices.Concat(common, tt.args, []string{"--json"})
+			code, stdout, stderr := runTool(t, t.TempDir(), args...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			var res loadtest.Result
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+				t.Fatalf("summary %q: %v", stdout, err)
+			}
+			ch := res.Churn
+			if ch == nil || len(res.Errors) != 0 || len(ch.Nodes) != tt.nodes {
+				t.Fatalf("churn %+v, errors %v: want %d nodes, no errors", ch, res.Errors, tt.nodes)
+			}
+			c := ch.ChurnCounts
+			if c.Connects < 20 || c.Disconnects != c.Connects || c.Subscribes != c.Connects || c.ConnectErrors+c.SubscribeRefused+c.Dropped != 0 {
+				t.Fatalf("churn %+v: want every connect subscribed and disconnected", c)
+			}
+			for _, n := range ch.Nodes {
+				if n.Connects == 0 || n.Disconnects != n.Connects {
+					t.Fatalf("nodes %+v: want a share each", ch.Nodes)
+				}
+			}
+			if tt.nodes == 2 {
+				if c.Unsubscribes != c.Subscribes || res.Server == nil || len(res.Server.PIDs) != 2 || ch.Nodes[1].PID != nodes[1].cmd.Process.Pid {
+					t.Fatalf("churn %+v, server %+v: want unsubscribes and both processes", c, res.Server)
+				}
+			}
+		})
+	}
+}
+
 func TestBenchUsage(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -110,6 +170,10 @@ func TestBenchUsage(t *testing.T) {
 		{"fanout without api", []string{"bench", "fanout", "--url", "ws://127.0.0.1:1/"}, 1, "api: missing"},
 		{"bad payload", []string{"bench", "fanout", "--url", "ws://127.0.0.1:1/", "--api", "http://127.0.0.1:1/api", "--payload", "xml"}, 1, "want pad or json"},
 		{"stray argument", []string{"bench", "idle", "--url", "ws://127.0.0.1:1/", "extra"}, 1, "unexpected argument"},
+		{"fanout over two urls", []string{"bench", "fanout", "--url", "ws://127.0.0.1:1/,ws://127.0.0.1:2/", "--api", "http://127.0.0.1:1/api"}, 1, "fanout takes one WebSocket URL"},
+		{"pids for fewer urls", []string{"bench", "churn", "--url", "ws://127.0.0.1:1/", "--url", "ws://127.0.0.1:2/", "--pid", "10"}, 1, "1 process ids for 2 URLs"},
+		{"bad pid", []string{"bench", "churn", "--url", "ws://127.0.0.1:1/", "--pid", "1,x"}, 1, "not a process id"},
+		{"hold outside churn", []string{"bench", "idle", "--url", "ws://127.0.0.1:1/", "--hold", "1s"}, 1, "only churn"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
