@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,6 +87,18 @@ type backend struct {
 	proto   string // "http" or "grpc"
 }
 
+var backends atomic.Uint32
+
+// loopback returns an address of the loopback network (Linux answers all
+// of 127.0.0.0/8) that no other backend of this process listens on. A
+// backend that goes down frees its port, which the kernel may hand to
+// another test's listener while the first test's clients still dial it:
+// on an address of its own, they reach nothing but their own backend.
+func loopback() string {
+	n := backends.Add(1)
+	return fmt.Sprintf("127.%d.%d.%d", 1+os.Getpid()%250, 1+n/250%250, 1+n%250)
+}
+
 // newBackend starts a backend speaking proto ("http" or "grpc") on a
 // free port.
 func newBackend(t *testing.T, proto string, secret []byte) *backend {
@@ -91,7 +106,7 @@ func newBackend(t *testing.T, proto string, secret []byte) *backend {
 	b := &backend{t: t, proto: proto, secret: secret}
 	b.cond = sync.NewCond(&b.mu)
 	b.answer = func(int, request) reply { return reply{} }
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", loopback()+":0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,10 +127,22 @@ func testQueue(t *testing.T, s Sender, cfg QueueConfig) *Queue {
 	return q
 }
 
+// testCtx bounds a Deliver of a test, so that a queue that never
+// delivers fails the test rather than hanging it.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // deliverAsync runs Deliver in a goroutine; the channel gets its result.
 func deliverAsync(q *Queue, evs []Event) <-chan error {
 	ch := make(chan error, 1)
-	go func() { ch <- q.Deliver(context.Background(), evs) }()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		ch <- q.Deliver(ctx, evs)
+	}()
 	return ch
 }
 
@@ -164,7 +176,7 @@ func TestQueueDelivers(t *testing.T) {
 			want[key] = eventIDs(evs)
 			wg.Go(func() {
 				for i := 0; i < len(evs); i += 3 {
-					if err := q.Deliver(context.Background(), evs[i:i+3]); err != nil {
+					if err := q.Deliver(testCtx(t), evs[i:i+3]); err != nil {
 						t.Errorf("Deliver: %v", err)
 					}
 				}
@@ -280,7 +292,7 @@ func TestResentWithSameIDs(t *testing.T) {
 				o := newObserver()
 				q := testQueue(t, b.newSender(SenderConfig{}), QueueConfig{Observer: o})
 				evs := events(KindUser, "42", "u", 3)
-				if err := q.Deliver(context.Background(), evs); err != nil {
+				if err := q.Deliver(testCtx(t), evs); err != nil {
 					t.Fatal(err)
 				}
 				reqs := b.received()
@@ -317,7 +329,7 @@ func TestTimeout(t *testing.T) {
 		o := newObserver()
 		q := testQueue(t, b.newSender(SenderConfig{Timeout: 100 * time.Millisecond}), QueueConfig{Observer: o})
 		evs := events(KindChannel, "c", "t", 2)
-		if err := q.Deliver(context.Background(), evs); err != nil {
+		if err := q.Deliver(testCtx(t), evs); err != nil {
 			t.Fatal(err)
 		}
 		// On a loaded machine a request after the first may time out too:
@@ -362,7 +374,7 @@ func TestBadReply(t *testing.T) {
 			})
 			o := newObserver()
 			q := testQueue(t, b.newSender(SenderConfig{}), QueueConfig{Observer: o})
-			if err := q.Deliver(context.Background(), events(KindChannel, "c", "g", 1)); err != nil {
+			if err := q.Deliver(testCtx(t), events(KindChannel, "c", "g", 1)); err != nil {
 				t.Fatal(err)
 			}
 			if n := o.failures(c.reason); n != 1 {
@@ -399,7 +411,7 @@ func TestQueueFull(t *testing.T) {
 	bEvs := events(KindChannel, "c", "b", 10)
 	doneB := deliverAsync(q, bEvs)
 	o.waitFor(t, "drops", func() bool { return o.dropped[DropQueueFull] == 5 })
-	if err := q.Deliver(context.Background(), events(KindUser, "u", "c", 3)); err != nil {
+	if err := q.Deliver(testCtx(t), events(KindUser, "u", "c", 3)); err != nil {
 		t.Fatalf("Deliver into a full queue: %v", err)
 	}
 	if n := o.drops(DropQueueFull); n != 8 {
@@ -458,7 +470,7 @@ func TestMaxAge(t *testing.T) {
 	// Every Deliver returns once its events are dropped: the caller's
 	// log moves on.
 	for i := range 3 {
-		if err := q.Deliver(context.Background(), events(KindChannel, "c", "old"+strconv.Itoa(i), 2)); err != nil {
+		if err := q.Deliver(testCtx(t), events(KindChannel, "c", "old"+strconv.Itoa(i), 2)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -475,7 +487,7 @@ func TestMaxAge(t *testing.T) {
 	// On a loaded machine an event may pass its age in the back-off
 	// before the backend is asked again: deliver until one gets through.
 	for i := 0; ; i++ {
-		if err := q.Deliver(context.Background(), events(KindChannel, "c", "new"+strconv.Itoa(i), 1)); err != nil {
+		if err := q.Deliver(testCtx(t), events(KindChannel, "c", "new"+strconv.Itoa(i), 1)); err != nil {
 			t.Fatal(err)
 		}
 		o.mu.Lock()
@@ -495,7 +507,7 @@ func TestMaxAge(t *testing.T) {
 	}
 	// A second episode has lines of its own.
 	setDown(true)
-	if err := q.Deliver(context.Background(), events(KindUser, "u", "again", 1)); err != nil {
+	if err := q.Deliver(testCtx(t), events(KindUser, "u", "again", 1)); err != nil {
 		t.Fatal(err)
 	}
 	if start, _ := dropLines(rec); len(start) != 2 {
@@ -538,7 +550,7 @@ func TestOrderUnderRetries(t *testing.T) {
 			wg.Go(func() {
 				for i := 0; i < perKey; {
 					n := min(1+i%4, perKey-i)
-					if err := q.Deliver(context.Background(), evs[i:i+n]); err != nil {
+					if err := q.Deliver(testCtx(t), evs[i:i+n]); err != nil {
 						t.Errorf("Deliver: %v", err)
 					}
 					i += n
@@ -618,7 +630,7 @@ func TestClose(t *testing.T) {
 	if err := await(t, waiting); !errors.Is(err, ErrClosed) {
 		t.Errorf("waiting Deliver: %v, want ErrClosed", err)
 	}
-	if err := q.Deliver(context.Background(), events(KindChannel, "c", "b", 1)); !errors.Is(err, ErrClosed) {
+	if err := q.Deliver(testCtx(t), events(KindChannel, "c", "b", 1)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Deliver after Close: %v, want ErrClosed", err)
 	}
 	if err := q.Close(); err != nil {
@@ -628,7 +640,7 @@ func TestClose(t *testing.T) {
 
 func TestDeliverRefusesUnknownKind(t *testing.T) {
 	q := testQueue(t, senderFunc(func(context.Context, []Event) error { return nil }), QueueConfig{})
-	err := q.Deliver(context.Background(), []Event{{ID: "x", Kind: 9, Key: "k", Type: "t"}})
+	err := q.Deliver(testCtx(t), []Event{{ID: "x", Kind: 9, Key: "k", Type: "t"}})
 	if err == nil || q.Len() != 0 {
 		t.Errorf("Deliver of an unknown kind: %v, Len %d", err, q.Len())
 	}
@@ -666,5 +678,97 @@ func TestRing(t *testing.T) {
 	}
 	if want := []string{"f4", "e4", "e3", "f2", "e2", "f0"}; !slices.Equal(got, want) {
 		t.Errorf("records %v, want %v", got, want)
+	}
+}
+
+// Events whose Deliver gave up while they were in flight are not sent
+// again when that request fails: their caller hands them over again.
+func TestDeliverCancelledInFlight(t *testing.T) {
+	b := newBackend(t, "http", nil)
+	release := make(chan struct{})
+	b.setAnswer(func(i int, _ request) reply {
+		if i == 0 {
+			return reply{hold: release, status: http.StatusServiceUnavailable}
+		}
+		return reply{}
+	})
+	q := testQueue(t, b.newSender(SenderConfig{Timeout: time.Minute}), QueueConfig{Linger: -1})
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- q.Deliver(ctx, events(KindChannel, "c", "gone", 2)) }()
+	b.waitRequests(1)
+	cancel()
+	if err := await(t, gaveUp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Deliver: %v, want context.Canceled", err)
+	}
+	kept := deliverAsync(q, events(KindChannel, "c", "kept", 1))
+	for q.Len() != 3 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := await(t, kept); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(b.received()); !slices.Equal(got, []string{"gone-0", "gone-1", "kept-0"}) {
+		t.Errorf("backend got %v", got)
+	}
+}
+
+// Events that pass their age queued behind a slow request are dropped
+// rather than sent late; the slow request's own events, in flight, count
+// as delivered.
+func TestMaxAgeBehindSlowRequest(t *testing.T) {
+	b := newBackend(t, "http", nil)
+	release := make(chan struct{})
+	b.setAnswer(func(i int, _ request) reply {
+		if i == 0 {
+			return reply{hold: release}
+		}
+		return reply{}
+	})
+	o := newObserver()
+	q := testQueue(t, b.newSender(SenderConfig{Timeout: time.Minute}), QueueConfig{MaxAge: 20 * time.Millisecond, Linger: -1, Observer: o})
+	first := deliverAsync(q, events(KindChannel, "c", "slow", 1))
+	b.waitRequests(1)
+	late := deliverAsync(q, events(KindChannel, "c", "late", 2))
+	for q.Len() != 3 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(30 * time.Millisecond) // past MaxAge of every queued event
+	close(release)
+	for _, ch := range []<-chan error{first, late} {
+		if err := await(t, ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ids(b.received()); !slices.Equal(got, []string{"slow-0"}) {
+		t.Errorf("backend got %v", got)
+	}
+	if n := o.drops(DropMaxAge); n != 2 {
+		t.Errorf("%d dropped, want 2", n)
+	}
+}
+
+// Events pass their age during a long back-off, not only when it ends:
+// Deliver returns at MaxAge, and the caller's log moves on.
+func TestMaxAgeDuringBackoff(t *testing.T) {
+	b := newBackend(t, "http", nil)
+	b.setAnswer(func(int, request) reply { return reply{status: http.StatusServiceUnavailable} })
+	o := newObserver()
+	q := testQueue(t, b.newSender(SenderConfig{}), QueueConfig{
+		MaxAge: 20 * time.Millisecond, MinBackoff: time.Hour, MaxBackoff: time.Hour, Observer: o,
+	})
+	if err := q.Deliver(testCtx(t), events(KindUser, "u", "a", 2)); err != nil {
+		t.Fatal(err)
+	}
+	// Queued during the back-off, these too are dropped in it.
+	if err := q.Deliver(testCtx(t), events(KindUser, "u", "b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := o.drops(DropMaxAge); n != 3 {
+		t.Errorf("%d dropped, want 3", n)
+	}
+	if n := len(b.received()); n != 1 {
+		t.Errorf("%d requests, want 1 (then the back-off)", n)
 	}
 }
