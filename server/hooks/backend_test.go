@@ -169,6 +169,17 @@ func (b *backend) setAnswer(f func(i int, r request) reply) {
 	b.mu.Unlock()
 }
 
+// answerFirst makes the backend answer its first request with first, and
+// every later one with {}.
+func (b *backend) answerFirst(first reply) {
+	b.setAnswer(func(i int, _ request) reply {
+		if i == 0 {
+			return first
+		}
+		return reply{}
+	})
+}
+
 // record keeps r and returns how to answer it.
 func (b *backend) record(r request) reply {
 	b.mu.Lock()

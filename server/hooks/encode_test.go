@@ -11,18 +11,24 @@ import (
 
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"", "chat:index", "a\"b\\c", "\x00\x1f\t\r\n", "é中😀", "\u2028\u2029", "\xff\xfe", "a\xc3", "</script>&"} {
-		got := appendString(nil, s)
-		var back string
-		if err := json.Unmarshal(got, &back); err != nil {
-			t.Errorf("%q encoded as %s: %v", s, got, err)
-			continue
-		}
-		std, _ := json.Marshal(s)
-		var want string
-		_ = json.Unmarshal(std, &want)
-		if back != want {
-			t.Errorf("%q: decoded %q, want %q", s, back, want)
-		}
+		checkString(t, s)
+	}
+}
+
+// checkString fails t unless appendString writes s as JSON that reads back
+// as what encoding/json would have written.
+func checkString(t *testing.T, s string) {
+	t.Helper()
+	got := appendString(nil, s)
+	var back string
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatalf("%q encoded as %s: %v", s, got, err)
+	}
+	std, _ := json.Marshal(s)
+	var want string
+	_ = json.Unmarshal(std, &want)
+	if back != want {
+		t.Fatalf("%q: decoded %q, want %q", s, back, want)
 	}
 }
 
@@ -32,19 +38,7 @@ func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "chat:index", "a\"b\\c\n", "\u2028", "\xff", "é😀\x00"} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendString(nil, s)
-		var back string
-		if err := json.Unmarshal(got, &back); err != nil {
-			t.Fatalf("%q encoded as %s: %v", s, got, err)
-		}
-		std, _ := json.Marshal(s)
-		var want string
-		_ = json.Unmarshal(std, &want)
-		if back != want {
-			t.Fatalf("%q: decoded %q, want %q", s, back, want)
-		}
-	})
+	f.Fuzz(checkString)
 }
 
 // Info that is JSON goes raw, other info as b64info; either way the body

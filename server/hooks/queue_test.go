@@ -216,12 +216,7 @@ func TestQueueDelivers(t *testing.T) {
 func TestQueueBatches(t *testing.T) {
 	b := newBackend(t, "http", nil)
 	release := make(chan struct{})
-	b.setAnswer(func(i int, _ request) reply {
-		if i == 0 {
-			return reply{hold: release}
-		}
-		return reply{}
-	})
+	b.answerFirst(reply{hold: release})
 	o := newObserver()
 	q := testQueue(t, b.newSender(SenderConfig{}), QueueConfig{MaxBatch: 100, Linger: -1, Observer: o})
 	first := deliverAsync(q, events(KindChannel, "a", "a", 1))
@@ -283,12 +278,7 @@ func TestResentWithSameIDs(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				b := newBackend(t, proto, nil)
-				b.setAnswer(func(i int, _ request) reply {
-					if i == 0 {
-						return c.reply
-					}
-					return reply{}
-				})
+				b.answerFirst(c.reply)
 				o := newObserver()
 				q := testQueue(t, b.newSender(SenderConfig{}), QueueConfig{Observer: o})
 				evs := events(KindUser, "42", "u", 3)
@@ -320,12 +310,7 @@ func TestTimeout(t *testing.T) {
 		b := newBackend(t, proto, nil)
 		// The first request is answered only once the sender gave up on it.
 		never := make(chan struct{})
-		b.setAnswer(func(i int, _ request) reply {
-			if i == 0 {
-				return reply{hold: never}
-			}
-			return reply{}
-		})
+		b.answerFirst(reply{hold: never})
 		o := newObserver()
 		q := testQueue(t, b.newSender(SenderConfig{Timeout: 100 * time.Millisecond}), QueueConfig{Observer: o})
 		evs := events(KindChannel, "c", "t", 2)
@@ -395,12 +380,7 @@ func dropLines(rec *logtest.Recorder) (start, end []logtest.Record) {
 func TestQueueFull(t *testing.T) {
 	b := newBackend(t, "http", nil)
 	release := make(chan struct{})
-	b.setAnswer(func(i int, _ request) reply {
-		if i == 0 {
-			return reply{hold: release}
-		}
-		return reply{}
-	})
+	b.answerFirst(reply{hold: release})
 	o := newObserver()
 	rec := &logtest.Recorder{}
 	q := testQueue(t, b.newSender(SenderConfig{}), QueueConfig{MaxEvents: 10, Linger: -1, Observer: o, Logger: slog.New(rec)})
@@ -583,12 +563,7 @@ func TestOrderUnderRetries(t *testing.T) {
 func TestDeliverCancelled(t *testing.T) {
 	b := newBackend(t, "http", nil)
 	release := make(chan struct{})
-	b.setAnswer(func(i int, _ request) reply {
-		if i == 0 {
-			return reply{hold: release}
-		}
-		return reply{}
-	})
+	b.answerFirst(reply{hold: release})
 	q := testQueue(t, b.newSender(SenderConfig{}), QueueConfig{Linger: -1})
 	first := deliverAsync(q, events(KindChannel, "c", "a", 1))
 	b.waitRequests(1)
@@ -686,12 +661,7 @@ func TestRing(t *testing.T) {
 func TestDeliverCancelledInFlight(t *testing.T) {
 	b := newBackend(t, "http", nil)
 	release := make(chan struct{})
-	b.setAnswer(func(i int, _ request) reply {
-		if i == 0 {
-			return reply{hold: release, status: http.StatusServiceUnavailable}
-		}
-		return reply{}
-	})
+	b.answerFirst(reply{hold: release, status: http.StatusServiceUnavailable})
 	q := testQueue(t, b.newSender(SenderConfig{Timeout: time.Minute}), QueueConfig{Linger: -1})
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
@@ -720,12 +690,7 @@ func TestDeliverCancelledInFlight(t *testing.T) {
 func TestMaxAgeBehindSlowRequest(t *testing.T) {
 	b := newBackend(t, "http", nil)
 	release := make(chan struct{})
-	b.setAnswer(func(i int, _ request) reply {
-		if i == 0 {
-			return reply{hold: release}
-		}
-		return reply{}
-	})
+	b.answerFirst(reply{hold: release})
 	o := newObserver()
 	q := testQueue(t, b.newSender(SenderConfig{Timeout: time.Minute}), QueueConfig{MaxAge: 20 * time.Millisecond, Linger: -1, Observer: o})
 	first := deliverAsync(q, events(KindChannel, "c", "slow", 1))
