@@ -9,10 +9,14 @@
 // names as written here, and data fields as raw JSON unless the proxy's
 // binary_encoding is on, in which case the b64 field is used instead.
 //
-// Left out: Centrifugo PRO's calls and fields (NotifyChannelState,
-// SharedPollRefresh, labels) and NotifyCacheEmpty; their numbers are
-// reserved where they would sit in a message Gyre sends or reads, so that
-// nothing here ever reuses them.
+// Gyre adds two fields of its own, at numbers Centrifugo's file leaves free
+// and that Centrifugo's backends, not knowing them, ignore: ChannelEvent.id
+// (4), so that a backend can recognise an event sent again, and
+// NotifyCacheEmptyResponse.error (2), as every other response has.
+//
+// Left out: Centrifugo PRO's SharedPollRefresh call and labels fields;
+// their numbers are reserved where they would sit in a message Gyre sends
+// or reads, so that nothing here ever reuses them.
 //
 // Regenerate the Go code with ./generate.sh.
 
@@ -2713,6 +2717,357 @@ func (x *StreamSubscribeResponse) GetPublication() *Publication {
 	return nil
 }
 
+type NotifyCacheEmptyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyCacheEmptyRequest) Reset() {
+	*x = NotifyCacheEmptyRequest{}
+	mi := &file_proxy_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyCacheEmptyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyCacheEmptyRequest) ProtoMessage() {}
+
+func (x *NotifyCacheEmptyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyCacheEmptyRequest.ProtoReflect.Descriptor instead.
+func (*NotifyCacheEmptyRequest) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *NotifyCacheEmptyRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+type NotifyCacheEmptyResponse struct {
+	state  protoimpl.MessageState  `protogen:"open.v1"`
+	Result *NotifyCacheEmptyResult `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// error is Gyre's: the backend could not populate the channel.
+	Error         *Error `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyCacheEmptyResponse) Reset() {
+	*x = NotifyCacheEmptyResponse{}
+	mi := &file_proxy_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyCacheEmptyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyCacheEmptyResponse) ProtoMessage() {}
+
+func (x *NotifyCacheEmptyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyCacheEmptyResponse.ProtoReflect.Descriptor instead.
+func (*NotifyCacheEmptyResponse) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *NotifyCacheEmptyResponse) GetResult() *NotifyCacheEmptyResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *NotifyCacheEmptyResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type NotifyCacheEmptyResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// populated: the backend published into the channel, whose history is
+	// worth reading again.
+	Populated     bool `protobuf:"varint,1,opt,name=populated,proto3" json:"populated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyCacheEmptyResult) Reset() {
+	*x = NotifyCacheEmptyResult{}
+	mi := &file_proxy_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyCacheEmptyResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyCacheEmptyResult) ProtoMessage() {}
+
+func (x *NotifyCacheEmptyResult) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyCacheEmptyResult.ProtoReflect.Descriptor instead.
+func (*NotifyCacheEmptyResult) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *NotifyCacheEmptyResult) GetPopulated() bool {
+	if x != nil {
+		return x.Populated
+	}
+	return false
+}
+
+type NotifyChannelStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*ChannelEvent        `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyChannelStateRequest) Reset() {
+	*x = NotifyChannelStateRequest{}
+	mi := &file_proxy_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyChannelStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyChannelStateRequest) ProtoMessage() {}
+
+func (x *NotifyChannelStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyChannelStateRequest.ProtoReflect.Descriptor instead.
+func (*NotifyChannelStateRequest) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *NotifyChannelStateRequest) GetEvents() []*ChannelEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// ChannelEvent is one change of a channel's state: it got its first
+// subscriber anywhere in the cluster ("occupied") or lost its last one
+// everywhere ("vacated").
+type ChannelEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// time_ms is when the change happened, in Unix milliseconds.
+	TimeMs  int64  `protobuf:"varint,1,opt,name=time_ms,json=timeMs,proto3" json:"time_ms,omitempty"`
+	Channel string `protobuf:"bytes,2,opt,name=channel,proto3" json:"channel,omitempty"`
+	// type is "occupied" or "vacated"; a string rather than an enum, so
+	// that JSON reads the same and new types need no new numbers.
+	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	// id is Gyre's: the same each time the event is sent again, for the
+	// backend to drop duplicates.
+	Id            string `protobuf:"bytes,4,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelEvent) Reset() {
+	*x = ChannelEvent{}
+	mi := &file_proxy_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelEvent) ProtoMessage() {}
+
+func (x *ChannelEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelEvent.ProtoReflect.Descriptor instead.
+func (*ChannelEvent) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ChannelEvent) GetTimeMs() int64 {
+	if x != nil {
+		return x.TimeMs
+	}
+	return 0
+}
+
+func (x *ChannelEvent) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *ChannelEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ChannelEvent) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type NotifyChannelStateResponse struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Result        *NotifyChannelStateResult `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Error         *Error                    `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyChannelStateResponse) Reset() {
+	*x = NotifyChannelStateResponse{}
+	mi := &file_proxy_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyChannelStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyChannelStateResponse) ProtoMessage() {}
+
+func (x *NotifyChannelStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyChannelStateResponse.ProtoReflect.Descriptor instead.
+func (*NotifyChannelStateResponse) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *NotifyChannelStateResponse) GetResult() *NotifyChannelStateResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *NotifyChannelStateResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type NotifyChannelStateResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyChannelStateResult) Reset() {
+	*x = NotifyChannelStateResult{}
+	mi := &file_proxy_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyChannelStateResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyChannelStateResult) ProtoMessage() {}
+
+func (x *NotifyChannelStateResult) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyChannelStateResult.ProtoReflect.Descriptor instead.
+func (*NotifyChannelStateResult) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{40}
+}
+
 var File_proxy_proto protoreflect.FileDescriptor
 
 const file_proxy_proto_rawDesc = "" +
@@ -2975,7 +3330,25 @@ const file_proxy_proto_rawDesc = "" +
 	"\vpublication\x18\x02 \x01(\v2).centrifugal.centrifugo.proxy.PublicationR\vpublication\"\xc6\x01\n" +
 	"\x17StreamSubscribeResponse\x12^\n" +
 	"\x12subscribe_response\x18\x01 \x01(\v2/.centrifugal.centrifugo.proxy.SubscribeResponseR\x11subscribeResponse\x12K\n" +
-	"\vpublication\x18\x02 \x01(\v2).centrifugal.centrifugo.proxy.PublicationR\vpublication2\xf4\b\n" +
+	"\vpublication\x18\x02 \x01(\v2).centrifugal.centrifugo.proxy.PublicationR\vpublication\"3\n" +
+	"\x17NotifyCacheEmptyRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\"\xa3\x01\n" +
+	"\x18NotifyCacheEmptyResponse\x12L\n" +
+	"\x06result\x18\x01 \x01(\v24.centrifugal.centrifugo.proxy.NotifyCacheEmptyResultR\x06result\x129\n" +
+	"\x05error\x18\x02 \x01(\v2#.centrifugal.centrifugo.proxy.ErrorR\x05error\"6\n" +
+	"\x16NotifyCacheEmptyResult\x12\x1c\n" +
+	"\tpopulated\x18\x01 \x01(\bR\tpopulated\"_\n" +
+	"\x19NotifyChannelStateRequest\x12B\n" +
+	"\x06events\x18\x01 \x03(\v2*.centrifugal.centrifugo.proxy.ChannelEventR\x06events\"e\n" +
+	"\fChannelEvent\x12\x17\n" +
+	"\atime_ms\x18\x01 \x01(\x03R\x06timeMs\x12\x18\n" +
+	"\achannel\x18\x02 \x01(\tR\achannel\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x0e\n" +
+	"\x02id\x18\x04 \x01(\tR\x02id\"\xa7\x01\n" +
+	"\x1aNotifyChannelStateResponse\x12N\n" +
+	"\x06result\x18\x01 \x01(\v26.centrifugal.centrifugo.proxy.NotifyChannelStateResultR\x06result\x129\n" +
+	"\x05error\x18\x02 \x01(\v2#.centrifugal.centrifugo.proxy.ErrorR\x05error\"\x1a\n" +
+	"\x18NotifyChannelStateResult2\x82\v\n" +
 	"\x0fCentrifugoProxy\x12f\n" +
 	"\aConnect\x12,.centrifugal.centrifugo.proxy.ConnectRequest\x1a-.centrifugal.centrifugo.proxy.ConnectResponse\x12f\n" +
 	"\aRefresh\x12,.centrifugal.centrifugo.proxy.RefreshRequest\x1a-.centrifugal.centrifugo.proxy.RefreshResponse\x12l\n" +
@@ -2988,7 +3361,9 @@ const file_proxy_proto_rawDesc = "" +
 	"\x16SubscribeBidirectional\x124.centrifugal.centrifugo.proxy.StreamSubscribeRequest\x1a5.centrifugal.centrifugo.proxy.StreamSubscribeResponse(\x010\x01\x12o\n" +
 	"\n" +
 	"MapPublish\x12/.centrifugal.centrifugo.proxy.MapPublishRequest\x1a0.centrifugal.centrifugo.proxy.MapPublishResponse\x12l\n" +
-	"\tMapRemove\x12..centrifugal.centrifugo.proxy.MapRemoveRequest\x1a/.centrifugal.centrifugo.proxy.MapRemoveResponseB-Z+github.com/gyrehq/gyre/server/proxy/proxypbb\x06proto3"
+	"\tMapRemove\x12..centrifugal.centrifugo.proxy.MapRemoveRequest\x1a/.centrifugal.centrifugo.proxy.MapRemoveResponse\x12\x81\x01\n" +
+	"\x10NotifyCacheEmpty\x125.centrifugal.centrifugo.proxy.NotifyCacheEmptyRequest\x1a6.centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse\x12\x87\x01\n" +
+	"\x12NotifyChannelState\x127.centrifugal.centrifugo.proxy.NotifyChannelStateRequest\x1a8.centrifugal.centrifugo.proxy.NotifyChannelStateResponseB-Z+github.com/gyrehq/gyre/server/proxy/proxypbb\x06proto3"
 
 var (
 	file_proxy_proto_rawDescOnce sync.Once
@@ -3002,53 +3377,60 @@ func file_proxy_proto_rawDescGZIP() []byte {
 	return file_proxy_proto_rawDescData
 }
 
-var file_proxy_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_proxy_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_proxy_proto_goTypes = []any{
-	(*FilterNode)(nil),              // 0: centrifugal.centrifugo.proxy.FilterNode
-	(*Disconnect)(nil),              // 1: centrifugal.centrifugo.proxy.Disconnect
-	(*Error)(nil),                   // 2: centrifugal.centrifugo.proxy.Error
-	(*ConnectRequest)(nil),          // 3: centrifugal.centrifugo.proxy.ConnectRequest
-	(*SubscribeOptions)(nil),        // 4: centrifugal.centrifugo.proxy.SubscribeOptions
-	(*ConnectResult)(nil),           // 5: centrifugal.centrifugo.proxy.ConnectResult
-	(*ChannelsCapability)(nil),      // 6: centrifugal.centrifugo.proxy.ChannelsCapability
-	(*ConnectResponse)(nil),         // 7: centrifugal.centrifugo.proxy.ConnectResponse
-	(*RefreshRequest)(nil),          // 8: centrifugal.centrifugo.proxy.RefreshRequest
-	(*RefreshResult)(nil),           // 9: centrifugal.centrifugo.proxy.RefreshResult
-	(*RefreshResponse)(nil),         // 10: centrifugal.centrifugo.proxy.RefreshResponse
-	(*SubscribeRequest)(nil),        // 11: centrifugal.centrifugo.proxy.SubscribeRequest
-	(*BoolValue)(nil),               // 12: centrifugal.centrifugo.proxy.BoolValue
-	(*SubscribeOptionOverride)(nil), // 13: centrifugal.centrifugo.proxy.SubscribeOptionOverride
-	(*SubscribeResult)(nil),         // 14: centrifugal.centrifugo.proxy.SubscribeResult
-	(*SubscribeResponse)(nil),       // 15: centrifugal.centrifugo.proxy.SubscribeResponse
-	(*PublishRequest)(nil),          // 16: centrifugal.centrifugo.proxy.PublishRequest
-	(*PublishResult)(nil),           // 17: centrifugal.centrifugo.proxy.PublishResult
-	(*PublishResponse)(nil),         // 18: centrifugal.centrifugo.proxy.PublishResponse
-	(*MapPublishRequest)(nil),       // 19: centrifugal.centrifugo.proxy.MapPublishRequest
-	(*MapPublishResult)(nil),        // 20: centrifugal.centrifugo.proxy.MapPublishResult
-	(*MapPublishResponse)(nil),      // 21: centrifugal.centrifugo.proxy.MapPublishResponse
-	(*MapRemoveRequest)(nil),        // 22: centrifugal.centrifugo.proxy.MapRemoveRequest
-	(*MapRemoveResult)(nil),         // 23: centrifugal.centrifugo.proxy.MapRemoveResult
-	(*MapRemoveResponse)(nil),       // 24: centrifugal.centrifugo.proxy.MapRemoveResponse
-	(*RPCRequest)(nil),              // 25: centrifugal.centrifugo.proxy.RPCRequest
-	(*RPCResult)(nil),               // 26: centrifugal.centrifugo.proxy.RPCResult
-	(*RPCResponse)(nil),             // 27: centrifugal.centrifugo.proxy.RPCResponse
-	(*SubRefreshRequest)(nil),       // 28: centrifugal.centrifugo.proxy.SubRefreshRequest
-	(*SubRefreshResult)(nil),        // 29: centrifugal.centrifugo.proxy.SubRefreshResult
-	(*SubRefreshResponse)(nil),      // 30: centrifugal.centrifugo.proxy.SubRefreshResponse
-	(*Publication)(nil),             // 31: centrifugal.centrifugo.proxy.Publication
-	(*StreamSubscribeRequest)(nil),  // 32: centrifugal.centrifugo.proxy.StreamSubscribeRequest
-	(*StreamSubscribeResponse)(nil), // 33: centrifugal.centrifugo.proxy.StreamSubscribeResponse
-	nil,                             // 34: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
-	nil,                             // 35: centrifugal.centrifugo.proxy.PublishResult.TagsEntry
-	nil,                             // 36: centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
-	nil,                             // 37: centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
-	nil,                             // 38: centrifugal.centrifugo.proxy.Publication.TagsEntry
+	(*FilterNode)(nil),                 // 0: centrifugal.centrifugo.proxy.FilterNode
+	(*Disconnect)(nil),                 // 1: centrifugal.centrifugo.proxy.Disconnect
+	(*Error)(nil),                      // 2: centrifugal.centrifugo.proxy.Error
+	(*ConnectRequest)(nil),             // 3: centrifugal.centrifugo.proxy.ConnectRequest
+	(*SubscribeOptions)(nil),           // 4: centrifugal.centrifugo.proxy.SubscribeOptions
+	(*ConnectResult)(nil),              // 5: centrifugal.centrifugo.proxy.ConnectResult
+	(*ChannelsCapability)(nil),         // 6: centrifugal.centrifugo.proxy.ChannelsCapability
+	(*ConnectResponse)(nil),            // 7: centrifugal.centrifugo.proxy.ConnectResponse
+	(*RefreshRequest)(nil),             // 8: centrifugal.centrifugo.proxy.RefreshRequest
+	(*RefreshResult)(nil),              // 9: centrifugal.centrifugo.proxy.RefreshResult
+	(*RefreshResponse)(nil),            // 10: centrifugal.centrifugo.proxy.RefreshResponse
+	(*SubscribeRequest)(nil),           // 11: centrifugal.centrifugo.proxy.SubscribeRequest
+	(*BoolValue)(nil),                  // 12: centrifugal.centrifugo.proxy.BoolValue
+	(*SubscribeOptionOverride)(nil),    // 13: centrifugal.centrifugo.proxy.SubscribeOptionOverride
+	(*SubscribeResult)(nil),            // 14: centrifugal.centrifugo.proxy.SubscribeResult
+	(*SubscribeResponse)(nil),          // 15: centrifugal.centrifugo.proxy.SubscribeResponse
+	(*PublishRequest)(nil),             // 16: centrifugal.centrifugo.proxy.PublishRequest
+	(*PublishResult)(nil),              // 17: centrifugal.centrifugo.proxy.PublishResult
+	(*PublishResponse)(nil),            // 18: centrifugal.centrifugo.proxy.PublishResponse
+	(*MapPublishRequest)(nil),          // 19: centrifugal.centrifugo.proxy.MapPublishRequest
+	(*MapPublishResult)(nil),           // 20: centrifugal.centrifugo.proxy.MapPublishResult
+	(*MapPublishResponse)(nil),         // 21: centrifugal.centrifugo.proxy.MapPublishResponse
+	(*MapRemoveRequest)(nil),           // 22: centrifugal.centrifugo.proxy.MapRemoveRequest
+	(*MapRemoveResult)(nil),            // 23: centrifugal.centrifugo.proxy.MapRemoveResult
+	(*MapRemoveResponse)(nil),          // 24: centrifugal.centrifugo.proxy.MapRemoveResponse
+	(*RPCRequest)(nil),                 // 25: centrifugal.centrifugo.proxy.RPCRequest
+	(*RPCResult)(nil),                  // 26: centrifugal.centrifugo.proxy.RPCResult
+	(*RPCResponse)(nil),                // 27: centrifugal.centrifugo.proxy.RPCResponse
+	(*SubRefreshRequest)(nil),          // 28: centrifugal.centrifugo.proxy.SubRefreshRequest
+	(*SubRefreshResult)(nil),           // 29: centrifugal.centrifugo.proxy.SubRefreshResult
+	(*SubRefreshResponse)(nil),         // 30: centrifugal.centrifugo.proxy.SubRefreshResponse
+	(*Publication)(nil),                // 31: centrifugal.centrifugo.proxy.Publication
+	(*StreamSubscribeRequest)(nil),     // 32: centrifugal.centrifugo.proxy.StreamSubscribeRequest
+	(*StreamSubscribeResponse)(nil),    // 33: centrifugal.centrifugo.proxy.StreamSubscribeResponse
+	(*NotifyCacheEmptyRequest)(nil),    // 34: centrifugal.centrifugo.proxy.NotifyCacheEmptyRequest
+	(*NotifyCacheEmptyResponse)(nil),   // 35: centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse
+	(*NotifyCacheEmptyResult)(nil),     // 36: centrifugal.centrifugo.proxy.NotifyCacheEmptyResult
+	(*NotifyChannelStateRequest)(nil),  // 37: centrifugal.centrifugo.proxy.NotifyChannelStateRequest
+	(*ChannelEvent)(nil),               // 38: centrifugal.centrifugo.proxy.ChannelEvent
+	(*NotifyChannelStateResponse)(nil), // 39: centrifugal.centrifugo.proxy.NotifyChannelStateResponse
+	(*NotifyChannelStateResult)(nil),   // 40: centrifugal.centrifugo.proxy.NotifyChannelStateResult
+	nil,                                // 41: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
+	nil,                                // 42: centrifugal.centrifugo.proxy.PublishResult.TagsEntry
+	nil,                                // 43: centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
+	nil,                                // 44: centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
+	nil,                                // 45: centrifugal.centrifugo.proxy.Publication.TagsEntry
 }
 var file_proxy_proto_depIdxs = []int32{
 	0,  // 0: centrifugal.centrifugo.proxy.FilterNode.nodes:type_name -> centrifugal.centrifugo.proxy.FilterNode
 	13, // 1: centrifugal.centrifugo.proxy.SubscribeOptions.override:type_name -> centrifugal.centrifugo.proxy.SubscribeOptionOverride
 	0,  // 2: centrifugal.centrifugo.proxy.SubscribeOptions.server_tags_filter:type_name -> centrifugal.centrifugo.proxy.FilterNode
-	34, // 3: centrifugal.centrifugo.proxy.ConnectResult.subs:type_name -> centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
+	41, // 3: centrifugal.centrifugo.proxy.ConnectResult.subs:type_name -> centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
 	6,  // 4: centrifugal.centrifugo.proxy.ConnectResult.caps:type_name -> centrifugal.centrifugo.proxy.ChannelsCapability
 	5,  // 5: centrifugal.centrifugo.proxy.ConnectResponse.result:type_name -> centrifugal.centrifugo.proxy.ConnectResult
 	2,  // 6: centrifugal.centrifugo.proxy.ConnectResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
@@ -3067,15 +3449,15 @@ var file_proxy_proto_depIdxs = []int32{
 	14, // 19: centrifugal.centrifugo.proxy.SubscribeResponse.result:type_name -> centrifugal.centrifugo.proxy.SubscribeResult
 	2,  // 20: centrifugal.centrifugo.proxy.SubscribeResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 21: centrifugal.centrifugo.proxy.SubscribeResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	35, // 22: centrifugal.centrifugo.proxy.PublishResult.tags:type_name -> centrifugal.centrifugo.proxy.PublishResult.TagsEntry
+	42, // 22: centrifugal.centrifugo.proxy.PublishResult.tags:type_name -> centrifugal.centrifugo.proxy.PublishResult.TagsEntry
 	17, // 23: centrifugal.centrifugo.proxy.PublishResponse.result:type_name -> centrifugal.centrifugo.proxy.PublishResult
 	2,  // 24: centrifugal.centrifugo.proxy.PublishResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 25: centrifugal.centrifugo.proxy.PublishResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	36, // 26: centrifugal.centrifugo.proxy.MapPublishResult.tags:type_name -> centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
+	43, // 26: centrifugal.centrifugo.proxy.MapPublishResult.tags:type_name -> centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
 	20, // 27: centrifugal.centrifugo.proxy.MapPublishResponse.result:type_name -> centrifugal.centrifugo.proxy.MapPublishResult
 	2,  // 28: centrifugal.centrifugo.proxy.MapPublishResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 29: centrifugal.centrifugo.proxy.MapPublishResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	37, // 30: centrifugal.centrifugo.proxy.MapRemoveResult.tags:type_name -> centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
+	44, // 30: centrifugal.centrifugo.proxy.MapRemoveResult.tags:type_name -> centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
 	23, // 31: centrifugal.centrifugo.proxy.MapRemoveResponse.result:type_name -> centrifugal.centrifugo.proxy.MapRemoveResult
 	2,  // 32: centrifugal.centrifugo.proxy.MapRemoveResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 33: centrifugal.centrifugo.proxy.MapRemoveResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
@@ -3085,37 +3467,46 @@ var file_proxy_proto_depIdxs = []int32{
 	29, // 37: centrifugal.centrifugo.proxy.SubRefreshResponse.result:type_name -> centrifugal.centrifugo.proxy.SubRefreshResult
 	2,  // 38: centrifugal.centrifugo.proxy.SubRefreshResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 39: centrifugal.centrifugo.proxy.SubRefreshResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	38, // 40: centrifugal.centrifugo.proxy.Publication.tags:type_name -> centrifugal.centrifugo.proxy.Publication.TagsEntry
+	45, // 40: centrifugal.centrifugo.proxy.Publication.tags:type_name -> centrifugal.centrifugo.proxy.Publication.TagsEntry
 	11, // 41: centrifugal.centrifugo.proxy.StreamSubscribeRequest.subscribe_request:type_name -> centrifugal.centrifugo.proxy.SubscribeRequest
 	31, // 42: centrifugal.centrifugo.proxy.StreamSubscribeRequest.publication:type_name -> centrifugal.centrifugo.proxy.Publication
 	15, // 43: centrifugal.centrifugo.proxy.StreamSubscribeResponse.subscribe_response:type_name -> centrifugal.centrifugo.proxy.SubscribeResponse
 	31, // 44: centrifugal.centrifugo.proxy.StreamSubscribeResponse.publication:type_name -> centrifugal.centrifugo.proxy.Publication
-	4,  // 45: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifugo.proxy.SubscribeOptions
-	3,  // 46: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:input_type -> centrifugal.centrifugo.proxy.ConnectRequest
-	8,  // 47: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:input_type -> centrifugal.centrifugo.proxy.RefreshRequest
-	11, // 48: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
-	16, // 49: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:input_type -> centrifugal.centrifugo.proxy.PublishRequest
-	25, // 50: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:input_type -> centrifugal.centrifugo.proxy.RPCRequest
-	28, // 51: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:input_type -> centrifugal.centrifugo.proxy.SubRefreshRequest
-	11, // 52: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
-	32, // 53: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:input_type -> centrifugal.centrifugo.proxy.StreamSubscribeRequest
-	19, // 54: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:input_type -> centrifugal.centrifugo.proxy.MapPublishRequest
-	22, // 55: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:input_type -> centrifugal.centrifugo.proxy.MapRemoveRequest
-	7,  // 56: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:output_type -> centrifugal.centrifugo.proxy.ConnectResponse
-	10, // 57: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:output_type -> centrifugal.centrifugo.proxy.RefreshResponse
-	15, // 58: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:output_type -> centrifugal.centrifugo.proxy.SubscribeResponse
-	18, // 59: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:output_type -> centrifugal.centrifugo.proxy.PublishResponse
-	27, // 60: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:output_type -> centrifugal.centrifugo.proxy.RPCResponse
-	30, // 61: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:output_type -> centrifugal.centrifugo.proxy.SubRefreshResponse
-	33, // 62: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
-	33, // 63: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
-	21, // 64: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:output_type -> centrifugal.centrifugo.proxy.MapPublishResponse
-	24, // 65: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:output_type -> centrifugal.centrifugo.proxy.MapRemoveResponse
-	56, // [56:66] is the sub-list for method output_type
-	46, // [46:56] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	36, // 45: centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse.result:type_name -> centrifugal.centrifugo.proxy.NotifyCacheEmptyResult
+	2,  // 46: centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
+	38, // 47: centrifugal.centrifugo.proxy.NotifyChannelStateRequest.events:type_name -> centrifugal.centrifugo.proxy.ChannelEvent
+	40, // 48: centrifugal.centrifugo.proxy.NotifyChannelStateResponse.result:type_name -> centrifugal.centrifugo.proxy.NotifyChannelStateResult
+	2,  // 49: centrifugal.centrifugo.proxy.NotifyChannelStateResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
+	4,  // 50: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifugo.proxy.SubscribeOptions
+	3,  // 51: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:input_type -> centrifugal.centrifugo.proxy.ConnectRequest
+	8,  // 52: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:input_type -> centrifugal.centrifugo.proxy.RefreshRequest
+	11, // 53: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
+	16, // 54: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:input_type -> centrifugal.centrifugo.proxy.PublishRequest
+	25, // 55: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:input_type -> centrifugal.centrifugo.proxy.RPCRequest
+	28, // 56: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:input_type -> centrifugal.centrifugo.proxy.SubRefreshRequest
+	11, // 57: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
+	32, // 58: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:input_type -> centrifugal.centrifugo.proxy.StreamSubscribeRequest
+	19, // 59: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:input_type -> centrifugal.centrifugo.proxy.MapPublishRequest
+	22, // 60: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:input_type -> centrifugal.centrifugo.proxy.MapRemoveRequest
+	34, // 61: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyCacheEmpty:input_type -> centrifugal.centrifugo.proxy.NotifyCacheEmptyRequest
+	37, // 62: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyChannelState:input_type -> centrifugal.centrifugo.proxy.NotifyChannelStateRequest
+	7,  // 63: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:output_type -> centrifugal.centrifugo.proxy.ConnectResponse
+	10, // 64: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:output_type -> centrifugal.centrifugo.proxy.RefreshResponse
+	15, // 65: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:output_type -> centrifugal.centrifugo.proxy.SubscribeResponse
+	18, // 66: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:output_type -> centrifugal.centrifugo.proxy.PublishResponse
+	27, // 67: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:output_type -> centrifugal.centrifugo.proxy.RPCResponse
+	30, // 68: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:output_type -> centrifugal.centrifugo.proxy.SubRefreshResponse
+	33, // 69: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
+	33, // 70: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
+	21, // 71: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:output_type -> centrifugal.centrifugo.proxy.MapPublishResponse
+	24, // 72: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:output_type -> centrifugal.centrifugo.proxy.MapRemoveResponse
+	35, // 73: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyCacheEmpty:output_type -> centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse
+	39, // 74: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyChannelState:output_type -> centrifugal.centrifugo.proxy.NotifyChannelStateResponse
+	63, // [63:75] is the sub-list for method output_type
+	51, // [51:63] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_proxy_proto_init() }
@@ -3129,7 +3520,7 @@ func file_proxy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proxy_proto_rawDesc), len(file_proxy_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

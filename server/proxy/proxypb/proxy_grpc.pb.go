@@ -9,10 +9,14 @@
 // names as written here, and data fields as raw JSON unless the proxy's
 // binary_encoding is on, in which case the b64 field is used instead.
 //
-// Left out: Centrifugo PRO's calls and fields (NotifyChannelState,
-// SharedPollRefresh, labels) and NotifyCacheEmpty; their numbers are
-// reserved where they would sit in a message Gyre sends or reads, so that
-// nothing here ever reuses them.
+// Gyre adds two fields of its own, at numbers Centrifugo's file leaves free
+// and that Centrifugo's backends, not knowing them, ignore: ChannelEvent.id
+// (4), so that a backend can recognise an event sent again, and
+// NotifyCacheEmptyResponse.error (2), as every other response has.
+//
+// Left out: Centrifugo PRO's SharedPollRefresh call and labels fields;
+// their numbers are reserved where they would sit in a message Gyre sends
+// or reads, so that nothing here ever reuses them.
 //
 // Regenerate the Go code with ./generate.sh.
 
@@ -47,6 +51,8 @@ const (
 	CentrifugoProxy_SubscribeBidirectional_FullMethodName  = "/centrifugal.centrifugo.proxy.CentrifugoProxy/SubscribeBidirectional"
 	CentrifugoProxy_MapPublish_FullMethodName              = "/centrifugal.centrifugo.proxy.CentrifugoProxy/MapPublish"
 	CentrifugoProxy_MapRemove_FullMethodName               = "/centrifugal.centrifugo.proxy.CentrifugoProxy/MapRemove"
+	CentrifugoProxy_NotifyCacheEmpty_FullMethodName        = "/centrifugal.centrifugo.proxy.CentrifugoProxy/NotifyCacheEmpty"
+	CentrifugoProxy_NotifyChannelState_FullMethodName      = "/centrifugal.centrifugo.proxy.CentrifugoProxy/NotifyChannelState"
 )
 
 // CentrifugoProxyClient is the client API for CentrifugoProxy service.
@@ -80,6 +86,13 @@ type CentrifugoProxyClient interface {
 	// MapRemove decides (and may rewrite) a client's removal of a key from a
 	// map channel.
 	MapRemove(ctx context.Context, in *MapRemoveRequest, opts ...grpc.CallOption) (*MapRemoveResponse, error)
+	// NotifyCacheEmpty tells the backend that a subscriber of a channel in
+	// cache recovery mode found no latest publication; the backend may
+	// publish one and answer populated, and the history is read again.
+	NotifyCacheEmpty(ctx context.Context, in *NotifyCacheEmptyRequest, opts ...grpc.CallOption) (*NotifyCacheEmptyResponse, error)
+	// NotifyChannelState delivers a batch of channel state events
+	// (occupied, vacated), in order, at least once.
+	NotifyChannelState(ctx context.Context, in *NotifyChannelStateRequest, opts ...grpc.CallOption) (*NotifyChannelStateResponse, error)
 }
 
 type centrifugoProxyClient struct {
@@ -202,6 +215,26 @@ func (c *centrifugoProxyClient) MapRemove(ctx context.Context, in *MapRemoveRequ
 	return out, nil
 }
 
+func (c *centrifugoProxyClient) NotifyCacheEmpty(ctx context.Context, in *NotifyCacheEmptyRequest, opts ...grpc.CallOption) (*NotifyCacheEmptyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NotifyCacheEmptyResponse)
+	err := c.cc.Invoke(ctx, CentrifugoProxy_NotifyCacheEmpty_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *centrifugoProxyClient) NotifyChannelState(ctx context.Context, in *NotifyChannelStateRequest, opts ...grpc.CallOption) (*NotifyChannelStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NotifyChannelStateResponse)
+	err := c.cc.Invoke(ctx, CentrifugoProxy_NotifyChannelState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CentrifugoProxyServer is the server API for CentrifugoProxy service.
 // All implementations must embed UnimplementedCentrifugoProxyServer
 // for forward compatibility.
@@ -233,6 +266,13 @@ type CentrifugoProxyServer interface {
 	// MapRemove decides (and may rewrite) a client's removal of a key from a
 	// map channel.
 	MapRemove(context.Context, *MapRemoveRequest) (*MapRemoveResponse, error)
+	// NotifyCacheEmpty tells the backend that a subscriber of a channel in
+	// cache recovery mode found no latest publication; the backend may
+	// publish one and answer populated, and the history is read again.
+	NotifyCacheEmpty(context.Context, *NotifyCacheEmptyRequest) (*NotifyCacheEmptyResponse, error)
+	// NotifyChannelState delivers a batch of channel state events
+	// (occupied, vacated), in order, at least once.
+	NotifyChannelState(context.Context, *NotifyChannelStateRequest) (*NotifyChannelStateResponse, error)
 	mustEmbedUnimplementedCentrifugoProxyServer()
 }
 
@@ -272,6 +312,12 @@ func (UnimplementedCentrifugoProxyServer) MapPublish(context.Context, *MapPublis
 }
 func (UnimplementedCentrifugoProxyServer) MapRemove(context.Context, *MapRemoveRequest) (*MapRemoveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MapRemove not implemented")
+}
+func (UnimplementedCentrifugoProxyServer) NotifyCacheEmpty(context.Context, *NotifyCacheEmptyRequest) (*NotifyCacheEmptyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method NotifyCacheEmpty not implemented")
+}
+func (UnimplementedCentrifugoProxyServer) NotifyChannelState(context.Context, *NotifyChannelStateRequest) (*NotifyChannelStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method NotifyChannelState not implemented")
 }
 func (UnimplementedCentrifugoProxyServer) mustEmbedUnimplementedCentrifugoProxyServer() {}
 func (UnimplementedCentrifugoProxyServer) testEmbeddedByValue()                         {}
@@ -456,6 +502,42 @@ func _CentrifugoProxy_MapRemove_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CentrifugoProxy_NotifyCacheEmpty_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NotifyCacheEmptyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CentrifugoProxyServer).NotifyCacheEmpty(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CentrifugoProxy_NotifyCacheEmpty_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CentrifugoProxyServer).NotifyCacheEmpty(ctx, req.(*NotifyCacheEmptyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CentrifugoProxy_NotifyChannelState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NotifyChannelStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CentrifugoProxyServer).NotifyChannelState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CentrifugoProxy_NotifyChannelState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CentrifugoProxyServer).NotifyChannelState(ctx, req.(*NotifyChannelStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CentrifugoProxy_ServiceDesc is the grpc.ServiceDesc for CentrifugoProxy service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -494,6 +576,14 @@ var CentrifugoProxy_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MapRemove",
 			Handler:    _CentrifugoProxy_MapRemove_Handler,
+		},
+		{
+			MethodName: "NotifyCacheEmpty",
+			Handler:    _CentrifugoProxy_NotifyCacheEmpty_Handler,
+		},
+		{
+			MethodName: "NotifyChannelState",
+			Handler:    _CentrifugoProxy_NotifyChannelState_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

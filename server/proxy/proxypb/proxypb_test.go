@@ -13,12 +13,13 @@ import (
 
 // The tables below are written from Centrifugo v6's
 // internal/proxyproto/proxy.proto (centrifugal/centrifugo commit 0076707d;
-// MapPublish and MapRemove from v6.9.1).
+// MapPublish, MapRemove, NotifyCacheEmpty and NotifyChannelState from
+// v6.9.1).
 // A change here means a backend written for Centrifugo no longer serves
-// Gyre. Left out, as in proxy.proto: PRO-only fields (labels) and calls
-// (but MapPublish and MapRemove, which map channels need),
-// NotifyCacheEmpty, and SubscribeOptions.cache_recover (8), which Gyre
-// does not read.
+// Gyre. Left out, as in proxy.proto: PRO-only fields (labels), the
+// SharedPollRefresh call, and SubscribeOptions.cache_recover (8), which
+// Gyre does not read. Gyre's own additions, at numbers Centrifugo's file
+// leaves free, are marked where they sit.
 
 const pkg = "centrifugal.centrifugo.proxy."
 
@@ -230,6 +231,24 @@ var wantFields = map[string][]field{
 		{1, "subscribe_response", "message", pkg + "SubscribeResponse"},
 		{2, "publication", "message", pkg + "Publication"},
 	},
+	"NotifyCacheEmptyRequest": {{1, "channel", "string", ""}},
+	"NotifyCacheEmptyResponse": {
+		{1, "result", "message", pkg + "NotifyCacheEmptyResult"},
+		{2, "error", "message", pkg + "Error"}, // Gyre's
+	},
+	"NotifyCacheEmptyResult":    {{1, "populated", "bool", ""}},
+	"NotifyChannelStateRequest": {{1, "events", "repeated message", pkg + "ChannelEvent"}},
+	"ChannelEvent": {
+		{1, "time_ms", "int64", ""},
+		{2, "channel", "string", ""},
+		{3, "type", "string", ""},
+		{4, "id", "string", ""}, // Gyre's
+	},
+	"NotifyChannelStateResponse": {
+		{1, "result", "message", pkg + "NotifyChannelStateResult"},
+		{2, "error", "message", pkg + "Error"},
+	},
+	"NotifyChannelStateResult": {},
 }
 
 // wantReserved are numbers a message must never reuse: Centrifugo's
@@ -265,6 +284,8 @@ func TestService(t *testing.T) {
 		{"Connect", "ConnectRequest", "ConnectResponse", false, false},
 		{"MapPublish", "MapPublishRequest", "MapPublishResponse", false, false},
 		{"MapRemove", "MapRemoveRequest", "MapRemoveResponse", false, false},
+		{"NotifyCacheEmpty", "NotifyCacheEmptyRequest", "NotifyCacheEmptyResponse", false, false},
+		{"NotifyChannelState", "NotifyChannelStateRequest", "NotifyChannelStateResponse", false, false},
 		{"Publish", "PublishRequest", "PublishResponse", false, false},
 		{"RPC", "RPCRequest", "RPCResponse", false, false},
 		{"Refresh", "RefreshRequest", "RefreshResponse", false, false},
