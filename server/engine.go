@@ -160,6 +160,8 @@ func channelOptions(o config.ChannelOptions, metaTTL time.Duration) gyre.Channel
 	}
 	return gyre.ChannelOptions{
 		Presence:                   o.Presence,
+		StateEvents:                o.StateProxyEnabled,
+		CacheEmptyEvents:           o.CacheEmptyProxyEnabled,
 		JoinLeave:                  o.JoinLeave,
 		ForcePushJoinLeave:         o.ForcePushJoinLeave,
 		HistorySize:                o.HistorySize,

@@ -33,6 +33,7 @@ type proxies struct {
 	// namespace's own rules apply.
 	subscribe, publish, subRefresh map[string]*proxy.Proxy
 	mapPublish, mapRemove          map[string]*proxy.Proxy
+	cacheEmpty                     map[string]*proxy.Proxy
 	streams                        map[string]streamProxy
 	rpc                            map[string]*proxy.Proxy
 	rpcNamespaces                  map[string]bool
@@ -47,6 +48,7 @@ func (s *Server) setupProxies() error {
 		tlsConfigs: map[config.TLS]*tls.Config{}, built: map[string]*proxy.Proxy{},
 		subscribe: map[string]*proxy.Proxy{}, publish: map[string]*proxy.Proxy{}, subRefresh: map[string]*proxy.Proxy{},
 		mapPublish: map[string]*proxy.Proxy{}, mapRemove: map[string]*proxy.Proxy{},
+		cacheEmpty: map[string]*proxy.Proxy{},
 		streams: map[string]streamProxy{},
 		rpc:     map[string]*proxy.Proxy{}, rpcNamespaces: map[string]bool{},
 	}
@@ -59,6 +61,14 @@ func (s *Server) setupProxies() error {
 	}
 	if err := p.rpcs(); err != nil {
 		return err
+	}
+	eh, err := p.eventHooks()
+	if err != nil {
+		return err
+	}
+	if eh != nil {
+		s.hooks = eh
+		s.node.OnOccupancy(eh.HandleOccupancy)
 	}
 	p.connecting()
 	s.proxyHeaders = p.headers
@@ -226,6 +236,7 @@ func (p *proxies) channels() error {
 			{o.SubRefreshProxyEnabled, o.SubRefreshProxyName, "channel.proxy.sub_refresh", ch.Proxy.SubRefresh, p.subRefresh},
 			{o.Map.PublishProxyEnabled, o.Map.PublishProxyName, "channel.proxy.map_publish", ch.Proxy.MapPublish, p.mapPublish},
 			{o.Map.RemoveProxyEnabled, o.Map.RemoveProxyName, "channel.proxy.map_remove", ch.Proxy.MapRemove, p.mapRemove},
+			{o.CacheEmptyProxyEnabled, o.CacheEmptyProxyName, "channel.proxy.cache_empty", ch.Proxy.CacheEmpty, p.cacheEmpty},
 		} {
 			if !u.on {
 				continue
@@ -274,6 +285,15 @@ func (p *proxies) channels() error {
 		})
 	}
 	p.maps()
+	if len(p.cacheEmpty) > 0 {
+		n.OnCacheEmpty(func(ctx context.Context, channel string) (bool, error) {
+			pr := p.cacheEmpty[p.namespace(channel)]
+			if pr == nil {
+				return false, nil
+			}
+			return pr.CacheEmpty(ctx, channel)
+		})
+	}
 	if len(p.subRefresh) > 0 {
 		n.OnSubRefresh(func(ctx context.Context, c *gyre.Client, e gyre.SubRefreshEvent) (gyre.SubRefreshReply, error) {
 			pr := p.subRefresh[p.namespace(e.Channel)]

@@ -58,6 +58,8 @@ func proxyRoutes(c *config.Config) map[string]string {
 			{"subscribe_stream", o.SubscribeStreamProxyName + " bidirectional=" + strconv.FormatBool(o.SubscribeStreamProxyBidirectional), o.SubscribeStreamProxyEnabled},
 			{"map_publish", o.Map.PublishProxyName, o.Map.PublishProxyEnabled},
 			{"map_remove", o.Map.RemoveProxyName, o.Map.RemoveProxyEnabled},
+			{"state", o.StateProxyName, o.StateProxyEnabled},
+			{"cache_empty", o.CacheEmptyProxyName, o.CacheEmptyProxyEnabled},
 		} {
 			if r.on {
 				routes[ns+" "+r.what] = r.name

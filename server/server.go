@@ -51,6 +51,9 @@ type Server struct {
 	// proxyPool holds the gRPC connections of the proxies to the
 	// backend; proxyHeaders are the client request headers they forward.
 	proxyPool    *proxy.Pool
+	// hooks sends channel state and user status events; nil without
+	// them.
+	hooks *eventHooks
 	proxyHeaders []string
 	admin        *admin.Handler // nil when admin is off
 	// connRate applies client.connection_rate_limit; nil without one.
@@ -525,6 +528,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	nodeErr := s.node.Shutdown(ctx)
 	wg.Wait()
 	errs = append(errs, nodeErr)
+	if s.hooks != nil {
+		// After the node: its tracker no longer hands events over.
+		s.hooks.close()
+	}
 	if s.proxyPool != nil {
 		errs = append(errs, s.proxyPool.Close())
 	}

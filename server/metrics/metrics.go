@@ -55,6 +55,7 @@ type Metrics struct {
 
 	engine
 	calls
+	eventHooks   eventHooks
 	httpRequests *prometheus.CounterVec
 	httpTime     *prometheus.HistogramVec
 }
@@ -66,6 +67,7 @@ func New(opts Options) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), runtime: prometheus.NewRegistry()}
 	m.engine.init(m.reg)
 	m.calls.init(m.reg)
+	m.eventHooks.init(m.reg)
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "http", Name: "requests_total",
 		Help: "HTTP requests to instrumented handlers (prometheus.instrument_http_handlers), by handler, method and status code.",

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,8 @@ type Proxy struct {
 	fails *faillog.Log
 	calls CallObserver
 	trace tracing
+	// tls is the client TLS of the endpoint, for others reaching it.
+	tls *tls.Config
 }
 
 // New returns the proxy cfg describes. gRPC endpoints take their
@@ -62,6 +65,7 @@ func New(cfg Config, pool *Pool) (*Proxy, error) {
 		meta:     cfg.IncludeConnectionMeta,
 		log:      cfg.Logger,
 		calls:    cfg.Calls,
+		tls:      cfg.TLS,
 	}
 	if p.calls == nil {
 		p.calls = noCalls{}
@@ -105,6 +109,10 @@ func New(cfg Config, pool *Pool) (*Proxy, error) {
 	}
 	return p, nil
 }
+
+// TLS is the client TLS of the proxy's https:// or grpc:// endpoint; nil
+// without one.
+func (p *Proxy) TLS() *tls.Config { return p.tls }
 
 // Name is the proxy's name in logs.
 func (p *Proxy) Name() string { return p.name }
@@ -214,6 +222,8 @@ func callType(method string) string {
 		return "map_publish"
 	case "MapRemove":
 		return "map_remove"
+	case "NotifyCacheEmpty":
+		return "cache_empty"
 	}
 	return strings.ToLower(method)
 }
@@ -474,4 +484,25 @@ func (p *Proxy) RPC(ctx context.Context, c *gyre.Client, e gyre.RPCEvent) (gyre.
 		return gyre.RPCReply{}, p.bad("RPC", c.ID(), fmt.Errorf("b64data: %w", err))
 	}
 	return gyre.RPCReply{Data: data}, nil
+}
+
+// cacheEmptyResponse is NotifyCacheEmptyResponse as a response: it has
+// no disconnect.
+type cacheEmptyResponse struct {
+	*proxypb.NotifyCacheEmptyResponse
+}
+
+func (cacheEmptyResponse) GetDisconnect() *proxypb.Disconnect { return nil }
+
+// CacheEmpty asks the backend to publish the state of channel, whose
+// subscriber in cache recovery mode found no publication; populated is
+// what it answers. A refusal or a failure is an error: the subscription
+// is refused with 100.
+func (p *Proxy) CacheEmpty(ctx context.Context, channel string) (populated bool, err error) {
+	req := &proxypb.NotifyCacheEmptyRequest{Channel: channel}
+	resp := cacheEmptyResponse{&proxypb.NotifyCacheEmptyResponse{}}
+	if err := p.do(ctx, "NotifyCacheEmpty", "", req, resp, nil); err != nil {
+		return false, err
+	}
+	return resp.GetResult().GetPopulated(), nil
 }
