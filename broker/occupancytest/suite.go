@@ -62,11 +62,12 @@ var tests = []test{
 }
 
 // defaultOptions are short enough for a quick suite, long enough that a
-// busy machine renews its leases in time.
+// busy machine renews its leases in time (a lease that runs out makes
+// events of its own, which the tests would take for wrong ones).
 var defaultOptions = broker.OccupancyOptions{
 	ChannelDelay: 300 * time.Millisecond,
 	UserDelay:    150 * time.Millisecond,
-	Lease:        time.Second,
+	Lease:        2 * time.Second,
 }
 
 // env is one subtest's nodes and what their handlers accepted.

@@ -268,8 +268,8 @@ func testDeadNode(e *env) {
 	e.hold(b, shared, []byte("b"))
 	e.rec.waitLen(alone, 1)
 	e.rec.waitLen(shared, 1)
-	// Long enough for the lease to run out twice were it not renewed.
-	time.Sleep(2*o.Lease + o.ChannelDelay)
+	// Long enough for the lease to run out were it not renewed.
+	time.Sleep(o.Lease + o.Lease/2 + o.ChannelDelay)
 	e.rec.checkSeq(alone, true)
 	closed := time.Now()
 	if err := a.Close(); err != nil {
@@ -344,7 +344,7 @@ func testClosedMidDelivery(e *env) {
 // few milliseconds, so that two nodes handing over one key at once would
 // be seen.
 func testChurn(e *env) {
-	o := broker.OccupancyOptions{ChannelDelay: 40 * time.Millisecond, UserDelay: 20 * time.Millisecond, Lease: time.Second}
+	o := broker.OccupancyOptions{ChannelDelay: 40 * time.Millisecond, UserDelay: 20 * time.Millisecond, Lease: defaultOptions.Lease}
 	// Handler calls that take a while, as a backend's do: two nodes
 	// handing over one key at once would overlap.
 	slow := func(context.Context, []broker.OccupancyEvent) error {

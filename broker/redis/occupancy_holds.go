@@ -27,31 +27,34 @@ func (t *OccupancyTracker) holdLoop() {
 	}
 }
 
+// syncHolds renews the leases that are due first, then starts the
+// incarnations that are needed and applies what failed, which may take
+// longer.
 func (t *OccupancyTracker) syncHolds() {
 	now := time.Now()
-	var renew []*occupancyPartition
+	var renew, begin []*occupancyPartition
 	for _, p := range t.parts {
 		p.mu.Lock()
-		begin := !p.ready && len(p.held) > 0
-		if !p.ready && len(p.held) == 0 {
+		switch {
+		case p.ready && now.Sub(p.renewed) >= t.opts.Lease/3:
+			renew = append(renew, p)
+		case !p.ready && len(p.held) > 0:
+			begin = append(begin, p)
+		case !p.ready:
 			// Nothing to hold: the next hold starts an incarnation.
 			clear(p.dirty)
 		}
-		due := p.ready && now.Sub(p.renewed) >= t.opts.Lease/3
 		p.mu.Unlock()
-		switch {
-		case begin:
-			if err := t.reassert(p); err != nil && !t.stopped() {
-				t.logFailure("occupancy hold", p, "redis: occupancy: holding this node's keys again failed; retrying", err)
-			}
-		case due:
-			renew = append(renew, p)
-		}
+	}
+	t.renew(renew, now)
+	for _, p := range begin {
 		if t.stopped() {
 			return
 		}
+		if err := t.reassert(p); err != nil && !t.stopped() {
+			t.logFailure("occupancy hold", p, "redis: occupancy: holding this node's keys again failed; retrying", err)
+		}
 	}
-	t.renew(renew, now)
 	t.applyDirty()
 }
 
@@ -185,6 +188,7 @@ func (t *OccupancyTracker) renew(parts []*occupancyPartition, sent time.Time) {
 			} else {
 				p.ready = false
 				lost = true
+				t.e.log.Warn("redis: occupancy: this node's lease ran out; holding its keys again", "partition", p.n, "renewed_ago", sent.Sub(p.renewed).Round(time.Millisecond))
 			}
 		}
 		p.mu.Unlock()

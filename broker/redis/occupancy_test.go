@@ -130,7 +130,7 @@ func TestOccupancyRedisRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	cfg := Config{Addresses: []string{srv.Addr}, Prefix: "occ", IOTimeout: 500 * time.Millisecond}
 	l := newOccupancyLog()
-	tr := runOccupancy(t, cfg, broker.OccupancyOptions{ChannelDelay: 100 * time.Millisecond, Lease: time.Second}, l)
+	tr := runOccupancy(t, cfg, broker.OccupancyOptions{ChannelDelay: 100 * time.Millisecond, Lease: 3 * time.Second}, l)
 	ch := broker.OccupancyChannel
 	for _, k := range []string{"kept", "released"} {
 		if err := tr.Hold(ch, k, nil); err != nil {
@@ -209,7 +209,7 @@ func TestOccupancyRedisPaused(t *testing.T) {
 func TestOccupancyRedisTidy(t *testing.T) {
 	srv := redistest.Start(t)
 	cfg := Config{Addresses: []string{srv.Addr}, Prefix: "occ"}
-	o := broker.OccupancyOptions{ChannelDelay: 50 * time.Millisecond, UserDelay: 50 * time.Millisecond, Lease: time.Second}
+	o := broker.OccupancyOptions{ChannelDelay: 50 * time.Millisecond, UserDelay: 50 * time.Millisecond, Lease: 10 * time.Second}
 	// One log: either node may read a partition.
 	l := newOccupancyLog()
 	a, b := runOccupancy(t, cfg, o, l), runOccupancy(t, cfg, o, l)
