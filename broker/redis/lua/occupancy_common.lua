@@ -1,0 +1,56 @@
+-- Shared head of the occupancy scripts (occupancy*.go). Every key of a
+-- partition starts with its base, which carries the partition's hash tag,
+-- so one script may touch them all in a cluster.
+--
+-- KEYS[1] sorted set: incarnation -> end of its lease (Unix ms)
+-- KEYS[2] sorted set: member -> end of its delay, for members whose last
+--         holder left
+-- KEYS[3] stream: the transitions (fields k member, t "o" or "v", m time,
+--         i info), trimmed by the reader once handed over
+-- KEYS[4] hash: e -> the stream's epoch, part of every event ID
+-- Built from the base (ARGV of the scripts that need them):
+-- <base>k.<member> hash: c number of holders, n<incarnation> one per
+--         holder, i info of the holder that occupied it, v when its last
+--         holder left (while its delay runs)
+-- <base>n.<incarnation> set: the members an incarnation holds
+-- ARGV[1] an epoch for the stream, taken when it has none.
+local leases, pending, stream, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local newEpoch = ARGV[1]
+
+-- The stream keeps at most about this many transitions that no reader
+-- handed over; past it the oldest go.
+local backlog = 10000
+
+local function nowMillis()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function emit(member, typ, ms, info)
+  redis.call('HSETNX', meta, 'e', newEpoch)
+  redis.call('XADD', stream, 'MAXLEN', '~', backlog, '*', 'k', member, 't', typ, 'm', ms, 'i', info or '')
+end
+
+-- left ends a member whose last holder left at leftAt: vacated now when
+-- its delay has passed, else the delay starts. Returns 1 for an event.
+local function left(k, member, leftAt, delay, now)
+  if leftAt + delay <= now then
+    emit(member, 'v', leftAt, redis.call('HGET', k, 'i'))
+    redis.call('DEL', k)
+    return 1
+  end
+  redis.call('HSET', k, 'v', leftAt)
+  redis.call('ZADD', pending, leftAt + delay, member)
+  return 0
+end
+
+-- release takes the incarnation off the member's holders, as of leftAt.
+local function release(k, inc, member, leftAt, delay, now)
+  if redis.call('HDEL', k, 'n' .. inc) == 0 then
+    return 0
+  end
+  if redis.call('HINCRBY', k, 'c', -1) > 0 then
+    return 0
+  end
+  return left(k, member, leftAt, delay, now)
+end
