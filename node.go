@@ -362,6 +362,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			// The releases of the connections just closed reach the
 			// tracker before it goes.
 			n.occupancy.close()
+			err = errors.Join(err, n.cfg.Occupancy.Close())
 		}
 		err = errors.Join(err, n.broker.Close(), n.presence.Close())
 		if n.mapBroker != nil {

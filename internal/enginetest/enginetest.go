@@ -51,7 +51,7 @@ func (e Engine) Same(t testing.TB, cfg gyre.Config, group string) gyre.Config {
 
 func (e Engine) with(t testing.TB, cfg gyre.Config, prefix string) gyre.Config {
 	t.Helper()
-	return e.v.open(t, prefix).set(cfg)
+	return e.v.open(t, prefix).set(t, cfg)
 }
 
 // parts are what a variant opens for one engine; nil parts leave the
@@ -60,12 +60,33 @@ type parts struct {
 	broker   broker.Broker
 	presence broker.PresenceManager
 	maps     broker.MapBroker
+	// occupancy makes the engine's occupancy tracker (one per node).
+	occupancy func(t testing.TB) broker.OccupancyTracker
 }
 
-// set returns cfg with the parts.
-func (p parts) set(cfg gyre.Config) gyre.Config {
+// set returns cfg with the parts; and with an occupancy tracker of the
+// engine when cfg asks for events (user status, a namespace's state
+// events) and has none.
+func (p parts) set(t testing.TB, cfg gyre.Config) gyre.Config {
 	cfg.Broker, cfg.PresenceManager, cfg.MapBroker = p.broker, p.presence, p.maps
+	if cfg.Occupancy == nil && wantsOccupancy(cfg) {
+		cfg.Occupancy = p.occupancy(t)
+	}
 	return cfg
+}
+
+// wantsOccupancy tells whether cfg makes channel state or user status
+// events.
+func wantsOccupancy(cfg gyre.Config) bool {
+	if cfg.UserStatusEvents || cfg.Channels.WithoutNamespace.StateEvents {
+		return true
+	}
+	for _, ns := range cfg.Channels.Namespaces {
+		if ns.StateEvents {
+			return true
+		}
+	}
+	return false
 }
 
 // variant is one way of running the engine. Adding one is adding an entry

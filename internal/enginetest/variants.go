@@ -25,7 +25,9 @@ var variants = []variant{
 		name: "memory",
 		// The memory MapBroker is made by the variant: a node without one
 		// serves no map channels.
-		open: func(t testing.TB, _ string) parts { return parts{maps: openMemoryMaps(t)} },
+		open: func(t testing.TB, _ string) parts {
+			return parts{maps: openMemoryMaps(t), occupancy: openMemoryOccupancy}
+		},
 	},
 	{
 		name: "redis", multinode: true, require: redistest.Require,
@@ -63,9 +65,10 @@ var variants = []variant{
 		open: func(t testing.TB, prefix string) parts {
 			e := newRedis(t, redis.Config{Addresses: redisOne.addrs(t), Prefix: prefix})
 			return parts{
-				broker:   openNATS(t, nats.Config{URL: natsOne.addrs(t)[0], Prefix: prefix, Store: e.Store()}),
-				presence: e.PresenceManager(),
-				maps:     e.MapBroker(),
+				broker:    openNATS(t, nats.Config{URL: natsOne.addrs(t)[0], Prefix: prefix, Store: e.Store()}),
+				presence:  e.PresenceManager(),
+				maps:      e.MapBroker(),
+				occupancy: redisOccupancy(e),
 			}
 		},
 	},
@@ -96,14 +99,35 @@ func openNATS(t testing.TB, cfg nats.Config) broker.Broker {
 // the shared ones.
 func OnRedis(t testing.TB, cfg gyre.Config, rc redis.Config) gyre.Config {
 	t.Helper()
-	return openRedis(t, rc).set(cfg)
+	return openRedis(t, rc).set(t, cfg)
 }
 
 // openRedis returns the parts of a Redis engine on cfg.
 func openRedis(t testing.TB, cfg redis.Config) parts {
 	t.Helper()
 	e := newRedis(t, cfg)
-	return parts{broker: e.Broker(), presence: e.PresenceManager(), maps: e.MapBroker()}
+	return parts{broker: e.Broker(), presence: e.PresenceManager(), maps: e.MapBroker(), occupancy: redisOccupancy(e)}
+}
+
+// redisOccupancy makes occupancy trackers on e, closed when t ends (the
+// node closes its own at Shutdown; this covers a test that fails first).
+func redisOccupancy(e *redis.Engine) func(t testing.TB) broker.OccupancyTracker {
+	return func(t testing.TB) broker.OccupancyTracker {
+		tr := redis.NewOccupancyTracker(e)
+		t.Cleanup(func() { _ = tr.Close() })
+		return tr
+	}
+}
+
+// openMemoryOccupancy returns a memory occupancy tracker, closed when t
+// ends.
+func openMemoryOccupancy(t testing.TB) broker.OccupancyTracker {
+	tr, err := memory.NewOccupancyTracker(memory.OccupancyConfig{})
+	if err != nil {
+		t.Fatalf("enginetest: memory occupancy tracker: %v", err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	return tr
 }
 
 // newRedis returns a Redis engine on cfg, closed when t ends.
