@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/filter"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/token"
@@ -43,6 +44,8 @@ func nodeConfig(c *config.Config) gyre.Config {
 			MaxDepth: cl.TagsFilter.MaxDepth, MaxNodes: cl.TagsFilter.MaxNodes,
 			MaxValues: cl.TagsFilter.MaxValues, MaxValueLen: cl.TagsFilter.MaxValueLength,
 		},
+		UserStatusEvents: cl.Proxy.UserStatus.Enabled || cl.UserStatusProxyName != "",
+		OccupancyOptions: broker.OccupancyOptions{ChannelDelay: c.EventHooks.VacatedDelay, UserDelay: c.EventHooks.OfflineDelay},
 		RateLimit: gyre.RateLimitConfig{
 			Client:     commandRates(cl.RateLimit.ClientCommand),
 			User:       commandRates(cl.RateLimit.UserCommand),

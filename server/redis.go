@@ -61,6 +61,7 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *me
 			ncfg.Broker = nb
 		}
 	}
+	presenceRedis := engineRedis
 	if p := c.PresenceManager; p.Enabled {
 		switch p.Type {
 		case "redis":
@@ -69,9 +70,16 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *me
 				return engines, err
 			}
 			ncfg.PresenceManager = e.PresenceManager()
+			presenceRedis = e
 		case "memory":
 			ncfg.PresenceManager = nil // the node's own memory presence
+			presenceRedis = nil
 		}
+	}
+	if c.EventHooksOn() && presenceRedis != nil {
+		// Occupancy is tracked where presence is, with its TTL as the
+		// lease of a node's holds.
+		ncfg.Occupancy = redis.NewOccupancyTracker(presenceRedis)
 	}
 	if c.MapBrokerType() == "redis" {
 		mb, err := newRedisMapBroker(c, engineRedis, log, m)

@@ -88,6 +88,15 @@ func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	if _, err := useRedisEngine(cfg, &ncfg, log, m); err != nil {
 		return nil, err
 	}
+	if cfg.EventHooksOn() && ncfg.Occupancy == nil {
+		// Presence in memory: one node (Validate refuses a broker that
+		// several share), which tracks occupancy itself.
+		tr, err := memory.NewOccupancyTracker(memory.OccupancyConfig{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("server: occupancy: %w", err)
+		}
+		ncfg.Occupancy = tr
+	}
 	if cfg.MapBrokerType() == "memory" {
 		// Always there, so that map namespaces added by a reload work.
 		mb, err := memory.NewMapBroker(memory.MapConfig{Logger: log})
@@ -100,6 +109,9 @@ func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	if err != nil {
 		if ncfg.MapBroker != nil {
 			_ = ncfg.MapBroker.Close()
+		}
+		if ncfg.Occupancy != nil {
+			_ = ncfg.Occupancy.Close()
 		}
 		return nil, fmt.Errorf("server: %w", err)
 	}

@@ -13,3 +13,39 @@ type EventHooks struct {
 	QueueMaxSize  int           `key:"queue_max_size" default:"100000" min:"1" help:"Most events waiting for one proxy; past it new events are dropped, counted and logged."`
 	MaxAge        time.Duration `key:"max_age" default:"1h" min:"1s" help:"Events the backend has not taken within this time (it stayed down) are dropped, counted and logged."`
 }
+
+// EventHooksOn reports whether any channel state or user status events
+// are configured.
+func (c *Config) EventHooksOn() bool {
+	if c.Client.Proxy.UserStatus.Enabled || c.Client.UserStatusProxyName != "" || c.Channel.WithoutNamespace.StateProxyEnabled {
+		return true
+	}
+	for _, ns := range c.Channel.Namespaces {
+		if ns.StateProxyEnabled {
+			return true
+		}
+	}
+	return false
+}
+
+// PresenceType is where presence is kept, and with it the occupancy the
+// event hooks track: presence_manager.type when enabled, else the
+// engine's type.
+func (c *Config) PresenceType() string {
+	if c.PresenceManager.Enabled {
+		return c.PresenceManager.Type
+	}
+	return c.Engine.Type
+}
+
+// eventHooks checks that the events are decided once for the cluster:
+// they are tracked where presence is, and presence in memory with a
+// broker shared by several nodes would have each node send its own.
+func (v *validator) eventHooks(c *Config) {
+	if !c.EventHooksOn() || c.PresenceType() != "memory" {
+		return
+	}
+	if b := c.Broker; b.Enabled && b.Type != "memory" {
+		v.fail("presence_manager.type", "channel state and user status events are tracked where presence is kept; with presence in memory and broker.type %s, each node would send its own: keep presence in Redis (presence_manager.type redis)", b.Type)
+	}
+}
