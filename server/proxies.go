@@ -49,8 +49,8 @@ func (s *Server) setupProxies() error {
 		subscribe: map[string]*proxy.Proxy{}, publish: map[string]*proxy.Proxy{}, subRefresh: map[string]*proxy.Proxy{},
 		mapPublish: map[string]*proxy.Proxy{}, mapRemove: map[string]*proxy.Proxy{},
 		cacheEmpty: map[string]*proxy.Proxy{},
-		streams: map[string]streamProxy{},
-		rpc:     map[string]*proxy.Proxy{}, rpcNamespaces: map[string]bool{},
+		streams:    map[string]streamProxy{},
+		rpc:        map[string]*proxy.Proxy{}, rpcNamespaces: map[string]bool{},
 	}
 	s.proxyPool = p.pool
 	if err := p.client(); err != nil {

@@ -50,10 +50,10 @@ type Server struct {
 	uniGRPC *uniGRPC // nil when uni_grpc is off
 	// proxyPool holds the gRPC connections of the proxies to the
 	// backend; proxyHeaders are the client request headers they forward.
-	proxyPool    *proxy.Pool
+	proxyPool *proxy.Pool
 	// hooks sends channel state and user status events; nil without
 	// them.
-	hooks *eventHooks
+	hooks        *eventHooks
 	proxyHeaders []string
 	admin        *admin.Handler // nil when admin is off
 	// connRate applies client.connection_rate_limit; nil without one.
