@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,7 +90,21 @@ func runMetricsTraffic(t *testing.T, redis *redistest.Server) *metricsPage {
 		http.Error(w, "backend down", http.StatusInternalServerError)
 	}))
 	t.Cleanup(backend.Close)
+	// The state proxy's backend refuses its first request and takes the
+	// rest: a failure, a retry and a delivery.
+	var stateRequests atomic.Int32
+	hookBackend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stateRequests.Add(1) == 1 {
+			http.Error(w, "backend starting", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(hookBackend.Close)
 	c := metricsTestConfig(backend.URL)
+	c.Channel.Proxy.State = config.Proxy{Endpoint: hookBackend.URL, Timeout: 2 * time.Second}
+	c.Channel.Namespaces = append(c.Channel.Namespaces,
+		config.Namespace{Name: "hooked", ChannelOptions: config.ChannelOptions{AllowSubscribeForClient: true, StateProxyEnabled: true, StateProxyName: "default"}})
 	if redis != nil {
 		c.Engine.Type = "redis"
 		c.Engine.Redis.Address = []string{redis.Addr}
@@ -158,8 +173,13 @@ func runMetricsTraffic(t *testing.T, redis *redistest.Server) *metricsPage {
 	feed.down(errors.New("connection reset"))
 	feed.up()
 
-	page := waitMetrics(t, base, "carol's disconnect and the consumer's work", func(p *metricsPage) bool {
+	// A channel with state events is occupied: its event fails once, then
+	// is delivered.
+	a.MustSubscribe("hooked:x")
+
+	page := waitMetrics(t, base, "carol's disconnect, the consumer's work and the state event", func(p *metricsPage) bool {
 		return p.value(`gyre_client_disconnects_total{code="3503"}`) == 1 && p.value("gyre_node_connections") == 2 &&
+			p.value(`gyre_event_hooks_events_total{kind="channel",outcome="delivered",proxy="default"}`) == 1 &&
 			p.value(`gyre_consumer_up{consumer="feed",type="kafka"}`) == 1 && p.value(`gyre_consumer_source_errors_total{consumer="feed",type="kafka"}`) == 1
 	})
 	if redis != nil {
@@ -202,8 +222,8 @@ func checkTrafficValues(t *testing.T, p *metricsPage, delivered int) {
 		`centrifugo_node_messages_sent_count{channel_namespace="",type="publication"}`:                                                             4,
 		`centrifugo_node_messages_received_count{channel_namespace="",type="publication"}`:                                                         4,
 		`gyre_broker_messages_sent_total{type="join"}`:                                                                                             3,
-		`gyre_client_commands_total{method="subscribe",transport="websocket"}`:                                                                     5,
-		`centrifugo_transport_messages_received{channel_namespace="",frame_type="subscribe",transport="websocket"}`:                                5,
+		`gyre_client_commands_total{method="subscribe",transport="websocket"}`:                                                                     6,
+		`centrifugo_transport_messages_received{channel_namespace="",frame_type="subscribe",transport="websocket"}`:                                6,
 		`gyre_client_command_errors_total{code="103",method="subscribe"}`:                                                                          1,
 		`centrifugo_client_num_reply_errors{channel_namespace="",code="100",method="subscribe"}`:                                                   1,
 		`gyre_proxy_call_errors_total{name="default",protocol="http",type="subscribe"}`:                                                            1,
