@@ -49,3 +49,31 @@ func (v *validator) eventHooks(c *Config) {
 		v.fail("presence_manager.type", "channel state and user status events are tracked where presence is kept; with presence in memory and broker.type %s, each node would send its own: keep presence in Redis (presence_manager.type redis)", b.Type)
 	}
 }
+
+// hookProxyNotices names the options of the event hook proxies that have
+// nothing to act on: those events come from no client request.
+func (c *Config) hookProxyNotices() []string {
+	var out []string
+	for _, p := range []struct {
+		path string
+		p    *Proxy
+	}{
+		{"channel.proxy.state", &c.Channel.Proxy.State},
+		{"channel.proxy.cache_empty", &c.Channel.Proxy.CacheEmpty},
+		{"client.proxy.user_status", &c.Client.Proxy.UserStatus.Proxy},
+	} {
+		unused := map[string]bool{
+			"http_headers":                   len(p.p.HTTPHeaders) > 0,
+			"grpc_metadata":                  len(p.p.GRPCMetadata) > 0,
+			"emulated_headers":               len(p.p.EmulatedHeaders) > 0,
+			"include_connection_meta":        p.p.IncludeConnectionMeta,
+			"http.status_to_code_transforms": len(p.p.HTTP.StatusToCodeTransforms) > 0,
+		}
+		for _, key := range []string{"http_headers", "grpc_metadata", "emulated_headers", "include_connection_meta", "http.status_to_code_transforms"} {
+			if unused[key] {
+				out = append(out, "config: "+p.path+"."+key+" is not used: these calls come from no client request (docs/event-hooks.md)")
+			}
+		}
+	}
+	return out
+}

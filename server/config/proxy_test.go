@@ -34,6 +34,23 @@ func TestValidateProxies(t *testing.T) {
 		{"proxy name", func(c *Config) { c.Proxies = []NamedProxy{{Name: "a", Proxy: web}} }, "proxies[0].name", "invalid proxy name"},
 		{"duplicate proxy", func(c *Config) { c.Proxies = []NamedProxy{{Name: "ab", Proxy: web}, {Name: "ab", Proxy: web}} }, "proxies[1].name", "defined twice"},
 		{"connect proxy name", func(c *Config) { c.Client.ConnectProxyName = "gone" }, "client.connect_proxy_name", "not defined in proxies"},
+		{"state proxy without endpoint", func(c *Config) {
+			c.Channel.Namespaces = []Namespace{{Name: "room", ChannelOptions: ChannelOptions{StateProxyEnabled: true, StateProxyName: "default"}}}
+		}, "channel.namespaces[0].state_proxy_name", "the default proxy has no endpoint"},
+		{"unknown state proxy", func(c *Config) {
+			c.Channel.WithoutNamespace.StateProxyEnabled = true
+			c.Channel.WithoutNamespace.StateProxyName = "gone"
+		}, "channel.without_namespace.state_proxy_name", `proxy "gone" is not defined`},
+		{"cache empty without history", func(c *Config) {
+			c.Channel.Proxy.CacheEmpty = web
+			c.Channel.Namespaces = []Namespace{{Name: "prices", ChannelOptions: ChannelOptions{CacheEmptyProxyEnabled: true, CacheEmptyProxyName: "default"}}}
+		}, "channel.namespaces[0].cache_empty_proxy_enabled", "needs history"},
+		{"user status without endpoint", func(c *Config) { c.Client.Proxy.UserStatus.Enabled = true }, "client.proxy.user_status.endpoint", "must be set"},
+		{"user status proxy name", func(c *Config) { c.Client.UserStatusProxyName = "gone" }, "client.user_status_proxy_name", "not defined in proxies"},
+		{"events with presence per node", func(c *Config) {
+			c.Client.Proxy.UserStatus = EnabledProxy{Enabled: true, Proxy: web}
+			c.Broker.Enabled, c.Broker.Type = true, "nats"
+		}, "presence_manager.type", "each node would send its own"},
 		{"transform without code", func(c *Config) {
 			c.Proxies = []NamedProxy{{Name: "ab", Proxy: web}}
 			c.Proxies[0].HTTP.StatusToCodeTransforms = []StatusToCodeTransform{{StatusCode: 404}}
@@ -166,5 +183,16 @@ func TestUniGRPCTLSNotice(t *testing.T) {
 	c.UniGRPC.TLS.Enabled = true
 	if n := c.Notices(); len(n) != 0 {
 		t.Errorf("with uni_grpc.tls: Notices() = %q, want none", n)
+	}
+}
+
+func TestHookProxyNotices(t *testing.T) {
+	c := Default()
+	c.Channel.Proxy.State = Proxy{Endpoint: "http://app/state", Timeout: time.Second, HTTPHeaders: []string{"Authorization"}, IncludeConnectionMeta: true}
+	got := strings.Join(c.Notices(), "\n")
+	for _, want := range []string{"channel.proxy.state.http_headers is not used", "channel.proxy.state.include_connection_meta is not used"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("notices %q lack %q", got, want)
+		}
 	}
 }

@@ -207,5 +207,6 @@ func (c *Config) Notices() []string {
 		// Centrifugo v6 serves uni_grpc with grpc_api's TLS settings.
 		out = append(out, "config: uni_grpc serves plain gRPC: it takes its TLS from uni_grpc.tls, not from grpc_api.tls (set uni_grpc.tls to encrypt it)")
 	}
+	out = append(out, c.hookProxyNotices()...)
 	return append(out, c.otelNotices()...)
 }
