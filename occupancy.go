@@ -108,6 +108,9 @@ func (o *occupancySync) set(kind broker.OccupancyKind, key string, held bool, in
 }
 
 const (
+	// occupancyParallel bounds the changes of a round handed to the
+	// tracker at once.
+	occupancyParallel = 16
 	occupancyRetryMin = 100 * time.Millisecond
 	occupancyRetryMax = 5 * time.Second
 )
@@ -150,32 +153,56 @@ func (o *occupancySync) apply() bool {
 	}
 	o.dirty = make(map[occupancyKey]occupancyWant, len(batch))
 	o.mu.Unlock()
-	var firstErr error
+	// The keys of a round are distinct, so they may go to the tracker side
+	// by side (a Redis tracker waits for Redis on each): the order of one
+	// key's changes is that of the rounds.
+	type result struct {
+		k   occupancyKey
+		w   occupancyWant
+		err error
+	}
+	var (
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, occupancyParallel)
+		resMu   sync.Mutex
+		results []result
+	)
 	for k, w := range batch {
 		if o.applied[k] == w.held {
 			continue
 		}
-		var err error
-		if w.held {
-			err = o.tracker.Hold(k.kind, k.key, w.info)
-		} else {
-			err = o.tracker.Release(k.kind, k.key)
-		}
-		if err != nil {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var err error
+			if w.held {
+				err = o.tracker.Hold(k.kind, k.key, w.info)
+			} else {
+				err = o.tracker.Release(k.kind, k.key)
+			}
+			resMu.Lock()
+			results = append(results, result{k, w, err})
+			resMu.Unlock()
+		})
+	}
+	wg.Wait()
+	var firstErr error
+	for _, r := range results {
+		if r.err != nil {
 			if firstErr == nil {
-				firstErr = err
+				firstErr = r.err
 			}
 			o.mu.Lock()
-			if _, newer := o.dirty[k]; !newer {
-				o.dirty[k] = w
+			if _, newer := o.dirty[r.k]; !newer {
+				o.dirty[r.k] = r.w
 			}
 			o.mu.Unlock()
 			continue
 		}
-		if w.held {
-			o.applied[k] = true
+		if r.w.held {
+			o.applied[r.k] = true
 		} else {
-			delete(o.applied, k)
+			delete(o.applied, r.k)
 		}
 	}
 	switch {
