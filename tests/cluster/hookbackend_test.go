@@ -24,7 +24,7 @@ const hookSecret = "gyre-cluster-test-hook-secret"
 // (presence TTL) and the delay to pass before its events are made, and a
 // backend back after an outage is retried with back-off. A hang guard,
 // not a timing assertion.
-const hookWait = 90 * time.Second
+const hookWait = 60 * time.Second
 
 // hookBackend is the application backend of the event hooks: an HTTP
 // server in the test process that every node posts to, at
