@@ -28,6 +28,16 @@
 //     on two sharded ones and on a Redis Cluster;
 //   - an SSE session held by one node keeps working when its commands are
 //     posted to the emulation endpoint of another node.
+//   - three nodes sending event hooks to a backend in the test process
+//     (on Redis, and on NATS with presence in Redis) make each channel
+//     state and user status transition of the cluster once, signed: a
+//     subscriber or user on two nodes leaving one makes no event, one
+//     leaving a node and coming back on another within the delay none
+//     either; a node killed has its channels vacated and users offline
+//     once its lease (the presence TTL) and the delay passed; a backend
+//     down for a while gets every event afterwards, in order, under the
+//     IDs it refused; and the events a killed node was delivering are
+//     delivered by another node, under the same IDs.
 //
 // The clients in these tests behave like the SDKs: after unsubscribe 2500
 // they resubscribe with recover from their last offset and epoch, after a
