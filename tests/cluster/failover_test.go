@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestSentinelFailover(t *testing.T) {
 		})
 		f.mu.Lock()
 		if len(f.problems) > 0 {
-			t.Errorf("follower %s: silent loss or repeat:\n  %v", f.name, f.problems)
+			t.Errorf("follower %s: silent loss or repeat:\n  %v\nevents up to the first:\n%s", f.name, f.problems, strings.Join(f.beforeProblem, "\n"))
 		}
 		// What it holds in the final epoch is what the stream holds
 		// there: a position handed out twice in one epoch would show

@@ -46,6 +46,9 @@ type follower struct {
 	got        []delivery
 	problems   []string
 	events     []string // recent connection and subscription events, for failure reports
+	// beforeProblem are the events up to the first problem, kept for the
+	// failure report: by the end of a run they have rolled out of events.
+	beforeProblem []string
 	// resubscribes counts unsubscribes with 2500 and above; reconnects
 	// counts connections after the first.
 	resubscribes int
@@ -368,6 +371,9 @@ func (f *follower) problemLocked(format string, args ...any) {
 		f.problems = append(f.problems, fmt.Sprintf(format, args...))
 	}
 	f.eventLocked("PROBLEM: "+format, args...)
+	if f.beforeProblem == nil {
+		f.beforeProblem = slices.Clone(f.events)
+	}
 }
 
 func (f *follower) note(what string) {

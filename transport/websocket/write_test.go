@@ -201,6 +201,15 @@ func TestConcurrentWriteAndClose(t *testing.T) {
 func TestCloseDuringBlockedWrite(t *testing.T) {
 	transports(t, Options{WriteTimeout: time.Minute}, func(t *testing.T, s *testServer) {
 		cl, c := s.connect(t, "/")
+		// A first frame, read by the client, so that nothing of the
+		// connection's start is still writing when the test looks for the
+		// big write in flight below (it looks at the write lock).
+		if err := c.WriteFrame([]byte("first")); err != nil {
+			t.Fatal(err)
+		}
+		if f := cl.recv(); string(f.Payload) != "first" {
+			t.Fatalf("first frame %q", f.Payload)
+		}
 		big := bytes.Repeat([]byte("b"), 16<<20) // more than socket buffers hold unread
 		wrote := make(chan error, 1)
 		go func() { wrote <- c.WriteFrame(big) }()
