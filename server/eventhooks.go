@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/server/admin"
 	"github.com/gyrehq/gyre/server/config"
 	"github.com/gyrehq/gyre/server/hooks"
 	"github.com/gyrehq/gyre/server/metrics"
@@ -34,7 +38,12 @@ type eventHooks struct {
 type hookQueue struct {
 	name string
 	q    *hooks.Queue
+	// counts are the queue's totals since start, for the admin UI (the
+	// metrics have them too, but a node may run without Prometheus).
+	counts *hookCounts
 }
+
+type hookCounts struct{ delivered, failed, dropped atomic.Uint64 }
 
 // eventHooks builds the queues of the state proxies of the namespaces
 // that enable them and of the user status proxy; nil when there are none.
@@ -114,10 +123,11 @@ func (p *proxies) hookQueue(name, key string, def config.Proxy, h *eventHooks) (
 	if err != nil {
 		return nil, fmt.Errorf("server: %s: %w", key, err)
 	}
-	q := &hookQueue{name: qkey, q: hooks.NewQueue(sender, hooks.QueueConfig{
+	counts := &hookCounts{}
+	q := &hookQueue{name: qkey, counts: counts, q: hooks.NewQueue(sender, hooks.QueueConfig{
 		Name: qkey, MaxBatch: eh.BatchMaxSize, Linger: eh.BatchMaxDelay,
 		MaxEvents: eh.QueueMaxSize, MaxAge: eh.MaxAge,
-		Logger: p.s.log, Observer: hookObserver{p.s.metrics.EventHookQueue(proxyName(qkey, key))},
+		Logger: p.s.log, Observer: hookObserver{p.s.metrics.EventHookQueue(proxyName(qkey, key)), counts},
 	})}
 	h.queues[qkey] = q
 	return q, nil
@@ -182,13 +192,33 @@ func (h *eventHooks) HandleOccupancy(ctx context.Context, events []broker.Occupa
 	return errors.Join(errs...)
 }
 
-// recent lists the latest events and failures of every queue, for the
-// admin UI.
-func (h *eventHooks) recent() map[string][]hooks.Record {
-	out := make(map[string][]hooks.Record, len(h.queues))
-	for name, q := range h.queues {
-		out[name] = q.q.Recent()
+// snapshot is the state of every queue for the admin UI, by name; none
+// on a node without event hooks (h nil).
+func (h *eventHooks) snapshot() []admin.EventHookQueue {
+	if h == nil {
+		return nil
 	}
+	out := make([]admin.EventHookQueue, 0, len(h.queues))
+	for _, q := range h.queues {
+		s := admin.EventHookQueue{
+			Name: q.name, Length: q.q.Len(), Recent: q.q.Recent(),
+			Delivered: q.counts.delivered.Load(), Failed: q.counts.failed.Load(), Dropped: q.counts.dropped.Load(),
+		}
+		for ns, nq := range h.channels {
+			if nq == q {
+				s.Namespaces = append(s.Namespaces, ns)
+			}
+		}
+		if len(s.Namespaces) > 0 {
+			slices.Sort(s.Namespaces)
+			s.Kinds = append(s.Kinds, hooks.KindChannel.String())
+		}
+		if h.users == q {
+			s.Kinds = append(s.Kinds, hooks.KindUser.String())
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b admin.EventHookQueue) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -200,14 +230,23 @@ func (h *eventHooks) close() {
 	}
 }
 
-// hookObserver passes a queue's measurements to the metrics.
-type hookObserver struct{ m *metrics.EventHookQueue }
+// hookObserver passes a queue's measurements to the metrics and counts
+// them for the admin UI.
+type hookObserver struct {
+	m *metrics.EventHookQueue
+	c *hookCounts
+}
 
 func (o hookObserver) Delivered(k hooks.Kind, n int, d time.Duration) {
 	o.m.Delivered(k.String(), n, d)
+	o.c.delivered.Add(uint64(n))
 }
-func (o hookObserver) Failed(k hooks.Kind, reason string) { o.m.Failed(k.String(), reason) }
+func (o hookObserver) Failed(k hooks.Kind, reason string) {
+	o.m.Failed(k.String(), reason)
+	o.c.failed.Add(1)
+}
 func (o hookObserver) Dropped(k hooks.Kind, reason string, n int) {
 	o.m.Dropped(k.String(), reason, n)
+	o.c.dropped.Add(uint64(n))
 }
 func (o hookObserver) QueueLength(n int) { o.m.QueueLength(n) }

@@ -320,6 +320,7 @@ func (s *Server) adminRoutes() error {
 		Logger:                     s.log,
 		OnAPICall:                  s.metrics.APICalls("http"),
 		Consumers:                  s.consumers.Snapshots,
+		EventHooks:                 s.hooks.snapshot,
 	})
 	if err != nil {
 		return err

@@ -66,6 +66,10 @@ type Config struct {
 	// Consumers, when set, reports the states of the node's consumers
 	// (config consumers) for the consumers route; nil is none.
 	Consumers func() []consume.Snapshot
+	// EventHooks, when set, reports the queues of the node's event hook
+	// proxies (channel state and user status events) for the event_hooks
+	// route, in the order to show them; nil is none.
+	EventHooks func() []EventHookQueue
 }
 
 // Handler serves the admin interface.
@@ -149,6 +153,7 @@ func New(n *gyre.Node, exec *api.Executor, cfg Config) (*Handler, error) {
 		{"GET", "/admin/tail", h.secureStream(http.HandlerFunc(h.tail))},
 		{"GET", "/admin/nodes", h.secure(http.HandlerFunc(h.nodes))},
 		{"GET", "/admin/consumers", h.secure(http.HandlerFunc(h.consumers))},
+		{"GET", "/admin/event_hooks", h.secure(http.HandlerFunc(h.eventHooks))},
 		{"GET", "/admin/methods", h.secure(http.HandlerFunc(h.methods))},
 		{"POST", "/admin/filter", h.secure(http.HandlerFunc(h.filter))},
 		{"POST", "/admin/token", h.secure(http.HandlerFunc(h.token))},

@@ -9,7 +9,8 @@
 // PREFIX/admin/api (the server API in its legacy form, the method in the
 // body). The others are Gyre's own: tail (Server-Sent Events of a
 // channel's publications), nodes (the cluster's nodes and their load),
-// filter (a tag filter expression tried on a channel's history) and token
+// consumers and event_hooks (this node's consumers and the queues of its
+// event hook proxies), filter (a tag filter expression tried on a channel's history) and token
 // (connection and subscription tokens for testing). docs/admin_api.md
 // describes every route.
 package admin

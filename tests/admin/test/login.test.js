@@ -118,6 +118,7 @@ test('at 360px wide no page scrolls sideways', async () => {
   const checks = {
     Status: () => waitForText(page, 'table', 'Nodes', NODE_NAME),
     Channels: () => byRole(page, 'textbox', 'Search channels'),
+    'Event hooks': () => byRole(page, 'heading', 'No event hooks configured'),
     Actions: () => byRole(page, 'button', 'Send'),
     Filters: () => byRole(page, 'button', 'Apply'),
     Tokens: () => byRole(page, 'button', 'Generate'),
@@ -156,6 +157,7 @@ test('every page has AA contrast, in the light and the dark colour scheme', asyn
       const pages = {
         Status: () => waitForText(page, 'table', 'Nodes', NODE_NAME),
         Channels: () => waitForText(page, 'table', 'Channels', 'chat:contrast'),
+        'Event hooks': () => byRole(page, 'heading', 'No event hooks configured'),
         Actions: () => byRole(page, 'button', 'Send'),
         Filters: () => byRole(page, 'button', 'Apply'),
         Tokens: () => byRole(page, 'button', 'Generate'),

@@ -8,12 +8,14 @@ import { channelsPage, channelPage } from './pages/channels.js';
 import { actionsPage } from './pages/actions.js';
 import { filtersPage } from './pages/filters.js';
 import { tokensPage } from './pages/tokens.js';
+import { hooksPage } from './pages/hooks.js';
 
 // Routes live in the URL's fragment (#/channels), so the app works under any
 // handler_prefix and the server only ever serves PREFIX/ itself as a page.
 const routes = [
   { path: 'status', label: 'Status', page: statusPage },
   { path: 'channels', label: 'Channels', page: channelsPage },
+  { path: 'hooks', label: 'Event hooks', page: hooksPage },
   { path: 'actions', label: 'Actions', page: actionsPage },
   { path: 'filters', label: 'Filters', page: filtersPage },
   { path: 'tokens', label: 'Tokens', page: tokensPage },

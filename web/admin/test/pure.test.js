@@ -74,3 +74,27 @@ test('consumerState tells a running consumer from one whose source is down or th
   assert.equal(lag(0), '0');
   assert.equal(lag(12345), '12,345');
 });
+
+test('event hooks: outcome tones, a proxy state from its newest record, what it carries, why', async () => {
+  const { outcomeTone, queueState, carries, reason } = await import('../src/pages/hooks.js');
+  assert.equal(outcomeTone('delivered'), 'ok');
+  assert.equal(outcomeTone('failed'), 'warn');
+  assert.equal(outcomeTone('dropped'), 'bad');
+  assert.equal(outcomeTone('later'), '');
+
+  assert.deepEqual(queueState({ recent: [] }), { label: 'No events yet', tone: '' });
+  assert.deepEqual(queueState({ recent: [{ outcome: 'failed' }, { outcome: 'delivered' }] }), { label: 'Failing', tone: 'bad' });
+  assert.deepEqual(queueState({ recent: [{ outcome: 'delivered' }, { outcome: 'failed' }] }), { label: 'Delivering', tone: 'ok' });
+  assert.deepEqual(queueState({ recent: [{ outcome: 'dropped' }] }), { label: 'Dropping', tone: 'bad' });
+
+  assert.equal(carries({ kinds: ['channel'], namespaces: ['', 'room'] }), 'Channel state events (channels without namespace, room).');
+  assert.equal(carries({ kinds: ['channel', 'user'], namespaces: ['lobby'] }), 'Channel state events (lobby) and user status events.');
+  assert.equal(carries({ kinds: ['user'], namespaces: [] }), 'User status events.');
+  assert.equal(carries({}), 'No events.');
+
+  assert.equal(reason({ outcome: 'delivered' }), '');
+  assert.equal(reason({ outcome: 'failed', reason: 'status', error: 'hooks: status 503' }), 'status: hooks: status 503');
+  assert.equal(reason({ outcome: 'failed', reason: 'timeout' }), 'timeout');
+  assert.equal(reason({ outcome: 'dropped', reason: 'max_age' }), 'too old (event_hooks.max_age)');
+  assert.equal(reason({ outcome: 'dropped', reason: 'queue_full' }), 'queue full (event_hooks.queue_max_size)');
+});
