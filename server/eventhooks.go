@@ -127,7 +127,7 @@ func (p *proxies) hookQueue(name, key string, def config.Proxy, h *eventHooks) (
 	q := &hookQueue{name: qkey, counts: counts, q: hooks.NewQueue(sender, hooks.QueueConfig{
 		Name: qkey, MaxBatch: eh.BatchMaxSize, Linger: eh.BatchMaxDelay,
 		MaxEvents: eh.QueueMaxSize, MaxAge: eh.MaxAge,
-		Logger: p.s.log, Observer: hookObserver{p.s.metrics.EventHookQueue(proxyName(qkey, key)), counts},
+		Logger: p.s.log, Observer: hookObserver{p.s.metrics.EventHookQueue(qkey), counts},
 	})}
 	h.queues[qkey] = q
 	return q, nil

@@ -179,7 +179,7 @@ func runMetricsTraffic(t *testing.T, redis *redistest.Server) *metricsPage {
 
 	page := waitMetrics(t, base, "carol's disconnect, the consumer's work and the state event", func(p *metricsPage) bool {
 		return p.value(`gyre_client_disconnects_total{code="3503"}`) == 1 && p.value("gyre_node_connections") == 2 &&
-			p.value(`gyre_event_hooks_events_total{kind="channel",outcome="delivered",proxy="default"}`) == 1 &&
+			p.value(`gyre_event_hooks_events_total{kind="channel",outcome="delivered",proxy="channel.proxy.state"}`) == 1 &&
 			p.value(`gyre_consumer_up{consumer="feed",type="kafka"}`) == 1 && p.value(`gyre_consumer_source_errors_total{consumer="feed",type="kafka"}`) == 1
 	})
 	if redis != nil {
