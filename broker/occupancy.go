@@ -181,3 +181,18 @@ type OccupancyTracker interface {
 	// Close return nil, other methods an error.
 	Close() error
 }
+
+// OccupancyDropCounter is implemented by trackers that bound the
+// transitions waiting for their handler and drop the oldest past the
+// bound (a handler that stays down for long). A server checks for it with
+// a type assertion on its OccupancyTracker, to export the count as a
+// metric.
+type OccupancyDropCounter interface {
+	// OccupancyDropped returns how many transitions this tracker dropped
+	// since it was made. It only grows. A transition dropped while a
+	// handler call in progress holds it counts, although that call may
+	// still hand it over: the count is exact while the handler fails,
+	// and may exceed what was lost by the events of the calls in
+	// progress while dropping.
+	OccupancyDropped() uint64
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
@@ -31,8 +32,9 @@ const (
 // OccupancyConfig configures an OccupancyTracker. The zero value works.
 type OccupancyConfig struct {
 	// Backlog bounds the events waiting for the handler: past it the
-	// oldest are dropped, with a log line when dropping starts and one
-	// when the handler has caught up. Zero means DefaultOccupancyBacklog.
+	// oldest are dropped, counted (OccupancyDropped), with a Warn line
+	// when dropping starts and an Info line with the count when the
+	// handler has caught up. Zero means DefaultOccupancyBacklog.
 	Backlog int
 	// Logger receives the handler's errors and the drops. Nil discards.
 	Logger *slog.Logger
@@ -69,6 +71,9 @@ type OccupancyTracker struct {
 	opts    broker.OccupancyOptions
 	running bool
 	closed  bool
+	// droppedTotal counts every event dropped, for OccupancyDropped;
+	// written under mu, read without.
+	droppedTotal atomic.Uint64
 
 	handler broker.OccupancyHandler
 	// vacates and deliveries wake the loops: a release waits, events
@@ -81,7 +86,10 @@ type OccupancyTracker struct {
 	wg         sync.WaitGroup
 }
 
-var _ broker.OccupancyTracker = (*OccupancyTracker)(nil)
+var (
+	_ broker.OccupancyTracker     = (*OccupancyTracker)(nil)
+	_ broker.OccupancyDropCounter = (*OccupancyTracker)(nil)
+)
 
 type occupancyKey struct {
 	kind broker.OccupancyKind
@@ -235,6 +243,7 @@ func (t *OccupancyTracker) emit(k occupancyKey, occupied bool, ms int64, info []
 			t.log.Warn("memory: occupancy events dropped: the handler does not keep up", "backlog", t.cfg.Backlog)
 		}
 		t.dropped++
+		t.droppedTotal.Add(1)
 		t.events[0] = broker.OccupancyEvent{}
 		t.events = t.events[1:]
 		t.base++
@@ -399,6 +408,10 @@ func (t *OccupancyTracker) forget(last uint64) {
 		}
 	}
 }
+
+// OccupancyDropped returns how many events were dropped past the backlog
+// since the tracker was made (broker.OccupancyDropCounter).
+func (t *OccupancyTracker) OccupancyDropped() uint64 { return t.droppedTotal.Load() }
 
 // Close stops the loops and waits for them, ending the handler's call
 // (its ctx is done). Later calls return nil; Hold, Release and

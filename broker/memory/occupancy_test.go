@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -23,7 +24,13 @@ func newOccupancyNodes(t testing.TB) func() broker.OccupancyTracker {
 }
 
 func TestOccupancy(t *testing.T) {
-	occupancytest.Run(t, newOccupancyNodes)
+	occupancytest.Run(t, newOccupancyNodes, occupancytest.Dropping(func(t testing.TB, backlog int, log *slog.Logger) broker.OccupancyTracker {
+		tr, err := NewOccupancyTracker(OccupancyConfig{Backlog: backlog, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}))
 }
 
 func BenchmarkOccupancy(b *testing.B) {
@@ -76,6 +83,9 @@ func TestOccupancyBacklog(t *testing.T) {
 	tr.mu.Unlock()
 	if kept != backlog || dropped != 2*backlog || first != "k"+strconv.Itoa(2*backlog) {
 		t.Fatalf("kept %d from %s, dropped %d; want %d from k%d, %d", kept, first, dropped, backlog, 2*backlog, 2*backlog)
+	}
+	if n := tr.OccupancyDropped(); n != 2*backlog {
+		t.Errorf("OccupancyDropped %d, want %d", n, 2*backlog)
 	}
 	h.open.Store(true)
 	for h.got.Load() < backlog {

@@ -23,7 +23,11 @@
 // deployment (several trackers on one Redis), which turns on the tests
 // of several nodes: holds of two nodes making one transition, a node that
 // dies with holds, a node closed while its handler runs. Without it the
-// suite makes one tracker per subtest.
+// suite makes one tracker per subtest. With the option Dropping, which
+// gives a maker of trackers with a small backlog, the suite checks the
+// drops of a handler that stays down: counted exactly
+// (broker.OccupancyDropCounter), logged once when they start and once
+// when the handler caught up, the transitions kept in order.
 //
 // Every test ends with a transition of the keys it checks, so that it
 // proves what did not happen by the order per key: an event that should

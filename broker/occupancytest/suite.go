@@ -2,6 +2,7 @@ package occupancytest
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,12 +15,30 @@ import (
 // leaves open.
 type Option func(*options)
 
-type options struct{ shared bool }
+type options struct {
+	shared   bool
+	dropping DroppingNode
+}
 
 // Shared declares that the trackers made for one subtest are nodes of one
 // deployment, sharing their holds (Redis): the tests of several nodes
 // then run. Without it they are skipped, and the others use one tracker.
 func Shared() Option { return func(o *options) { o.shared = true } }
+
+// DroppingNode makes a tracker, not run yet, that logs to log and keeps
+// at most backlog transitions of a key waiting for its handler (of the
+// key's partition, when the tracker partitions its keys), dropping the
+// oldest past it. The suite closes it.
+type DroppingNode func(t testing.TB, backlog int, log *slog.Logger) broker.OccupancyTracker
+
+// Dropping declares that the trackers bound their backlog, and gives the
+// suite a maker of trackers with a small one: the test of drops then
+// runs. It expects such a tracker to implement broker.OccupancyDropCounter,
+// to log a Warn line with an attribute "backlog" when it starts
+// dropping, and an Info line with an attribute "dropped", the
+// transitions dropped meanwhile, once its handler caught up: one of each
+// per episode.
+func Dropping(make DroppingNode) Option { return func(o *options) { o.dropping = make } }
 
 // NewNodes is called once per subtest and returns the maker of that
 // subtest's trackers, which have not run. The suite closes them.
@@ -59,6 +78,7 @@ var tests = []test{
 	{"DeadNode", true, testDeadNode},
 	{"ClosedMidDelivery", true, testClosedMidDelivery},
 	{"Churn", false, testChurn},
+	{"Drops", false, testDrops},
 }
 
 // defaultOptions are short enough for a quick suite, long enough that a

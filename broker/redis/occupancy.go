@@ -27,7 +27,8 @@ import (
 //	                       v when the last holder left (during the delay)
 //	<base>v                sorted set: member -> end of its delay
 //	<base>e                stream: transitions not yet handed over
-//	<base>m                hash: e the stream's epoch
+//	<base>m                hash: e the stream's epoch, d transitions dropped
+//	                       since the reader last looked
 //	<base>r                string: the node reading the partition, expiring with its lease
 const occupancyPartitions = 16
 
@@ -49,6 +50,9 @@ const (
 	// occupancyPipeline bounds the calls of one pipeline when this node
 	// holds its members again, or applies what failed.
 	occupancyPipeline = 512
+	// occupancyBacklog bounds the transitions of a partition's stream
+	// that no handler took yet.
+	occupancyBacklog = 10000
 	// occupancyHoldTick bounds the period of the loop that renews this
 	// node's leases and retries what failed.
 	occupancyHoldTick = 500 * time.Millisecond
@@ -109,15 +113,33 @@ const (
 // the holds, the pending vacates and the transitions not handed over yet:
 // every node then holds its keys again, which makes occupied/online
 // again for keys that were occupied (new IDs: the stream has a new
-// epoch), and keys whose delay was running are never vacated. The stream
-// of a partition whose handler keeps failing is capped at about 10,000
-// transitions; past it the oldest are dropped.
+// epoch), and keys whose delay was running are never vacated.
+//
+// # When the handler does not keep up
+//
+// A partition's stream keeps at most 10,000 transitions not handed over
+// yet: past it, each new one drops the oldest (a handler that keeps
+// failing, its backend down for long). The script that drops counts the
+// drop in the partition, and the reader's next look takes the count: the
+// reader logs a Warn line when a partition starts dropping and an Info
+// line with the episode's total once its stream is empty again, and adds
+// the drops to OccupancyDropped; a reader that loses the partition
+// during an episode ends it with an Info line of its own. Each drop is
+// counted by one node, the reader of its partition then: the sum over
+// the nodes is the cluster's, but for the count of a look whose answer
+// was lost (its failure is logged).
 type OccupancyTracker struct {
 	e     *Engine
 	node  string // random: names this tracker in reader leases and incarnations
 	incs  atomic.Uint64
 	seeds atomic.Uint64 // for epoch candidates
 	parts [occupancyPartitions]*occupancyPartition
+	// backlog is occupancyBacklog, and backlogArg the same as the last
+	// argument of the scripts that may make transitions; tests make it
+	// small (setBacklog) before the tracker runs.
+	backlog    int
+	backlogArg string
+	dropped    atomic.Uint64 // for OccupancyDropped
 
 	mu       sync.Mutex // orders RunOccupancy with Close
 	running  bool
@@ -138,7 +160,10 @@ type OccupancyTracker struct {
 	reading readState
 }
 
-var _ broker.OccupancyTracker = (*OccupancyTracker)(nil)
+var (
+	_ broker.OccupancyTracker     = (*OccupancyTracker)(nil)
+	_ broker.OccupancyDropCounter = (*OccupancyTracker)(nil)
+)
 
 // occupancyPartition is this node's view of one partition: what it
 // holds there and how far Redis knows it.
@@ -180,10 +205,12 @@ func NewOccupancyTracker(e *Engine) *OccupancyTracker {
 	var b [9]byte
 	_, _ = rand.Read(b[:]) // never fails; it crashes the program instead
 	t := &OccupancyTracker{
-		e:        e,
-		node:     base64.RawURLEncoding.EncodeToString(b[:]),
-		holdKick: make(chan struct{}, 1),
-		pollKick: make(chan struct{}, 1),
+		e:          e,
+		node:       base64.RawURLEncoding.EncodeToString(b[:]),
+		backlog:    occupancyBacklog,
+		backlogArg: strconv.Itoa(occupancyBacklog),
+		holdKick:   make(chan struct{}, 1),
+		pollKick:   make(chan struct{}, 1),
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	for i := range t.parts {
@@ -304,13 +331,20 @@ func (t *OccupancyTracker) call(p *occupancyPartition, m string) occupancyCall {
 	}
 	keys := append(p.keys[:4:4], p.base+"k."+m, p.base+"n."+p.inc)
 	if info, ok := p.held[m]; ok {
-		return occupancyCall{p, occupancyHoldScript, keys, []string{t.epoch(), p.inc, m, rueidis.BinaryString(info)}}
+		return occupancyCall{p, occupancyHoldScript, keys, []string{t.epoch(), p.inc, m, rueidis.BinaryString(info), t.backlogArg}}
 	}
 	delay := t.opts.Delay(broker.OccupancyUser)
 	if m[0] == 'c' {
 		delay = t.opts.Delay(broker.OccupancyChannel)
 	}
-	return occupancyCall{p, occupancyReleaseScript, keys, []string{t.epoch(), p.inc, m, strconv.FormatInt(delay.Milliseconds(), 10)}}
+	return occupancyCall{p, occupancyReleaseScript, keys, []string{t.epoch(), p.inc, m, strconv.FormatInt(delay.Milliseconds(), 10), t.backlogArg}}
+}
+
+// OccupancyDropped returns how many transitions this node found dropped
+// past the backlog in the partitions it read, since it was made
+// (broker.OccupancyDropCounter).
+func (t *OccupancyTracker) OccupancyDropped() uint64 {
+	return t.dropped.Load()
 }
 
 // applied takes the result of m's call under incarnation inc: a failure

@@ -23,6 +23,10 @@ type readState struct {
 	// sent.
 	until [occupancyPartitions]time.Time
 	tried time.Time // the last look at the partitions this node does not read
+	// drops counts, per partition, the transitions found dropped since
+	// the last look that found its stream empty; not zero, an episode
+	// of drops is logged as started.
+	drops [occupancyPartitions]uint64
 	// missed: the last look did not read everything there may be (the
 	// handler was busy, or was handed a batch), so the look that the
 	// handler's end wakes reads every partition.
@@ -135,17 +139,22 @@ func (t *OccupancyTracker) poll(all bool) {
 		}
 		if owner != 1 {
 			r.owned[p.n] = false
+			if r.drops[p.n] > 0 {
+				t.e.log.Info("redis: occupancy: another node reads a partition that dropped transitions", "partition", p.n, "dropped", r.drops[p.n])
+				r.drops[p.n] = 0
+			}
 			continue
 		}
 		r.owned[p.n], r.until[p.n] = true, sent.Add(t.reader)
-		events, ack, err := parsePoll(p, arr)
+		look, err := parsePoll(p, arr)
+		t.countDrops(p, look)
 		if err != nil {
 			t.logFailure("occupancy poll", p, "redis: occupancy: a partition's transitions could not be read", err)
 			continue
 		}
-		if len(events) > 0 {
-			b.events = append(b.events, events...)
-			b.acks = append(b.acks, ack)
+		if len(look.events) > 0 {
+			b.events = append(b.events, look.events...)
+			b.acks = append(b.acks, look.ack)
 			b.parts = append(b.parts, p.n)
 		}
 	}
@@ -172,23 +181,49 @@ func (t *OccupancyTracker) pollCall(p *occupancyPartition, take bool, count stri
 	return occupancyCall{p, occupancyPollScript, keys, []string{
 		t.epoch(), t.node, millisString(t.reader), takeArg, count,
 		millisString(t.opts.ChannelDelay), millisString(t.opts.UserDelay),
-		p.base, strconv.Itoa(occupancySweep),
+		p.base, strconv.Itoa(occupancySweep), t.backlogArg,
 	}}
 }
 
-// parsePoll reads the poll script's transitions into events, and returns
-// the call that forgets them once handed over.
-func parsePoll(p *occupancyPartition, arr []rueidis.RedisMessage) ([]broker.OccupancyEvent, occupancyCall, error) {
-	if len(arr) < 2 || (len(arr)-2)%5 != 0 {
-		return nil, occupancyCall{}, fmt.Errorf("redis: occupancy poll returned %d values", len(arr))
+// occupancyLook is what the reader's look at a partition found.
+type occupancyLook struct {
+	// dropped is how many transitions were dropped past the backlog
+	// since the last look; length is the stream's length, -1 unknown.
+	dropped, length int64
+	events          []broker.OccupancyEvent
+	ack             occupancyCall // forgets events once handed over
+}
+
+// pollHead is the number of values before the poll script's transitions.
+const pollHead = 4
+
+// parsePoll reads the poll script's answer. The drop count and the
+// length are set even when the transitions could not be read: the script
+// reset the count.
+func parsePoll(p *occupancyPartition, arr []rueidis.RedisMessage) (occupancyLook, error) {
+	look := occupancyLook{length: -1}
+	if len(arr) < pollHead {
+		return look, fmt.Errorf("redis: occupancy poll returned %d values", len(arr))
+	}
+	dropped, err := arr[2].AsInt64()
+	if err != nil {
+		return look, fmt.Errorf("redis: occupancy poll drops: %w", err)
+	}
+	look.dropped = dropped
+	if look.length, err = arr[3].AsInt64(); err != nil {
+		look.length = -1
+		return look, fmt.Errorf("redis: occupancy poll length: %w", err)
+	}
+	if (len(arr)-pollHead)%5 != 0 {
+		return look, fmt.Errorf("redis: occupancy poll returned %d values", len(arr))
 	}
 	epoch, err := arr[1].ToString()
 	if err != nil {
-		return nil, occupancyCall{}, fmt.Errorf("redis: occupancy poll epoch: %w", err)
+		return look, fmt.Errorf("redis: occupancy poll epoch: %w", err)
 	}
-	n := (len(arr) - 2) / 5
+	n := (len(arr) - pollHead) / 5
 	if n == 0 {
-		return nil, occupancyCall{}, nil
+		return look, nil
 	}
 	events := make([]broker.OccupancyEvent, n)
 	prefix := strconv.Itoa(p.n) + "." + epoch + "."
@@ -196,13 +231,13 @@ func parsePoll(p *occupancyPartition, arr []rueidis.RedisMessage) ([]broker.Occu
 	for i := range events {
 		var f [5]string
 		for j := range f {
-			if f[j], err = arr[2+5*i+j].ToString(); err != nil {
-				return nil, occupancyCall{}, fmt.Errorf("redis: occupancy transition: %w", err)
+			if f[j], err = arr[pollHead+5*i+j].ToString(); err != nil {
+				return look, fmt.Errorf("redis: occupancy transition: %w", err)
 			}
 		}
 		ms, err := strconv.ParseInt(f[3], 10, 64)
 		if err != nil || len(f[1]) < 2 {
-			return nil, occupancyCall{}, fmt.Errorf("redis: occupancy transition %q of %q at %q", f[0], f[1], f[3])
+			return look, fmt.Errorf("redis: occupancy transition %q of %q at %q", f[0], f[1], f[3])
 		}
 		ev := broker.OccupancyEvent{
 			ID: prefix + f[0], Kind: broker.OccupancyChannel, Key: f[1][1:],
@@ -218,9 +253,32 @@ func parsePoll(p *occupancyPartition, arr []rueidis.RedisMessage) ([]broker.Occu
 	}
 	next, err := nextStreamID(last)
 	if err != nil {
-		return nil, occupancyCall{}, err
+		return look, err
 	}
-	return events, occupancyCall{p, occupancyAckScript, p.keys, []string{"", epoch, next}}, nil
+	look.events = events
+	look.ack = occupancyCall{p, occupancyAckScript, p.keys, []string{"", epoch, next}}
+	return look, nil
+}
+
+// countDrops adds the drops a look at p found, and logs an episode of
+// drops: a Warn line at the first look that finds some, an Info line
+// with the episode's total at the first look after it that finds the
+// stream empty, everything handed over. pollLoop calls it.
+func (t *OccupancyTracker) countDrops(p *occupancyPartition, look occupancyLook) {
+	r := &t.reading
+	if look.dropped > 0 {
+		t.dropped.Add(uint64(look.dropped))
+		if r.drops[p.n] == 0 {
+			t.e.log.Warn("redis: occupancy transitions dropped: the handler does not keep up",
+				"partition", p.n, "dropped", look.dropped, "backlog", t.backlog)
+		}
+		r.drops[p.n] += uint64(look.dropped)
+		return
+	}
+	if look.length == 0 && r.drops[p.n] > 0 {
+		t.e.log.Info("redis: occupancy handler caught up", "partition", p.n, "dropped", r.drops[p.n])
+		r.drops[p.n] = 0
+	}
 }
 
 // nextStreamID returns the stream ID right after id ("<ms>-<seq>").

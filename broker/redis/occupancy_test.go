@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,10 +46,27 @@ func occupancyNodes(cfg Config) occupancytest.NewNodes {
 	}
 }
 
+// occupancyDropping makes a tracker with a backlog of its own, under a
+// prefix of its own.
+func occupancyDropping(cfg Config) occupancytest.DroppingNode {
+	return func(t testing.TB, backlog int, log *slog.Logger) broker.OccupancyTracker {
+		c := cfg
+		c.Prefix = "occ" + strconv.FormatInt(occupancyPrefixes.Add(1), 10)
+		c.Logger = log
+		tr := NewOccupancyTracker(newEngine(t, c))
+		tr.setBacklog(backlog)
+		return tr
+	}
+}
+
+// setBacklog sets the backlog of a tracker that has not run.
+func (t *OccupancyTracker) setBacklog(n int) { t.backlog, t.backlogArg = n, strconv.Itoa(n) }
+
 func TestOccupancy(t *testing.T) {
 	for _, s := range occupancySetups() {
 		t.Run(s.name, func(t *testing.T) {
-			occupancytest.Run(t, occupancyNodes(s.cfg(t)), occupancytest.Shared())
+			cfg := s.cfg(t)
+			occupancytest.Run(t, occupancyNodes(cfg), occupancytest.Shared(), occupancytest.Dropping(occupancyDropping(cfg)))
 		})
 	}
 }

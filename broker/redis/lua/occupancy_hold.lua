@@ -3,7 +3,7 @@
 -- before a reader ended it is made first.
 --
 -- KEYS[5] the member's hash, KEYS[6] the incarnation's set of members
--- ARGV[2] incarnation, ARGV[3] member, ARGV[4] info
+-- ARGV[2] incarnation, ARGV[3] member, ARGV[4] info, ARGV[5] backlog
 -- Returns 1 when it made events, 0 when not, -1 when the incarnation's
 -- lease is gone (the node must start a new one).
 local k, held = KEYS[5], KEYS[6]

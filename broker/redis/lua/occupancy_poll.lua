@@ -1,16 +1,19 @@
 -- A node's look at a partition: it renews its reader lease, or takes the
 -- lease when nobody has it and it may; as the reader it releases the
 -- members of incarnations whose lease ran out, ends the delays that
--- passed, and returns the transitions waiting for its handler.
+-- passed, and returns the transitions waiting for its handler, and those
+-- dropped since the last look (resetting their count).
 --
 -- KEYS[5] string: the reader's node, expiring with its lease
 -- ARGV[2] node, ARGV[3] reader lease in milliseconds, ARGV[4] "1" to take
 -- a free lease, ARGV[5] at most this many transitions to return (0: the
 -- node's handler is busy), ARGV[6] channel delay, ARGV[7] user delay (ms),
--- ARGV[8] base, ARGV[9] at most this many members to release or vacate.
+-- ARGV[8] base, ARGV[9] at most this many members to release or vacate,
+-- ARGV[10] backlog.
 -- Returns {0} when another node is the reader (or the lease is free and
--- not taken), else {1, epoch, then per transition: stream ID, member,
--- type, time, info}.
+-- not taken), else {1, epoch, transitions dropped since the last look,
+-- length of the stream, then per transition: stream ID, member, type,
+-- time, info}.
 local reader, node, base = KEYS[5], ARGV[2], ARGV[8]
 local owner = redis.call('GET', reader)
 if owner ~= node and (owner or ARGV[4] ~= '1') then
@@ -55,7 +58,12 @@ if budget > 0 then
   end
 end
 
-local out = {1, redis.call('HGET', meta, 'e') or ''}
+-- After the sweep, whose vacates may have dropped some.
+local dropped = redis.call('HGET', meta, 'd')
+if dropped then
+  redis.call('HDEL', meta, 'd')
+end
+local out = {1, redis.call('HGET', meta, 'e') or '', tonumber(dropped or 0), redis.call('XLEN', stream)}
 local count = tonumber(ARGV[5])
 if count > 0 then
   for _, e in ipairs(redis.call('XRANGE', stream, '-', '+', 'COUNT', count)) do

@@ -2,7 +2,8 @@
 -- delay (or, with none, vacates).
 --
 -- KEYS[5] the member's hash, KEYS[6] the incarnation's set of members
--- ARGV[2] incarnation, ARGV[3] member, ARGV[4] delay in milliseconds
+-- ARGV[2] incarnation, ARGV[3] member, ARGV[4] delay in milliseconds,
+-- ARGV[5] backlog
 -- Returns 1 when it made an event, else 0.
 redis.call('SREM', KEYS[6], ARGV[3])
 local now = nowMillis()
