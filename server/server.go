@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/memory"
 	"github.com/gyrehq/gyre/internal/frontdoor"
 	"github.com/gyrehq/gyre/server/admin"
@@ -116,6 +117,9 @@ func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	m.Bind(node)
+	if dc, ok := ncfg.Occupancy.(broker.OccupancyDropCounter); ok {
+		m.OccupancyDropped(dc.OccupancyDropped)
+	}
 	s := &Server{cfg: cfg, log: log, node: node, metrics: m, mux: http.NewServeMux(), delivery: delivery}
 	if err := s.setupTelemetry(); err != nil {
 		return nil, err

@@ -58,6 +58,15 @@ func (q *EventHookQueue) QueueLength(n int) {
 	q.h.queued.WithLabelValues(q.proxy).Set(float64(n))
 }
 
+// OccupancyDropped serves the transitions the occupancy tracker dropped
+// because the hooks did not keep up, read from dropped at each scrape.
+func (m *Metrics) OccupancyDropped(dropped func() uint64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "event_hooks", Name: "transitions_dropped_total",
+		Help: "Transitions the occupancy tracker dropped, past its backlog, because the hook proxies did not take them in time (their backend was down); counted by the node that read them, logged once per episode.",
+	}, func() float64 { return float64(dropped()) }))
+}
+
 // EventHookTransitions counts n transitions of typ handed to the proxies.
 func (m *Metrics) EventHookTransitions(typ string, n int) {
 	m.eventHooks.decided.WithLabelValues(typ).Add(float64(n))
