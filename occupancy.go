@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/gyrehq/gyre/broker"
 )
@@ -63,9 +62,10 @@ type occupancyWant struct {
 // channel's subLock, a user's hub shard lock), where waiting for Redis
 // would stall every subscriber of the shard; the goroutine brings the
 // tracker to the latest state wanted for each key changed, so a key held
-// and released again between two rounds costs the tracker nothing, and a
-// round that fails is tried again with back-off: the tracker converges on
-// what the node holds.
+// and released again between two rounds costs the tracker nothing (it
+// ignores a Release of a key it does not hold, as a repeated Hold). A call
+// that fails needs no retry here: the tracker keeps what it was told and
+// applies it once its backend is back (broker.OccupancyTracker).
 type occupancySync struct {
 	tracker broker.OccupancyTracker
 	log     *slog.Logger
@@ -74,8 +74,6 @@ type occupancySync struct {
 	dirty map[occupancyKey]occupancyWant
 	wake  chan struct{}
 
-	// applied are the keys held in the tracker (the goroutine's own).
-	applied map[occupancyKey]bool
 	// failing is set from the first failed round to the next good one,
 	// for one log line per episode.
 	failing bool
@@ -87,11 +85,10 @@ type occupancySync struct {
 func newOccupancySync(t broker.OccupancyTracker, log *slog.Logger) *occupancySync {
 	return &occupancySync{
 		tracker: t, log: log,
-		dirty:   map[occupancyKey]occupancyWant{},
-		wake:    make(chan struct{}, 1),
-		applied: map[occupancyKey]bool{},
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		dirty: map[occupancyKey]occupancyWant{},
+		wake:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 }
 
@@ -107,70 +104,45 @@ func (o *occupancySync) set(kind broker.OccupancyKind, key string, held bool, in
 	}
 }
 
-const (
-	// occupancyParallel bounds the changes of a round handed to the
-	// tracker at once.
-	occupancyParallel = 16
-	occupancyRetryMin = 100 * time.Millisecond
-	occupancyRetryMax = 5 * time.Second
-)
+// occupancyParallel bounds the changes of a round handed to the tracker
+// at once.
+const occupancyParallel = 16
 
 // run applies the changes until close; then once more, so that the
 // releases of a graceful shutdown reach the tracker.
 func (o *occupancySync) run() {
 	defer close(o.done)
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	defer retry.Stop()
-	backoff := time.Duration(0)
 	for {
 		select {
 		case <-o.wake:
-		case <-retry.C:
 		case <-o.stop:
 			o.apply()
 			return
 		}
-		if o.apply() {
-			backoff = 0
-			retry.Stop()
-			continue
-		}
-		backoff = min(max(2*backoff, occupancyRetryMin), occupancyRetryMax)
-		retry.Reset(backoff)
+		o.apply()
 	}
 }
 
-// apply hands the recorded changes to the tracker and reports whether all
-// were taken; those that failed stay recorded unless a newer change
-// replaced them meanwhile.
-func (o *occupancySync) apply() bool {
+// apply hands the recorded changes to the tracker.
+func (o *occupancySync) apply() {
 	o.mu.Lock()
 	batch := o.dirty
 	if len(batch) == 0 {
 		o.mu.Unlock()
-		return true
+		return
 	}
 	o.dirty = make(map[occupancyKey]occupancyWant, len(batch))
 	o.mu.Unlock()
 	// The keys of a round are distinct, so they may go to the tracker side
 	// by side (a Redis tracker waits for Redis on each): the order of one
 	// key's changes is that of the rounds.
-	type result struct {
-		k   occupancyKey
-		w   occupancyWant
-		err error
-	}
 	var (
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, occupancyParallel)
-		resMu   sync.Mutex
-		results []result
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, occupancyParallel)
+		errMu    sync.Mutex
+		firstErr error
 	)
 	for k, w := range batch {
-		if o.applied[k] == w.held {
-			continue
-		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -180,40 +152,24 @@ func (o *occupancySync) apply() bool {
 			} else {
 				err = o.tracker.Release(k.kind, k.key)
 			}
-			resMu.Lock()
-			results = append(results, result{k, w, err})
-			resMu.Unlock()
+			if err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+			}
 		})
 	}
 	wg.Wait()
-	var firstErr error
-	for _, r := range results {
-		if r.err != nil {
-			if firstErr == nil {
-				firstErr = r.err
-			}
-			o.mu.Lock()
-			if _, newer := o.dirty[r.k]; !newer {
-				o.dirty[r.k] = r.w
-			}
-			o.mu.Unlock()
-			continue
-		}
-		if r.w.held {
-			o.applied[r.k] = true
-		} else {
-			delete(o.applied, r.k)
-		}
-	}
 	switch {
 	case firstErr != nil && !o.failing:
 		o.failing = true
-		o.log.Warn("occupancy tracker unreachable: channel state and user status changes wait and are tried again", "error", firstErr)
+		o.log.Warn("occupancy tracker unreachable: it keeps the channel state and user status changes and applies them once it is back", "error", firstErr)
 	case firstErr == nil && o.failing:
 		o.failing = false
-		o.log.Info("occupancy tracker reachable again: the waiting changes are applied")
+		o.log.Info("occupancy tracker took changes again")
 	}
-	return firstErr == nil
 }
 
 // close applies what is recorded once more and stops.
