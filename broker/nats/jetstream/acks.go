@@ -48,6 +48,9 @@ type ackBatch struct {
 type ackResult struct {
 	seq uint64
 	err error
+	// duplicate: the message id was seen within the stream's duplicate
+	// window, and seq is the sequence of the message stored then.
+	duplicate bool
 }
 
 func newAcks(nc *nats.Conn) (*acks, error) {
@@ -162,8 +165,9 @@ func (a *acks) wait(b *ackBatch, timeout time.Duration) {
 }
 
 var (
-	ackSeq   = []byte(`"seq":`)
-	ackError = []byte(`"error"`)
+	ackSeq       = []byte(`"seq":`)
+	ackError     = []byte(`"error"`)
+	ackDuplicate = []byte(`"duplicate":`)
 )
 
 // parseAck reads JetStream's answer to a publish: {"stream":..,"seq":N}
@@ -187,7 +191,7 @@ func parseAck(m *nats.Msg) ackResult {
 	if i < 0 {
 		return ackResult{err: fmt.Errorf("bad ack %q", m.Data)}
 	}
-	d := m.Data[i+len(ackSeq):]
+	d := bytes.TrimLeft(m.Data[i+len(ackSeq):], " ")
 	var seq uint64
 	for _, c := range d {
 		if c < '0' || c > '9' {
@@ -198,5 +202,15 @@ func parseAck(m *nats.Msg) ackResult {
 	if seq == 0 {
 		return ackResult{err: fmt.Errorf("bad ack %q", m.Data)}
 	}
-	return ackResult{seq: seq}
+	return ackResult{seq: seq, duplicate: isDuplicate(m.Data)}
+}
+
+// isDuplicate reads the ack's duplicate flag, written with a space
+// before its value by some servers.
+func isDuplicate(data []byte) bool {
+	i := bytes.Index(data, ackDuplicate)
+	if i < 0 {
+		return false
+	}
+	return bytes.HasPrefix(bytes.TrimLeft(data[i+len(ackDuplicate):], " "), []byte("true"))
 }

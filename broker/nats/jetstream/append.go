@@ -84,6 +84,7 @@ type chain struct {
 	sent      chanState // the state the run in flight leaves when stored
 	run       int       // items in flight, from items[next] on
 	claim     uint64    // sequence of items[next]'s idempotency claim
+	origin    uint64    // sequence of the first claim of that attempt (see claimKey)
 	subject   string    // the channel's subject in subjectOf
 	subjectOf *streamRef
 	one       [1]*broker.StoreItem // items of a chain of one
@@ -303,6 +304,11 @@ func (s *Store) publish(c *chain, it *broker.StoreItem, out *outbox, b *ackBatch
 		setHeaders(m.Header, &next, markRemoved)
 	}
 	setHeader(m.Header, hdrExpectLastSubjSeq, strconv.FormatUint(c.st.seq, 10))
+	if c.claim != 0 {
+		setHeader(m.Header, hdrMsgID, msgID(c.channel, o.IdempotencyKey, c.origin))
+	} else {
+		delete(m.Header, hdrMsgID)
+	}
 	if err := s.acks.publish(b, i, m); err != nil {
 		return wrap("publish", err)
 	}
@@ -323,8 +329,10 @@ func (s *Store) encodeRun(c *chain, out *outbox) (chanState, int, error) {
 	n := 0
 	for _, it := range c.items[c.next:] {
 		o := &it.Opts
+		// A keyed item goes alone: its message id (see claimKey) must
+		// stand for it only.
 		if n > 0 && (n == maxRunItems || !withHistory(o) || o.HistoryTTL != first.Opts.HistoryTTL ||
-			o.IdempotencyKey != "" || o.Version > 0 && stale(&next, o.Version, o.VersionEpoch) ||
+			o.IdempotencyKey != "" || first.Opts.IdempotencyKey != "" || o.Version > 0 && stale(&next, o.Version, o.VersionEpoch) ||
 			len(out.buf) >= limit) {
 			break
 		}
@@ -380,9 +388,40 @@ func (s *Store) receive(c *chain, r ackResult) {
 	case r.err != nil:
 		// A run that timed out may have landed: none of it is retried.
 		s.failRun(c, wrap("publish", r.err))
+	case r.duplicate:
+		s.storedBefore(c, r.seq)
 	default:
 		s.stored(c, r.seq)
 	}
+}
+
+// storedBefore settles the chain's keyed item that JetStream recognised
+// by its message id: an earlier attempt stored it at seq and its ack got
+// lost (a timeout, a node that died). The item answers as a repeat of
+// that publication, whose position the stored message holds.
+func (s *Store) storedBefore(c *chain, seq uint64) {
+	it := c.items[c.next]
+	it.Suppressed = true
+	if withHistory(&it.Opts) {
+		ctx, cancel := s.ctx()
+		raw, err := c.st.stream.s.GetMsg(ctx, seq)
+		cancel()
+		var m stored
+		if err == nil {
+			m, err = decodeStored(seq, raw.Header, raw.Data)
+		}
+		if err != nil {
+			// Trimmed already, or unreadable: the repeat is still
+			// suppressed, without the position it was stored at.
+			s.log.Warn("jetstream: a repeated publication was stored before, at a position that cannot be read", "channel", c.channel, "seq", seq, "error", err)
+		} else {
+			it.Position = m.state.position()
+		}
+	}
+	// The channel's top is past what this attempt was sent against.
+	c.loaded = false
+	s.cache.del(c.channel)
+	s.settle(c, it)
 }
 
 // stored settles the chain's run, stored at sequence seq.
@@ -398,7 +437,9 @@ func (s *Store) stored(c *chain, seq uint64) {
 		it := c.items[c.next]
 		o := &it.Opts
 		var pub *broker.Publication
-		if o.UseDelta || k < c.run-1 && c.items[c.next+1].Opts.UseDelta {
+		// The next item's Prev, within the run or after it.
+		nextDelta := c.next+1 < len(c.items) && c.items[c.next+1].Opts.UseDelta
+		if o.UseDelta || nextDelta {
 			pub = &broker.Publication{Offset: first + uint64(k), Data: it.Data, Info: o.ClientInfo, Tags: o.Tags, Time: it.Time}
 		}
 		if o.UseDelta {
@@ -424,7 +465,7 @@ func (s *Store) stored(c *chain, seq uint64) {
 		c.st.recent = recent
 		c.st.seq, c.st.last, c.st.time, c.st.pubs, c.st.leftover = seq, nil, time.Time{}, true, false
 		c.st.first, c.st.run = first, nil
-		if o.UseDelta {
+		if pub != nil {
 			// Kept only for channels that use delta, to bound the cache.
 			c.st.last = pubconv.Clone(pub)
 		}
@@ -482,7 +523,7 @@ func (c *chain) advance() {
 	c.next++
 	c.attempts = 0
 	c.fresh = false
-	c.claim = 0
+	c.claim, c.origin = 0, 0
 }
 
 // failRun settles every item of the run in flight with err.

@@ -64,12 +64,12 @@
 // out together: one round trip per round, one run of each channel per
 // round, their acks read on one subscription of the store.
 //
-// A run holds only items that are stored: it ends before an item with an
-// idempotency key (such an item may only start a run, once its key is
-// claimed), before an item whose version the run would make stale (that
-// item is then checked against the stream's top, and suppressed or
-// sent), before an item of another HistoryTTL or without history, and at
-// its bounds. A run that failed otherwise than by conflict (a timeout:
+// A run holds only items that are stored: an item with an idempotency
+// key goes alone (once its key is claimed: see Idempotency), and a run
+// ends before an item whose version the run would make stale (that item
+// is then checked against the stream's top, and suppressed or sent),
+// before an item of another HistoryTTL or without history, and at its
+// bounds. A run that failed otherwise than by conflict (a timeout:
 // it may have landed) fails all its items.
 //
 // The floor is the oldest offset History returns: offset-HistorySize+1,
@@ -158,7 +158,14 @@
 // subject's last sequence: of two nodes racing on a key, one claims it,
 // the other waits for its result, at most Config.Timeout, after which a
 // claim counts as lapsed), publishes, and replaces the claim with the
-// result. The TTL is PublishOptions.IdempotentResultTTL, else
+// result. A claim that lapsed may hide a publication that was stored
+// (its ack lost to a restart, its node dead before the result): the claim
+// taking over keeps the series' origin (the first claim's sequence), and
+// every attempt publishes with the message id <key hash>.<origin>, so
+// that JetStream's duplicate window (a minute, or the history TTL when
+// shorter) answers a stored one as a duplicate; the item is then
+// suppressed at the position that message holds. The TTL is
+// PublishOptions.IdempotentResultTTL, else
 // Config.IdempotentResultTTL, at most Config.MaxIdempotentResultTTL (the
 // stream's MaxAge). A keyed publication costs two round trips more.
 // Result ages are the NATS server's timestamps compared with the node's

@@ -18,8 +18,17 @@ import (
 // the result with its TTL. Both are written conditionally on the
 // subject's last sequence, so that of two nodes publishing one key only
 // one publishes; the other waits for the result and answers with it.
+//
+// A claim that lapsed may hide a publication that was stored: its ack
+// was lost, or its node died before writing the result. The claim that
+// takes over carries the lapsed one's origin (the sequence of the first
+// claim of the series), and the publication goes with a message id made
+// of the key and that origin, so JetStream's duplicate window recognises
+// a publication stored by any attempt of the series.
 const (
-	hdrKeyTTL   = "Gyre-TTL" // ms the result is remembered
+	hdrKeyTTL   = "Gyre-TTL"    // ms the result is remembered
+	hdrOrigin   = "Gyre-Origin" // on a claim that took over a lapsed one
+	hdrMsgID    = "Nats-Msg-Id"
 	keyClaimed  = "claimed"
 	keyDone     = "done"
 	claimPause  = 5 * time.Millisecond
@@ -33,6 +42,12 @@ func keyToken(channel, key string) string {
 	h.Write([]byte{0})
 	h.Write([]byte(key))
 	return hex.EncodeToString(h.Sum(nil)[:keyHashSize])
+}
+
+// msgID is the message id of a keyed publication: the same for every
+// attempt of one claim series (origin), another once a result expired.
+func msgID(channel, key string, origin uint64) string {
+	return keyToken(channel, key) + "." + strconv.FormatUint(origin, 10)
 }
 
 func (s *Store) keyTTL(o *broker.PublishOptions) time.Duration {
@@ -56,7 +71,7 @@ func (s *Store) claimKey(c *chain, it *broker.StoreItem) (settled bool, err erro
 		if err != nil {
 			return false, err
 		}
-		var prev uint64
+		var prev, origin uint64
 		if raw != nil {
 			prev = raw.Sequence
 			now := time.Now()
@@ -76,15 +91,25 @@ func (s *Store) claimKey(c *chain, it *broker.StoreItem) (settled bool, err erro
 					time.Sleep(claimPause)
 					continue
 				}
+				origin, _ = strconv.ParseUint(raw.Header.Get(hdrOrigin), 10, 64)
+				if origin == 0 {
+					origin = raw.Sequence
+				}
 			}
 		}
 		m := &nats.Msg{Subject: subj, Header: nats.Header{hdrState: {keyClaimed}}}
+		if origin != 0 {
+			m.Header.Set(hdrOrigin, strconv.FormatUint(origin, 10))
+		}
 		seq, err := s.publishIfLast("claim idempotency key", m, prev)
 		if err != nil {
 			return false, err
 		}
 		if seq != 0 {
-			c.claim = seq
+			c.claim, c.origin = seq, origin
+			if origin == 0 {
+				c.origin = seq
+			}
 			return false, nil
 		}
 	}

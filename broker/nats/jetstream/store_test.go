@@ -331,6 +331,68 @@ func TestIdempotency(t *testing.T) {
 	}
 }
 
+// TestIdempotencyLostAck loses the ack of a keyed publication that was
+// stored, as when NATS restarts or the node dies after the write: the
+// retry, once the claim lapsed, must answer with the stored publication,
+// not store it again. Without history too (a delta base is written).
+func TestIdempotencyLostAck(t *testing.T) {
+	srv := natstest.Start(t)
+	s, err := New(Config{URL: srv.URL, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	for _, o := range []broker.PublishOptions{hist, {UseDelta: true}} {
+		ch := fmt.Sprintf("lost%v", o.UseDelta)
+		before := appendOne(t, s, ch, "0", o)
+		o.IdempotencyKey = "k"
+		stopAcks(t, s)
+		items := []broker.StoreItem{item(ch, "1", o)}
+		s.Append(items)
+		if !errors.Is(items[0].Err, broker.ErrNotAvailable) {
+			t.Fatalf("append without its ack: %v, want not available", items[0].Err)
+		}
+		restartAcks(t, s)
+		again := appendOne(t, s, ch, "1", o)
+		if !again.Suppressed {
+			t.Fatalf("retry after a lost ack: stored again at %+v", again.Position)
+		}
+		if o.UseDelta {
+			continue
+		}
+		if want := (broker.StreamPosition{Offset: 2, Epoch: before.Position.Epoch}); again.Position != want {
+			t.Fatalf("retry after a lost ack: suppressed at %+v, want %+v (where the lost attempt stored it)", again.Position, want)
+		}
+		pubs, top := history(t, s, ch, broker.HistoryFilter{Limit: -1})
+		if top.Offset != 2 || len(pubs) != 2 {
+			t.Fatalf("after the retry: top %+v, %d publications, want 2", top, len(pubs))
+		}
+	}
+}
+
+// stopAcks makes the store miss every ack until restartAcks.
+func stopAcks(t *testing.T, s *Store) {
+	t.Helper()
+	if err := s.acks.sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func restartAcks(t *testing.T, s *Store) {
+	t.Helper()
+	sub, err := s.nc.Subscribe(s.acks.prefix+"*", s.acks.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.acks.sub = sub
+	if err := s.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestVersion(t *testing.T) {
 	srv := natstest.Start(t)
 	s, s2 := newStore(t, srv.URL), newStore(t, srv.URL)
