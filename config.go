@@ -41,7 +41,9 @@ type Config struct {
 	// users have a connection, anywhere in the cluster: the node tells it
 	// of its own first and last ones, and it decides the cluster's
 	// transitions, which reach the handler set with OnOccupancy. Nil: no
-	// channel state or user status events.
+	// channel state or user status events. Where events go to several
+	// destinations that fail apart, broker.RoutedOccupancy gives each its
+	// own tracker, so that one that fails holds back only its own.
 	Occupancy        broker.OccupancyTracker
 	OccupancyOptions broker.OccupancyOptions
 	UserStatusEvents bool

@@ -57,7 +57,7 @@ func (p *proxies) eventHooks() (*eventHooks, error) {
 		if !o.StateProxyEnabled {
 			return nil
 		}
-		q, err := p.hookQueue(o.StateProxyName, "channel.proxy.state", c.Channel.Proxy.State, h)
+		q, err := p.hookQueue(o.StateProxyName, stateProxyKey, c.Channel.Proxy.State, h)
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func (p *proxies) eventHooks() (*eventHooks, error) {
 		}
 	}
 	if us := c.Client.Proxy.UserStatus; us.Enabled || c.Client.UserStatusProxyName != "" {
-		q, err := p.hookQueue(c.Client.UserStatusProxyName, "client.proxy.user_status", us.Proxy, h)
+		q, err := p.hookQueue(c.Client.UserStatusProxyName, userStatusProxyKey, us.Proxy, h)
 		if err != nil {
 			return nil, err
 		}
@@ -85,15 +85,86 @@ func (p *proxies) eventHooks() (*eventHooks, error) {
 	return h, nil
 }
 
+// hookQueueKey is the key of the queue (and of the occupancy route) of
+// the proxy named name, key being the config key of the default one.
+func hookQueueKey(name, key string) string {
+	if name != "" && name != "default" {
+		return name
+	}
+	return key
+}
+
+// Config keys of the default hook proxies, which name their queues.
+const (
+	stateProxyKey      = "channel.proxy.state"
+	userStatusProxyKey = "client.proxy.user_status"
+)
+
+// hookRoutes returns the occupancy routes of c, one per proxy that
+// events go to (its queue key), and the route of each key: each route is
+// a tracker of its own (broker.RoutedOccupancy), so that one backend that
+// is down holds back its own events only. Channels of a namespace without
+// state events have no route; the node does not track them.
+func hookRoutes(c *config.Config) (names []string, route func(kind broker.OccupancyKind, key string) string) {
+	byNamespace := map[string]string{}
+	seen := map[string]bool{}
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	each := func(ns string, o *config.ChannelOptions) {
+		if o.StateProxyEnabled {
+			byNamespace[ns] = hookQueueKey(o.StateProxyName, stateProxyKey)
+			add(byNamespace[ns])
+		}
+	}
+	each("", &c.Channel.WithoutNamespace)
+	for i := range c.Channel.Namespaces {
+		each(c.Channel.Namespaces[i].Name, &c.Channel.Namespaces[i].ChannelOptions)
+	}
+	users := ""
+	if c.Client.Proxy.UserStatus.Enabled || c.Client.UserStatusProxyName != "" {
+		users = hookQueueKey(c.Client.UserStatusProxyName, userStatusProxyKey)
+		add(users)
+	}
+	slices.Sort(names)
+	return names, func(kind broker.OccupancyKind, key string) string {
+		if kind == broker.OccupancyUser {
+			return users
+		}
+		return byNamespace[channelNamespace(c, key)]
+	}
+}
+
+// routedOccupancy returns the node's occupancy tracker for c's event
+// hooks: a tracker per route, made by newRoute.
+func routedOccupancy(c *config.Config, newRoute func(route string) (broker.OccupancyTracker, error)) (broker.OccupancyTracker, error) {
+	names, route := hookRoutes(c)
+	trackers := make(map[string]broker.OccupancyTracker, len(names))
+	for _, name := range names {
+		tr, err := newRoute(name)
+		if err != nil {
+			for _, made := range trackers {
+				_ = made.Close()
+			}
+			return nil, fmt.Errorf("server: occupancy route %q: %w", name, err)
+		}
+		trackers[name] = tr
+	}
+	return broker.NewRoutedOccupancy(route, trackers), nil
+}
+
 // hookQueue returns the queue of the proxy a namespace (or the user
 // status) names, made once per proxy.
 func (p *proxies) hookQueue(name, key string, def config.Proxy, h *eventHooks) (*hookQueue, error) {
-	cfg, qkey := def, key
-	if name != "" && name != "default" {
+	cfg, qkey := def, hookQueueKey(name, key)
+	if qkey != key {
 		found := false
 		for _, np := range p.cfg.Proxies {
 			if np.Name == name {
-				cfg, qkey, found = np.Proxy, name, true
+				cfg, found = np.Proxy, true
 				break
 			}
 		}
@@ -143,8 +214,10 @@ func proxyName(qkey, key string) string {
 }
 
 // HandleOccupancy hands each transition to its proxy's queue, in order,
-// and waits until every queue has delivered (or dropped) them. A channel
-// whose namespace no longer has a state proxy (a reload) has none.
+// and waits until every queue has delivered (or dropped) them. Each
+// occupancy route is one queue (hookRoutes), so a call holds the events
+// of one queue, and the routes call it concurrently. A channel whose
+// namespace no longer has a state proxy (a reload) has none.
 func (h *eventHooks) HandleOccupancy(ctx context.Context, events []broker.OccupancyEvent) error {
 	batches := map[*hookQueue][]hooks.Event{}
 	var order []*hookQueue

@@ -361,8 +361,11 @@ func (p *proxies) onSubscribe(ctx context.Context, c *gyre.Client, e gyre.Subscr
 }
 
 // namespace is the namespace of a channel, "" when it has none.
-func (p *proxies) namespace(channel string) string {
-	ch := p.cfg.Channel
+func (p *proxies) namespace(channel string) string { return channelNamespace(p.cfg, channel) }
+
+// channelNamespace is the name of channel's namespace in c, "" for none.
+func channelNamespace(c *config.Config, channel string) string {
+	ch := c.Channel
 	name := strings.TrimPrefix(channel, ch.PrivatePrefix)
 	if ns, _, ok := strings.Cut(name, ch.NamespaceBoundary); ok {
 		return ns

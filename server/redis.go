@@ -79,7 +79,13 @@ func useRedisEngine(c *config.Config, ncfg *gyre.Config, log *slog.Logger, m *me
 	if c.EventHooksOn() && presenceRedis != nil {
 		// Occupancy is tracked where presence is, with its TTL as the
 		// lease of a node's holds.
-		ncfg.Occupancy = redis.NewOccupancyTracker(presenceRedis)
+		tr, err := routedOccupancy(c, func(route string) (broker.OccupancyTracker, error) {
+			return redis.NewRouteOccupancyTracker(presenceRedis, route), nil
+		})
+		if err != nil {
+			return engines, err
+		}
+		ncfg.Occupancy = tr
 	}
 	if c.MapBrokerType() == "redis" {
 		mb, err := newRedisMapBroker(c, engineRedis, log, m)

@@ -92,9 +92,11 @@ func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	if cfg.EventHooksOn() && ncfg.Occupancy == nil {
 		// Presence in memory: one node (Validate refuses a broker that
 		// several share), which tracks occupancy itself.
-		tr, err := memory.NewOccupancyTracker(memory.OccupancyConfig{Logger: log})
+		tr, err := routedOccupancy(cfg, func(route string) (broker.OccupancyTracker, error) {
+			return memory.NewOccupancyTracker(memory.OccupancyConfig{Logger: log.With("route", route)})
+		})
 		if err != nil {
-			return nil, fmt.Errorf("server: occupancy: %w", err)
+			return nil, err
 		}
 		ncfg.Occupancy = tr
 	}

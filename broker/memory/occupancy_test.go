@@ -24,7 +24,11 @@ func newOccupancyNodes(t testing.TB) func() broker.OccupancyTracker {
 }
 
 func TestOccupancy(t *testing.T) {
-	occupancytest.Run(t, newOccupancyNodes, occupancytest.Dropping(func(t testing.TB, backlog int, log *slog.Logger) broker.OccupancyTracker {
+	routes := func(t testing.TB) func(string) broker.OccupancyTracker {
+		make := newOccupancyNodes(t)
+		return func(string) broker.OccupancyTracker { return make() }
+	}
+	occupancytest.Run(t, newOccupancyNodes, occupancytest.Routes(routes), occupancytest.Dropping(func(t testing.TB, backlog int, log *slog.Logger) broker.OccupancyTracker {
 		tr, err := NewOccupancyTracker(OccupancyConfig{Backlog: backlog, Logger: log})
 		if err != nil {
 			t.Fatal(err)

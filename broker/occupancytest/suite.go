@@ -18,6 +18,7 @@ type Option func(*options)
 type options struct {
 	shared   bool
 	dropping DroppingNode
+	routes   RouteNodes
 }
 
 // Shared declares that the trackers made for one subtest are nodes of one
@@ -39,6 +40,16 @@ type DroppingNode func(t testing.TB, backlog int, log *slog.Logger) broker.Occup
 // transitions dropped meanwhile, once its handler caught up: one of each
 // per episode.
 func Dropping(make DroppingNode) Option { return func(o *options) { o.dropping = make } }
+
+// RouteNodes is called once per subtest and returns the maker of that
+// subtest's trackers of one route of one node (nodes as for NewNodes:
+// the trackers of one route on two nodes share their holds when the
+// engine shares them), which have not run. The suite closes them.
+type RouteNodes func(t testing.TB) func(route string) broker.OccupancyTracker
+
+// Routes gives the suite a maker of route trackers: the tests of
+// broker.RoutedOccupancy then run.
+func Routes(make RouteNodes) Option { return func(o *options) { o.routes = make } }
 
 // NewNodes is called once per subtest and returns the maker of that
 // subtest's trackers, which have not run. The suite closes them.
@@ -79,6 +90,7 @@ var tests = []test{
 	{"ClosedMidDelivery", true, testClosedMidDelivery},
 	{"Churn", false, testChurn},
 	{"Drops", false, testDrops},
+	{"RoutesIsolated", false, testRoutesIsolated},
 }
 
 // defaultOptions are short enough for a quick suite, long enough that a

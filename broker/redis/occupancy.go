@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,9 @@ import (
 // Occupancy keys: occupancyPartitions partitions, each under a base with
 // a hash tag of its own, "<prefix>.{o<N>}.", so that one script reaches
 // all of a partition's keys in a cluster. Every node of a Gyre cluster
-// uses the same number. A member is a key with its kind: "c<channel>" or
+// uses the same number. The tracker of a route (NewRouteOccupancyTracker)
+// adds "r<length of the route>:<route>." to the base: each route is a
+// tracker of its own. A member is a key with its kind: "c<channel>" or
 // "u<user>".
 //
 //	<base>l                sorted set: incarnation -> end of its lease (Unix ms)
@@ -130,6 +133,7 @@ const (
 // was lost (its failure is logged).
 type OccupancyTracker struct {
 	e     *Engine
+	log   *slog.Logger
 	node  string // random: names this tracker in reader leases and incarnations
 	incs  atomic.Uint64
 	seeds atomic.Uint64 // for epoch candidates
@@ -201,11 +205,25 @@ type occupancyPartition struct {
 // own; the trackers of every node of a cluster must use engines of the
 // same Prefix and addresses.
 func NewOccupancyTracker(e *Engine) *OccupancyTracker {
+	return NewRouteOccupancyTracker(e, "")
+}
+
+// NewRouteOccupancyTracker returns a tracker of one route (see
+// broker.RoutedOccupancy): its keys live apart from those of the other
+// routes, so that each route's events are read, handed over and
+// acknowledged on their own. The trackers of a route on every node must
+// use the same route name.
+func NewRouteOccupancyTracker(e *Engine, route string) *OccupancyTracker {
 	e.refs.Add(1)
 	var b [9]byte
 	_, _ = rand.Read(b[:]) // never fails; it crashes the program instead
+	log := e.log
+	if route != "" {
+		log = log.With("route", route)
+	}
 	t := &OccupancyTracker{
 		e:          e,
+		log:        log,
 		node:       base64.RawURLEncoding.EncodeToString(b[:]),
 		backlog:    occupancyBacklog,
 		backlogArg: strconv.Itoa(occupancyBacklog),
@@ -215,6 +233,10 @@ func NewOccupancyTracker(e *Engine) *OccupancyTracker {
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	for i := range t.parts {
 		base := e.cfg.Prefix + ".{o" + strconv.Itoa(i) + "}."
+		if route != "" {
+			// Length first: no route's keys can be another's.
+			base += "r" + strconv.Itoa(len(route)) + ":" + route + "."
+		}
 		t.parts[i] = &occupancyPartition{
 			n:        i,
 			client:   e.clients[i%len(e.clients)],

@@ -188,7 +188,7 @@ func (t *OccupancyTracker) renew(parts []*occupancyPartition, sent time.Time) {
 			} else {
 				p.ready = false
 				lost = true
-				t.e.log.Warn("redis: occupancy: this node's lease ran out; holding its keys again", "partition", p.n, "renewed_ago", sent.Sub(p.renewed).Round(time.Millisecond))
+				t.log.Warn("redis: occupancy: this node's lease ran out; holding its keys again", "partition", p.n, "renewed_ago", sent.Sub(p.renewed).Round(time.Millisecond))
 			}
 		}
 		p.mu.Unlock()

@@ -140,7 +140,7 @@ func (t *OccupancyTracker) poll(all bool) {
 		if owner != 1 {
 			r.owned[p.n] = false
 			if r.drops[p.n] > 0 {
-				t.e.log.Info("redis: occupancy: another node reads a partition that dropped transitions", "partition", p.n, "dropped", r.drops[p.n])
+				t.log.Info("redis: occupancy: another node reads a partition that dropped transitions", "partition", p.n, "dropped", r.drops[p.n])
 				r.drops[p.n] = 0
 			}
 			continue
@@ -269,14 +269,14 @@ func (t *OccupancyTracker) countDrops(p *occupancyPartition, look occupancyLook)
 	if look.dropped > 0 {
 		t.dropped.Add(uint64(look.dropped))
 		if r.drops[p.n] == 0 {
-			t.e.log.Warn("redis: occupancy transitions dropped: the handler does not keep up",
+			t.log.Warn("redis: occupancy transitions dropped: the handler does not keep up",
 				"partition", p.n, "dropped", look.dropped, "backlog", t.backlog)
 		}
 		r.drops[p.n] += uint64(look.dropped)
 		return
 	}
 	if look.length == 0 && r.drops[p.n] > 0 {
-		t.e.log.Info("redis: occupancy handler caught up", "partition", p.n, "dropped", r.drops[p.n])
+		t.log.Info("redis: occupancy handler caught up", "partition", p.n, "dropped", r.drops[p.n])
 		r.drops[p.n] = 0
 	}
 }

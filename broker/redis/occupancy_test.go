@@ -46,6 +46,21 @@ func occupancyNodes(cfg Config) occupancytest.NewNodes {
 	}
 }
 
+// occupancyRoutes makes, per subtest, route trackers under a prefix of
+// their own, each on an engine of its own.
+func occupancyRoutes(cfg Config) occupancytest.RouteNodes {
+	return func(t testing.TB) func(string) broker.OccupancyTracker {
+		c := cfg
+		c.Prefix = "occ" + strconv.FormatInt(occupancyPrefixes.Add(1), 10)
+		var mu sync.Mutex
+		return func(route string) broker.OccupancyTracker {
+			mu.Lock()
+			defer mu.Unlock()
+			return NewRouteOccupancyTracker(newEngine(t, c), route)
+		}
+	}
+}
+
 // occupancyDropping makes a tracker with a backlog of its own, under a
 // prefix of its own.
 func occupancyDropping(cfg Config) occupancytest.DroppingNode {
@@ -66,7 +81,8 @@ func TestOccupancy(t *testing.T) {
 	for _, s := range occupancySetups() {
 		t.Run(s.name, func(t *testing.T) {
 			cfg := s.cfg(t)
-			occupancytest.Run(t, occupancyNodes(cfg), occupancytest.Shared(), occupancytest.Dropping(occupancyDropping(cfg)))
+			occupancytest.Run(t, occupancyNodes(cfg), occupancytest.Shared(), occupancytest.Routes(occupancyRoutes(cfg)),
+				occupancytest.Dropping(occupancyDropping(cfg)))
 		})
 	}
 }

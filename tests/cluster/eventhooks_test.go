@@ -99,6 +99,7 @@ func TestEventHooksCluster(t *testing.T) {
 			t.Run("across nodes", h.acrossNodes)
 			t.Run("node killed", h.nodeKilled)
 			t.Run("backend down", h.backendDown)
+			t.Run("one backend down", h.oneBackendDown)
 			t.Run("deliverer killed", h.delivererKilled)
 			// Whatever the scenarios left (their clients closing) comes
 			// to nothing wrong either.
@@ -311,6 +312,48 @@ func (h *hookCluster) backendDown(t *testing.T) {
 	h.b.waitTaken(t, all)
 	h.b.check(t, slices.Collect(maps.Keys(all)))
 	h.checkInfo(t, users...)
+}
+
+// oneBackendDown: the user status backend refuses everything while the
+// channel state backends take their events as they come: each proxy's
+// events go through a route of their own, which a backend that is down
+// does not hold back. Once back, it gets every user event, in order.
+func (h *hookCluster) oneBackendDown(t *testing.T) {
+	a, b := h.nodes["A"], h.nodes["B"]
+	h.b.setProxyDown("users", true)
+	defer h.b.setProxyDown("users", false)
+	channels, users := map[string][]string{}, map[string][]string{}
+	var clients []*wstest.Client
+	for i, n := range []*gyreproc.Node{a, b} {
+		user := fmt.Sprintf("s5-u%d", i)
+		users[user] = []string{"online"}
+		c := connectInfo(t, n, user)
+		for j := range 2 {
+			ch := fmt.Sprintf("%s:s5-%d-%d", []string{"room", "lobby"}[j], i, j)
+			c.MustSubscribe(ch)
+			channels[ch] = []string{"occupied"}
+		}
+		clients = append(clients, c)
+	}
+	h.b.waitTaken(t, channels)
+	h.b.waitRequests(t, "a refused user status request", func(rs []hookRequest) bool {
+		return slices.ContainsFunc(rs, func(r hookRequest) bool {
+			return r.refused && r.proxy == "users" && slices.ContainsFunc(r.events, func(e hookEvent) bool { return users[e.key()] != nil })
+		})
+	})
+	for _, c := range clients {
+		c.Close()
+	}
+	leave(channels)
+	h.b.waitTaken(t, channels)
+	h.b.expectNow(t, map[string][]string{"s5-u0": nil, "s5-u1": nil})
+	h.b.setProxyDown("users", false)
+	leave(users)
+	h.b.waitTaken(t, users)
+	all := maps.Clone(channels)
+	maps.Copy(all, users)
+	h.b.check(t, slices.Collect(maps.Keys(all)))
+	h.checkInfo(t, "s5-u0", "s5-u1")
 }
 
 // leave adds to each key's events the one that ends it.

@@ -37,6 +37,8 @@ type hookBackend struct {
 
 	mu   sync.Mutex
 	down bool
+	// downProxies refuse while the others take.
+	downProxies map[string]bool
 	// requests are all the requests, refused or taken, in arrival order.
 	requests []hookRequest
 	// problems are what a request did wrong; the test fails on any.
@@ -132,8 +134,9 @@ func (b *hookBackend) serve(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.problems = append(b.problems, problems...)
-	b.requests = append(b.requests, hookRequest{node: node, proxy: proxy, refused: b.down, events: req.Events})
-	if b.down {
+	refused := b.down || b.downProxies[proxy]
+	b.requests = append(b.requests, hookRequest{node: node, proxy: proxy, refused: refused, events: req.Events})
+	if refused {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
@@ -174,6 +177,17 @@ func checkHookSignature(header string, body []byte, now time.Time) error {
 func (b *hookBackend) setDown(down bool) {
 	b.mu.Lock()
 	b.down = down
+	b.mu.Unlock()
+}
+
+// setProxyDown makes the backend refuse (true) or take the requests of
+// one proxy ("room", "lobby", "users").
+func (b *hookBackend) setProxyDown(proxy string, down bool) {
+	b.mu.Lock()
+	if b.downProxies == nil {
+		b.downProxies = map[string]bool{}
+	}
+	b.downProxies[proxy] = down
 	b.mu.Unlock()
 }
 
