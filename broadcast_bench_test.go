@@ -164,6 +164,9 @@ type broadcastFixture struct {
 // the pattern "*", which the channel matches, instead of the channel.
 type fixtureOptions struct {
 	keepLast, compact, wildcards, pattern bool
+	// positioned: the channel keeps history and its subscribers are
+	// positioned (each live publication is checked against their offset).
+	positioned bool
 	// z gives every subscriber permessage-deflate with these settings.
 	z *websocket.Compression
 	// tracer is the node's DeliveryTracer.
@@ -172,7 +175,7 @@ type fixtureOptions struct {
 
 func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixtureOptions) *broadcastFixture {
 	tb.Helper()
-	node, err := gyre.NewNode(gyre.Config{
+	cfg := gyre.Config{
 		Insecure: true,
 		// No pings during a run: they would be counted as deliveries.
 		PingInterval: time.Hour,
@@ -181,7 +184,12 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixt
 			AllowChannelCompaction: opts.compact, AllowWildcardSubscriptions: opts.wildcards || opts.pattern,
 		}},
 		DeliveryTracer: opts.tracer,
-	})
+	}
+	if opts.positioned {
+		o := &cfg.Channels.WithoutNamespace
+		o.HistorySize, o.HistoryTTL, o.ForcePositioning = 10, time.Minute, true
+	}
+	node, err := gyre.NewNode(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -266,7 +274,8 @@ var benchProtocols = []struct {
 // subscribers use channel compaction, whose pushes are encoded once per
 // fan-out too; "wildns" subscribers are of a channel in a namespace with
 // wildcard subscriptions (and no patterns), "pattern" ones of a pattern
-// the channel matches.
+// the channel matches, "positioned" ones positioned subscribers of a
+// channel with history.
 func BenchmarkBroadcast(b *testing.B) {
 	type variant struct {
 		name string
@@ -281,6 +290,7 @@ func BenchmarkBroadcast(b *testing.B) {
 		variant{"compact/subs=1000", 1000, fixtureOptions{compact: true}},
 		variant{"wildns/subs=1000", 1000, fixtureOptions{wildcards: true}},
 		variant{"pattern/subs=1000", 1000, fixtureOptions{pattern: true}},
+		variant{"positioned/subs=1000", 1000, fixtureOptions{positioned: true}},
 	)
 	for _, p := range benchProtocols {
 		for _, v := range variants {

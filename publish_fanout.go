@@ -125,11 +125,19 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 	// already (a broker delivering through pub/sub may hand over what a
 	// subscriber read from the stream top) goes publication by
 	// publication, which drops what it covers.
-	var first uint64
+	// A run that skips offsets inside (see subscription.follows) goes
+	// publication by publication to positioned subscribers, which then
+	// find the gap.
+	var first, prev uint64
+	contiguous := true
 	for i := range encs {
 		if off := encs[i].push.Pub.Offset; off > 0 {
-			first = off
-			break
+			if first == 0 {
+				first = off
+			} else if off != prev+1 {
+				contiguous = false
+			}
+			prev = off
 		}
 	}
 	whole := &b.whole
@@ -137,7 +145,7 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 	fs := b.fates // nil unless the run is traced: then counted, else not
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
-			if s.takesAll() && !s.covers(first) {
+			if s.takesAll() && !s.covers(first) && (contiguous && s.follows(first) || !s.positioned) {
 				if wr := whole.forClient(encs, s.client, s.shape); wr != nil {
 					queued := true
 					if len(wr.msgs) > 0 {
@@ -386,9 +394,14 @@ func (e *brokerEvents) HandleSubscriptionLost(channels []string) error {
 // s's publications (see subscription.interrupt). It reports false when s
 // was closed already, and nobody is told.
 func loseState(s *subscription) bool {
+	return s.interrupt(lossTell(s))
+}
+
+// lossTell is how loseState tells s's client.
+func lossTell(s *subscription) func() {
 	c := s.client
 	if s.serverSide {
-		return s.interrupt(func() { c.Disconnect(DisconnectInsufficientState) })
+		return func() { c.Disconnect(DisconnectInsufficientState) }
 	}
-	return s.interrupt(func() { c.unsubscribeSub(s, UnsubscribeCodeInsufficientState, "insufficient state") })
+	return func() { c.unsubscribeSub(s, UnsubscribeCodeInsufficientState, "insufficient state") }
 }

@@ -134,6 +134,10 @@ func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) fate {
 	if s.covers(offset) {
 		return fateHad
 	}
+	if !s.follows(offset) {
+		loseState(s)
+		return fateDropped
+	}
 	if offset > 0 {
 		s.offset.Store(offset)
 	}
@@ -158,6 +162,19 @@ func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) fate {
 // any other subscriber just goes on receiving.
 func (s *subscription) covers(offset uint64) bool {
 	return s.positioned && offset > 0 && offset <= s.offset.Load()
+}
+
+// follows reports whether a publication at offset may reach the
+// subscriber without a gap: offset comes right after its position, or
+// the subscriber keeps no position (not positioned, a map subscription,
+// a publication without offset). A positioned subscriber's broker hands
+// each node every publication of the channel in offset order; one that
+// skips offsets lost some on the way (a Redis failover: a node still
+// reading the old master while a recovery read the new one, which lacks
+// its last writes), and the subscriber must be told, not given the next
+// one as if nothing was missed. covers is checked first.
+func (s *subscription) follows(offset uint64) bool {
+	return !s.positioned || s.isMap || offset == 0 || offset == s.offset.Load()+1
 }
 
 // takesAll reports whether the subscriber is given every publication of
@@ -226,9 +243,33 @@ func (s *subscription) settledState() uint32 {
 // skip records that a publication was filtered out for this subscriber:
 // its position still moves, so that the position check sees no gap.
 func (s *subscription) skip(offset uint64) {
-	if offset > 0 && s.state.Load() == subActive {
-		s.offset.Store(offset)
+	if offset == 0 {
+		return
 	}
+	if s.state.Load() != subActive {
+		s.mu.Lock()
+		if s.state.Load() == subPending {
+			// Its place among the held ones, for activation to see the
+			// offsets follow on.
+			if s.positioned && !s.overflow {
+				s.held = append(s.held, heldMessage{offset: offset})
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		if s.state.Load() != subActive {
+			return
+		}
+	}
+	if s.covers(offset) {
+		return
+	}
+	if !s.follows(offset) {
+		loseState(s)
+		return
+	}
+	s.offset.Store(offset)
 }
 
 // activate releases held publications that come after the position the
@@ -260,13 +301,21 @@ func (s *subscription) activateAfter(top uint64, send func()) {
 		s.offset.Store(top)
 	}
 	for _, h := range s.held {
-		if h.offset != 0 && h.offset <= top {
+		if h.offset != 0 && h.offset <= s.offset.Load() {
 			continue
+		}
+		if !s.follows(h.offset) {
+			// What was held skips offsets past the position the client
+			// was given: tell it, right after its reply.
+			s.closeAndTell(lossTell(s))
+			return
 		}
 		if h.offset > 0 {
 			s.offset.Store(h.offset)
 		}
-		s.client.enqueueIn(h.msg, nil) // held in the client's queue form
+		if h.msg != nil { // nil: filtered out, held for its offset
+			s.client.enqueueIn(h.msg, nil) // held in the client's queue form
+		}
 	}
 	s.held = nil
 	s.state.Store(subActive)
