@@ -20,6 +20,36 @@ type handBroker struct {
 	broker.Broker
 	mu sync.Mutex
 	h  broker.EventHandler
+	// blocked channels: their History waits for the channel's release,
+	// after closing entered (a subscribe then stays pending meanwhile).
+	blocked map[string]*historyGate
+}
+
+type historyGate struct{ entered, release chan struct{} }
+
+// block makes the next History of channel wait until the returned
+// release is closed; entered is closed once it waits.
+func (b *handBroker) block(channel string) *historyGate {
+	g := &historyGate{entered: make(chan struct{}), release: make(chan struct{})}
+	b.mu.Lock()
+	if b.blocked == nil {
+		b.blocked = map[string]*historyGate{}
+	}
+	b.blocked[channel] = g
+	b.mu.Unlock()
+	return g
+}
+
+func (b *handBroker) History(channel string, opts broker.HistoryOptions) ([]*broker.Publication, broker.StreamPosition, error) {
+	b.mu.Lock()
+	g := b.blocked[channel]
+	delete(b.blocked, channel)
+	b.mu.Unlock()
+	if g != nil {
+		close(g.entered)
+		<-g.release
+	}
+	return b.Broker.History(channel, opts)
 }
 
 func (b *handBroker) Run(h broker.EventHandler) error {
@@ -57,17 +87,7 @@ func TestLiveGapTold(t *testing.T) {
 		{Name: "plain", ChannelOptions: plain},
 	}}}
 	enginetest.Each(t, func(t *testing.T, e enginetest.Engine) {
-		c := e.Config(t, cfg)
-		if c.Broker == nil {
-			mb, err := memory.NewBroker(memory.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Broker = mb
-		}
-		hb := &handBroker{Broker: c.Broker}
-		c.Broker = hb
-		n, url := newTestNode(t, c)
+		hb, n, url := handNode(t, e, cfg)
 		cl := dial(t, url, protocol.TypeJSON)
 		cl.connect(connToken(t, "42", 0, nil))
 		for _, ch := range []string{"pos:a", "plain:a"} {
@@ -102,6 +122,80 @@ func TestLiveGapTold(t *testing.T) {
 			}
 			if got := cl.Pubs(ch); len(got) != 1 {
 				t.Fatalf("%s: %d publications, want only the first: the one after the gap must not arrive", ch, len(got))
+			}
+		}
+	})
+}
+
+// handNode runs a node on engine e whose broker the test reaches.
+func handNode(t *testing.T, e enginetest.Engine, cfg gyre.Config) (*handBroker, *gyre.Node, string) {
+	t.Helper()
+	c := e.Config(t, cfg)
+	if c.Broker == nil {
+		mb, err := memory.NewBroker(memory.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Broker = mb
+	}
+	hb := &handBroker{Broker: c.Broker}
+	c.Broker = hb
+	n, url := newTestNode(t, c)
+	return hb, n, url
+}
+
+// TestHeldGapTold: publications that reach a subscription while it is
+// still subscribing are held and given after its subscribe result; held
+// ones that skip offsets past the position the result gives (a tag
+// filter's too) end it with unsubscribe 2500 right after the result,
+// while held ones that follow on arrive.
+func TestHeldGapTold(t *testing.T) {
+	positioned := gyre.ChannelOptions{
+		HistorySize: 100, HistoryTTL: time.Minute, ForcePositioning: true, AllowSubscribeForClient: true, AllowTagsFilter: true,
+	}
+	cfg := gyre.Config{Channels: gyre.ChannelConfig{Namespaces: []gyre.Namespace{{Name: "pos", ChannelOptions: positioned}}}}
+	enginetest.Each(t, func(t *testing.T, e enginetest.Engine) {
+		hb, n, url := handNode(t, e, cfg)
+		cl := dial(t, url, protocol.TypeJSON)
+		cl.connect(connToken(t, "42", 0, nil))
+		cases := []struct {
+			channel string
+			filter  *protocol.FilterNode
+			held    uint64 // offset of the publication handed while pending
+			gap     bool
+		}{
+			{"pos:gap", nil, 5, true},
+			{"pos:filtered", &protocol.FilterNode{Key: "kind", Cmp: "eq", Val: "wanted"}, 5, true},
+			{"pos:next", nil, 2, false},
+		}
+		for i, c := range cases {
+			res, err := n.Publish(c.channel, numbered(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := hb.block(c.channel)
+			id := uint32(1000 + i)
+			cl.Send(&protocol.Command{Id: id, Subscribe: &protocol.SubscribeRequest{Channel: c.channel, Tf: c.filter}})
+			<-g.entered
+			hb.handRun(t, c.channel, c.held, res.Epoch, `{"n":2}`)
+			close(g.release)
+			if r := cl.WaitReply(id); r.Error != nil {
+				t.Fatalf("%s: subscribe: %v", c.channel, r.Error)
+			}
+			if !c.gap {
+				if got := cl.WaitPubs(c.channel, 1); got[0].Offset != c.held {
+					t.Fatalf("%s: held publication at %d, want %d", c.channel, got[0].Offset, c.held)
+				}
+				continue
+			}
+			unsub := cl.WaitPush("unsubscribe from "+c.channel, func(p *protocol.Push) bool {
+				return p.Channel == c.channel && p.Unsubscribe != nil
+			})
+			if code := unsub.Unsubscribe.Code; code != 2500 {
+				t.Fatalf("%s: unsubscribe code %d, want 2500", c.channel, code)
+			}
+			if got := cl.Pubs(c.channel); len(got) != 0 {
+				t.Fatalf("%s: %d publications after a held gap, want none", c.channel, len(got))
 			}
 		}
 	})

@@ -293,22 +293,22 @@ func (s *subscription) activateAfter(top uint64, send func()) {
 		s.closeAndTell(tell)
 		return
 	}
-	defer s.mu.Unlock()
 	if s.state.Load() != subPending {
+		s.mu.Unlock()
 		return
 	}
 	if top > 0 {
 		s.offset.Store(top)
 	}
+	if !s.heldFollow() {
+		// What was held skips offsets past the position the client was
+		// given: tell it, right after its reply.
+		s.closeAndTell(lossTell(s))
+		return
+	}
 	for _, h := range s.held {
 		if h.offset != 0 && h.offset <= s.offset.Load() {
 			continue
-		}
-		if !s.follows(h.offset) {
-			// What was held skips offsets past the position the client
-			// was given: tell it, right after its reply.
-			s.closeAndTell(lossTell(s))
-			return
 		}
 		if h.offset > 0 {
 			s.offset.Store(h.offset)
@@ -319,6 +319,23 @@ func (s *subscription) activateAfter(top uint64, send func()) {
 	}
 	s.held = nil
 	s.state.Store(subActive)
+	s.mu.Unlock()
+}
+
+// heldFollow reports whether the publications held after the position
+// follow on from it without a gap (see follows). mu is held.
+func (s *subscription) heldFollow() bool {
+	pos := s.offset.Load()
+	for _, h := range s.held {
+		if h.offset == 0 || h.offset <= pos {
+			continue
+		}
+		if s.positioned && !s.isMap && h.offset != pos+1 {
+			return false
+		}
+		pos = h.offset
+	}
+	return true
 }
 
 // overflowed reports whether s, pending, held more than its holdLimit.
