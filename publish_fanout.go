@@ -145,7 +145,7 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 	fs := b.fates // nil unless the run is traced: then counted, else not
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
-			if s.takesAll() && !s.covers(first) && (contiguous && s.follows(first) || !s.positioned) {
+			if s.takesAll() && !s.covers(first) && (!s.positioned || s.isMap || contiguous && s.follows(first)) {
 				if wr := whole.forClient(encs, s.client, s.shape); wr != nil {
 					queued := true
 					if len(wr.msgs) > 0 {
