@@ -72,9 +72,9 @@ func (b *handBroker) handRun(t *testing.T, channel string, offset uint64, epoch 
 }
 
 // TestLiveGapTold: a publication that reaches the node with offsets
-// skipped since the last one a positioned subscriber has is not given to
-// it as if nothing was missed: it is unsubscribed with 2500, resubscribes
-// and recovers. A tag-filtered positioned subscriber is told as well (the
+// skipped since the last one a positioned subscriber has, or in another
+// epoch, is not given to it as if nothing was missed: it is unsubscribed
+// with 2500, resubscribes and recovers. A tag-filtered positioned subscriber is told as well (the
 // skipped offsets might have matched its filter); a subscriber without a
 // position just receives it.
 func TestLiveGapTold(t *testing.T) {
@@ -97,23 +97,27 @@ func TestLiveGapTold(t *testing.T) {
 		if filtered.Error != nil {
 			t.Fatalf("subscribe with a filter: %v", filtered.Error)
 		}
+		cl.MustSubscribe("pos:e")
 		var epochs = map[string]string{}
-		for _, ch := range []string{"pos:a", "plain:a", "pos:b"} {
+		for _, ch := range []string{"pos:a", "plain:a", "pos:b", "pos:e"} {
 			res, err := n.Publish(ch, numbered(1), gyre.WithTags(map[string]string{"kind": "wanted"}))
 			if err != nil {
 				t.Fatal(err)
 			}
 			epochs[ch] = res.Epoch
 		}
-		for _, ch := range []string{"pos:a", "plain:a", "pos:b"} {
+		for _, ch := range []string{"pos:a", "plain:a", "pos:b", "pos:e"} {
 			cl.WaitPubs(ch, 1)
 		}
 
 		for _, ch := range []string{"pos:a", "plain:a", "pos:b"} {
 			hb.handRun(t, ch, 5, epochs[ch], `{"n":5}`)
 		}
+		// The next offset, but of another epoch: a promoted replica's
+		// stream, not the one the subscriber is in.
+		hb.handRun(t, "pos:e", 2, epochs["pos:e"]+"x", `{"n":2}`)
 		cl.WaitPubs("plain:a", 2)
-		for _, ch := range []string{"pos:a", "pos:b"} {
+		for _, ch := range []string{"pos:a", "pos:b", "pos:e"} {
 			unsub := cl.WaitPush("unsubscribe from "+ch, func(p *protocol.Push) bool {
 				return p.Channel == ch && p.Unsubscribe != nil
 			})
@@ -147,8 +151,8 @@ func handNode(t *testing.T, e enginetest.Engine, cfg gyre.Config) (*handBroker, 
 // TestHeldGapTold: publications that reach a subscription while it is
 // still subscribing are held and given after its subscribe result; held
 // ones that skip offsets past the position the result gives (a tag
-// filter's too) end it with unsubscribe 2500 right after the result,
-// while held ones that follow on arrive.
+// filter's too), or come from another epoch, end it with unsubscribe 2500
+// right after the result, while held ones that follow on arrive.
 func TestHeldGapTold(t *testing.T) {
 	positioned := gyre.ChannelOptions{
 		HistorySize: 100, HistoryTTL: time.Minute, ForcePositioning: true, AllowSubscribeForClient: true, AllowTagsFilter: true,
@@ -162,11 +166,13 @@ func TestHeldGapTold(t *testing.T) {
 			channel string
 			filter  *protocol.FilterNode
 			held    uint64 // offset of the publication handed while pending
+			epoch   string // appended to the stream's epoch for it
 			gap     bool
 		}{
-			{"pos:gap", nil, 5, true},
-			{"pos:filtered", &protocol.FilterNode{Key: "kind", Cmp: "eq", Val: "wanted"}, 5, true},
-			{"pos:next", nil, 2, false},
+			{"pos:gap", nil, 5, "", true},
+			{"pos:filtered", &protocol.FilterNode{Key: "kind", Cmp: "eq", Val: "wanted"}, 5, "", true},
+			{"pos:epoch", nil, 2, "x", true},
+			{"pos:next", nil, 2, "", false},
 		}
 		for i, c := range cases {
 			res, err := n.Publish(c.channel, numbered(1))
@@ -177,7 +183,7 @@ func TestHeldGapTold(t *testing.T) {
 			id := uint32(1000 + i)
 			cl.Send(&protocol.Command{Id: id, Subscribe: &protocol.SubscribeRequest{Channel: c.channel, Tf: c.filter}})
 			<-g.entered
-			hb.handRun(t, c.channel, c.held, res.Epoch, `{"n":2}`)
+			hb.handRun(t, c.channel, c.held, res.Epoch+c.epoch, `{"n":2}`)
 			close(g.release)
 			if r := cl.WaitReply(id); r.Error != nil {
 				t.Fatalf("%s: subscribe: %v", c.channel, r.Error)

@@ -48,6 +48,9 @@ type encodedPush struct {
 	// channelID is the number of the channel in shapeCompact messages
 	// (subList.id).
 	channelID int64
+	// epoch is the epoch of the stream the publication is in, as the
+	// broker handed it over; "" when it gave none.
+	epoch string
 	// sizeHint pre-sizes buffers so that the JSON encoder does not grow
 	// them field by field.
 	sizeHint   int

@@ -85,7 +85,7 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burs
 	encs := b.encs[:0]
 	for _, rp := range run {
 		enc := publicationPush(channel, rp.Pub, rp.Delta, rp.Prev)
-		enc.channelID = subs.id
+		enc.channelID, enc.epoch = subs.id, rp.Position.Epoch
 		encs = append(encs, enc)
 	}
 	tracer := n.cfg.DeliveryTracer
@@ -129,12 +129,13 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 	// publication by publication to positioned subscribers, which then
 	// find the gap.
 	var first, prev uint64
+	var epoch string
 	contiguous := true
 	for i := range encs {
 		if off := encs[i].push.Pub.Offset; off > 0 {
 			if first == 0 {
-				first = off
-			} else if off != prev+1 {
+				first, epoch = off, encs[i].epoch
+			} else if off != prev+1 || encs[i].epoch != epoch {
 				contiguous = false
 			}
 			prev = off
@@ -145,7 +146,7 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 	fs := b.fates // nil unless the run is traced: then counted, else not
 	for _, chunk := range subs.chunks {
 		for _, s := range chunk {
-			if s.takesAll() && !s.covers(first) && (!s.positioned || s.isMap || contiguous && s.follows(first)) {
+			if s.takesAll() && !s.covers(first) && (!s.positioned || s.isMap || contiguous && s.follows(first, epoch)) {
 				if wr := whole.forClient(encs, s.client, s.shape); wr != nil {
 					queued := true
 					if len(wr.msgs) > 0 {
@@ -180,7 +181,7 @@ func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *
 		return fateHad
 	}
 	if !s.filter.Match(pub.Tags) {
-		s.skip(pub.Offset)
+		s.skip(pub.Offset, enc.epoch)
 		b.sent.filtered++
 		return fateFiltered
 	}
@@ -189,7 +190,7 @@ func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *
 		n.undeliverable(s.client, channel, enc.err)
 		return fateDropped
 	}
-	f := s.deliver(msg, pub.Offset, &b.wake)
+	f := s.deliver(msg, pub.Offset, enc.epoch, &b.wake)
 	b.sent.add(s.client.tslot, 1, len(msg))
 	return f
 }
@@ -342,7 +343,7 @@ func (n *Node) broadcastJoinLeave(channel string, push *protocol.Push) {
 				n.undeliverable(s.client, channel, enc.err)
 				continue
 			}
-			s.deliver(msg, 0, nil)
+			s.deliver(msg, 0, "", nil)
 			sent.add(s.client.tslot, 1, len(msg))
 		}
 	}

@@ -101,13 +101,14 @@ type subscription struct {
 
 type heldMessage struct {
 	offset uint64
+	epoch  string // of the stream the publication is in; "" for none
 	msg    []byte
 }
 
 // deliver sends one encoded publication (or join/leave: offset 0) to the
 // subscriber, in the form its client's queue takes (encodedPush.forClient),
 // and returns what became of it. It never blocks on the network.
-func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) fate {
+func (s *subscription) deliver(msg []byte, offset uint64, epoch string, l *wakeList) fate {
 	if s.state.Load() != subActive {
 		s.mu.Lock()
 		switch s.state.Load() {
@@ -117,7 +118,7 @@ func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) fate {
 			}
 			f := fateDropped
 			if !s.overflow {
-				s.held = append(s.held, heldMessage{offset: offset, msg: msg})
+				s.held = append(s.held, heldMessage{offset: offset, epoch: epoch, msg: msg})
 				f = fateReached
 			}
 			s.mu.Unlock()
@@ -134,7 +135,7 @@ func (s *subscription) deliver(msg []byte, offset uint64, l *wakeList) fate {
 	if s.covers(offset) {
 		return fateHad
 	}
-	if !s.follows(offset) {
+	if !s.follows(offset, epoch) {
 		loseState(s)
 		return fateDropped
 	}
@@ -164,17 +165,24 @@ func (s *subscription) covers(offset uint64) bool {
 	return s.positioned && offset > 0 && offset <= s.offset.Load()
 }
 
-// follows reports whether a publication at offset may reach the
-// subscriber without a gap: offset comes right after its position, or
-// the subscriber keeps no position (not positioned, a map subscription,
-// a publication without offset). A positioned subscriber's broker hands
-// each node every publication of the channel in offset order; one that
-// skips offsets lost some on the way (a Redis failover: a node still
-// reading the old master while a recovery read the new one, which lacks
-// its last writes), and the subscriber must be told, not given the next
-// one as if nothing was missed. covers is checked first.
-func (s *subscription) follows(offset uint64) bool {
-	return !s.positioned || s.isMap || offset == 0 || offset == s.offset.Load()+1
+// follows reports whether a publication at offset in the stream of epoch
+// may reach the subscriber without a gap: offset comes right after its
+// position, in its epoch (an empty epoch, the publication's or the
+// subscriber's, is not compared), or the subscriber keeps no position
+// (not positioned, a map subscription, a publication without offset). A
+// positioned subscriber's broker hands each node every publication of
+// the channel in offset order; one that skips offsets, or comes from
+// another epoch, means some were lost on the way (a Redis failover: a
+// node still reading the old master while a recovery read the new one,
+// which lacks its last writes, or the new master starting an epoch of
+// its own), and the subscriber must be told, not given the next one as
+// if nothing was missed. covers is checked first. s must be active, or
+// mu held at activation: s.epoch is set while it subscribes.
+func (s *subscription) follows(offset uint64, epoch string) bool {
+	if !s.positioned || s.isMap || offset == 0 {
+		return true
+	}
+	return offset == s.offset.Load()+1 && (epoch == "" || s.epoch == "" || epoch == s.epoch)
 }
 
 // takesAll reports whether the subscriber is given every publication of
@@ -242,7 +250,7 @@ func (s *subscription) settledState() uint32 {
 
 // skip records that a publication was filtered out for this subscriber:
 // its position still moves, so that the position check sees no gap.
-func (s *subscription) skip(offset uint64) {
+func (s *subscription) skip(offset uint64, epoch string) {
 	if offset == 0 {
 		return
 	}
@@ -252,7 +260,7 @@ func (s *subscription) skip(offset uint64) {
 			// Its place among the held ones, for activation to see the
 			// offsets follow on.
 			if s.positioned && !s.overflow {
-				s.held = append(s.held, heldMessage{offset: offset})
+				s.held = append(s.held, heldMessage{offset: offset, epoch: epoch})
 			}
 			s.mu.Unlock()
 			return
@@ -265,7 +273,7 @@ func (s *subscription) skip(offset uint64) {
 	if s.covers(offset) {
 		return
 	}
-	if !s.follows(offset) {
+	if !s.follows(offset, epoch) {
 		loseState(s)
 		return
 	}
@@ -330,7 +338,7 @@ func (s *subscription) heldFollow() bool {
 		if h.offset == 0 || h.offset <= pos {
 			continue
 		}
-		if s.positioned && !s.isMap && h.offset != pos+1 {
+		if s.positioned && !s.isMap && (h.offset != pos+1 || h.epoch != "" && s.epoch != "" && h.epoch != s.epoch) {
 			return false
 		}
 		pos = h.offset

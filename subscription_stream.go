@@ -91,7 +91,7 @@ func (ss *StreamSubscription) Publish(data []byte, tags map[string]string) error
 		return enc.err
 	}
 	c.sent("push_publication", len(msg))
-	s.deliver(msg, 0, nil)
+	s.deliver(msg, 0, "", nil)
 	return nil
 }
 
