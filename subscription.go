@@ -179,10 +179,15 @@ func (s *subscription) covers(offset uint64) bool {
 // if nothing was missed. covers is checked first. s must be active, or
 // mu held at activation: s.epoch is set while it subscribes.
 func (s *subscription) follows(offset uint64, epoch string) bool {
+	return s.followsFrom(s.offset.Load(), offset, epoch)
+}
+
+// followsFrom is follows from position pos instead of the subscriber's.
+func (s *subscription) followsFrom(pos, offset uint64, epoch string) bool {
 	if !s.positioned || s.isMap || offset == 0 {
 		return true
 	}
-	return offset == s.offset.Load()+1 && (epoch == "" || s.epoch == "" || epoch == s.epoch)
+	return offset == pos+1 && (epoch == "" || s.epoch == "" || epoch == s.epoch)
 }
 
 // takesAll reports whether the subscriber is given every publication of
@@ -338,7 +343,7 @@ func (s *subscription) heldFollow() bool {
 		if h.offset == 0 || h.offset <= pos {
 			continue
 		}
-		if s.positioned && !s.isMap && (h.offset != pos+1 || h.epoch != "" && s.epoch != "" && h.epoch != s.epoch) {
+		if !s.followsFrom(pos, h.offset, h.epoch) {
 			return false
 		}
 		pos = h.offset
