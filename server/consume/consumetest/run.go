@@ -529,6 +529,9 @@ func testBrokerDown(t *testing.T, src Source) {
 	key := unique("k")
 	place.Produce(t, 0, sequence(ch, key, 0, 10)...)
 	waitHistory(t, n, ch, want(0, 10))
+	// The publications show in history before the node has their
+	// replies: killed in between, Redis would fail a batch that ran.
+	waitFor(t, "the first 10 run", func() bool { return n.stats().Processed >= 10 })
 
 	rs.Kill()
 	place.Produce(t, 0, sequence(ch, key, 10, 20)...)
