@@ -210,6 +210,17 @@ func newBroadcastFixture(tb testing.TB, proto protocol.Type, subs int, opts fixt
 // (connect and subscribe).
 func startFixture(tb testing.TB, node *gyre.Node, proto protocol.Type, subs int, frame []byte, opts fixtureOptions) *broadcastFixture {
 	tb.Helper()
+	return startFixtureReplies(tb, node, proto, subs, frame, 2, opts)
+}
+
+// startFixtureN is startFixture for a frame that brings replies replies.
+func startFixtureN(tb testing.TB, node *gyre.Node, proto protocol.Type, subs int, frame []byte, replies int) *broadcastFixture {
+	tb.Helper()
+	return startFixtureReplies(tb, node, proto, subs, frame, replies, fixtureOptions{})
+}
+
+func startFixtureReplies(tb testing.TB, node *gyre.Node, proto protocol.Type, subs int, frame []byte, replies int, opts fixtureOptions) *broadcastFixture {
+	tb.Helper()
 	if err := node.Run(); err != nil {
 		tb.Fatal(err)
 	}
@@ -229,8 +240,9 @@ func startFixture(tb testing.TB, node *gyre.Node, proto protocol.Type, subs int,
 			tb.Fatalf("client %d: connect and subscribe refused", i)
 		}
 	}
-	// A connect reply and a subscribe reply per client.
-	f.sent = int64(2 * subs)
+	// A connect reply and a subscribe reply per client (and more for
+	// the frames that ask more).
+	f.sent = int64(replies * subs)
 	f.sink.waitFor(tb, f.sent)
 	return f
 }

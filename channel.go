@@ -86,6 +86,8 @@ type ChannelOptions struct {
 	// Map holds their options, which a stream namespace leaves zero.
 	SubscriptionType SubscriptionType
 	Map              MapChannelOptions
+	// SharedPoll holds the options of a shared_poll namespace.
+	SharedPoll SharedPollOptions
 	// MapClientsPresenceChannelPrefix, on a stream namespace, keeps a map
 	// of each channel's subscribers, one key per client id, in the map
 	// channel named by the prefix and the channel's name: written when a

@@ -41,6 +41,8 @@ func (t SubscriptionType) protoType() int32 {
 		return 2
 	case SubscriptionTypeMapUsers:
 		return 3
+	case SubscriptionTypeSharedPoll:
+		return 4
 	}
 	return 0
 }
@@ -55,6 +57,8 @@ func subscriptionTypeOf(t int32) SubscriptionType {
 		return SubscriptionTypeMapClients
 	case 3:
 		return SubscriptionTypeMapUsers
+	case 4:
+		return SubscriptionTypeSharedPoll
 	}
 	return ""
 }
@@ -166,9 +170,11 @@ func (o *ChannelOptions) prepareMap(where string, presenceInterval time.Duration
 	switch o.SubscriptionType {
 	case "", SubscriptionTypeStream:
 		return o.checkStreamOnly(where)
+	case SubscriptionTypeSharedPoll:
+		return o.checkSharedPoll(where)
 	case SubscriptionTypeMap, SubscriptionTypeMapClients, SubscriptionTypeMapUsers:
 	default:
-		return fmt.Errorf("gyre: %s: subscription_type %q: want stream, map, map_clients or map_users", where, o.SubscriptionType)
+		return fmt.Errorf("gyre: %s: subscription_type %q: want stream, map, map_clients, map_users or shared_poll", where, o.SubscriptionType)
 	}
 	if o.MapClientsPresenceChannelPrefix != "" || o.MapUsersPresenceChannelPrefix != "" {
 		return fmt.Errorf("gyre: %s: map presence channel prefixes belong to stream namespaces", where)

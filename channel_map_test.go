@@ -24,7 +24,9 @@ func TestMapChannelConfig(t *testing.T) {
 	}{
 		{"ephemeral", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: eph})}, ""},
 		{"persistent", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent}})}, ""},
-		{"unknown type", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "shared_poll"})}, "subscription_type"},
+		{"unknown type", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "shared_pull"})}, "subscription_type"},
+		{"shared-poll history", []gyre.Namespace{nsOf("poll", gyre.ChannelOptions{SubscriptionType: "shared_poll", HistorySize: 10, HistoryTTL: time.Minute})}, "keep no history"},
+		{"shared-poll publish versionless", []gyre.Namespace{nsOf("poll", gyre.ChannelOptions{SubscriptionType: "shared_poll", SharedPoll: gyre.SharedPollOptions{PublishEnabled: true}})}, "needs mode versioned"},
 		{"no mode", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map"})}, "map.mode is required"},
 		{"no key ttl", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModeRecoverable}})}, "key_ttl is required"},
 		{"persistent with ttl", []gyre.Namespace{nsOf("map", gyre.ChannelOptions{SubscriptionType: "map", Map: gyre.MapChannelOptions{Mode: gyre.MapModePersistent, KeyTTL: time.Second}})}, "key_ttl must be 0"},

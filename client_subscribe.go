@@ -111,6 +111,9 @@ func tokenFilter(tree []byte, expr string) (*protocol.FilterNode, error) {
 // not returned, because the subscription must be activated right after it:
 // publications held meanwhile go out after the reply, never before.
 func (c *Client) subscribeCmd(id uint32, req *protocol.SubscribeRequest) bool {
+	if req.Type == SubscriptionTypeSharedPoll.protoType() {
+		return c.sharedPollSubscribeCmd(id, req)
+	}
 	if req.Type != 0 {
 		return c.mapSubscribeCmd(id, req)
 	}
@@ -355,10 +358,11 @@ func (c *Client) subscribeServerSideWith(channel string, req *protocol.Subscribe
 	if err != nil {
 		return nil, nil, err
 	}
-	if opts.SubscriptionType.IsMap() {
-		// A map subscriber loads the state with commands of its own: the
-		// server cannot subscribe it.
-		c.node.log.Info("server-side subscription to a map channel refused", "client", c.id, "channel", channel)
+	if opts.SubscriptionType.IsMap() || opts.SubscriptionType == SubscriptionTypeSharedPoll {
+		// A map subscriber loads the state with commands of its own, a
+		// shared-poll one tracks keys with signatures: the server
+		// cannot subscribe them.
+		c.node.log.Info("server-side subscription to a map or shared-poll channel refused", "client", c.id, "channel", channel, "type", opts.SubscriptionType)
 		return nil, nil, ErrorBadRequest
 	}
 	if err := c.checkSubscribeLimits(channel); err != nil {
@@ -848,7 +852,11 @@ func (c *Client) leave(s *subscription, code uint32, reason string, push bool) {
 		s.expTimer.Stop()
 	}
 	c.mu.Unlock()
-	n.detach(s)
+	if s.poll != nil {
+		n.polls.leave(s)
+	} else {
+		n.detach(s)
+	}
 	if s.presence {
 		if err := n.presence.RemovePresence(s.channel, c.id, c.UserID()); err != nil {
 			n.logBrokerFailure("presence", slog.LevelError, "remove presence", "channel", s.channel, "error", err)
@@ -895,6 +903,9 @@ func (c *Client) refreshPresence() {
 }
 
 func (c *Client) subRefreshCmd(req *protocol.SubRefreshRequest) (*protocol.Reply, error) {
+	if req.Type != subRefreshToken {
+		return c.trackCmd(req)
+	}
 	c.mu.Lock()
 	s := c.subs[req.Channel]
 	c.mu.Unlock()

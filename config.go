@@ -46,7 +46,10 @@ type Config struct {
 	// own tracker, so that one that fails holds back only its own.
 	Occupancy        broker.OccupancyTracker
 	OccupancyOptions broker.OccupancyOptions
-	UserStatusEvents bool
+	// SharedPollConcurrency bounds the shared-poll backend calls in
+	// flight from this node; 0 means 64.
+	SharedPollConcurrency int
+	UserStatusEvents      bool
 
 	// Channels: namespaces, boundaries and per-namespace options.
 	Channels ChannelConfig

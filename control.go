@@ -32,13 +32,24 @@ type seenNode struct {
 	answersChannels bool
 }
 
-func (r *nodeRegistry) update(info NodeInfo, answersChannels bool) {
+// update records a node's announcement and reports whether the node is
+// new (or had been dropped).
+func (r *nodeRegistry) update(info NodeInfo, answersChannels bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.nodes == nil {
 		r.nodes = make(map[string]seenNode)
 	}
+	old, known := r.nodes[info.ID]
 	r.nodes[info.ID] = seenNode{info: info, at: time.Now(), answersChannels: answersChannels}
+	return !known || time.Since(old.at) > 3*NodeInfoInterval
+}
+
+// forget drops a node that said it leaves.
+func (r *nodeRegistry) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.nodes, id)
 }
 
 // answering returns the ids of the other nodes heard of recently that
@@ -100,9 +111,16 @@ func (n *Node) handleControl(data []byte) error {
 		return nil
 	}
 	switch {
+	case cmd.Node != nil && cmd.Node.Leaving:
+		if cmd.From != n.id {
+			n.nodes.forget(cmd.Node.Id)
+			// Not on the broker's goroutine: interest goes out as
+			// publishes.
+			go n.polls.renewInterest()
+		}
 	case cmd.Node != nil:
 		ni := cmd.Node
-		n.nodes.update(NodeInfo{
+		joined := n.nodes.update(NodeInfo{
 			ID: ni.Id, Name: ni.Name, Version: ni.Version,
 			NumClients: int(ni.NumClients), NumUsers: int(ni.NumUsers),
 			NumChannels: int(ni.NumChannels), NumSubs: int(ni.NumSubs),
@@ -110,6 +128,12 @@ func (n *Node) handleControl(data []byte) error {
 			PublishRate: ni.PublishRate, MemoryBytes: ni.MemoryBytes,
 			BrokerHealthy: ni.BrokerHealthy, BrokerError: ni.BrokerError,
 		}, ni.AnswersChannels)
+		if joined && cmd.From != n.id {
+			// The newcomer learns of this node now rather than at its
+			// next announcement, and takes its share of shared-poll keys.
+			go n.announce()
+			go n.polls.renewInterest()
+		}
 	case cmd.Subscribe != nil:
 		s := cmd.Subscribe
 		n.subscribeLocal(s.User, s.Channel, ClientFilter{ClientID: s.Client, Session: s.Session}, serverSubscribeFromControl(s))
@@ -133,6 +157,8 @@ func (n *Node) handleControl(data []byte) error {
 		n.surveys.deliver(cmd.From, cmd.ChannelsReply)
 	case cmd.MapClear != nil:
 		n.mapClearedLocal(cmd.MapClear.Channel)
+	case cmd.PollInterest != nil, cmd.PollUpdate != nil:
+		n.polls.handle(cmd.From, &cmd)
 	}
 	return nil
 }

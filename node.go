@@ -14,6 +14,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/memory"
+	"github.com/gyrehq/gyre/internal/controlpb"
 	"github.com/gyrehq/gyre/internal/faillog"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/gyrehq/gyre/token"
@@ -66,6 +67,8 @@ type Node struct {
 	// mapBroker keeps map channels; nil when none is configured.
 	mapBroker broker.MapBroker
 	hub       *hub
+	// polls holds the shared-poll channels (sharedpoll_node.go).
+	polls     *pollManager
 	startedAt time.Time
 
 	rules        atomic.Pointer[channelRules]
@@ -114,6 +117,9 @@ type handlers struct {
 	unsubscribe   UnsubscribeHandler
 	disconnect    DisconnectHandler
 	cacheEmpty    CacheEmptyHandler
+
+	sharedPollRefresh SharedPollRefreshHandler
+	track             TrackHandler
 }
 
 // NewNode validates cfg, fills its defaults and creates a node. Nothing
@@ -139,6 +145,7 @@ func NewNode(cfg Config) (*Node, error) {
 		done:      make(chan struct{}),
 		startedAt: time.Now(),
 	}
+	n.polls = newPollManager(n, cfg.SharedPollConcurrency)
 	n.name = cfg.Name
 	if n.name == "" {
 		n.name, _ = os.Hostname()
@@ -322,8 +329,14 @@ func (n *Node) Run() error {
 			return fmt.Errorf("gyre: run occupancy tracker: %w", err)
 		}
 	}
+	if err := n.checkSharedPoll(); err != nil {
+		return err
+	}
 	n.announce()
 	n.wg.Go(func() { n.pinger.run(n.done) })
+	n.wg.Go(func() { n.polls.runOutbox(n.done) })
+	n.every(pollInterestRenew, n.polls.renewInterest)
+	n.every(time.Second, n.polls.sweepExpired)
 	n.every(NodeInfoInterval, n.announce)
 	n.every(n.cfg.PresenceUpdateInterval, n.refreshPresence)
 	n.every(n.cfg.PositionCheckInterval, n.checkPositions)
@@ -338,7 +351,13 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	var err error
 	n.shutdownOnce.Do(func() {
 		n.closing.Store(true)
+		// Before the broker goes: the others move what this node did
+		// for them (shared-poll keys) at once.
+		if err := n.sendControl(&controlpb.Command{Node: &controlpb.NodeInfo{Id: n.id, Leaving: true}}); err != nil {
+			n.log.Warn("announce shutdown", "error", err)
+		}
 		close(n.done)
+		n.polls.cancel()
 		n.live.Range(func(k, _ any) bool {
 			k.(*Client).Disconnect(DisconnectShutdown)
 			return true

@@ -253,8 +253,12 @@ func (b *burst) publishChunk(rules *channelRules, items []PublishItem) {
 		it := &items[i]
 		it.Result = PublishResult{}
 		chOpts, err := rules.lookup(it.Channel)
-		if err == nil && chOpts.SubscriptionType.IsMap() {
+		switch {
+		case err != nil:
+		case chOpts.SubscriptionType.IsMap():
 			err = errMapChannel
+		case chOpts.SubscriptionType == SubscriptionTypeSharedPoll:
+			err = errSharedPollChannel
 		}
 		it.Err = err
 		if err != nil {
@@ -328,6 +332,10 @@ func (n *Node) brokerPublishOptions(rules *channelRules, channel string, chOpts 
 // errMapChannel: a publication into a map channel, whose changes are
 // keyed (Node.MapPublish).
 var errMapChannel = &causedError{e: ErrorBadRequest, cause: errors.New("gyre: a map channel takes keyed writes (MapPublish), not publications")}
+
+// errSharedPollChannel: a publication into a shared-poll channel, whose
+// values come from polling the backend (or SharedPollPublish).
+var errSharedPollChannel = &causedError{e: ErrorBadRequest, cause: errors.New("gyre: a shared-poll channel takes values by key (SharedPollPublish), not publications")}
 
 // publishError is the error of a failed publish: an unavailable broker is
 // ErrorInternal (temporary) to the client, the broker's error kept for the

@@ -97,6 +97,8 @@ type subscription struct {
 	tellLost func()
 	// stream, when set, feeds the subscription besides its channel.
 	stream *subStream
+	// poll is set on a shared-poll subscription: its tracked keys.
+	poll *pollSub
 }
 
 type heldMessage struct {

@@ -2132,9 +2132,14 @@ func (x *SubscribeResult) GetPublishDebounce() uint32 {
 }
 
 type SubRefreshRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
-	Token         string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Channel string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Token   string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// Shared-poll subscriptions: 0 refreshes the subscription token, 1 tracks
+	// the keys of track (dropping those of untrack), 2 untracks untrack.
+	Type          int32         `protobuf:"varint,3,opt,name=type,proto3" json:"type,omitempty"`
+	Track         []*TrackBatch `protobuf:"bytes,4,rep,name=track,proto3" json:"track,omitempty"`
+	Untrack       []string      `protobuf:"bytes,5,rep,name=untrack,proto3" json:"untrack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2183,17 +2188,147 @@ func (x *SubRefreshRequest) GetToken() string {
 	return ""
 }
 
-type SubRefreshResult struct {
+func (x *SubRefreshRequest) GetType() int32 {
+	if x != nil {
+		return x.Type
+	}
+	return 0
+}
+
+func (x *SubRefreshRequest) GetTrack() []*TrackBatch {
+	if x != nil {
+		return x.Track
+	}
+	return nil
+}
+
+func (x *SubRefreshRequest) GetUntrack() []string {
+	if x != nil {
+		return x.Untrack
+	}
+	return nil
+}
+
+// TrackBatch is keys a backend signed together for one client and channel.
+type TrackBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Expires       bool                   `protobuf:"varint,1,opt,name=expires,proto3" json:"expires,omitempty"`
-	Ttl           uint32                 `protobuf:"varint,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	Signature     string                 `protobuf:"bytes,1,opt,name=signature,proto3" json:"signature,omitempty"`
+	Items         []*KeyedItem           `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrackBatch) Reset() {
+	*x = TrackBatch{}
+	mi := &file_client_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrackBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrackBatch) ProtoMessage() {}
+
+func (x *TrackBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrackBatch.ProtoReflect.Descriptor instead.
+func (*TrackBatch) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *TrackBatch) GetSignature() string {
+	if x != nil {
+		return x.Signature
+	}
+	return ""
+}
+
+func (x *TrackBatch) GetItems() []*KeyedItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// KeyedItem is a key and the version of it the client already has (0: none).
+type KeyedItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyedItem) Reset() {
+	*x = KeyedItem{}
+	mi := &file_client_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyedItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyedItem) ProtoMessage() {}
+
+func (x *KeyedItem) ProtoReflect() protoreflect.Message {
+	mi := &file_client_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyedItem.ProtoReflect.Descriptor instead.
+func (*KeyedItem) Descriptor() ([]byte, []int) {
+	return file_client_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *KeyedItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *KeyedItem) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+type SubRefreshResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Expires bool                   `protobuf:"varint,1,opt,name=expires,proto3" json:"expires,omitempty"`
+	Ttl     uint32                 `protobuf:"varint,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Shared-poll track: values of the tracked keys. Gyre leaves it empty and
+	// pushes them instead, before the reply, in order with its other pushes.
+	Items         []*Publication `protobuf:"bytes,3,rep,name=items,proto3" json:"items,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubRefreshResult) Reset() {
 	*x = SubRefreshResult{}
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2205,7 +2340,7 @@ func (x *SubRefreshResult) String() string {
 func (*SubRefreshResult) ProtoMessage() {}
 
 func (x *SubRefreshResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[24]
+	mi := &file_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2218,7 +2353,7 @@ func (x *SubRefreshResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubRefreshResult.ProtoReflect.Descriptor instead.
 func (*SubRefreshResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{24}
+	return file_client_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SubRefreshResult) GetExpires() bool {
@@ -2235,6 +2370,13 @@ func (x *SubRefreshResult) GetTtl() uint32 {
 	return 0
 }
 
+func (x *SubRefreshResult) GetItems() []*Publication {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 type UnsubscribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
@@ -2244,7 +2386,7 @@ type UnsubscribeRequest struct {
 
 func (x *UnsubscribeRequest) Reset() {
 	*x = UnsubscribeRequest{}
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2398,7 @@ func (x *UnsubscribeRequest) String() string {
 func (*UnsubscribeRequest) ProtoMessage() {}
 
 func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[25]
+	mi := &file_client_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2411,7 @@ func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
 func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{25}
+	return file_client_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UnsubscribeRequest) GetChannel() string {
@@ -2287,7 +2429,7 @@ type UnsubscribeResult struct {
 
 func (x *UnsubscribeResult) Reset() {
 	*x = UnsubscribeResult{}
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2441,7 @@ func (x *UnsubscribeResult) String() string {
 func (*UnsubscribeResult) ProtoMessage() {}
 
 func (x *UnsubscribeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[26]
+	mi := &file_client_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2454,7 @@ func (x *UnsubscribeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnsubscribeResult.ProtoReflect.Descriptor instead.
 func (*UnsubscribeResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{26}
+	return file_client_proto_rawDescGZIP(), []int{28}
 }
 
 type PublishRequest struct {
@@ -2329,7 +2471,7 @@ type PublishRequest struct {
 
 func (x *PublishRequest) Reset() {
 	*x = PublishRequest{}
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2341,7 +2483,7 @@ func (x *PublishRequest) String() string {
 func (*PublishRequest) ProtoMessage() {}
 
 func (x *PublishRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[27]
+	mi := &file_client_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2354,7 +2496,7 @@ func (x *PublishRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishRequest.ProtoReflect.Descriptor instead.
 func (*PublishRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{27}
+	return file_client_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PublishRequest) GetChannel() string {
@@ -2400,7 +2542,7 @@ type PublishResult struct {
 
 func (x *PublishResult) Reset() {
 	*x = PublishResult{}
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2554,7 @@ func (x *PublishResult) String() string {
 func (*PublishResult) ProtoMessage() {}
 
 func (x *PublishResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[28]
+	mi := &file_client_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2567,7 @@ func (x *PublishResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishResult.ProtoReflect.Descriptor instead.
 func (*PublishResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{28}
+	return file_client_proto_rawDescGZIP(), []int{30}
 }
 
 type PresenceRequest struct {
@@ -2437,7 +2579,7 @@ type PresenceRequest struct {
 
 func (x *PresenceRequest) Reset() {
 	*x = PresenceRequest{}
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2591,7 @@ func (x *PresenceRequest) String() string {
 func (*PresenceRequest) ProtoMessage() {}
 
 func (x *PresenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[29]
+	mi := &file_client_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2604,7 @@ func (x *PresenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceRequest.ProtoReflect.Descriptor instead.
 func (*PresenceRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{29}
+	return file_client_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PresenceRequest) GetChannel() string {
@@ -2481,7 +2623,7 @@ type PresenceResult struct {
 
 func (x *PresenceResult) Reset() {
 	*x = PresenceResult{}
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2493,7 +2635,7 @@ func (x *PresenceResult) String() string {
 func (*PresenceResult) ProtoMessage() {}
 
 func (x *PresenceResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[30]
+	mi := &file_client_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2506,7 +2648,7 @@ func (x *PresenceResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceResult.ProtoReflect.Descriptor instead.
 func (*PresenceResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{30}
+	return file_client_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PresenceResult) GetPresence() map[string]*ClientInfo {
@@ -2525,7 +2667,7 @@ type PresenceStatsRequest struct {
 
 func (x *PresenceStatsRequest) Reset() {
 	*x = PresenceStatsRequest{}
-	mi := &file_client_proto_msgTypes[31]
+	mi := &file_client_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2537,7 +2679,7 @@ func (x *PresenceStatsRequest) String() string {
 func (*PresenceStatsRequest) ProtoMessage() {}
 
 func (x *PresenceStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[31]
+	mi := &file_client_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2550,7 +2692,7 @@ func (x *PresenceStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceStatsRequest.ProtoReflect.Descriptor instead.
 func (*PresenceStatsRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{31}
+	return file_client_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PresenceStatsRequest) GetChannel() string {
@@ -2570,7 +2712,7 @@ type PresenceStatsResult struct {
 
 func (x *PresenceStatsResult) Reset() {
 	*x = PresenceStatsResult{}
-	mi := &file_client_proto_msgTypes[32]
+	mi := &file_client_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2724,7 @@ func (x *PresenceStatsResult) String() string {
 func (*PresenceStatsResult) ProtoMessage() {}
 
 func (x *PresenceStatsResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[32]
+	mi := &file_client_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2737,7 @@ func (x *PresenceStatsResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceStatsResult.ProtoReflect.Descriptor instead.
 func (*PresenceStatsResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{32}
+	return file_client_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PresenceStatsResult) GetNumClients() uint32 {
@@ -2622,7 +2764,7 @@ type StreamPosition struct {
 
 func (x *StreamPosition) Reset() {
 	*x = StreamPosition{}
-	mi := &file_client_proto_msgTypes[33]
+	mi := &file_client_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2776,7 @@ func (x *StreamPosition) String() string {
 func (*StreamPosition) ProtoMessage() {}
 
 func (x *StreamPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[33]
+	mi := &file_client_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2789,7 @@ func (x *StreamPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamPosition.ProtoReflect.Descriptor instead.
 func (*StreamPosition) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{33}
+	return file_client_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StreamPosition) GetOffset() uint64 {
@@ -2676,7 +2818,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_client_proto_msgTypes[34]
+	mi := &file_client_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +2830,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[34]
+	mi := &file_client_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +2843,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{34}
+	return file_client_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *HistoryRequest) GetChannel() string {
@@ -2743,7 +2885,7 @@ type HistoryResult struct {
 
 func (x *HistoryResult) Reset() {
 	*x = HistoryResult{}
-	mi := &file_client_proto_msgTypes[35]
+	mi := &file_client_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2897,7 @@ func (x *HistoryResult) String() string {
 func (*HistoryResult) ProtoMessage() {}
 
 func (x *HistoryResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[35]
+	mi := &file_client_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2910,7 @@ func (x *HistoryResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResult.ProtoReflect.Descriptor instead.
 func (*HistoryResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{35}
+	return file_client_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *HistoryResult) GetPublications() []*Publication {
@@ -2800,7 +2942,7 @@ type PingRequest struct {
 
 func (x *PingRequest) Reset() {
 	*x = PingRequest{}
-	mi := &file_client_proto_msgTypes[36]
+	mi := &file_client_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +2954,7 @@ func (x *PingRequest) String() string {
 func (*PingRequest) ProtoMessage() {}
 
 func (x *PingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[36]
+	mi := &file_client_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +2967,7 @@ func (x *PingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
 func (*PingRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{36}
+	return file_client_proto_rawDescGZIP(), []int{38}
 }
 
 type PingResult struct {
@@ -2836,7 +2978,7 @@ type PingResult struct {
 
 func (x *PingResult) Reset() {
 	*x = PingResult{}
-	mi := &file_client_proto_msgTypes[37]
+	mi := &file_client_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2848,7 +2990,7 @@ func (x *PingResult) String() string {
 func (*PingResult) ProtoMessage() {}
 
 func (x *PingResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[37]
+	mi := &file_client_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2861,7 +3003,7 @@ func (x *PingResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PingResult.ProtoReflect.Descriptor instead.
 func (*PingResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{37}
+	return file_client_proto_rawDescGZIP(), []int{39}
 }
 
 type RPCRequest struct {
@@ -2874,7 +3016,7 @@ type RPCRequest struct {
 
 func (x *RPCRequest) Reset() {
 	*x = RPCRequest{}
-	mi := &file_client_proto_msgTypes[38]
+	mi := &file_client_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3028,7 @@ func (x *RPCRequest) String() string {
 func (*RPCRequest) ProtoMessage() {}
 
 func (x *RPCRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[38]
+	mi := &file_client_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +3041,7 @@ func (x *RPCRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RPCRequest.ProtoReflect.Descriptor instead.
 func (*RPCRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{38}
+	return file_client_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RPCRequest) GetData() []byte {
@@ -2925,7 +3067,7 @@ type RPCResult struct {
 
 func (x *RPCResult) Reset() {
 	*x = RPCResult{}
-	mi := &file_client_proto_msgTypes[39]
+	mi := &file_client_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +3079,7 @@ func (x *RPCResult) String() string {
 func (*RPCResult) ProtoMessage() {}
 
 func (x *RPCResult) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[39]
+	mi := &file_client_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3092,7 @@ func (x *RPCResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RPCResult.ProtoReflect.Descriptor instead.
 func (*RPCResult) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{39}
+	return file_client_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RPCResult) GetData() []byte {
@@ -2969,7 +3111,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_client_proto_msgTypes[40]
+	mi := &file_client_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2981,7 +3123,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_client_proto_msgTypes[40]
+	mi := &file_client_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2994,7 +3136,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_client_proto_rawDescGZIP(), []int{40}
+	return file_client_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SendRequest) GetData() []byte {
@@ -3226,13 +3368,24 @@ const file_client_proto_rawDesc = "" +
 	"\x05phase\x18\x10 \x01(\x05R\x05phase\x12\x16\n" +
 	"\x06cursor\x18\x11 \x01(\tR\x06cursor\x12B\n" +
 	"\x05state\x18\x12 \x03(\v2,.centrifugal.centrifuge.protocol.PublicationR\x05state\x12)\n" +
-	"\x10publish_debounce\x18\x13 \x01(\rR\x0fpublishDebounceJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"C\n" +
+	"\x10publish_debounce\x18\x13 \x01(\rR\x0fpublishDebounceJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"\xb4\x01\n" +
 	"\x11SubRefreshRequest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\x12\x14\n" +
-	"\x05token\x18\x02 \x01(\tR\x05token\">\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\x05R\x04type\x12A\n" +
+	"\x05track\x18\x04 \x03(\v2+.centrifugal.centrifuge.protocol.TrackBatchR\x05track\x12\x18\n" +
+	"\auntrack\x18\x05 \x03(\tR\auntrack\"l\n" +
+	"\n" +
+	"TrackBatch\x12\x1c\n" +
+	"\tsignature\x18\x01 \x01(\tR\tsignature\x12@\n" +
+	"\x05items\x18\x02 \x03(\v2*.centrifugal.centrifuge.protocol.KeyedItemR\x05items\"7\n" +
+	"\tKeyedItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"\x82\x01\n" +
 	"\x10SubRefreshResult\x12\x18\n" +
 	"\aexpires\x18\x01 \x01(\bR\aexpires\x12\x10\n" +
-	"\x03ttl\x18\x02 \x01(\rR\x03ttl\".\n" +
+	"\x03ttl\x18\x02 \x01(\rR\x03ttl\x12B\n" +
+	"\x05items\x18\x03 \x03(\v2,.centrifugal.centrifuge.protocol.PublicationR\x05items\".\n" +
 	"\x12UnsubscribeRequest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\"\x13\n" +
 	"\x11UnsubscribeResult\"~\n" +
@@ -3292,7 +3445,7 @@ func file_client_proto_rawDescGZIP() []byte {
 	return file_client_proto_rawDescData
 }
 
-var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_client_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_client_proto_goTypes = []any{
 	(*Error)(nil),                // 0: centrifugal.centrifuge.protocol.Error
 	(*EmulationRequest)(nil),     // 1: centrifugal.centrifuge.protocol.EmulationRequest
@@ -3318,56 +3471,58 @@ var file_client_proto_goTypes = []any{
 	(*FilterNode)(nil),           // 21: centrifugal.centrifuge.protocol.FilterNode
 	(*SubscribeResult)(nil),      // 22: centrifugal.centrifuge.protocol.SubscribeResult
 	(*SubRefreshRequest)(nil),    // 23: centrifugal.centrifuge.protocol.SubRefreshRequest
-	(*SubRefreshResult)(nil),     // 24: centrifugal.centrifuge.protocol.SubRefreshResult
-	(*UnsubscribeRequest)(nil),   // 25: centrifugal.centrifuge.protocol.UnsubscribeRequest
-	(*UnsubscribeResult)(nil),    // 26: centrifugal.centrifuge.protocol.UnsubscribeResult
-	(*PublishRequest)(nil),       // 27: centrifugal.centrifuge.protocol.PublishRequest
-	(*PublishResult)(nil),        // 28: centrifugal.centrifuge.protocol.PublishResult
-	(*PresenceRequest)(nil),      // 29: centrifugal.centrifuge.protocol.PresenceRequest
-	(*PresenceResult)(nil),       // 30: centrifugal.centrifuge.protocol.PresenceResult
-	(*PresenceStatsRequest)(nil), // 31: centrifugal.centrifuge.protocol.PresenceStatsRequest
-	(*PresenceStatsResult)(nil),  // 32: centrifugal.centrifuge.protocol.PresenceStatsResult
-	(*StreamPosition)(nil),       // 33: centrifugal.centrifuge.protocol.StreamPosition
-	(*HistoryRequest)(nil),       // 34: centrifugal.centrifuge.protocol.HistoryRequest
-	(*HistoryResult)(nil),        // 35: centrifugal.centrifuge.protocol.HistoryResult
-	(*PingRequest)(nil),          // 36: centrifugal.centrifuge.protocol.PingRequest
-	(*PingResult)(nil),           // 37: centrifugal.centrifuge.protocol.PingResult
-	(*RPCRequest)(nil),           // 38: centrifugal.centrifuge.protocol.RPCRequest
-	(*RPCResult)(nil),            // 39: centrifugal.centrifuge.protocol.RPCResult
-	(*SendRequest)(nil),          // 40: centrifugal.centrifuge.protocol.SendRequest
-	nil,                          // 41: centrifugal.centrifuge.protocol.Publication.TagsEntry
-	nil,                          // 42: centrifugal.centrifuge.protocol.Connect.SubsEntry
-	nil,                          // 43: centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry
-	nil,                          // 44: centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntry
-	nil,                          // 45: centrifugal.centrifuge.protocol.ConnectResult.SubsEntry
-	nil,                          // 46: centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry
+	(*TrackBatch)(nil),           // 24: centrifugal.centrifuge.protocol.TrackBatch
+	(*KeyedItem)(nil),            // 25: centrifugal.centrifuge.protocol.KeyedItem
+	(*SubRefreshResult)(nil),     // 26: centrifugal.centrifuge.protocol.SubRefreshResult
+	(*UnsubscribeRequest)(nil),   // 27: centrifugal.centrifuge.protocol.UnsubscribeRequest
+	(*UnsubscribeResult)(nil),    // 28: centrifugal.centrifuge.protocol.UnsubscribeResult
+	(*PublishRequest)(nil),       // 29: centrifugal.centrifuge.protocol.PublishRequest
+	(*PublishResult)(nil),        // 30: centrifugal.centrifuge.protocol.PublishResult
+	(*PresenceRequest)(nil),      // 31: centrifugal.centrifuge.protocol.PresenceRequest
+	(*PresenceResult)(nil),       // 32: centrifugal.centrifuge.protocol.PresenceResult
+	(*PresenceStatsRequest)(nil), // 33: centrifugal.centrifuge.protocol.PresenceStatsRequest
+	(*PresenceStatsResult)(nil),  // 34: centrifugal.centrifuge.protocol.PresenceStatsResult
+	(*StreamPosition)(nil),       // 35: centrifugal.centrifuge.protocol.StreamPosition
+	(*HistoryRequest)(nil),       // 36: centrifugal.centrifuge.protocol.HistoryRequest
+	(*HistoryResult)(nil),        // 37: centrifugal.centrifuge.protocol.HistoryResult
+	(*PingRequest)(nil),          // 38: centrifugal.centrifuge.protocol.PingRequest
+	(*PingResult)(nil),           // 39: centrifugal.centrifuge.protocol.PingResult
+	(*RPCRequest)(nil),           // 40: centrifugal.centrifuge.protocol.RPCRequest
+	(*RPCResult)(nil),            // 41: centrifugal.centrifuge.protocol.RPCResult
+	(*SendRequest)(nil),          // 42: centrifugal.centrifuge.protocol.SendRequest
+	nil,                          // 43: centrifugal.centrifuge.protocol.Publication.TagsEntry
+	nil,                          // 44: centrifugal.centrifuge.protocol.Connect.SubsEntry
+	nil,                          // 45: centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry
+	nil,                          // 46: centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntry
+	nil,                          // 47: centrifugal.centrifuge.protocol.ConnectResult.SubsEntry
+	nil,                          // 48: centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry
 }
 var file_client_proto_depIdxs = []int32{
 	15, // 0: centrifugal.centrifuge.protocol.Command.connect:type_name -> centrifugal.centrifuge.protocol.ConnectRequest
 	20, // 1: centrifugal.centrifuge.protocol.Command.subscribe:type_name -> centrifugal.centrifuge.protocol.SubscribeRequest
-	25, // 2: centrifugal.centrifuge.protocol.Command.unsubscribe:type_name -> centrifugal.centrifuge.protocol.UnsubscribeRequest
-	27, // 3: centrifugal.centrifuge.protocol.Command.publish:type_name -> centrifugal.centrifuge.protocol.PublishRequest
-	29, // 4: centrifugal.centrifuge.protocol.Command.presence:type_name -> centrifugal.centrifuge.protocol.PresenceRequest
-	31, // 5: centrifugal.centrifuge.protocol.Command.presence_stats:type_name -> centrifugal.centrifuge.protocol.PresenceStatsRequest
-	34, // 6: centrifugal.centrifuge.protocol.Command.history:type_name -> centrifugal.centrifuge.protocol.HistoryRequest
-	36, // 7: centrifugal.centrifuge.protocol.Command.ping:type_name -> centrifugal.centrifuge.protocol.PingRequest
-	40, // 8: centrifugal.centrifuge.protocol.Command.send:type_name -> centrifugal.centrifuge.protocol.SendRequest
-	38, // 9: centrifugal.centrifuge.protocol.Command.rpc:type_name -> centrifugal.centrifuge.protocol.RPCRequest
+	27, // 2: centrifugal.centrifuge.protocol.Command.unsubscribe:type_name -> centrifugal.centrifuge.protocol.UnsubscribeRequest
+	29, // 3: centrifugal.centrifuge.protocol.Command.publish:type_name -> centrifugal.centrifuge.protocol.PublishRequest
+	31, // 4: centrifugal.centrifuge.protocol.Command.presence:type_name -> centrifugal.centrifuge.protocol.PresenceRequest
+	33, // 5: centrifugal.centrifuge.protocol.Command.presence_stats:type_name -> centrifugal.centrifuge.protocol.PresenceStatsRequest
+	36, // 6: centrifugal.centrifuge.protocol.Command.history:type_name -> centrifugal.centrifuge.protocol.HistoryRequest
+	38, // 7: centrifugal.centrifuge.protocol.Command.ping:type_name -> centrifugal.centrifuge.protocol.PingRequest
+	42, // 8: centrifugal.centrifuge.protocol.Command.send:type_name -> centrifugal.centrifuge.protocol.SendRequest
+	40, // 9: centrifugal.centrifuge.protocol.Command.rpc:type_name -> centrifugal.centrifuge.protocol.RPCRequest
 	18, // 10: centrifugal.centrifuge.protocol.Command.refresh:type_name -> centrifugal.centrifuge.protocol.RefreshRequest
 	23, // 11: centrifugal.centrifuge.protocol.Command.sub_refresh:type_name -> centrifugal.centrifuge.protocol.SubRefreshRequest
 	0,  // 12: centrifugal.centrifuge.protocol.Reply.error:type_name -> centrifugal.centrifuge.protocol.Error
 	4,  // 13: centrifugal.centrifuge.protocol.Reply.push:type_name -> centrifugal.centrifuge.protocol.Push
 	16, // 14: centrifugal.centrifuge.protocol.Reply.connect:type_name -> centrifugal.centrifuge.protocol.ConnectResult
 	22, // 15: centrifugal.centrifuge.protocol.Reply.subscribe:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
-	26, // 16: centrifugal.centrifuge.protocol.Reply.unsubscribe:type_name -> centrifugal.centrifuge.protocol.UnsubscribeResult
-	28, // 17: centrifugal.centrifuge.protocol.Reply.publish:type_name -> centrifugal.centrifuge.protocol.PublishResult
-	30, // 18: centrifugal.centrifuge.protocol.Reply.presence:type_name -> centrifugal.centrifuge.protocol.PresenceResult
-	32, // 19: centrifugal.centrifuge.protocol.Reply.presence_stats:type_name -> centrifugal.centrifuge.protocol.PresenceStatsResult
-	35, // 20: centrifugal.centrifuge.protocol.Reply.history:type_name -> centrifugal.centrifuge.protocol.HistoryResult
-	37, // 21: centrifugal.centrifuge.protocol.Reply.ping:type_name -> centrifugal.centrifuge.protocol.PingResult
-	39, // 22: centrifugal.centrifuge.protocol.Reply.rpc:type_name -> centrifugal.centrifuge.protocol.RPCResult
+	28, // 16: centrifugal.centrifuge.protocol.Reply.unsubscribe:type_name -> centrifugal.centrifuge.protocol.UnsubscribeResult
+	30, // 17: centrifugal.centrifuge.protocol.Reply.publish:type_name -> centrifugal.centrifuge.protocol.PublishResult
+	32, // 18: centrifugal.centrifuge.protocol.Reply.presence:type_name -> centrifugal.centrifuge.protocol.PresenceResult
+	34, // 19: centrifugal.centrifuge.protocol.Reply.presence_stats:type_name -> centrifugal.centrifuge.protocol.PresenceStatsResult
+	37, // 20: centrifugal.centrifuge.protocol.Reply.history:type_name -> centrifugal.centrifuge.protocol.HistoryResult
+	39, // 21: centrifugal.centrifuge.protocol.Reply.ping:type_name -> centrifugal.centrifuge.protocol.PingResult
+	41, // 22: centrifugal.centrifuge.protocol.Reply.rpc:type_name -> centrifugal.centrifuge.protocol.RPCResult
 	19, // 23: centrifugal.centrifuge.protocol.Reply.refresh:type_name -> centrifugal.centrifuge.protocol.RefreshResult
-	24, // 24: centrifugal.centrifuge.protocol.Reply.sub_refresh:type_name -> centrifugal.centrifuge.protocol.SubRefreshResult
+	26, // 24: centrifugal.centrifuge.protocol.Reply.sub_refresh:type_name -> centrifugal.centrifuge.protocol.SubRefreshResult
 	6,  // 25: centrifugal.centrifuge.protocol.Push.pub:type_name -> centrifugal.centrifuge.protocol.Publication
 	7,  // 26: centrifugal.centrifuge.protocol.Push.join:type_name -> centrifugal.centrifuge.protocol.Join
 	8,  // 27: centrifugal.centrifuge.protocol.Push.leave:type_name -> centrifugal.centrifuge.protocol.Leave
@@ -3378,30 +3533,33 @@ var file_client_proto_depIdxs = []int32{
 	13, // 32: centrifugal.centrifuge.protocol.Push.disconnect:type_name -> centrifugal.centrifuge.protocol.Disconnect
 	14, // 33: centrifugal.centrifuge.protocol.Push.refresh:type_name -> centrifugal.centrifuge.protocol.Refresh
 	5,  // 34: centrifugal.centrifuge.protocol.Publication.info:type_name -> centrifugal.centrifuge.protocol.ClientInfo
-	41, // 35: centrifugal.centrifuge.protocol.Publication.tags:type_name -> centrifugal.centrifuge.protocol.Publication.TagsEntry
+	43, // 35: centrifugal.centrifuge.protocol.Publication.tags:type_name -> centrifugal.centrifuge.protocol.Publication.TagsEntry
 	5,  // 36: centrifugal.centrifuge.protocol.Join.info:type_name -> centrifugal.centrifuge.protocol.ClientInfo
 	5,  // 37: centrifugal.centrifuge.protocol.Leave.info:type_name -> centrifugal.centrifuge.protocol.ClientInfo
-	42, // 38: centrifugal.centrifuge.protocol.Connect.subs:type_name -> centrifugal.centrifuge.protocol.Connect.SubsEntry
-	43, // 39: centrifugal.centrifuge.protocol.ConnectRequest.subs:type_name -> centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry
-	44, // 40: centrifugal.centrifuge.protocol.ConnectRequest.headers:type_name -> centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntry
-	45, // 41: centrifugal.centrifuge.protocol.ConnectResult.subs:type_name -> centrifugal.centrifuge.protocol.ConnectResult.SubsEntry
+	44, // 38: centrifugal.centrifuge.protocol.Connect.subs:type_name -> centrifugal.centrifuge.protocol.Connect.SubsEntry
+	45, // 39: centrifugal.centrifuge.protocol.ConnectRequest.subs:type_name -> centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry
+	46, // 40: centrifugal.centrifuge.protocol.ConnectRequest.headers:type_name -> centrifugal.centrifuge.protocol.ConnectRequest.HeadersEntry
+	47, // 41: centrifugal.centrifuge.protocol.ConnectResult.subs:type_name -> centrifugal.centrifuge.protocol.ConnectResult.SubsEntry
 	17, // 42: centrifugal.centrifuge.protocol.ConnectResult.dict:type_name -> centrifugal.centrifuge.protocol.Dictionary
 	21, // 43: centrifugal.centrifuge.protocol.SubscribeRequest.tf:type_name -> centrifugal.centrifuge.protocol.FilterNode
 	21, // 44: centrifugal.centrifuge.protocol.FilterNode.nodes:type_name -> centrifugal.centrifuge.protocol.FilterNode
 	6,  // 45: centrifugal.centrifuge.protocol.SubscribeResult.publications:type_name -> centrifugal.centrifuge.protocol.Publication
 	6,  // 46: centrifugal.centrifuge.protocol.SubscribeResult.state:type_name -> centrifugal.centrifuge.protocol.Publication
-	46, // 47: centrifugal.centrifuge.protocol.PresenceResult.presence:type_name -> centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry
-	33, // 48: centrifugal.centrifuge.protocol.HistoryRequest.since:type_name -> centrifugal.centrifuge.protocol.StreamPosition
-	6,  // 49: centrifugal.centrifuge.protocol.HistoryResult.publications:type_name -> centrifugal.centrifuge.protocol.Publication
-	22, // 50: centrifugal.centrifuge.protocol.Connect.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
-	20, // 51: centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeRequest
-	22, // 52: centrifugal.centrifuge.protocol.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
-	5,  // 53: centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry.value:type_name -> centrifugal.centrifuge.protocol.ClientInfo
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	24, // 47: centrifugal.centrifuge.protocol.SubRefreshRequest.track:type_name -> centrifugal.centrifuge.protocol.TrackBatch
+	25, // 48: centrifugal.centrifuge.protocol.TrackBatch.items:type_name -> centrifugal.centrifuge.protocol.KeyedItem
+	6,  // 49: centrifugal.centrifuge.protocol.SubRefreshResult.items:type_name -> centrifugal.centrifuge.protocol.Publication
+	48, // 50: centrifugal.centrifuge.protocol.PresenceResult.presence:type_name -> centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry
+	35, // 51: centrifugal.centrifuge.protocol.HistoryRequest.since:type_name -> centrifugal.centrifuge.protocol.StreamPosition
+	6,  // 52: centrifugal.centrifuge.protocol.HistoryResult.publications:type_name -> centrifugal.centrifuge.protocol.Publication
+	22, // 53: centrifugal.centrifuge.protocol.Connect.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
+	20, // 54: centrifugal.centrifuge.protocol.ConnectRequest.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeRequest
+	22, // 55: centrifugal.centrifuge.protocol.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifuge.protocol.SubscribeResult
+	5,  // 56: centrifugal.centrifuge.protocol.PresenceResult.PresenceEntry.value:type_name -> centrifugal.centrifuge.protocol.ClientInfo
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_client_proto_init() }
@@ -3415,7 +3573,7 @@ func file_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_client_proto_rawDesc), len(file_client_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -64,6 +64,8 @@ var jsonCodecs = map[protoreflect.Name]jsonCodec{
 	"RefreshRequest":       codecOf(appendRefreshRequestJSON, decodeRefreshRequestJSON),
 	"SubRefreshRequest":    codecOf(appendSubRefreshRequestJSON, decodeSubRefreshRequestJSON),
 	"EmulationRequest":     codecOf(appendEmulationRequestJSON, decodeEmulationRequestJSON),
+	"TrackBatch":           codecOf(appendTrackBatchJSON, decodeTrackBatchJSON),
+	"KeyedItem":            codecOf(appendKeyedItemJSON, decodeKeyedItemJSON),
 	"Reply":                codecOf(appendReplyJSON, decodeReplyJSON),
 	"Error":                codecOf(appendErrorJSON, decodeErrorJSON),
 	"ConnectResult":        codecOf(appendConnectResultJSON, decodeConnectResultJSON),

@@ -254,6 +254,38 @@ func decodeSubRefreshRequestJSON(r *jsonReader, m *SubRefreshRequest) {
 			m.Channel = r.str()
 		case "token":
 			m.Token = r.str()
+		case "type":
+			m.Type = r.i32()
+		case "track":
+			m.Track = readMessages(r, decodeTrackBatchJSON)
+		case "untrack":
+			m.Untrack = readStrings(r)
+		default:
+			r.skipValue()
+		}
+	}
+}
+
+func decodeTrackBatchJSON(r *jsonReader, m *TrackBatch) {
+	for first := true; r.field(&first); {
+		switch string(r.key) {
+		case "signature":
+			m.Signature = r.str()
+		case "items":
+			m.Items = readMessages(r, decodeKeyedItemJSON)
+		default:
+			r.skipValue()
+		}
+	}
+}
+
+func decodeKeyedItemJSON(r *jsonReader, m *KeyedItem) {
+	for first := true; r.field(&first); {
+		switch string(r.key) {
+		case "key":
+			m.Key = r.str()
+		case "version":
+			m.Version = r.u64()
 		default:
 			r.skipValue()
 		}

@@ -223,5 +223,16 @@ func decodeExpiryJSON(r *jsonReader, expires *bool, ttl *uint32) {
 }
 
 func decodeSubRefreshResultJSON(r *jsonReader, m *SubRefreshResult) {
-	decodeExpiryJSON(r, &m.Expires, &m.Ttl)
+	for first := true; r.field(&first); {
+		switch string(r.key) {
+		case "expires":
+			m.Expires = r.boolean()
+		case "ttl":
+			m.Ttl = r.u32()
+		case "items":
+			m.Items = readMessages(r, decodePublicationJSON)
+		default:
+			r.skipValue()
+		}
+	}
 }

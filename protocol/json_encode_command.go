@@ -139,6 +139,23 @@ func appendSubRefreshRequestJSON(b []byte, m *SubRefreshRequest) []byte {
 	start := len(b)
 	b = appendStringField(b, `,"channel":`, m.Channel)
 	b = appendStringField(b, `,"token":`, m.Token)
+	b = appendIntField(b, `,"type":`, int64(m.Type))
+	b = appendMessagesField(b, `,"track":`, m.Track, appendTrackBatchJSON)
+	b = appendStringsField(b, `,"untrack":`, m.Untrack)
+	return closeObject(b, start)
+}
+
+func appendTrackBatchJSON(b []byte, m *TrackBatch) []byte {
+	start := len(b)
+	b = appendStringField(b, `,"signature":`, m.Signature)
+	b = appendMessagesField(b, `,"items":`, m.Items, appendKeyedItemJSON)
+	return closeObject(b, start)
+}
+
+func appendKeyedItemJSON(b []byte, m *KeyedItem) []byte {
+	start := len(b)
+	b = appendStringField(b, `,"key":`, m.Key)
+	b = appendUintField(b, `,"version":`, m.Version)
 	return closeObject(b, start)
 }
 

@@ -129,5 +129,9 @@ func appendExpiryJSON(b []byte, expires bool, ttl uint32) []byte {
 }
 
 func appendSubRefreshResultJSON(b []byte, m *SubRefreshResult) []byte {
-	return appendExpiryJSON(b, m.Expires, m.Ttl)
+	start := len(b)
+	b = appendBoolField(b, `,"expires":`, m.Expires)
+	b = appendUintField(b, `,"ttl":`, uint64(m.Ttl))
+	b = appendMessagesField(b, `,"items":`, m.Items, appendPublicationJSON)
+	return closeObject(b, start)
 }

@@ -129,7 +129,7 @@ func channelConfig(c *config.Config) gyre.ChannelConfig {
 	if natsWildcards(c) {
 		// broker.nats.allow_wildcards lets clients subscribe to patterns
 		// everywhere, as Centrifugo's NATS broker does: in every stream
-		// namespace (map channels have no patterns).
+		// namespace (map and shared-poll channels have no patterns).
 		allowPatterns(&out.WithoutNamespace)
 		for i := range out.Namespaces {
 			allowPatterns(&out.Namespaces[i].ChannelOptions)
@@ -141,7 +141,7 @@ func channelConfig(c *config.Config) gyre.ChannelConfig {
 // allowPatterns lets clients subscribe to patterns in o, a stream
 // namespace.
 func allowPatterns(o *gyre.ChannelOptions) {
-	if !o.SubscriptionType.IsMap() {
+	if !o.SubscriptionType.IsMap() && o.SubscriptionType != gyre.SubscriptionTypeSharedPoll {
 		o.AllowWildcardSubscriptions = true
 	}
 }
@@ -196,6 +196,7 @@ func channelOptions(o config.ChannelOptions, metaTTL time.Duration) gyre.Channel
 
 		SubscriptionType:                gyre.SubscriptionType(o.SubscriptionType),
 		Map:                             mapChannelOptions(o),
+		SharedPoll:                      sharedPollChannelOptions(o),
 		MapClientsPresenceChannelPrefix: o.MapClientsPresenceChannelPrefix,
 		MapUsersPresenceChannelPrefix:   o.MapUsersPresenceChannelPrefix,
 	}
@@ -230,4 +231,43 @@ func mapChannelOptions(o config.ChannelOptions) gyre.MapChannelOptions {
 		LiveTransitionMaxPublicationLimit: m.LiveTransitionMaxPublicationLimit,
 		SubscribeCatchUpTimeout:           m.SubscribeCatchUpTimeout,
 	}
+}
+
+// sharedPollChannelOptions are the engine's shared-poll options of a
+// namespace; none for the others, whose shared_poll keys mean nothing
+// (Notices names them).
+func sharedPollChannelOptions(o config.ChannelOptions) gyre.SharedPollOptions {
+	if !o.IsSharedPoll() {
+		return gyre.SharedPollOptions{}
+	}
+	s := o.SharedPoll
+	return gyre.SharedPollOptions{
+		RefreshInterval:        s.RefreshInterval,
+		RefreshBatchSize:       s.RefreshBatchSize,
+		MaxKeysPerConnection:   s.MaxKeysPerConnection,
+		Versioned:              s.Mode == "versioned",
+		ShutdownDelay:          s.ChannelShutdownDelay,
+		TrackExpiredExtraDelay: s.TrackExpiredExtraDelay,
+		PublishEnabled:         s.PublishEnabled,
+		Route:                  sharedPollRoute(s),
+	}
+}
+
+// sharedPollRoute names the proxy that polls a namespace's keys, as the
+// engine passes it to the refresh handler: "" for the default one
+// (channel.proxy.shared_poll_refresh), else its name in proxies.
+func sharedPollRoute(s config.SharedPollOptions) string {
+	if s.ProxyName == "default" {
+		return ""
+	}
+	return s.ProxyName
+}
+
+// sharedPollConcurrency is how many calls polling the backend a node
+// makes at once: shared_poll.concurrency_limit, 64 when it is 0.
+func sharedPollConcurrency(c *config.Config) int {
+	if n := c.SharedPoll.ConcurrencyLimit; n > 0 {
+		return n
+	}
+	return 64
 }

@@ -189,6 +189,8 @@ func (p *proxies) hookQueue(name, key string, def config.Proxy, h *eventHooks) (
 	if proxyProtocol(cfg.Endpoint) == "grpc" {
 		sc.GRPCConn = pr.GRPCConn()
 		sc.GRPCCompression = cfg.GRPC.Compression
+	} else {
+		sc.Headers = cfg.HTTP.StaticHeaders
 	}
 	sender, err := hooks.NewSender(sc)
 	if err != nil {

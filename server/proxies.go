@@ -59,6 +59,9 @@ func (s *Server) setupProxies() error {
 	if err := p.channels(); err != nil {
 		return err
 	}
+	if err := p.sharedPoll(); err != nil {
+		return err
+	}
 	if err := p.rpcs(); err != nil {
 		return err
 	}
@@ -132,6 +135,7 @@ func (p *proxies) build(key, name string, cfg config.Proxy) (*proxy.Proxy, error
 		Name: key, Endpoint: cfg.Endpoint, Timeout: cfg.Timeout,
 		HTTPHeaders: cfg.HTTPHeaders, GRPCMetadata: cfg.GRPCMetadata, EmulatedHeaders: cfg.EmulatedHeaders,
 		BinaryEncoding: cfg.BinaryEncoding, IncludeConnectionMeta: cfg.IncludeConnectionMeta,
+		StaticHeaders:      cfg.HTTP.StaticHeaders,
 		GRPCCredentialsKey: cfg.GRPC.CredentialsKey, GRPCCredentialsValue: cfg.GRPC.CredentialsValue,
 		GRPCCompression: cfg.GRPC.Compression, Logger: p.s.log,
 		TracerProvider: p.s.tel.ProxyTracerProvider(),

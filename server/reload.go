@@ -21,7 +21,7 @@ func restartOnly(running, next *config.Config) []string {
 		}
 	}
 	if !reflect.DeepEqual(proxyRoutes(running), proxyRoutes(next)) {
-		out = append(out, "channel namespaces' proxy options (*_proxy_enabled, *_proxy_name, subscribe_stream_proxy_bidirectional, map.publish_proxy_*, map.remove_proxy_*)")
+		out = append(out, "channel namespaces' proxy options (*_proxy_enabled, *_proxy_name, subscribe_stream_proxy_bidirectional, map.publish_proxy_*, map.remove_proxy_*, shared_poll.proxy_name)")
 	}
 	return out
 }
@@ -48,6 +48,9 @@ func appliedOnReload(key string) bool {
 func proxyRoutes(c *config.Config) map[string]string {
 	routes := map[string]string{}
 	add := func(ns string, o *config.ChannelOptions) {
+		if o.IsSharedPoll() {
+			routes[ns+" shared_poll_refresh"] = "route " + sharedPollRoute(o.SharedPoll)
+		}
 		for _, r := range []struct {
 			what, name string
 			on         bool

@@ -67,6 +67,9 @@ type Server struct {
 	tel *telemetry.Telemetry
 	// delivery is the node's delivery tracer with opentelemetry.delivery.
 	delivery *deliveryRelay
+	// sharedPoll knows the shared_poll channels, which exec refuses to
+	// publish into.
+	sharedPoll sharedPollIndex
 }
 
 // New creates the node and the HTTP handlers for cfg. Nothing listens
@@ -74,6 +77,7 @@ type Server struct {
 func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	ncfg := nodeConfig(cfg)
 	ncfg.Logger = log
+	ncfg.SharedPollConcurrency = sharedPollConcurrency(cfg)
 	var delivery *deliveryRelay
 	if o := cfg.OpenTelemetry; o.Enabled && o.Delivery {
 		delivery = &deliveryRelay{}
@@ -123,6 +127,7 @@ func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 		m.OccupancyDropped(dc.OccupancyDropped)
 	}
 	s := &Server{cfg: cfg, log: log, node: node, metrics: m, mux: http.NewServeMux(), delivery: delivery}
+	s.sharedPoll.set(cfg)
 	if err := s.setupTelemetry(); err != nil {
 		return nil, err
 	}
@@ -147,7 +152,7 @@ func New(cfg *config.Config, log *slog.Logger) (_ *Server, err error) {
 	// One executor runs the methods of the HTTP and the gRPC API. Its
 	// RPC hook (api.Config.RPC) is where the RPC proxy plugs in; without
 	// one, the rpc method answers 104 "not found", as Centrifugo does.
-	s.exec = api.NewExecutor(node, api.Config{Logger: log})
+	s.exec = api.NewExecutor(node, api.Config{Logger: log, SharedPoll: s.sharedPoll.has})
 	if err := s.setupConsumers(); err != nil {
 		return nil, err
 	}
@@ -569,6 +574,7 @@ func (s *Server) Reload(cfg *config.Config) error {
 	if err := s.node.SetChannelConfig(ncfg.Channels); err != nil {
 		return fmt.Errorf("server: reload channels: %w", err)
 	}
+	s.sharedPoll.set(cfg)
 	if err := s.node.SetTokenConfig(ncfg.Token, ncfg.SubscriptionToken); err != nil {
 		return fmt.Errorf("server: reload tokens: %w", err)
 	}

@@ -57,7 +57,7 @@ func runFanout(ctx context.Context, o options) error {
 	fmt.Printf("fanout        %d %s subscribers of %s\n", f.subs, f.kind, f.channel)
 	time.Sleep(time.Second)
 	delivered.Store(0)
-	cpu0 := o.pids.sample()
+	cpu0 := o.pids.Sample()
 	start := time.Now()
 	for i := range f.pubs {
 		if err := f.publish(ctx, i); err != nil {
@@ -72,8 +72,8 @@ func runFanout(ctx context.Context, o options) error {
 	took := time.Since(start)
 	got := delivered.Load()
 	fmt.Printf("deliveries    %d of %d in %.2fs = %.0f/s\n", got, want, took.Seconds(), float64(got)/took.Seconds())
-	for _, d := range o.pids.since(cpu0) {
-		fmt.Printf("              cpu %-8s %.2fs, %.3fµs per delivery\n", d.name, d.seconds, d.seconds*1e6/float64(max(got, 1)))
+	for _, d := range o.pids.Since(cpu0) {
+		fmt.Printf("              cpu %-8s %.2fs, %.3fµs per delivery\n", d.Name, d.Seconds, d.Seconds*1e6/float64(max(got, 1)))
 	}
 	return nil
 }

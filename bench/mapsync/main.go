@@ -39,6 +39,8 @@ import (
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/gyrehq/gyre/internal/proccpu"
 )
 
 type options struct {
@@ -51,7 +53,7 @@ type options struct {
 	observers   int
 	settle      time.Duration
 	baseline    time.Duration
-	pids        pidList
+	pids        proccpu.PIDList
 	fanout      fanoutOptions
 }
 
@@ -95,10 +97,10 @@ func main() {
 
 func run(ctx context.Context, o options) error {
 	if len(o.pids) > 0 && o.baseline > 0 {
-		cpu0 := o.pids.sample()
+		cpu0 := o.pids.Sample()
 		time.Sleep(o.baseline)
-		for _, d := range o.pids.since(cpu0) {
-			fmt.Printf("at rest       cpu %-8s %.2fs in %s (%.0f%% of a core)\n", d.name, d.seconds, o.baseline, 100*d.seconds/o.baseline.Seconds())
+		for _, d := range o.pids.Since(cpu0) {
+			fmt.Printf("at rest       cpu %-8s %.2fs in %s (%.0f%% of a core)\n", d.Name, d.Seconds, o.baseline, 100*d.Seconds/o.baseline.Seconds())
 		}
 	}
 	var watchers clients
@@ -108,12 +110,12 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		cpu0 := o.pids.sample()
+		cpu0 := o.pids.Sample()
 		s, err := c.sync(o.channel, typeClients, o.limit)
 		if err != nil {
 			return fmt.Errorf("observer %d: %w", i, err)
 		}
-		printSync(i, s, o.pids.since(cpu0))
+		printSync(i, s, o.pids.Since(cpu0))
 	}
 	for _, w := range watchers {
 		w.listen()
@@ -139,11 +141,11 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-func printSync(i int, s syncStats, cpu []cpuDelta) {
+func printSync(i int, s syncStats, cpu []proccpu.Delta) {
 	fmt.Printf("observer %d    synced %d entries in %d state pages + %d stream pages, %.3fs; %d frames, %s received (%.1f B per entry)\n",
 		i, s.entries, s.statePages, s.streamPages, s.took.Seconds(), s.frames, mib(s.bytes), float64(s.bytes)/float64(max(s.entries, 1)))
 	for _, d := range cpu {
-		fmt.Printf("              cpu %-8s %.2fs (%.0f%% of a core)\n", d.name, d.seconds, 100*d.seconds/s.took.Seconds())
+		fmt.Printf("              cpu %-8s %.2fs (%.0f%% of a core)\n", d.Name, d.Seconds, 100*d.Seconds/s.took.Seconds())
 	}
 }
 

@@ -114,7 +114,9 @@ var badConfigs = []struct {
 	{"map client_key with a proxy", "c.json", `{"channel":{"proxy":{"map_publish":{"endpoint":"http://b/map"}},"namespaces":[{"name":"b","subscription_type":"map","map":{"mode":"persistent","client_key":"user_id","publish_proxy_enabled":true}}]}}`, "channel.namespaces[0].map.client_key"},
 	{"map proxy not defined", "c.json", `{"channel":{"namespaces":[{"name":"b","subscription_type":"map","map":{"mode":"persistent","remove_proxy_enabled":true,"remove_proxy_name":"gone"}}]}}`, "channel.namespaces[0].map.remove_proxy_name"},
 	{"yaml postgres map broker", "c.yaml", "map_broker:\n  type: postgres\n", "map_broker.type"},
-	{"toml shared_poll", "c.toml", "[[channel.namespaces]]\nname = \"polls\"\nsubscription_type = \"shared_poll\"\n", "channel.namespaces[0].subscription_type"},
+	{"toml shared_poll without secret", "c.toml", "[channel.proxy.shared_poll_refresh]\nendpoint = \"http://b/poll\"\n[[channel.namespaces]]\nname = \"polls\"\nsubscription_type = \"shared_poll\"\n", "shared_poll.hmac_secret_key"},
+	{"shared_poll proxy not defined", "c.json", `{"shared_poll":{"hmac_secret_key":"s"},"channel":{"namespaces":[{"name":"polls","subscription_type":"shared_poll","shared_poll":{"proxy_name":"gone"}}]}}`, "channel.namespaces[0].shared_poll.proxy_name"},
+	{"shared_poll publish versionless", "c.yaml", "shared_poll:\n  hmac_secret_key: s\nchannel:\n  proxy:\n    shared_poll_refresh:\n      endpoint: grpc://b:1\n  without_namespace:\n    subscription_type: shared_poll\n    shared_poll:\n      publish_enabled: true\n", "channel.without_namespace.shared_poll.publish_enabled"},
 }
 
 func TestCheckconfigBad(t *testing.T) {

@@ -40,6 +40,8 @@ type Command struct {
 	ChannelsRequest *ChannelsRequest `protobuf:"bytes,9,opt,name=channels_request,json=channelsRequest,proto3" json:"channels_request,omitempty"`
 	ChannelsReply   *ChannelsReply   `protobuf:"bytes,10,opt,name=channels_reply,json=channelsReply,proto3" json:"channels_reply,omitempty"`
 	MapClear        *MapClear        `protobuf:"bytes,11,opt,name=map_clear,json=mapClear,proto3" json:"map_clear,omitempty"`
+	PollInterest    *PollInterest    `protobuf:"bytes,12,opt,name=poll_interest,json=pollInterest,proto3" json:"poll_interest,omitempty"`
+	PollUpdate      *PollUpdate      `protobuf:"bytes,13,opt,name=poll_update,json=pollUpdate,proto3" json:"poll_update,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -151,6 +153,20 @@ func (x *Command) GetMapClear() *MapClear {
 	return nil
 }
 
+func (x *Command) GetPollInterest() *PollInterest {
+	if x != nil {
+		return x.PollInterest
+	}
+	return nil
+}
+
+func (x *Command) GetPollUpdate() *PollUpdate {
+	if x != nil {
+		return x.PollUpdate
+	}
+	return nil
+}
+
 type NodeInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -173,8 +189,11 @@ type NodeInfo struct {
 	// answers_channels: the node answers ChannelsRequest (older nodes do
 	// not, and are not waited for).
 	AnswersChannels bool `protobuf:"varint,13,opt,name=answers_channels,json=answersChannels,proto3" json:"answers_channels,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// leaving: the node is shutting down; the others forget it at once
+	// (shared-poll keys it polled move to them).
+	Leaving       bool `protobuf:"varint,14,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeInfo) Reset() {
@@ -294,6 +313,13 @@ func (x *NodeInfo) GetBrokerError() string {
 func (x *NodeInfo) GetAnswersChannels() bool {
 	if x != nil {
 		return x.AnswersChannels
+	}
+	return false
+}
+
+func (x *NodeInfo) GetLeaving() bool {
+	if x != nil {
+		return x.Leaving
 	}
 	return false
 }
@@ -959,11 +985,268 @@ func (x *MapClear) GetChannel() string {
 	return ""
 }
 
+// PollInterest tells the node that polls keys of a shared-poll channel
+// (the keys' owner) that the sender tracks items, at the versions it has,
+// and no longer tracks drop. The owner answers with a PollUpdate of the
+// items it has newer values of.
+type PollInterest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Items         []*PollKey             `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	Drop          []string               `protobuf:"bytes,3,rep,name=drop,proto3" json:"drop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PollInterest) Reset() {
+	*x = PollInterest{}
+	mi := &file_control_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PollInterest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PollInterest) ProtoMessage() {}
+
+func (x *PollInterest) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PollInterest.ProtoReflect.Descriptor instead.
+func (*PollInterest) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PollInterest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *PollInterest) GetItems() []*PollKey {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *PollInterest) GetDrop() []string {
+	if x != nil {
+		return x.Drop
+	}
+	return nil
+}
+
+type PollKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PollKey) Reset() {
+	*x = PollKey{}
+	mi := &file_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PollKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PollKey) ProtoMessage() {}
+
+func (x *PollKey) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PollKey.ProtoReflect.Descriptor instead.
+func (*PollKey) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PollKey) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *PollKey) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+// PollUpdate carries new values of keys of a shared-poll channel from the
+// node that polled them (or from SharedPollPublish) to the nodes tracking
+// them. epoch is the backend's epoch of versioned namespaces' versions.
+type PollUpdate struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Channel string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Epoch   string                 `protobuf:"bytes,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Items   []*PollItem            `protobuf:"bytes,3,rep,name=items,proto3" json:"items,omitempty"`
+	// publish: set by SharedPollPublish; the keys' owner takes the values
+	// as polled.
+	Publish       bool `protobuf:"varint,4,opt,name=publish,proto3" json:"publish,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PollUpdate) Reset() {
+	*x = PollUpdate{}
+	mi := &file_control_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PollUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PollUpdate) ProtoMessage() {}
+
+func (x *PollUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PollUpdate.ProtoReflect.Descriptor instead.
+func (*PollUpdate) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PollUpdate) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *PollUpdate) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *PollUpdate) GetItems() []*PollItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *PollUpdate) GetPublish() bool {
+	if x != nil {
+		return x.Publish
+	}
+	return false
+}
+
+type PollItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Removed       bool                   `protobuf:"varint,4,opt,name=removed,proto3" json:"removed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PollItem) Reset() {
+	*x = PollItem{}
+	mi := &file_control_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PollItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PollItem) ProtoMessage() {}
+
+func (x *PollItem) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PollItem.ProtoReflect.Descriptor instead.
+func (*PollItem) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PollItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *PollItem) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *PollItem) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *PollItem) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
 	"\n" +
-	"\rcontrol.proto\x12\fgyre.control\"\xb2\x04\n" +
+	"\rcontrol.proto\x12\fgyre.control\"\xae\x05\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12*\n" +
@@ -978,7 +1261,10 @@ const file_control_proto_rawDesc = "" +
 	"\x10channels_request\x18\t \x01(\v2\x1d.gyre.control.ChannelsRequestR\x0fchannelsRequest\x12B\n" +
 	"\x0echannels_reply\x18\n" +
 	" \x01(\v2\x1b.gyre.control.ChannelsReplyR\rchannelsReply\x123\n" +
-	"\tmap_clear\x18\v \x01(\v2\x16.gyre.control.MapClearR\bmapClear\"\xa6\x03\n" +
+	"\tmap_clear\x18\v \x01(\v2\x16.gyre.control.MapClearR\bmapClear\x12?\n" +
+	"\rpoll_interest\x18\f \x01(\v2\x1a.gyre.control.PollInterestR\fpollInterest\x129\n" +
+	"\vpoll_update\x18\r \x01(\v2\x18.gyre.control.PollUpdateR\n" +
+	"pollUpdate\"\xc0\x03\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -994,7 +1280,8 @@ const file_control_proto_rawDesc = "" +
 	" \x01(\x04R\vmemoryBytes\x12%\n" +
 	"\x0ebroker_healthy\x18\v \x01(\bR\rbrokerHealthy\x12!\n" +
 	"\fbroker_error\x18\f \x01(\tR\vbrokerError\x12)\n" +
-	"\x10answers_channels\x18\r \x01(\bR\x0fanswersChannels\"\xb5\x02\n" +
+	"\x10answers_channels\x18\r \x01(\bR\x0fanswersChannels\x12\x18\n" +
+	"\aleaving\x18\x0e \x01(\bR\aleaving\"\xb5\x02\n" +
 	"\tSubscribe\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12\x18\n" +
 	"\achannel\x18\x02 \x01(\tR\achannel\x12\x16\n" +
@@ -1054,7 +1341,25 @@ const file_control_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"$\n" +
 	"\bMapClear\x12\x18\n" +
-	"\achannel\x18\x01 \x01(\tR\achannelB+Z)github.com/gyrehq/gyre/internal/controlpbb\x06proto3"
+	"\achannel\x18\x01 \x01(\tR\achannel\"i\n" +
+	"\fPollInterest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12+\n" +
+	"\x05items\x18\x02 \x03(\v2\x15.gyre.control.PollKeyR\x05items\x12\x12\n" +
+	"\x04drop\x18\x03 \x03(\tR\x04drop\"5\n" +
+	"\aPollKey\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"\x84\x01\n" +
+	"\n" +
+	"PollUpdate\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\x12,\n" +
+	"\x05items\x18\x03 \x03(\v2\x16.gyre.control.PollItemR\x05items\x12\x18\n" +
+	"\apublish\x18\x04 \x01(\bR\apublish\"d\n" +
+	"\bPollItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x18\n" +
+	"\aremoved\x18\x04 \x01(\bR\aremovedB+Z)github.com/gyrehq/gyre/internal/controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
@@ -1068,7 +1373,7 @@ func file_control_proto_rawDescGZIP() []byte {
 	return file_control_proto_rawDescData
 }
 
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_control_proto_goTypes = []any{
 	(*Command)(nil),           // 0: gyre.control.Command
 	(*NodeInfo)(nil),          // 1: gyre.control.NodeInfo
@@ -1081,7 +1386,11 @@ var file_control_proto_goTypes = []any{
 	(*ChannelsRequest)(nil),   // 8: gyre.control.ChannelsRequest
 	(*ChannelsReply)(nil),     // 9: gyre.control.ChannelsReply
 	(*MapClear)(nil),          // 10: gyre.control.MapClear
-	nil,                       // 11: gyre.control.ChannelsReply.ChannelsEntry
+	(*PollInterest)(nil),      // 11: gyre.control.PollInterest
+	(*PollKey)(nil),           // 12: gyre.control.PollKey
+	(*PollUpdate)(nil),        // 13: gyre.control.PollUpdate
+	(*PollItem)(nil),          // 14: gyre.control.PollItem
+	nil,                       // 15: gyre.control.ChannelsReply.ChannelsEntry
 }
 var file_control_proto_depIdxs = []int32{
 	1,  // 0: gyre.control.Command.node:type_name -> gyre.control.NodeInfo
@@ -1093,13 +1402,17 @@ var file_control_proto_depIdxs = []int32{
 	8,  // 6: gyre.control.Command.channels_request:type_name -> gyre.control.ChannelsRequest
 	9,  // 7: gyre.control.Command.channels_reply:type_name -> gyre.control.ChannelsReply
 	10, // 8: gyre.control.Command.map_clear:type_name -> gyre.control.MapClear
-	3,  // 9: gyre.control.Subscribe.override:type_name -> gyre.control.SubscribeOverride
-	11, // 10: gyre.control.ChannelsReply.channels:type_name -> gyre.control.ChannelsReply.ChannelsEntry
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	11, // 9: gyre.control.Command.poll_interest:type_name -> gyre.control.PollInterest
+	13, // 10: gyre.control.Command.poll_update:type_name -> gyre.control.PollUpdate
+	3,  // 11: gyre.control.Subscribe.override:type_name -> gyre.control.SubscribeOverride
+	15, // 12: gyre.control.ChannelsReply.channels:type_name -> gyre.control.ChannelsReply.ChannelsEntry
+	12, // 13: gyre.control.PollInterest.items:type_name -> gyre.control.PollKey
+	14, // 14: gyre.control.PollUpdate.items:type_name -> gyre.control.PollItem
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -1114,7 +1427,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

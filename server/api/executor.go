@@ -24,16 +24,17 @@ type RPCFunc func(ctx context.Context, method string, params []byte) ([]byte, er
 // from either runs its commands through runBatch. It is safe for
 // concurrent use.
 type Executor struct {
-	node     *gyre.Node
-	rpc      RPCFunc
-	maxBatch int
-	log      *slog.Logger
-	fails    *faillog.Log
+	node       *gyre.Node
+	rpc        RPCFunc
+	sharedPoll func(channel string) bool
+	maxBatch   int
+	log        *slog.Logger
+	fails      *faillog.Log
 }
 
 // NewExecutor creates the executor of n's API. It reads Logger,
-// MaxBatchSize and RPC of cfg; the other fields belong to the HTTP
-// handler.
+// MaxBatchSize, RPC and SharedPoll of cfg; the other fields belong to
+// the HTTP handler.
 func NewExecutor(n *gyre.Node, cfg Config) *Executor {
 	if cfg.MaxBatchSize == 0 {
 		cfg.MaxBatchSize = 100_000
@@ -42,7 +43,7 @@ func NewExecutor(n *gyre.Node, cfg Config) *Executor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Executor{node: n, rpc: cfg.RPC, maxBatch: cfg.MaxBatchSize, log: log, fails: faillog.New(log)}
+	return &Executor{node: n, rpc: cfg.RPC, sharedPoll: cfg.SharedPoll, maxBatch: cfg.MaxBatchSize, log: log, fails: faillog.New(log)}
 }
 
 // APIError maps err, returned by method, to the error its caller answers:
@@ -155,7 +156,7 @@ func (e *Executor) runBatch(ctx context.Context, n int, at func(int) Command, pa
 			continue
 		}
 		if c.publishes() {
-			if err := g.add(i, &c, c.trace(tc)); err != nil {
+			if err := g.add(e, i, &c, c.trace(tc)); err != nil {
 				// It publishes nothing, so the stretch goes on past it.
 				replies[i].Error = e.APIError(c.Method(), err)
 			}

@@ -48,6 +48,11 @@ type Config struct {
 	// Centrifugo does for a method no extension serves. In the server
 	// this is where the RPC proxy plugs in (server.New).
 	RPC RPCFunc
+	// SharedPoll, when set, reports whether channel is in a shared_poll
+	// namespace: publish and broadcast refuse those channels with 107,
+	// as their subscribers get the values of tracked keys, never
+	// publications (shared_poll_publish sets a key). Nil refuses none.
+	SharedPoll func(channel string) bool
 	// TracerProvider, when set, traces the HTTP API: a SERVER span per
 	// request, named "POST <prefix>/<method>" ("POST <prefix>" for the
 	// legacy form), continuing the trace of the request's W3C traceparent

@@ -26,7 +26,10 @@ const (
 // testChannels: "hist:" keeps history, "pres:" keeps presence, "plain:"
 // has neither; channels without namespace have both; "wild:" allows
 // wildcard subscriptions. "map:" channels are maps whose keys live until
-// removed, "emap:" maps whose keys expire, with no stream.
+// removed, "emap:" maps whose keys expire, with no stream. "poll:"
+// channels are versioned shared-poll channels that shared_poll_publish
+// may set, "vpoll:" versionless ones and "rpoll:" versioned ones without
+// publish_enabled.
 func testChannels() gyre.ChannelConfig {
 	full := gyre.ChannelOptions{
 		Presence: true, HistorySize: 100, HistoryTTL: time.Minute,
@@ -47,8 +50,28 @@ func testChannels() gyre.ChannelConfig {
 				SubscriptionType: gyre.SubscriptionTypeMap, AllowSubscribeForClient: true,
 				Map: gyre.MapChannelOptions{Mode: gyre.MapModeEphemeral, KeyTTL: time.Minute},
 			}},
+			{Name: "poll", ChannelOptions: gyre.ChannelOptions{
+				SubscriptionType: gyre.SubscriptionTypeSharedPoll,
+				SharedPoll:       gyre.SharedPollOptions{Versioned: true, PublishEnabled: true},
+			}},
+			{Name: "vpoll", ChannelOptions: gyre.ChannelOptions{SubscriptionType: gyre.SubscriptionTypeSharedPoll}},
+			{Name: "rpoll", ChannelOptions: gyre.ChannelOptions{
+				SubscriptionType: gyre.SubscriptionTypeSharedPoll, SharedPoll: gyre.SharedPollOptions{Versioned: true},
+			}},
 		},
 	}
+}
+
+// sharedPollHandlers sets the handlers the shared-poll namespaces of
+// testChannels need to run. The API only sets keys, so nothing is ever
+// polled or tracked here.
+func sharedPollHandlers(n *gyre.Node) {
+	n.OnSharedPollRefresh(func(context.Context, gyre.SharedPollRefreshEvent) (gyre.SharedPollRefreshReply, error) {
+		return gyre.SharedPollRefreshReply{}, nil
+	})
+	n.OnTrack(func(context.Context, *gyre.Client, gyre.TrackEvent) (gyre.TrackReply, error) {
+		return gyre.TrackReply{}, gyre.ErrorPermissionDenied
+	})
 }
 
 // env is a node with the API and the WebSocket endpoint behind one
@@ -76,6 +99,7 @@ func newEnvWith(t testing.TB, cfg api.Config, ncfg gyre.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sharedPollHandlers(n)
 	if err := n.Run(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,11 @@ var errNoChannel = &Error{107, "bad request: channel required"}
 
 // publishItem checks a publish request and makes what to publish of it,
 // carrying trace context tc.
-func publishItem(r *PublishRequest, tc []byte) (gyre.PublishItem, error) {
+func (e *Executor) publishItem(r *PublishRequest, tc []byte) (gyre.PublishItem, error) {
 	if err := requireChannel(r.Channel); err != nil {
+		return gyre.PublishItem{}, err
+	}
+	if err := e.publishable(r.Channel); err != nil {
 		return gyre.PublishItem{}, err
 	}
 	data, err := publishData(r.Data, r.B64Data)
@@ -34,9 +37,10 @@ func publishItem(r *PublishRequest, tc []byte) (gyre.PublishItem, error) {
 }
 
 // broadcastItems checks a broadcast request and makes one item per
-// channel of it; an empty channel name gets an item with Err set, not
-// published. Each carries trace context tc.
-func broadcastItems(r *BroadcastRequest, tc []byte) ([]gyre.PublishItem, error) {
+// channel of it; an empty channel name, or one that takes no
+// publications, gets an item with Err (an *Error) set, not published.
+// Each carries trace context tc.
+func (e *Executor) broadcastItems(r *BroadcastRequest, tc []byte) ([]gyre.PublishItem, error) {
 	if len(r.Channels) == 0 {
 		return nil, &Error{107, "bad request: channels required"}
 	}
@@ -50,6 +54,8 @@ func broadcastItems(r *BroadcastRequest, tc []byte) ([]gyre.PublishItem, error) 
 		items[i] = gyre.PublishItem{Channel: ch, Data: data, Options: opts}
 		if ch == "" {
 			items[i].Err = errNoChannel
+		} else if err := e.publishable(ch); err != nil {
+			items[i].Err = err
 		}
 	}
 	return items, nil
@@ -61,7 +67,7 @@ func toPublishResult(r gyre.PublishResult) PublishResult {
 
 // Publish publishes into one channel.
 func (e *Executor) Publish(ctx context.Context, r *PublishRequest) (PublishResult, error) {
-	item, err := publishItem(r, traceOf(ctx))
+	item, err := e.publishItem(r, traceOf(ctx))
 	if err != nil {
 		return PublishResult{}, err
 	}
@@ -77,7 +83,7 @@ func (e *Executor) Publish(ctx context.Context, r *PublishRequest) (PublishResul
 // PublishMany. A channel that fails has its error in its response; the
 // call itself fails only on a bad request.
 func (e *Executor) Broadcast(ctx context.Context, r *BroadcastRequest) (BroadcastResult, error) {
-	items, err := broadcastItems(r, traceOf(ctx))
+	items, err := e.broadcastItems(r, traceOf(ctx))
 	if err != nil {
 		return BroadcastResult{}, err
 	}

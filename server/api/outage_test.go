@@ -47,6 +47,7 @@ func newRedisEnv(t *testing.T) *redisEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sharedPollHandlers(n)
 	if err := n.Run(); err != nil {
 		t.Fatal(err)
 	}

@@ -31,9 +31,9 @@ type pendingBroadcast struct {
 
 // add checks command c, the i-th of the batch, a publish or a broadcast,
 // and adds it to the group, its publications carrying trace context tc.
-func (g *publishGroup) add(i int, c *Command, tc []byte) error {
+func (g *publishGroup) add(e *Executor, i int, c *Command, tc []byte) error {
 	if r, ok := c.req.(*PublishRequest); ok {
-		item, err := publishItem(r, tc)
+		item, err := e.publishItem(r, tc)
 		if err != nil {
 			return err
 		}
@@ -41,7 +41,7 @@ func (g *publishGroup) add(i int, c *Command, tc []byte) error {
 		g.from = append(g.from, itemSource{reply: i, broadcast: -1})
 		return nil
 	}
-	items, err := broadcastItems(c.req.(*BroadcastRequest), tc)
+	items, err := e.broadcastItems(c.req.(*BroadcastRequest), tc)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (g *publishGroup) addBroadcast(i int, items []gyre.PublishItem) {
 	g.broadcasts = append(g.broadcasts, pendingBroadcast{reply: i, result: res})
 	for k, it := range items {
 		if it.Err != nil {
-			res.Responses[k].Error = errNoChannel
+			res.Responses[k].Error = it.Err.(*Error) // broadcastItems sets only those
 			continue
 		}
 		g.items = append(g.items, it)

@@ -130,6 +130,8 @@ func requestChannel(req any) string {
 		return r.Channel
 	case *MapReadStreamRequest:
 		return r.Channel
+	case *SharedPollPublishRequest:
+		return r.Channel
 	}
 	return ""
 }

@@ -13,7 +13,7 @@ type Channel struct {
 	UserBoundary      string         `key:"user_boundary" default:"#" nonempty:"true" help:"Starts the list of users a channel is limited to (chat#42,43)."`
 	UserSeparator     string         `key:"user_separator" default:"," nonempty:"true" help:"Separates users in a user-limited channel name."`
 
-	Proxy                 ChannelProxy  `key:"proxy" help:"Default subscribe, publish, sub_refresh, subscribe_stream, map_publish and map_remove proxies."`
+	Proxy                 ChannelProxy  `key:"proxy" help:"Default subscribe, publish, sub_refresh, subscribe_stream, map_publish, map_remove, state, cache_empty and shared_poll_refresh proxies."`
 	PublicationDataFormat Unimplemented `key:"publication_data_format" help:"Validation of publication data format." unsupported:"Gyre does not check publication data; validate it in a publish proxy (channel.proxy.publish) or in the backend that calls the server API."`
 }
 
@@ -70,11 +70,12 @@ type ChannelOptions struct {
 	CacheEmptyProxyName               string        `key:"cache_empty_proxy_name" default:"default" help:"Proxy for cache empty events: \"default\" (channel.proxy.cache_empty) or a name from proxies."`
 	SubscribeStreamProxyBidirectional bool          `key:"subscribe_stream_proxy_bidirectional" help:"Make subscription streams bidirectional (client publications go to the backend stream)."`
 	PublicationDataFormat             Unimplemented `key:"publication_data_format" help:"Validation of publication data format." unsupported:"Gyre does not check publication data; validate it in a publish proxy (channel.proxy.publish) or in the backend that calls the server API."`
-	SubscriptionType                  string        `key:"subscription_type" enum:",stream,map,map_clients,map_users,shared_poll" help:"What the channels are: stream (\"\" too: publications, history), map (keyed state the application writes and subscribers keep in sync; see map), map_clients or map_users (maps of the clients or users subscribed to stream channels, kept by the server for namespaces whose map_clients_presence_channel_prefix or map_users_presence_channel_prefix names them). shared_poll is Centrifugo's and refused."`
+	SubscriptionType                  string        `key:"subscription_type" enum:",stream,map,map_clients,map_users,shared_poll" help:"What the channels are: stream (\"\" too: publications, history), map (keyed state the application writes and subscribers keep in sync; see map), map_clients or map_users (maps of the clients or users subscribed to stream channels, kept by the server for namespaces whose map_clients_presence_channel_prefix or map_users_presence_channel_prefix names them), or shared_poll (keys whose values the server polls from the backend for the clients tracking them; see shared_poll)."`
 	Map                               MapOptions    `key:"map" help:"Options of map channels (subscription_type map, map_clients, map_users)."`
 	MapClientsPresenceChannelPrefix   string        `key:"map_clients_presence_channel_prefix" help:"On a stream namespace: keep the clients subscribed to each channel C in the map channel of this prefix + C, one key per client id (with its client info), written on subscribe, refreshed while subscribed, removed on unsubscribe. The prefix must name a namespace of subscription_type map_clients."`
 	MapUsersPresenceChannelPrefix     string        `key:"map_users_presence_channel_prefix" help:"On a stream namespace: keep the users subscribed to each channel C in the map channel of this prefix + C, one key per user id (anonymous clients left out), refreshed while subscribed and expiring after the map's key_ttl. The prefix must name a namespace of subscription_type map_users."`
-	SharedPoll                        Unimplemented `key:"shared_poll" help:"Options of shared_poll channels." unsupported:"Gyre has no shared-poll subscriptions; have the backend write the keys into a map channel (subscription_type map) through the server API."`
+
+	SharedPoll SharedPollOptions `key:"shared_poll" help:"Options of shared_poll channels (subscription_type shared_poll)."`
 }
 
 // MapOptions are the options of map channels: what they keep, who may

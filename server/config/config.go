@@ -16,6 +16,7 @@ type Config struct {
 	MapBroker       MapBroker       `key:"map_broker" help:"Where map channels (channel subscription_type map, map_clients, map_users) keep their state and stream: memory for one node, redis for many."`
 	Client          Client          `key:"client" help:"Real-time client connections: authentication, limits, timers."`
 	Channel         Channel         `key:"channel" help:"Channel names, namespaces and per-namespace channel options."`
+	SharedPoll      SharedPoll      `key:"shared_poll" help:"What shared_poll channels (subscription_type shared_poll) share: the secret of track signatures, the bound on calls polling the backend."`
 	HTTPAPI         HTTPAPI         `key:"http_api" help:"The server HTTP API (POST /api/<method>)."`
 	GRPCAPI         GRPCAPI         `key:"grpc_api" help:"The server API over gRPC, on its own port."`
 	WebSocket       WebSocket       `key:"websocket" help:"The bidirectional WebSocket transport."`

@@ -264,7 +264,7 @@ func TestResolveReadsBothPrefixes(t *testing.T) {
 
 func TestResolveReportsUnsupportedOnce(t *testing.T) {
 	// client.concurrency is set by the file and both prefixes; the
-	// namespace's shared_poll comes inside a JSON variable; the
+	// namespace's publication_data_format comes inside a JSON variable; the
 	// buffer size is a typed key from the file alone.
 	file := filepath.Join(t.TempDir(), "config.json")
 	content := `{"client": {"concurrency": 4}, "websocket": {"write_buffer_size": 8192}}`
@@ -274,15 +274,15 @@ func TestResolveReportsUnsupportedOnce(t *testing.T) {
 	_, warnings, err := Resolve(Sources{File: file, Environ: []string{
 		"CENTRIFUGO_CLIENT_CONCURRENCY=2",
 		"GYRE_CLIENT_CONCURRENCY=3",
-		`GYRE_CHANNEL_NAMESPACES=[{"name": "polls", "shared_poll": {"publish_enabled": true}}]`,
+		`GYRE_CHANNEL_NAMESPACES=[{"name": "polls", "publication_data_format": "json"}]`,
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for key, setBy := range map[string]string{
-		"client.concurrency":                "GYRE_CLIENT_CONCURRENCY",
-		"channel.namespaces[0].shared_poll": "GYRE_CHANNEL_NAMESPACES",
-		"websocket.write_buffer_size":       "",
+		"client.concurrency":                            "GYRE_CLIENT_CONCURRENCY",
+		"channel.namespaces[0].publication_data_format": "GYRE_CHANNEL_NAMESPACES",
+		"websocket.write_buffer_size":                   "",
 	} {
 		var lines []string
 		for _, w := range warnings {

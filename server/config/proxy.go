@@ -22,7 +22,7 @@ type Proxy struct {
 type ProxyHTTP struct {
 	TLS                    TLS                     `key:"tls" help:"TLS of https:// endpoints: CA to trust, client certificate, server name."`
 	StatusToCodeTransforms []StatusToCodeTransform `key:"status_to_code_transforms" help:"Turn HTTP statuses of the backend into client errors or disconnects instead of 100."`
-	StaticHeaders          Unimplemented           `effect:"any" key:"static_headers" help:"Fixed headers added to every HTTP proxy request." unsupported:"Put fixed headers in a reverse proxy in front of the backend, or pass them from the client with http_headers."`
+	StaticHeaders          map[string]string       `key:"static_headers" help:"Fixed headers sent with every request to the backend, e.g. {\"Authorization\": \"Bearer ...\"}; they win over client headers of the same name (http_headers, emulated_headers)."`
 }
 
 // StatusToCodeTransform turns one HTTP status of the backend into an error
@@ -86,6 +86,10 @@ type ChannelProxy struct {
 	MapRemove       Proxy `key:"map_remove" help:"Decide clients' removals from map channels at the backend (namespaces set map.remove_proxy_enabled)."`
 	State           Proxy `key:"state" help:"Tell the backend when a channel is occupied (its first subscriber anywhere) or vacated (its last one gone everywhere), in batches (namespaces set state_proxy_enabled; see docs/event-hooks.md)."`
 	CacheEmpty      Proxy `key:"cache_empty" help:"Ask the backend to publish a channel's state when a subscriber in cache recovery mode finds no publication (namespaces set cache_empty_proxy_enabled)."`
+	// SharedPollRefresh reads only endpoint, timeout, http (tls,
+	// static_headers) and grpc: its calls are made for no client, so
+	// there are no client headers, metadata or meta to forward.
+	SharedPollRefresh Proxy `key:"shared_poll_refresh" help:"Poll the backend for the values of the keys clients track in shared_poll channels (namespaces whose shared_poll.proxy_name is empty or \"default\")."`
 }
 
 // RPC configures client RPC calls.

@@ -22,6 +22,7 @@ func (c *Config) Validate() error {
 	v.mapBroker(c)
 	v.endpoints(c)
 	v.proxies(c)
+	v.sharedPoll(c)
 	v.eventHooks(c)
 	v.consumers(c)
 	return errors.Join(v.errs...)

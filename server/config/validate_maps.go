@@ -29,9 +29,6 @@ const (
 func (v *validator) mapOptions(path string, o *ChannelOptions) {
 	m := &o.Map
 	switch {
-	case o.SubscriptionType == "shared_poll":
-		v.fail(path+".subscription_type", "shared_poll is not supported by Gyre: have the backend write keys into a map channel (subscription_type map) through the server API")
-		return
 	case !o.IsMap():
 		// The other map options mean nothing to a stream namespace, and
 		// configurations dumped with every key carry them everywhere;

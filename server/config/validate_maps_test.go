@@ -48,7 +48,6 @@ func TestMapConfigRefused(t *testing.T) {
 		{"wildcards", ns(`"subscription_type": "map", "allow_wildcard_subscriptions": true, "map": {"mode": "persistent"}`), p + ".allow_wildcard_subscriptions", "no wildcard"},
 		{"subscription stream", `{"channel": {"proxy": {"subscribe_stream": {"endpoint": "grpc://backend:1"}}, "namespaces": [{"name": "m", "subscription_type": "map", "subscribe_stream_proxy_enabled": true, "map": {"mode": "persistent"}}]}}`,
 			p + ".subscribe_stream_proxy_enabled", "cannot be streamed"},
-		{"shared_poll", ns(`"subscription_type": "shared_poll"`), p + ".subscription_type", "shared_poll is not supported"},
 		{"unknown type", ns(`"subscription_type": "table"`), p + ".subscription_type", "unknown value"},
 		{"presence prefix to no namespace", ns(`"map_clients_presence_channel_prefix": "nope:"`), p + ".map_clients_presence_channel_prefix", "names no namespace"},
 		{"presence prefix to a stream namespace", `{"channel": {"namespaces": [{"name": "chat", "map_users_presence_channel_prefix": "chat:"}]}}`,

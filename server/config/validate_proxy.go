@@ -46,6 +46,7 @@ func (v *validator) proxies(c *Config) {
 	v.proxy("channel.proxy.map_remove", &chp.MapRemove, false)
 	v.proxy("channel.proxy.state", &chp.State, false)
 	v.proxy("channel.proxy.cache_empty", &chp.CacheEmpty, false)
+	v.proxy("channel.proxy.shared_poll_refresh", &chp.SharedPollRefresh, false)
 	v.proxy("rpc.proxy", &c.RPC.Proxy, false)
 
 	nsProxies := func(path string, o *ChannelOptions) {
@@ -137,6 +138,7 @@ func (v *validator) proxy(path string, p *Proxy, required bool) {
 	case u.Host == "":
 		v.fail(path+".endpoint", "has no host")
 	}
+	v.staticHeaders(path+".http.static_headers", p.HTTP.StaticHeaders)
 	if p.GRPC.CredentialsKey == "" && p.GRPC.CredentialsValue != "" {
 		v.fail(path+".grpc.credentials_key", "must be set with credentials_value")
 	}
@@ -208,5 +210,6 @@ func (c *Config) Notices() []string {
 		out = append(out, "config: uni_grpc serves plain gRPC: it takes its TLS from uni_grpc.tls, not from grpc_api.tls (set uni_grpc.tls to encrypt it)")
 	}
 	out = append(out, c.hookProxyNotices()...)
+	out = append(out, c.sharedPollNotices()...)
 	return append(out, c.otelNotices()...)
 }

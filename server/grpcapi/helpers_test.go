@@ -33,7 +33,8 @@ const (
 
 // testChannels: "hist:" keeps history, "pres:" presence, "plain:"
 // neither; channels without namespace both; "map:" channels are maps
-// with a stream.
+// with a stream; "poll:" channels are versioned shared-poll channels
+// that shared_poll_publish may set, "rpoll:" ones it may not.
 func testChannels() gyre.ChannelConfig {
 	return gyre.ChannelConfig{
 		WithoutNamespace: gyre.ChannelOptions{Presence: true, HistorySize: 100, HistoryTTL: time.Minute, AllowSubscribeForClient: true},
@@ -44,8 +45,20 @@ func testChannels() gyre.ChannelConfig {
 			{Name: "map", ChannelOptions: gyre.ChannelOptions{
 				SubscriptionType: gyre.SubscriptionTypeMap, Map: gyre.MapChannelOptions{Mode: gyre.MapModeRecoverable, KeyTTL: time.Minute},
 			}},
+			{Name: "poll", ChannelOptions: gyre.ChannelOptions{
+				SubscriptionType: gyre.SubscriptionTypeSharedPoll, SharedPoll: gyre.SharedPollOptions{Versioned: true, PublishEnabled: true},
+			}},
+			{Name: "rpoll", ChannelOptions: gyre.ChannelOptions{
+				SubscriptionType: gyre.SubscriptionTypeSharedPoll, SharedPoll: gyre.SharedPollOptions{Versioned: true},
+			}},
 		},
 	}
+}
+
+// isPollChannel tells the executor the shared-poll channels of
+// testChannels, as the server tells it those of its config.
+func isPollChannel(channel string) bool {
+	return strings.HasPrefix(channel, "poll:") || strings.HasPrefix(channel, "rpoll:")
 }
 
 // echoRPC serves the rpc method: "echo" answers its params, "fail" an
@@ -108,12 +121,20 @@ func startEnv(t testing.TB, ncfg gyre.Config, cfg grpcapi.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The shared-poll namespaces need these to run; the API only sets
+	// keys, so nothing is ever polled or tracked here.
+	n.OnSharedPollRefresh(func(context.Context, gyre.SharedPollRefreshEvent) (gyre.SharedPollRefreshReply, error) {
+		return gyre.SharedPollRefreshReply{}, nil
+	})
+	n.OnTrack(func(context.Context, *gyre.Client, gyre.TrackEvent) (gyre.TrackReply, error) {
+		return gyre.TrackReply{}, gyre.ErrorPermissionDenied
+	})
 	if err := n.Run(); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, node: n, logs: &logtest.Recorder{}}
 	log := slog.New(e.logs)
-	exec := api.NewExecutor(n, api.Config{RPC: echoRPC, MaxBatchSize: 1000, Logger: log})
+	exec := api.NewExecutor(n, api.Config{RPC: echoRPC, MaxBatchSize: 1000, Logger: log, SharedPoll: isPollChannel})
 	cfg.Logger = log
 	cfg.OnCall = func(method string, code uint32, _ time.Duration) {
 		e.mu.Lock()

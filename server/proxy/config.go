@@ -33,6 +33,9 @@ type Config struct {
 	BinaryEncoding bool
 	// IncludeConnectionMeta sends the connection's meta with each call.
 	IncludeConnectionMeta bool
+	// StaticHeaders are sent with every call to an http:// or https://
+	// endpoint, over forwarded client headers of the same name.
+	StaticHeaders map[string]string
 	// StatusTransforms turn HTTP statuses of the backend into what the
 	// client gets; other statuses than 200 give error 100.
 	StatusTransforms []StatusTransform
@@ -59,8 +62,9 @@ type Config struct {
 // safe for concurrent use and must not block.
 type CallObserver interface {
 	// CallStarted and CallDone bracket one call of a type: "connect",
-	// "refresh", "subscribe", "publish", "sub_refresh", "rpc" or
-	// "subscribe_stream" (until the stream's first message).
+	// "refresh", "subscribe", "publish", "sub_refresh", "rpc",
+	// "map_publish", "map_remove", "cache_empty", "shared_poll_refresh"
+	// or "subscribe_stream" (until the stream's first message).
 	CallStarted(typ string)
 	CallDone(typ string, d time.Duration)
 	// CallFailed counts a call that failed on the way: the backend

@@ -19,6 +19,7 @@ type httpCaller struct {
 	endpoint   string
 	client     *http.Client
 	transforms []StatusTransform
+	static     http.Header
 }
 
 func newHTTPCaller(cfg Config) *httpCaller {
@@ -28,7 +29,14 @@ func newHTTPCaller(cfg Config) *httpCaller {
 	// keep enough idle connections that they are reused, not redialled.
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 256
-	return &httpCaller{endpoint: cfg.Endpoint, client: &http.Client{Transport: t}, transforms: cfg.StatusTransforms}
+	h := &httpCaller{endpoint: cfg.Endpoint, client: &http.Client{Transport: t}, transforms: cfg.StatusTransforms}
+	if len(cfg.StaticHeaders) > 0 {
+		h.static = make(http.Header, len(cfg.StaticHeaders))
+		for k, v := range cfg.StaticHeaders {
+			h.static.Set(k, v)
+		}
+	}
+	return h
 }
 
 func (h *httpCaller) call(ctx context.Context, _ string, req, resp proto.Message, hdr map[string]string) error {
@@ -42,6 +50,11 @@ func (h *httpCaller) call(ctx context.Context, _ string, req, resp proto.Message
 	}
 	for k, v := range hdr {
 		r.Header.Set(k, v)
+	}
+	// The operator's fixed headers (a backend's credentials, say) win
+	// over what a client sent; the body's type is the proxy's own.
+	for k, v := range h.static {
+		r.Header[k] = v
 	}
 	r.Header.Set("Content-Type", "application/json")
 	res, err := h.client.Do(r)

@@ -224,6 +224,8 @@ func callType(method string) string {
 		return "map_remove"
 	case "NotifyCacheEmpty":
 		return "cache_empty"
+	case "SharedPollRefresh":
+		return "shared_poll_refresh"
 	}
 	return strings.ToLower(method)
 }

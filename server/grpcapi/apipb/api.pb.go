@@ -13,7 +13,7 @@
 //   BlockUser, UnblockUser, RevokeToken, InvalidateUserTokens,
 //   DeviceRegister, DeviceUpdate, DeviceRemove, DeviceList, DeviceTopicList,
 //   DeviceTopicUpdate, UserTopicList, UserTopicUpdate, SendPushNotification,
-//   UpdatePushStatus, CancelPush, SharedPollPublish.
+//   UpdatePushStatus, CancelPush.
 //
 // Their messages (ConnectionInfo, UserStatus, Device..., Push..., Int32Value
 // and so on) are left out too. Regenerate the Go code with ./generate.sh.
@@ -4136,36 +4136,213 @@ func (x *MapClearResponse) GetResult() *MapClearResult {
 	return nil
 }
 
-// Command is one call of a batch: exactly one of its request fields is set,
-// the one naming the method.
-type Command struct {
+// SharedPollPublishRequest sets key of a versioned shared-poll channel
+// whose namespace has publish_enabled, without waiting for the next poll:
+// data (JSON) or b64data (base64, which wins), version above 0, and the
+// backend's epoch of its versions.
+type SharedPollPublishRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Publish       *PublishRequest        `protobuf:"bytes,4,opt,name=publish,proto3" json:"publish,omitempty"`
-	Broadcast     *BroadcastRequest      `protobuf:"bytes,5,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
-	Subscribe     *SubscribeRequest      `protobuf:"bytes,6,opt,name=subscribe,proto3" json:"subscribe,omitempty"`
-	Unsubscribe   *UnsubscribeRequest    `protobuf:"bytes,7,opt,name=unsubscribe,proto3" json:"unsubscribe,omitempty"`
-	Disconnect    *DisconnectRequest     `protobuf:"bytes,8,opt,name=disconnect,proto3" json:"disconnect,omitempty"`
-	Presence      *PresenceRequest       `protobuf:"bytes,9,opt,name=presence,proto3" json:"presence,omitempty"`
-	PresenceStats *PresenceStatsRequest  `protobuf:"bytes,10,opt,name=presence_stats,json=presenceStats,proto3" json:"presence_stats,omitempty"`
-	History       *HistoryRequest        `protobuf:"bytes,11,opt,name=history,proto3" json:"history,omitempty"`
-	HistoryRemove *HistoryRemoveRequest  `protobuf:"bytes,12,opt,name=history_remove,json=historyRemove,proto3" json:"history_remove,omitempty"`
-	Info          *InfoRequest           `protobuf:"bytes,13,opt,name=info,proto3" json:"info,omitempty"`
-	Rpc           *RPCRequest            `protobuf:"bytes,14,opt,name=rpc,proto3" json:"rpc,omitempty"`
-	Refresh       *RefreshRequest        `protobuf:"bytes,15,opt,name=refresh,proto3" json:"refresh,omitempty"`
-	Channels      *ChannelsRequest       `protobuf:"bytes,16,opt,name=channels,proto3" json:"channels,omitempty"`
-	MapPublish    *MapPublishRequest     `protobuf:"bytes,36,opt,name=map_publish,json=mapPublish,proto3" json:"map_publish,omitempty"`
-	MapRemove     *MapRemoveRequest      `protobuf:"bytes,37,opt,name=map_remove,json=mapRemove,proto3" json:"map_remove,omitempty"`
-	MapReadState  *MapReadStateRequest   `protobuf:"bytes,38,opt,name=map_read_state,json=mapReadState,proto3" json:"map_read_state,omitempty"`
-	MapReadStream *MapReadStreamRequest  `protobuf:"bytes,39,opt,name=map_read_stream,json=mapReadStream,proto3" json:"map_read_stream,omitempty"`
-	MapStats      *MapStatsRequest       `protobuf:"bytes,40,opt,name=map_stats,json=mapStats,proto3" json:"map_stats,omitempty"`
-	MapClear      *MapClearRequest       `protobuf:"bytes,41,opt,name=map_clear,json=mapClear,proto3" json:"map_clear,omitempty"`
+	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	B64Data       string                 `protobuf:"bytes,4,opt,name=b64data,proto3" json:"b64data,omitempty"`
+	Version       uint64                 `protobuf:"varint,5,opt,name=version,proto3" json:"version,omitempty"`
+	Epoch         string                 `protobuf:"bytes,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *SharedPollPublishRequest) Reset() {
+	*x = SharedPollPublishRequest{}
+	mi := &file_api_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedPollPublishRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedPollPublishRequest) ProtoMessage() {}
+
+func (x *SharedPollPublishRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedPollPublishRequest.ProtoReflect.Descriptor instead.
+func (*SharedPollPublishRequest) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *SharedPollPublishRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *SharedPollPublishRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SharedPollPublishRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *SharedPollPublishRequest) GetB64Data() string {
+	if x != nil {
+		return x.B64Data
+	}
+	return ""
+}
+
+func (x *SharedPollPublishRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *SharedPollPublishRequest) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+type SharedPollPublishResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedPollPublishResult) Reset() {
+	*x = SharedPollPublishResult{}
+	mi := &file_api_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedPollPublishResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedPollPublishResult) ProtoMessage() {}
+
+func (x *SharedPollPublishResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedPollPublishResult.ProtoReflect.Descriptor instead.
+func (*SharedPollPublishResult) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{70}
+}
+
+type SharedPollPublishResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Error         *Error                   `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Result        *SharedPollPublishResult `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedPollPublishResponse) Reset() {
+	*x = SharedPollPublishResponse{}
+	mi := &file_api_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedPollPublishResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedPollPublishResponse) ProtoMessage() {}
+
+func (x *SharedPollPublishResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedPollPublishResponse.ProtoReflect.Descriptor instead.
+func (*SharedPollPublishResponse) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *SharedPollPublishResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *SharedPollPublishResponse) GetResult() *SharedPollPublishResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// Command is one call of a batch: exactly one of its request fields is set,
+// the one naming the method.
+type Command struct {
+	state             protoimpl.MessageState    `protogen:"open.v1"`
+	Publish           *PublishRequest           `protobuf:"bytes,4,opt,name=publish,proto3" json:"publish,omitempty"`
+	Broadcast         *BroadcastRequest         `protobuf:"bytes,5,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
+	Subscribe         *SubscribeRequest         `protobuf:"bytes,6,opt,name=subscribe,proto3" json:"subscribe,omitempty"`
+	Unsubscribe       *UnsubscribeRequest       `protobuf:"bytes,7,opt,name=unsubscribe,proto3" json:"unsubscribe,omitempty"`
+	Disconnect        *DisconnectRequest        `protobuf:"bytes,8,opt,name=disconnect,proto3" json:"disconnect,omitempty"`
+	Presence          *PresenceRequest          `protobuf:"bytes,9,opt,name=presence,proto3" json:"presence,omitempty"`
+	PresenceStats     *PresenceStatsRequest     `protobuf:"bytes,10,opt,name=presence_stats,json=presenceStats,proto3" json:"presence_stats,omitempty"`
+	History           *HistoryRequest           `protobuf:"bytes,11,opt,name=history,proto3" json:"history,omitempty"`
+	HistoryRemove     *HistoryRemoveRequest     `protobuf:"bytes,12,opt,name=history_remove,json=historyRemove,proto3" json:"history_remove,omitempty"`
+	Info              *InfoRequest              `protobuf:"bytes,13,opt,name=info,proto3" json:"info,omitempty"`
+	Rpc               *RPCRequest               `protobuf:"bytes,14,opt,name=rpc,proto3" json:"rpc,omitempty"`
+	Refresh           *RefreshRequest           `protobuf:"bytes,15,opt,name=refresh,proto3" json:"refresh,omitempty"`
+	Channels          *ChannelsRequest          `protobuf:"bytes,16,opt,name=channels,proto3" json:"channels,omitempty"`
+	MapPublish        *MapPublishRequest        `protobuf:"bytes,36,opt,name=map_publish,json=mapPublish,proto3" json:"map_publish,omitempty"`
+	MapRemove         *MapRemoveRequest         `protobuf:"bytes,37,opt,name=map_remove,json=mapRemove,proto3" json:"map_remove,omitempty"`
+	MapReadState      *MapReadStateRequest      `protobuf:"bytes,38,opt,name=map_read_state,json=mapReadState,proto3" json:"map_read_state,omitempty"`
+	MapReadStream     *MapReadStreamRequest     `protobuf:"bytes,39,opt,name=map_read_stream,json=mapReadStream,proto3" json:"map_read_stream,omitempty"`
+	MapStats          *MapStatsRequest          `protobuf:"bytes,40,opt,name=map_stats,json=mapStats,proto3" json:"map_stats,omitempty"`
+	MapClear          *MapClearRequest          `protobuf:"bytes,41,opt,name=map_clear,json=mapClear,proto3" json:"map_clear,omitempty"`
+	SharedPollPublish *SharedPollPublishRequest `protobuf:"bytes,42,opt,name=shared_poll_publish,json=sharedPollPublish,proto3" json:"shared_poll_publish,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
 func (x *Command) Reset() {
 	*x = Command{}
-	mi := &file_api_proto_msgTypes[69]
+	mi := &file_api_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4177,7 +4354,7 @@ func (x *Command) String() string {
 func (*Command) ProtoMessage() {}
 
 func (x *Command) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[69]
+	mi := &file_api_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4190,7 +4367,7 @@ func (x *Command) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Command.ProtoReflect.Descriptor instead.
 func (*Command) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{69}
+	return file_api_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Command) GetPublish() *PublishRequest {
@@ -4326,37 +4503,45 @@ func (x *Command) GetMapClear() *MapClearRequest {
 	return nil
 }
 
+func (x *Command) GetSharedPollPublish() *SharedPollPublishRequest {
+	if x != nil {
+		return x.SharedPollPublish
+	}
+	return nil
+}
+
 // Reply is one command's answer: error, or the result field of the
 // command's method (with the same number as the request in Command).
 type Reply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	Publish       *PublishResult         `protobuf:"bytes,4,opt,name=publish,proto3" json:"publish,omitempty"`
-	Broadcast     *BroadcastResult       `protobuf:"bytes,5,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
-	Subscribe     *SubscribeResult       `protobuf:"bytes,6,opt,name=subscribe,proto3" json:"subscribe,omitempty"`
-	Unsubscribe   *UnsubscribeResult     `protobuf:"bytes,7,opt,name=unsubscribe,proto3" json:"unsubscribe,omitempty"`
-	Disconnect    *DisconnectResult      `protobuf:"bytes,8,opt,name=disconnect,proto3" json:"disconnect,omitempty"`
-	Presence      *PresenceResult        `protobuf:"bytes,9,opt,name=presence,proto3" json:"presence,omitempty"`
-	PresenceStats *PresenceStatsResult   `protobuf:"bytes,10,opt,name=presence_stats,json=presenceStats,proto3" json:"presence_stats,omitempty"`
-	History       *HistoryResult         `protobuf:"bytes,11,opt,name=history,proto3" json:"history,omitempty"`
-	HistoryRemove *HistoryRemoveResult   `protobuf:"bytes,12,opt,name=history_remove,json=historyRemove,proto3" json:"history_remove,omitempty"`
-	Info          *InfoResult            `protobuf:"bytes,13,opt,name=info,proto3" json:"info,omitempty"`
-	Rpc           *RPCResult             `protobuf:"bytes,14,opt,name=rpc,proto3" json:"rpc,omitempty"`
-	Refresh       *RefreshResult         `protobuf:"bytes,15,opt,name=refresh,proto3" json:"refresh,omitempty"`
-	Channels      *ChannelsResult        `protobuf:"bytes,16,opt,name=channels,proto3" json:"channels,omitempty"`
-	MapPublish    *MapPublishResult      `protobuf:"bytes,36,opt,name=map_publish,json=mapPublish,proto3" json:"map_publish,omitempty"`
-	MapRemove     *MapRemoveResult       `protobuf:"bytes,37,opt,name=map_remove,json=mapRemove,proto3" json:"map_remove,omitempty"`
-	MapReadState  *MapReadStateResult    `protobuf:"bytes,38,opt,name=map_read_state,json=mapReadState,proto3" json:"map_read_state,omitempty"`
-	MapReadStream *MapReadStreamResult   `protobuf:"bytes,39,opt,name=map_read_stream,json=mapReadStream,proto3" json:"map_read_stream,omitempty"`
-	MapStats      *MapStatsResult        `protobuf:"bytes,40,opt,name=map_stats,json=mapStats,proto3" json:"map_stats,omitempty"`
-	MapClear      *MapClearResult        `protobuf:"bytes,41,opt,name=map_clear,json=mapClear,proto3" json:"map_clear,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state             protoimpl.MessageState   `protogen:"open.v1"`
+	Error             *Error                   `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Publish           *PublishResult           `protobuf:"bytes,4,opt,name=publish,proto3" json:"publish,omitempty"`
+	Broadcast         *BroadcastResult         `protobuf:"bytes,5,opt,name=broadcast,proto3" json:"broadcast,omitempty"`
+	Subscribe         *SubscribeResult         `protobuf:"bytes,6,opt,name=subscribe,proto3" json:"subscribe,omitempty"`
+	Unsubscribe       *UnsubscribeResult       `protobuf:"bytes,7,opt,name=unsubscribe,proto3" json:"unsubscribe,omitempty"`
+	Disconnect        *DisconnectResult        `protobuf:"bytes,8,opt,name=disconnect,proto3" json:"disconnect,omitempty"`
+	Presence          *PresenceResult          `protobuf:"bytes,9,opt,name=presence,proto3" json:"presence,omitempty"`
+	PresenceStats     *PresenceStatsResult     `protobuf:"bytes,10,opt,name=presence_stats,json=presenceStats,proto3" json:"presence_stats,omitempty"`
+	History           *HistoryResult           `protobuf:"bytes,11,opt,name=history,proto3" json:"history,omitempty"`
+	HistoryRemove     *HistoryRemoveResult     `protobuf:"bytes,12,opt,name=history_remove,json=historyRemove,proto3" json:"history_remove,omitempty"`
+	Info              *InfoResult              `protobuf:"bytes,13,opt,name=info,proto3" json:"info,omitempty"`
+	Rpc               *RPCResult               `protobuf:"bytes,14,opt,name=rpc,proto3" json:"rpc,omitempty"`
+	Refresh           *RefreshResult           `protobuf:"bytes,15,opt,name=refresh,proto3" json:"refresh,omitempty"`
+	Channels          *ChannelsResult          `protobuf:"bytes,16,opt,name=channels,proto3" json:"channels,omitempty"`
+	MapPublish        *MapPublishResult        `protobuf:"bytes,36,opt,name=map_publish,json=mapPublish,proto3" json:"map_publish,omitempty"`
+	MapRemove         *MapRemoveResult         `protobuf:"bytes,37,opt,name=map_remove,json=mapRemove,proto3" json:"map_remove,omitempty"`
+	MapReadState      *MapReadStateResult      `protobuf:"bytes,38,opt,name=map_read_state,json=mapReadState,proto3" json:"map_read_state,omitempty"`
+	MapReadStream     *MapReadStreamResult     `protobuf:"bytes,39,opt,name=map_read_stream,json=mapReadStream,proto3" json:"map_read_stream,omitempty"`
+	MapStats          *MapStatsResult          `protobuf:"bytes,40,opt,name=map_stats,json=mapStats,proto3" json:"map_stats,omitempty"`
+	MapClear          *MapClearResult          `protobuf:"bytes,41,opt,name=map_clear,json=mapClear,proto3" json:"map_clear,omitempty"`
+	SharedPollPublish *SharedPollPublishResult `protobuf:"bytes,42,opt,name=shared_poll_publish,json=sharedPollPublish,proto3" json:"shared_poll_publish,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Reply) Reset() {
 	*x = Reply{}
-	mi := &file_api_proto_msgTypes[70]
+	mi := &file_api_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4368,7 +4553,7 @@ func (x *Reply) String() string {
 func (*Reply) ProtoMessage() {}
 
 func (x *Reply) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[70]
+	mi := &file_api_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4381,7 +4566,7 @@ func (x *Reply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reply.ProtoReflect.Descriptor instead.
 func (*Reply) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{70}
+	return file_api_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Reply) GetError() *Error {
@@ -4524,6 +4709,13 @@ func (x *Reply) GetMapClear() *MapClearResult {
 	return nil
 }
 
+func (x *Reply) GetSharedPollPublish() *SharedPollPublishResult {
+	if x != nil {
+		return x.SharedPollPublish
+	}
+	return nil
+}
+
 // BatchRequest runs several commands in one call, in order, or concurrently
 // with parallel; replies come in command order either way.
 type BatchRequest struct {
@@ -4536,7 +4728,7 @@ type BatchRequest struct {
 
 func (x *BatchRequest) Reset() {
 	*x = BatchRequest{}
-	mi := &file_api_proto_msgTypes[71]
+	mi := &file_api_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4548,7 +4740,7 @@ func (x *BatchRequest) String() string {
 func (*BatchRequest) ProtoMessage() {}
 
 func (x *BatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[71]
+	mi := &file_api_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4561,7 +4753,7 @@ func (x *BatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
 func (*BatchRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{71}
+	return file_api_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *BatchRequest) GetCommands() []*Command {
@@ -4587,7 +4779,7 @@ type BatchResponse struct {
 
 func (x *BatchResponse) Reset() {
 	*x = BatchResponse{}
-	mi := &file_api_proto_msgTypes[72]
+	mi := &file_api_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4599,7 +4791,7 @@ func (x *BatchResponse) String() string {
 func (*BatchResponse) ProtoMessage() {}
 
 func (x *BatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[72]
+	mi := &file_api_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4612,7 +4804,7 @@ func (x *BatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
 func (*BatchResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{72}
+	return file_api_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *BatchResponse) GetReplies() []*Reply {
@@ -4932,7 +5124,18 @@ const file_api_proto_rawDesc = "" +
 	"\x0eMapClearResult\"\x8f\x01\n" +
 	"\x10MapClearResponse\x127\n" +
 	"\x05error\x18\x01 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12B\n" +
-	"\x06result\x18\x02 \x01(\v2*.centrifugal.centrifugo.api.MapClearResultR\x06result\"\xcf\v\n" +
+	"\x06result\x18\x02 \x01(\v2*.centrifugal.centrifugo.api.MapClearResultR\x06result\"\xa4\x01\n" +
+	"\x18SharedPollPublishRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x18\n" +
+	"\ab64data\x18\x04 \x01(\tR\ab64data\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\x04R\aversion\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\tR\x05epoch\"\x19\n" +
+	"\x17SharedPollPublishResult\"\xa1\x01\n" +
+	"\x19SharedPollPublishResponse\x127\n" +
+	"\x05error\x18\x01 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12K\n" +
+	"\x06result\x18\x02 \x01(\v23.centrifugal.centrifugo.api.SharedPollPublishResultR\x06result\"\xaf\f\n" +
 	"\aCommand\x12D\n" +
 	"\apublish\x18\x04 \x01(\v2*.centrifugal.centrifugo.api.PublishRequestR\apublish\x12J\n" +
 	"\tbroadcast\x18\x05 \x01(\v2,.centrifugal.centrifugo.api.BroadcastRequestR\tbroadcast\x12J\n" +
@@ -4957,7 +5160,8 @@ const file_api_proto_rawDesc = "" +
 	"\x0emap_read_state\x18& \x01(\v2/.centrifugal.centrifugo.api.MapReadStateRequestR\fmapReadState\x12X\n" +
 	"\x0fmap_read_stream\x18' \x01(\v20.centrifugal.centrifugo.api.MapReadStreamRequestR\rmapReadStream\x12H\n" +
 	"\tmap_stats\x18( \x01(\v2+.centrifugal.centrifugo.api.MapStatsRequestR\bmapStats\x12H\n" +
-	"\tmap_clear\x18) \x01(\v2+.centrifugal.centrifugo.api.MapClearRequestR\bmapClearJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x11\x10$J\x04\b*\x10+\"\xed\v\n" +
+	"\tmap_clear\x18) \x01(\v2+.centrifugal.centrifugo.api.MapClearRequestR\bmapClear\x12d\n" +
+	"\x13shared_poll_publish\x18* \x01(\v24.centrifugal.centrifugo.api.SharedPollPublishRequestR\x11sharedPollPublishJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x11\x10$\"\xcc\f\n" +
 	"\x05Reply\x127\n" +
 	"\x05error\x18\x02 \x01(\v2!.centrifugal.centrifugo.api.ErrorR\x05error\x12C\n" +
 	"\apublish\x18\x04 \x01(\v2).centrifugal.centrifugo.api.PublishResultR\apublish\x12I\n" +
@@ -4983,12 +5187,13 @@ const file_api_proto_rawDesc = "" +
 	"\x0emap_read_state\x18& \x01(\v2..centrifugal.centrifugo.api.MapReadStateResultR\fmapReadState\x12W\n" +
 	"\x0fmap_read_stream\x18' \x01(\v2/.centrifugal.centrifugo.api.MapReadStreamResultR\rmapReadStream\x12G\n" +
 	"\tmap_stats\x18( \x01(\v2*.centrifugal.centrifugo.api.MapStatsResultR\bmapStats\x12G\n" +
-	"\tmap_clear\x18) \x01(\v2*.centrifugal.centrifugo.api.MapClearResultR\bmapClearJ\x04\b\x01\x10\x02J\x04\b\x03\x10\x04J\x04\b\x11\x10$J\x04\b*\x10+\"k\n" +
+	"\tmap_clear\x18) \x01(\v2*.centrifugal.centrifugo.api.MapClearResultR\bmapClear\x12c\n" +
+	"\x13shared_poll_publish\x18* \x01(\v23.centrifugal.centrifugo.api.SharedPollPublishResultR\x11sharedPollPublishJ\x04\b\x01\x10\x02J\x04\b\x03\x10\x04J\x04\b\x11\x10$\"k\n" +
 	"\fBatchRequest\x12?\n" +
 	"\bcommands\x18\x01 \x03(\v2#.centrifugal.centrifugo.api.CommandR\bcommands\x12\x1a\n" +
 	"\bparallel\x18\x02 \x01(\bR\bparallel\"L\n" +
 	"\rBatchResponse\x12;\n" +
-	"\areplies\x18\x01 \x03(\v2!.centrifugal.centrifugo.api.ReplyR\areplies2\xed\x10\n" +
+	"\areplies\x18\x01 \x03(\v2!.centrifugal.centrifugo.api.ReplyR\areplies2\xf2\x11\n" +
 	"\rCentrifugoApi\x12d\n" +
 	"\aPublish\x12*.centrifugal.centrifugo.api.PublishRequest\x1a+.centrifugal.centrifugo.api.PublishResponse\"\x00\x12j\n" +
 	"\tBroadcast\x12,.centrifugal.centrifugo.api.BroadcastRequest\x1a-.centrifugal.centrifugo.api.BroadcastResponse\"\x00\x12j\n" +
@@ -5011,7 +5216,8 @@ const file_api_proto_rawDesc = "" +
 	"\fMapReadState\x12/.centrifugal.centrifugo.api.MapReadStateRequest\x1a0.centrifugal.centrifugo.api.MapReadStateResponse\"\x00\x12v\n" +
 	"\rMapReadStream\x120.centrifugal.centrifugo.api.MapReadStreamRequest\x1a1.centrifugal.centrifugo.api.MapReadStreamResponse\"\x00\x12g\n" +
 	"\bMapStats\x12+.centrifugal.centrifugo.api.MapStatsRequest\x1a,.centrifugal.centrifugo.api.MapStatsResponse\"\x00\x12g\n" +
-	"\bMapClear\x12+.centrifugal.centrifugo.api.MapClearRequest\x1a,.centrifugal.centrifugo.api.MapClearResponse\"\x00B-Z+github.com/gyrehq/gyre/server/grpcapi/apipbb\x06proto3"
+	"\bMapClear\x12+.centrifugal.centrifugo.api.MapClearRequest\x1a,.centrifugal.centrifugo.api.MapClearResponse\"\x00\x12\x82\x01\n" +
+	"\x11SharedPollPublish\x124.centrifugal.centrifugo.api.SharedPollPublishRequest\x1a5.centrifugal.centrifugo.api.SharedPollPublishResponse\"\x00B-Z+github.com/gyrehq/gyre/server/grpcapi/apipbb\x06proto3"
 
 var (
 	file_api_proto_rawDescOnce sync.Once
@@ -5025,102 +5231,105 @@ func file_api_proto_rawDescGZIP() []byte {
 	return file_api_proto_rawDescData
 }
 
-var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
 var file_api_proto_goTypes = []any{
-	(*Error)(nil),                   // 0: centrifugal.centrifugo.api.Error
-	(*StreamPosition)(nil),          // 1: centrifugal.centrifugo.api.StreamPosition
-	(*ClientInfo)(nil),              // 2: centrifugal.centrifugo.api.ClientInfo
-	(*Publication)(nil),             // 3: centrifugal.centrifugo.api.Publication
-	(*BoolValue)(nil),               // 4: centrifugal.centrifugo.api.BoolValue
-	(*SubscribeOptionOverride)(nil), // 5: centrifugal.centrifugo.api.SubscribeOptionOverride
-	(*Disconnect)(nil),              // 6: centrifugal.centrifugo.api.Disconnect
-	(*PublishRequest)(nil),          // 7: centrifugal.centrifugo.api.PublishRequest
-	(*PublishResult)(nil),           // 8: centrifugal.centrifugo.api.PublishResult
-	(*PublishResponse)(nil),         // 9: centrifugal.centrifugo.api.PublishResponse
-	(*BroadcastRequest)(nil),        // 10: centrifugal.centrifugo.api.BroadcastRequest
-	(*BroadcastResult)(nil),         // 11: centrifugal.centrifugo.api.BroadcastResult
-	(*BroadcastResponse)(nil),       // 12: centrifugal.centrifugo.api.BroadcastResponse
-	(*SubscribeRequest)(nil),        // 13: centrifugal.centrifugo.api.SubscribeRequest
-	(*SubscribeResult)(nil),         // 14: centrifugal.centrifugo.api.SubscribeResult
-	(*SubscribeResponse)(nil),       // 15: centrifugal.centrifugo.api.SubscribeResponse
-	(*UnsubscribeRequest)(nil),      // 16: centrifugal.centrifugo.api.UnsubscribeRequest
-	(*UnsubscribeResult)(nil),       // 17: centrifugal.centrifugo.api.UnsubscribeResult
-	(*UnsubscribeResponse)(nil),     // 18: centrifugal.centrifugo.api.UnsubscribeResponse
-	(*DisconnectRequest)(nil),       // 19: centrifugal.centrifugo.api.DisconnectRequest
-	(*DisconnectResult)(nil),        // 20: centrifugal.centrifugo.api.DisconnectResult
-	(*DisconnectResponse)(nil),      // 21: centrifugal.centrifugo.api.DisconnectResponse
-	(*RefreshRequest)(nil),          // 22: centrifugal.centrifugo.api.RefreshRequest
-	(*RefreshResult)(nil),           // 23: centrifugal.centrifugo.api.RefreshResult
-	(*RefreshResponse)(nil),         // 24: centrifugal.centrifugo.api.RefreshResponse
-	(*PresenceRequest)(nil),         // 25: centrifugal.centrifugo.api.PresenceRequest
-	(*PresenceResult)(nil),          // 26: centrifugal.centrifugo.api.PresenceResult
-	(*PresenceResponse)(nil),        // 27: centrifugal.centrifugo.api.PresenceResponse
-	(*PresenceStatsRequest)(nil),    // 28: centrifugal.centrifugo.api.PresenceStatsRequest
-	(*PresenceStatsResult)(nil),     // 29: centrifugal.centrifugo.api.PresenceStatsResult
-	(*PresenceStatsResponse)(nil),   // 30: centrifugal.centrifugo.api.PresenceStatsResponse
-	(*HistoryRequest)(nil),          // 31: centrifugal.centrifugo.api.HistoryRequest
-	(*HistoryResult)(nil),           // 32: centrifugal.centrifugo.api.HistoryResult
-	(*HistoryResponse)(nil),         // 33: centrifugal.centrifugo.api.HistoryResponse
-	(*HistoryRemoveRequest)(nil),    // 34: centrifugal.centrifugo.api.HistoryRemoveRequest
-	(*HistoryRemoveResult)(nil),     // 35: centrifugal.centrifugo.api.HistoryRemoveResult
-	(*HistoryRemoveResponse)(nil),   // 36: centrifugal.centrifugo.api.HistoryRemoveResponse
-	(*ChannelsRequest)(nil),         // 37: centrifugal.centrifugo.api.ChannelsRequest
-	(*ChannelInfo)(nil),             // 38: centrifugal.centrifugo.api.ChannelInfo
-	(*ChannelsResult)(nil),          // 39: centrifugal.centrifugo.api.ChannelsResult
-	(*ChannelsResponse)(nil),        // 40: centrifugal.centrifugo.api.ChannelsResponse
-	(*InfoRequest)(nil),             // 41: centrifugal.centrifugo.api.InfoRequest
-	(*Metrics)(nil),                 // 42: centrifugal.centrifugo.api.Metrics
-	(*Process)(nil),                 // 43: centrifugal.centrifugo.api.Process
-	(*NodeResult)(nil),              // 44: centrifugal.centrifugo.api.NodeResult
-	(*InfoResult)(nil),              // 45: centrifugal.centrifugo.api.InfoResult
-	(*InfoResponse)(nil),            // 46: centrifugal.centrifugo.api.InfoResponse
-	(*RPCRequest)(nil),              // 47: centrifugal.centrifugo.api.RPCRequest
-	(*RPCResult)(nil),               // 48: centrifugal.centrifugo.api.RPCResult
-	(*RPCResponse)(nil),             // 49: centrifugal.centrifugo.api.RPCResponse
-	(*MapPublishRequest)(nil),       // 50: centrifugal.centrifugo.api.MapPublishRequest
-	(*MapPublishResult)(nil),        // 51: centrifugal.centrifugo.api.MapPublishResult
-	(*MapPublishResponse)(nil),      // 52: centrifugal.centrifugo.api.MapPublishResponse
-	(*MapRemoveRequest)(nil),        // 53: centrifugal.centrifugo.api.MapRemoveRequest
-	(*MapRemoveResult)(nil),         // 54: centrifugal.centrifugo.api.MapRemoveResult
-	(*MapRemoveResponse)(nil),       // 55: centrifugal.centrifugo.api.MapRemoveResponse
-	(*MapReadStateRequest)(nil),     // 56: centrifugal.centrifugo.api.MapReadStateRequest
-	(*MapEntry)(nil),                // 57: centrifugal.centrifugo.api.MapEntry
-	(*MapReadStateResult)(nil),      // 58: centrifugal.centrifugo.api.MapReadStateResult
-	(*MapReadStateResponse)(nil),    // 59: centrifugal.centrifugo.api.MapReadStateResponse
-	(*MapReadStreamRequest)(nil),    // 60: centrifugal.centrifugo.api.MapReadStreamRequest
-	(*MapReadStreamResult)(nil),     // 61: centrifugal.centrifugo.api.MapReadStreamResult
-	(*MapReadStreamResponse)(nil),   // 62: centrifugal.centrifugo.api.MapReadStreamResponse
-	(*MapStatsRequest)(nil),         // 63: centrifugal.centrifugo.api.MapStatsRequest
-	(*MapStatsResult)(nil),          // 64: centrifugal.centrifugo.api.MapStatsResult
-	(*MapStatsResponse)(nil),        // 65: centrifugal.centrifugo.api.MapStatsResponse
-	(*MapClearRequest)(nil),         // 66: centrifugal.centrifugo.api.MapClearRequest
-	(*MapClearResult)(nil),          // 67: centrifugal.centrifugo.api.MapClearResult
-	(*MapClearResponse)(nil),        // 68: centrifugal.centrifugo.api.MapClearResponse
-	(*Command)(nil),                 // 69: centrifugal.centrifugo.api.Command
-	(*Reply)(nil),                   // 70: centrifugal.centrifugo.api.Reply
-	(*BatchRequest)(nil),            // 71: centrifugal.centrifugo.api.BatchRequest
-	(*BatchResponse)(nil),           // 72: centrifugal.centrifugo.api.BatchResponse
-	nil,                             // 73: centrifugal.centrifugo.api.Publication.TagsEntry
-	nil,                             // 74: centrifugal.centrifugo.api.PublishRequest.TagsEntry
-	nil,                             // 75: centrifugal.centrifugo.api.BroadcastRequest.TagsEntry
-	nil,                             // 76: centrifugal.centrifugo.api.PresenceResult.PresenceEntry
-	nil,                             // 77: centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry
-	nil,                             // 78: centrifugal.centrifugo.api.Metrics.ItemsEntry
-	nil,                             // 79: centrifugal.centrifugo.api.MapPublishRequest.TagsEntry
-	nil,                             // 80: centrifugal.centrifugo.api.MapEntry.TagsEntry
+	(*Error)(nil),                     // 0: centrifugal.centrifugo.api.Error
+	(*StreamPosition)(nil),            // 1: centrifugal.centrifugo.api.StreamPosition
+	(*ClientInfo)(nil),                // 2: centrifugal.centrifugo.api.ClientInfo
+	(*Publication)(nil),               // 3: centrifugal.centrifugo.api.Publication
+	(*BoolValue)(nil),                 // 4: centrifugal.centrifugo.api.BoolValue
+	(*SubscribeOptionOverride)(nil),   // 5: centrifugal.centrifugo.api.SubscribeOptionOverride
+	(*Disconnect)(nil),                // 6: centrifugal.centrifugo.api.Disconnect
+	(*PublishRequest)(nil),            // 7: centrifugal.centrifugo.api.PublishRequest
+	(*PublishResult)(nil),             // 8: centrifugal.centrifugo.api.PublishResult
+	(*PublishResponse)(nil),           // 9: centrifugal.centrifugo.api.PublishResponse
+	(*BroadcastRequest)(nil),          // 10: centrifugal.centrifugo.api.BroadcastRequest
+	(*BroadcastResult)(nil),           // 11: centrifugal.centrifugo.api.BroadcastResult
+	(*BroadcastResponse)(nil),         // 12: centrifugal.centrifugo.api.BroadcastResponse
+	(*SubscribeRequest)(nil),          // 13: centrifugal.centrifugo.api.SubscribeRequest
+	(*SubscribeResult)(nil),           // 14: centrifugal.centrifugo.api.SubscribeResult
+	(*SubscribeResponse)(nil),         // 15: centrifugal.centrifugo.api.SubscribeResponse
+	(*UnsubscribeRequest)(nil),        // 16: centrifugal.centrifugo.api.UnsubscribeRequest
+	(*UnsubscribeResult)(nil),         // 17: centrifugal.centrifugo.api.UnsubscribeResult
+	(*UnsubscribeResponse)(nil),       // 18: centrifugal.centrifugo.api.UnsubscribeResponse
+	(*DisconnectRequest)(nil),         // 19: centrifugal.centrifugo.api.DisconnectRequest
+	(*DisconnectResult)(nil),          // 20: centrifugal.centrifugo.api.DisconnectResult
+	(*DisconnectResponse)(nil),        // 21: centrifugal.centrifugo.api.DisconnectResponse
+	(*RefreshRequest)(nil),            // 22: centrifugal.centrifugo.api.RefreshRequest
+	(*RefreshResult)(nil),             // 23: centrifugal.centrifugo.api.RefreshResult
+	(*RefreshResponse)(nil),           // 24: centrifugal.centrifugo.api.RefreshResponse
+	(*PresenceRequest)(nil),           // 25: centrifugal.centrifugo.api.PresenceRequest
+	(*PresenceResult)(nil),            // 26: centrifugal.centrifugo.api.PresenceResult
+	(*PresenceResponse)(nil),          // 27: centrifugal.centrifugo.api.PresenceResponse
+	(*PresenceStatsRequest)(nil),      // 28: centrifugal.centrifugo.api.PresenceStatsRequest
+	(*PresenceStatsResult)(nil),       // 29: centrifugal.centrifugo.api.PresenceStatsResult
+	(*PresenceStatsResponse)(nil),     // 30: centrifugal.centrifugo.api.PresenceStatsResponse
+	(*HistoryRequest)(nil),            // 31: centrifugal.centrifugo.api.HistoryRequest
+	(*HistoryResult)(nil),             // 32: centrifugal.centrifugo.api.HistoryResult
+	(*HistoryResponse)(nil),           // 33: centrifugal.centrifugo.api.HistoryResponse
+	(*HistoryRemoveRequest)(nil),      // 34: centrifugal.centrifugo.api.HistoryRemoveRequest
+	(*HistoryRemoveResult)(nil),       // 35: centrifugal.centrifugo.api.HistoryRemoveResult
+	(*HistoryRemoveResponse)(nil),     // 36: centrifugal.centrifugo.api.HistoryRemoveResponse
+	(*ChannelsRequest)(nil),           // 37: centrifugal.centrifugo.api.ChannelsRequest
+	(*ChannelInfo)(nil),               // 38: centrifugal.centrifugo.api.ChannelInfo
+	(*ChannelsResult)(nil),            // 39: centrifugal.centrifugo.api.ChannelsResult
+	(*ChannelsResponse)(nil),          // 40: centrifugal.centrifugo.api.ChannelsResponse
+	(*InfoRequest)(nil),               // 41: centrifugal.centrifugo.api.InfoRequest
+	(*Metrics)(nil),                   // 42: centrifugal.centrifugo.api.Metrics
+	(*Process)(nil),                   // 43: centrifugal.centrifugo.api.Process
+	(*NodeResult)(nil),                // 44: centrifugal.centrifugo.api.NodeResult
+	(*InfoResult)(nil),                // 45: centrifugal.centrifugo.api.InfoResult
+	(*InfoResponse)(nil),              // 46: centrifugal.centrifugo.api.InfoResponse
+	(*RPCRequest)(nil),                // 47: centrifugal.centrifugo.api.RPCRequest
+	(*RPCResult)(nil),                 // 48: centrifugal.centrifugo.api.RPCResult
+	(*RPCResponse)(nil),               // 49: centrifugal.centrifugo.api.RPCResponse
+	(*MapPublishRequest)(nil),         // 50: centrifugal.centrifugo.api.MapPublishRequest
+	(*MapPublishResult)(nil),          // 51: centrifugal.centrifugo.api.MapPublishResult
+	(*MapPublishResponse)(nil),        // 52: centrifugal.centrifugo.api.MapPublishResponse
+	(*MapRemoveRequest)(nil),          // 53: centrifugal.centrifugo.api.MapRemoveRequest
+	(*MapRemoveResult)(nil),           // 54: centrifugal.centrifugo.api.MapRemoveResult
+	(*MapRemoveResponse)(nil),         // 55: centrifugal.centrifugo.api.MapRemoveResponse
+	(*MapReadStateRequest)(nil),       // 56: centrifugal.centrifugo.api.MapReadStateRequest
+	(*MapEntry)(nil),                  // 57: centrifugal.centrifugo.api.MapEntry
+	(*MapReadStateResult)(nil),        // 58: centrifugal.centrifugo.api.MapReadStateResult
+	(*MapReadStateResponse)(nil),      // 59: centrifugal.centrifugo.api.MapReadStateResponse
+	(*MapReadStreamRequest)(nil),      // 60: centrifugal.centrifugo.api.MapReadStreamRequest
+	(*MapReadStreamResult)(nil),       // 61: centrifugal.centrifugo.api.MapReadStreamResult
+	(*MapReadStreamResponse)(nil),     // 62: centrifugal.centrifugo.api.MapReadStreamResponse
+	(*MapStatsRequest)(nil),           // 63: centrifugal.centrifugo.api.MapStatsRequest
+	(*MapStatsResult)(nil),            // 64: centrifugal.centrifugo.api.MapStatsResult
+	(*MapStatsResponse)(nil),          // 65: centrifugal.centrifugo.api.MapStatsResponse
+	(*MapClearRequest)(nil),           // 66: centrifugal.centrifugo.api.MapClearRequest
+	(*MapClearResult)(nil),            // 67: centrifugal.centrifugo.api.MapClearResult
+	(*MapClearResponse)(nil),          // 68: centrifugal.centrifugo.api.MapClearResponse
+	(*SharedPollPublishRequest)(nil),  // 69: centrifugal.centrifugo.api.SharedPollPublishRequest
+	(*SharedPollPublishResult)(nil),   // 70: centrifugal.centrifugo.api.SharedPollPublishResult
+	(*SharedPollPublishResponse)(nil), // 71: centrifugal.centrifugo.api.SharedPollPublishResponse
+	(*Command)(nil),                   // 72: centrifugal.centrifugo.api.Command
+	(*Reply)(nil),                     // 73: centrifugal.centrifugo.api.Reply
+	(*BatchRequest)(nil),              // 74: centrifugal.centrifugo.api.BatchRequest
+	(*BatchResponse)(nil),             // 75: centrifugal.centrifugo.api.BatchResponse
+	nil,                               // 76: centrifugal.centrifugo.api.Publication.TagsEntry
+	nil,                               // 77: centrifugal.centrifugo.api.PublishRequest.TagsEntry
+	nil,                               // 78: centrifugal.centrifugo.api.BroadcastRequest.TagsEntry
+	nil,                               // 79: centrifugal.centrifugo.api.PresenceResult.PresenceEntry
+	nil,                               // 80: centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry
+	nil,                               // 81: centrifugal.centrifugo.api.Metrics.ItemsEntry
+	nil,                               // 82: centrifugal.centrifugo.api.MapPublishRequest.TagsEntry
+	nil,                               // 83: centrifugal.centrifugo.api.MapEntry.TagsEntry
 }
 var file_api_proto_depIdxs = []int32{
 	2,   // 0: centrifugal.centrifugo.api.Publication.info:type_name -> centrifugal.centrifugo.api.ClientInfo
-	73,  // 1: centrifugal.centrifugo.api.Publication.tags:type_name -> centrifugal.centrifugo.api.Publication.TagsEntry
+	76,  // 1: centrifugal.centrifugo.api.Publication.tags:type_name -> centrifugal.centrifugo.api.Publication.TagsEntry
 	4,   // 2: centrifugal.centrifugo.api.SubscribeOptionOverride.presence:type_name -> centrifugal.centrifugo.api.BoolValue
 	4,   // 3: centrifugal.centrifugo.api.SubscribeOptionOverride.join_leave:type_name -> centrifugal.centrifugo.api.BoolValue
 	4,   // 4: centrifugal.centrifugo.api.SubscribeOptionOverride.force_recovery:type_name -> centrifugal.centrifugo.api.BoolValue
 	4,   // 5: centrifugal.centrifugo.api.SubscribeOptionOverride.force_positioning:type_name -> centrifugal.centrifugo.api.BoolValue
 	4,   // 6: centrifugal.centrifugo.api.SubscribeOptionOverride.force_push_join_leave:type_name -> centrifugal.centrifugo.api.BoolValue
-	74,  // 7: centrifugal.centrifugo.api.PublishRequest.tags:type_name -> centrifugal.centrifugo.api.PublishRequest.TagsEntry
+	77,  // 7: centrifugal.centrifugo.api.PublishRequest.tags:type_name -> centrifugal.centrifugo.api.PublishRequest.TagsEntry
 	0,   // 8: centrifugal.centrifugo.api.PublishResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	8,   // 9: centrifugal.centrifugo.api.PublishResponse.result:type_name -> centrifugal.centrifugo.api.PublishResult
-	75,  // 10: centrifugal.centrifugo.api.BroadcastRequest.tags:type_name -> centrifugal.centrifugo.api.BroadcastRequest.TagsEntry
+	78,  // 10: centrifugal.centrifugo.api.BroadcastRequest.tags:type_name -> centrifugal.centrifugo.api.BroadcastRequest.TagsEntry
 	9,   // 11: centrifugal.centrifugo.api.BroadcastResult.responses:type_name -> centrifugal.centrifugo.api.PublishResponse
 	0,   // 12: centrifugal.centrifugo.api.BroadcastResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	11,  // 13: centrifugal.centrifugo.api.BroadcastResponse.result:type_name -> centrifugal.centrifugo.api.BroadcastResult
@@ -5135,7 +5344,7 @@ var file_api_proto_depIdxs = []int32{
 	20,  // 22: centrifugal.centrifugo.api.DisconnectResponse.result:type_name -> centrifugal.centrifugo.api.DisconnectResult
 	0,   // 23: centrifugal.centrifugo.api.RefreshResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	23,  // 24: centrifugal.centrifugo.api.RefreshResponse.result:type_name -> centrifugal.centrifugo.api.RefreshResult
-	76,  // 25: centrifugal.centrifugo.api.PresenceResult.presence:type_name -> centrifugal.centrifugo.api.PresenceResult.PresenceEntry
+	79,  // 25: centrifugal.centrifugo.api.PresenceResult.presence:type_name -> centrifugal.centrifugo.api.PresenceResult.PresenceEntry
 	0,   // 26: centrifugal.centrifugo.api.PresenceResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	26,  // 27: centrifugal.centrifugo.api.PresenceResponse.result:type_name -> centrifugal.centrifugo.api.PresenceResult
 	0,   // 28: centrifugal.centrifugo.api.PresenceStatsResponse.error:type_name -> centrifugal.centrifugo.api.Error
@@ -5146,10 +5355,10 @@ var file_api_proto_depIdxs = []int32{
 	32,  // 33: centrifugal.centrifugo.api.HistoryResponse.result:type_name -> centrifugal.centrifugo.api.HistoryResult
 	0,   // 34: centrifugal.centrifugo.api.HistoryRemoveResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	35,  // 35: centrifugal.centrifugo.api.HistoryRemoveResponse.result:type_name -> centrifugal.centrifugo.api.HistoryRemoveResult
-	77,  // 36: centrifugal.centrifugo.api.ChannelsResult.channels:type_name -> centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry
+	80,  // 36: centrifugal.centrifugo.api.ChannelsResult.channels:type_name -> centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry
 	0,   // 37: centrifugal.centrifugo.api.ChannelsResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	39,  // 38: centrifugal.centrifugo.api.ChannelsResponse.result:type_name -> centrifugal.centrifugo.api.ChannelsResult
-	78,  // 39: centrifugal.centrifugo.api.Metrics.items:type_name -> centrifugal.centrifugo.api.Metrics.ItemsEntry
+	81,  // 39: centrifugal.centrifugo.api.Metrics.items:type_name -> centrifugal.centrifugo.api.Metrics.ItemsEntry
 	42,  // 40: centrifugal.centrifugo.api.NodeResult.metrics:type_name -> centrifugal.centrifugo.api.Metrics
 	43,  // 41: centrifugal.centrifugo.api.NodeResult.process:type_name -> centrifugal.centrifugo.api.Process
 	44,  // 42: centrifugal.centrifugo.api.InfoResult.nodes:type_name -> centrifugal.centrifugo.api.NodeResult
@@ -5157,12 +5366,12 @@ var file_api_proto_depIdxs = []int32{
 	45,  // 44: centrifugal.centrifugo.api.InfoResponse.result:type_name -> centrifugal.centrifugo.api.InfoResult
 	0,   // 45: centrifugal.centrifugo.api.RPCResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	48,  // 46: centrifugal.centrifugo.api.RPCResponse.result:type_name -> centrifugal.centrifugo.api.RPCResult
-	79,  // 47: centrifugal.centrifugo.api.MapPublishRequest.tags:type_name -> centrifugal.centrifugo.api.MapPublishRequest.TagsEntry
+	82,  // 47: centrifugal.centrifugo.api.MapPublishRequest.tags:type_name -> centrifugal.centrifugo.api.MapPublishRequest.TagsEntry
 	0,   // 48: centrifugal.centrifugo.api.MapPublishResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	51,  // 49: centrifugal.centrifugo.api.MapPublishResponse.result:type_name -> centrifugal.centrifugo.api.MapPublishResult
 	0,   // 50: centrifugal.centrifugo.api.MapRemoveResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	54,  // 51: centrifugal.centrifugo.api.MapRemoveResponse.result:type_name -> centrifugal.centrifugo.api.MapRemoveResult
-	80,  // 52: centrifugal.centrifugo.api.MapEntry.tags:type_name -> centrifugal.centrifugo.api.MapEntry.TagsEntry
+	83,  // 52: centrifugal.centrifugo.api.MapEntry.tags:type_name -> centrifugal.centrifugo.api.MapEntry.TagsEntry
 	57,  // 53: centrifugal.centrifugo.api.MapReadStateResult.entries:type_name -> centrifugal.centrifugo.api.MapEntry
 	0,   // 54: centrifugal.centrifugo.api.MapReadStateResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	58,  // 55: centrifugal.centrifugo.api.MapReadStateResponse.result:type_name -> centrifugal.centrifugo.api.MapReadStateResult
@@ -5173,94 +5382,100 @@ var file_api_proto_depIdxs = []int32{
 	64,  // 60: centrifugal.centrifugo.api.MapStatsResponse.result:type_name -> centrifugal.centrifugo.api.MapStatsResult
 	0,   // 61: centrifugal.centrifugo.api.MapClearResponse.error:type_name -> centrifugal.centrifugo.api.Error
 	67,  // 62: centrifugal.centrifugo.api.MapClearResponse.result:type_name -> centrifugal.centrifugo.api.MapClearResult
-	7,   // 63: centrifugal.centrifugo.api.Command.publish:type_name -> centrifugal.centrifugo.api.PublishRequest
-	10,  // 64: centrifugal.centrifugo.api.Command.broadcast:type_name -> centrifugal.centrifugo.api.BroadcastRequest
-	13,  // 65: centrifugal.centrifugo.api.Command.subscribe:type_name -> centrifugal.centrifugo.api.SubscribeRequest
-	16,  // 66: centrifugal.centrifugo.api.Command.unsubscribe:type_name -> centrifugal.centrifugo.api.UnsubscribeRequest
-	19,  // 67: centrifugal.centrifugo.api.Command.disconnect:type_name -> centrifugal.centrifugo.api.DisconnectRequest
-	25,  // 68: centrifugal.centrifugo.api.Command.presence:type_name -> centrifugal.centrifugo.api.PresenceRequest
-	28,  // 69: centrifugal.centrifugo.api.Command.presence_stats:type_name -> centrifugal.centrifugo.api.PresenceStatsRequest
-	31,  // 70: centrifugal.centrifugo.api.Command.history:type_name -> centrifugal.centrifugo.api.HistoryRequest
-	34,  // 71: centrifugal.centrifugo.api.Command.history_remove:type_name -> centrifugal.centrifugo.api.HistoryRemoveRequest
-	41,  // 72: centrifugal.centrifugo.api.Command.info:type_name -> centrifugal.centrifugo.api.InfoRequest
-	47,  // 73: centrifugal.centrifugo.api.Command.rpc:type_name -> centrifugal.centrifugo.api.RPCRequest
-	22,  // 74: centrifugal.centrifugo.api.Command.refresh:type_name -> centrifugal.centrifugo.api.RefreshRequest
-	37,  // 75: centrifugal.centrifugo.api.Command.channels:type_name -> centrifugal.centrifugo.api.ChannelsRequest
-	50,  // 76: centrifugal.centrifugo.api.Command.map_publish:type_name -> centrifugal.centrifugo.api.MapPublishRequest
-	53,  // 77: centrifugal.centrifugo.api.Command.map_remove:type_name -> centrifugal.centrifugo.api.MapRemoveRequest
-	56,  // 78: centrifugal.centrifugo.api.Command.map_read_state:type_name -> centrifugal.centrifugo.api.MapReadStateRequest
-	60,  // 79: centrifugal.centrifugo.api.Command.map_read_stream:type_name -> centrifugal.centrifugo.api.MapReadStreamRequest
-	63,  // 80: centrifugal.centrifugo.api.Command.map_stats:type_name -> centrifugal.centrifugo.api.MapStatsRequest
-	66,  // 81: centrifugal.centrifugo.api.Command.map_clear:type_name -> centrifugal.centrifugo.api.MapClearRequest
-	0,   // 82: centrifugal.centrifugo.api.Reply.error:type_name -> centrifugal.centrifugo.api.Error
-	8,   // 83: centrifugal.centrifugo.api.Reply.publish:type_name -> centrifugal.centrifugo.api.PublishResult
-	11,  // 84: centrifugal.centrifugo.api.Reply.broadcast:type_name -> centrifugal.centrifugo.api.BroadcastResult
-	14,  // 85: centrifugal.centrifugo.api.Reply.subscribe:type_name -> centrifugal.centrifugo.api.SubscribeResult
-	17,  // 86: centrifugal.centrifugo.api.Reply.unsubscribe:type_name -> centrifugal.centrifugo.api.UnsubscribeResult
-	20,  // 87: centrifugal.centrifugo.api.Reply.disconnect:type_name -> centrifugal.centrifugo.api.DisconnectResult
-	26,  // 88: centrifugal.centrifugo.api.Reply.presence:type_name -> centrifugal.centrifugo.api.PresenceResult
-	29,  // 89: centrifugal.centrifugo.api.Reply.presence_stats:type_name -> centrifugal.centrifugo.api.PresenceStatsResult
-	32,  // 90: centrifugal.centrifugo.api.Reply.history:type_name -> centrifugal.centrifugo.api.HistoryResult
-	35,  // 91: centrifugal.centrifugo.api.Reply.history_remove:type_name -> centrifugal.centrifugo.api.HistoryRemoveResult
-	45,  // 92: centrifugal.centrifugo.api.Reply.info:type_name -> centrifugal.centrifugo.api.InfoResult
-	48,  // 93: centrifugal.centrifugo.api.Reply.rpc:type_name -> centrifugal.centrifugo.api.RPCResult
-	23,  // 94: centrifugal.centrifugo.api.Reply.refresh:type_name -> centrifugal.centrifugo.api.RefreshResult
-	39,  // 95: centrifugal.centrifugo.api.Reply.channels:type_name -> centrifugal.centrifugo.api.ChannelsResult
-	51,  // 96: centrifugal.centrifugo.api.Reply.map_publish:type_name -> centrifugal.centrifugo.api.MapPublishResult
-	54,  // 97: centrifugal.centrifugo.api.Reply.map_remove:type_name -> centrifugal.centrifugo.api.MapRemoveResult
-	58,  // 98: centrifugal.centrifugo.api.Reply.map_read_state:type_name -> centrifugal.centrifugo.api.MapReadStateResult
-	61,  // 99: centrifugal.centrifugo.api.Reply.map_read_stream:type_name -> centrifugal.centrifugo.api.MapReadStreamResult
-	64,  // 100: centrifugal.centrifugo.api.Reply.map_stats:type_name -> centrifugal.centrifugo.api.MapStatsResult
-	67,  // 101: centrifugal.centrifugo.api.Reply.map_clear:type_name -> centrifugal.centrifugo.api.MapClearResult
-	69,  // 102: centrifugal.centrifugo.api.BatchRequest.commands:type_name -> centrifugal.centrifugo.api.Command
-	70,  // 103: centrifugal.centrifugo.api.BatchResponse.replies:type_name -> centrifugal.centrifugo.api.Reply
-	2,   // 104: centrifugal.centrifugo.api.PresenceResult.PresenceEntry.value:type_name -> centrifugal.centrifugo.api.ClientInfo
-	38,  // 105: centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry.value:type_name -> centrifugal.centrifugo.api.ChannelInfo
-	7,   // 106: centrifugal.centrifugo.api.CentrifugoApi.Publish:input_type -> centrifugal.centrifugo.api.PublishRequest
-	10,  // 107: centrifugal.centrifugo.api.CentrifugoApi.Broadcast:input_type -> centrifugal.centrifugo.api.BroadcastRequest
-	13,  // 108: centrifugal.centrifugo.api.CentrifugoApi.Subscribe:input_type -> centrifugal.centrifugo.api.SubscribeRequest
-	16,  // 109: centrifugal.centrifugo.api.CentrifugoApi.Unsubscribe:input_type -> centrifugal.centrifugo.api.UnsubscribeRequest
-	19,  // 110: centrifugal.centrifugo.api.CentrifugoApi.Disconnect:input_type -> centrifugal.centrifugo.api.DisconnectRequest
-	22,  // 111: centrifugal.centrifugo.api.CentrifugoApi.Refresh:input_type -> centrifugal.centrifugo.api.RefreshRequest
-	25,  // 112: centrifugal.centrifugo.api.CentrifugoApi.Presence:input_type -> centrifugal.centrifugo.api.PresenceRequest
-	28,  // 113: centrifugal.centrifugo.api.CentrifugoApi.PresenceStats:input_type -> centrifugal.centrifugo.api.PresenceStatsRequest
-	31,  // 114: centrifugal.centrifugo.api.CentrifugoApi.History:input_type -> centrifugal.centrifugo.api.HistoryRequest
-	34,  // 115: centrifugal.centrifugo.api.CentrifugoApi.HistoryRemove:input_type -> centrifugal.centrifugo.api.HistoryRemoveRequest
-	37,  // 116: centrifugal.centrifugo.api.CentrifugoApi.Channels:input_type -> centrifugal.centrifugo.api.ChannelsRequest
-	41,  // 117: centrifugal.centrifugo.api.CentrifugoApi.Info:input_type -> centrifugal.centrifugo.api.InfoRequest
-	47,  // 118: centrifugal.centrifugo.api.CentrifugoApi.RPC:input_type -> centrifugal.centrifugo.api.RPCRequest
-	71,  // 119: centrifugal.centrifugo.api.CentrifugoApi.Batch:input_type -> centrifugal.centrifugo.api.BatchRequest
-	50,  // 120: centrifugal.centrifugo.api.CentrifugoApi.MapPublish:input_type -> centrifugal.centrifugo.api.MapPublishRequest
-	53,  // 121: centrifugal.centrifugo.api.CentrifugoApi.MapRemove:input_type -> centrifugal.centrifugo.api.MapRemoveRequest
-	56,  // 122: centrifugal.centrifugo.api.CentrifugoApi.MapReadState:input_type -> centrifugal.centrifugo.api.MapReadStateRequest
-	60,  // 123: centrifugal.centrifugo.api.CentrifugoApi.MapReadStream:input_type -> centrifugal.centrifugo.api.MapReadStreamRequest
-	63,  // 124: centrifugal.centrifugo.api.CentrifugoApi.MapStats:input_type -> centrifugal.centrifugo.api.MapStatsRequest
-	66,  // 125: centrifugal.centrifugo.api.CentrifugoApi.MapClear:input_type -> centrifugal.centrifugo.api.MapClearRequest
-	9,   // 126: centrifugal.centrifugo.api.CentrifugoApi.Publish:output_type -> centrifugal.centrifugo.api.PublishResponse
-	12,  // 127: centrifugal.centrifugo.api.CentrifugoApi.Broadcast:output_type -> centrifugal.centrifugo.api.BroadcastResponse
-	15,  // 128: centrifugal.centrifugo.api.CentrifugoApi.Subscribe:output_type -> centrifugal.centrifugo.api.SubscribeResponse
-	18,  // 129: centrifugal.centrifugo.api.CentrifugoApi.Unsubscribe:output_type -> centrifugal.centrifugo.api.UnsubscribeResponse
-	21,  // 130: centrifugal.centrifugo.api.CentrifugoApi.Disconnect:output_type -> centrifugal.centrifugo.api.DisconnectResponse
-	24,  // 131: centrifugal.centrifugo.api.CentrifugoApi.Refresh:output_type -> centrifugal.centrifugo.api.RefreshResponse
-	27,  // 132: centrifugal.centrifugo.api.CentrifugoApi.Presence:output_type -> centrifugal.centrifugo.api.PresenceResponse
-	30,  // 133: centrifugal.centrifugo.api.CentrifugoApi.PresenceStats:output_type -> centrifugal.centrifugo.api.PresenceStatsResponse
-	33,  // 134: centrifugal.centrifugo.api.CentrifugoApi.History:output_type -> centrifugal.centrifugo.api.HistoryResponse
-	36,  // 135: centrifugal.centrifugo.api.CentrifugoApi.HistoryRemove:output_type -> centrifugal.centrifugo.api.HistoryRemoveResponse
-	40,  // 136: centrifugal.centrifugo.api.CentrifugoApi.Channels:output_type -> centrifugal.centrifugo.api.ChannelsResponse
-	46,  // 137: centrifugal.centrifugo.api.CentrifugoApi.Info:output_type -> centrifugal.centrifugo.api.InfoResponse
-	49,  // 138: centrifugal.centrifugo.api.CentrifugoApi.RPC:output_type -> centrifugal.centrifugo.api.RPCResponse
-	72,  // 139: centrifugal.centrifugo.api.CentrifugoApi.Batch:output_type -> centrifugal.centrifugo.api.BatchResponse
-	52,  // 140: centrifugal.centrifugo.api.CentrifugoApi.MapPublish:output_type -> centrifugal.centrifugo.api.MapPublishResponse
-	55,  // 141: centrifugal.centrifugo.api.CentrifugoApi.MapRemove:output_type -> centrifugal.centrifugo.api.MapRemoveResponse
-	59,  // 142: centrifugal.centrifugo.api.CentrifugoApi.MapReadState:output_type -> centrifugal.centrifugo.api.MapReadStateResponse
-	62,  // 143: centrifugal.centrifugo.api.CentrifugoApi.MapReadStream:output_type -> centrifugal.centrifugo.api.MapReadStreamResponse
-	65,  // 144: centrifugal.centrifugo.api.CentrifugoApi.MapStats:output_type -> centrifugal.centrifugo.api.MapStatsResponse
-	68,  // 145: centrifugal.centrifugo.api.CentrifugoApi.MapClear:output_type -> centrifugal.centrifugo.api.MapClearResponse
-	126, // [126:146] is the sub-list for method output_type
-	106, // [106:126] is the sub-list for method input_type
-	106, // [106:106] is the sub-list for extension type_name
-	106, // [106:106] is the sub-list for extension extendee
-	0,   // [0:106] is the sub-list for field type_name
+	0,   // 63: centrifugal.centrifugo.api.SharedPollPublishResponse.error:type_name -> centrifugal.centrifugo.api.Error
+	70,  // 64: centrifugal.centrifugo.api.SharedPollPublishResponse.result:type_name -> centrifugal.centrifugo.api.SharedPollPublishResult
+	7,   // 65: centrifugal.centrifugo.api.Command.publish:type_name -> centrifugal.centrifugo.api.PublishRequest
+	10,  // 66: centrifugal.centrifugo.api.Command.broadcast:type_name -> centrifugal.centrifugo.api.BroadcastRequest
+	13,  // 67: centrifugal.centrifugo.api.Command.subscribe:type_name -> centrifugal.centrifugo.api.SubscribeRequest
+	16,  // 68: centrifugal.centrifugo.api.Command.unsubscribe:type_name -> centrifugal.centrifugo.api.UnsubscribeRequest
+	19,  // 69: centrifugal.centrifugo.api.Command.disconnect:type_name -> centrifugal.centrifugo.api.DisconnectRequest
+	25,  // 70: centrifugal.centrifugo.api.Command.presence:type_name -> centrifugal.centrifugo.api.PresenceRequest
+	28,  // 71: centrifugal.centrifugo.api.Command.presence_stats:type_name -> centrifugal.centrifugo.api.PresenceStatsRequest
+	31,  // 72: centrifugal.centrifugo.api.Command.history:type_name -> centrifugal.centrifugo.api.HistoryRequest
+	34,  // 73: centrifugal.centrifugo.api.Command.history_remove:type_name -> centrifugal.centrifugo.api.HistoryRemoveRequest
+	41,  // 74: centrifugal.centrifugo.api.Command.info:type_name -> centrifugal.centrifugo.api.InfoRequest
+	47,  // 75: centrifugal.centrifugo.api.Command.rpc:type_name -> centrifugal.centrifugo.api.RPCRequest
+	22,  // 76: centrifugal.centrifugo.api.Command.refresh:type_name -> centrifugal.centrifugo.api.RefreshRequest
+	37,  // 77: centrifugal.centrifugo.api.Command.channels:type_name -> centrifugal.centrifugo.api.ChannelsRequest
+	50,  // 78: centrifugal.centrifugo.api.Command.map_publish:type_name -> centrifugal.centrifugo.api.MapPublishRequest
+	53,  // 79: centrifugal.centrifugo.api.Command.map_remove:type_name -> centrifugal.centrifugo.api.MapRemoveRequest
+	56,  // 80: centrifugal.centrifugo.api.Command.map_read_state:type_name -> centrifugal.centrifugo.api.MapReadStateRequest
+	60,  // 81: centrifugal.centrifugo.api.Command.map_read_stream:type_name -> centrifugal.centrifugo.api.MapReadStreamRequest
+	63,  // 82: centrifugal.centrifugo.api.Command.map_stats:type_name -> centrifugal.centrifugo.api.MapStatsRequest
+	66,  // 83: centrifugal.centrifugo.api.Command.map_clear:type_name -> centrifugal.centrifugo.api.MapClearRequest
+	69,  // 84: centrifugal.centrifugo.api.Command.shared_poll_publish:type_name -> centrifugal.centrifugo.api.SharedPollPublishRequest
+	0,   // 85: centrifugal.centrifugo.api.Reply.error:type_name -> centrifugal.centrifugo.api.Error
+	8,   // 86: centrifugal.centrifugo.api.Reply.publish:type_name -> centrifugal.centrifugo.api.PublishResult
+	11,  // 87: centrifugal.centrifugo.api.Reply.broadcast:type_name -> centrifugal.centrifugo.api.BroadcastResult
+	14,  // 88: centrifugal.centrifugo.api.Reply.subscribe:type_name -> centrifugal.centrifugo.api.SubscribeResult
+	17,  // 89: centrifugal.centrifugo.api.Reply.unsubscribe:type_name -> centrifugal.centrifugo.api.UnsubscribeResult
+	20,  // 90: centrifugal.centrifugo.api.Reply.disconnect:type_name -> centrifugal.centrifugo.api.DisconnectResult
+	26,  // 91: centrifugal.centrifugo.api.Reply.presence:type_name -> centrifugal.centrifugo.api.PresenceResult
+	29,  // 92: centrifugal.centrifugo.api.Reply.presence_stats:type_name -> centrifugal.centrifugo.api.PresenceStatsResult
+	32,  // 93: centrifugal.centrifugo.api.Reply.history:type_name -> centrifugal.centrifugo.api.HistoryResult
+	35,  // 94: centrifugal.centrifugo.api.Reply.history_remove:type_name -> centrifugal.centrifugo.api.HistoryRemoveResult
+	45,  // 95: centrifugal.centrifugo.api.Reply.info:type_name -> centrifugal.centrifugo.api.InfoResult
+	48,  // 96: centrifugal.centrifugo.api.Reply.rpc:type_name -> centrifugal.centrifugo.api.RPCResult
+	23,  // 97: centrifugal.centrifugo.api.Reply.refresh:type_name -> centrifugal.centrifugo.api.RefreshResult
+	39,  // 98: centrifugal.centrifugo.api.Reply.channels:type_name -> centrifugal.centrifugo.api.ChannelsResult
+	51,  // 99: centrifugal.centrifugo.api.Reply.map_publish:type_name -> centrifugal.centrifugo.api.MapPublishResult
+	54,  // 100: centrifugal.centrifugo.api.Reply.map_remove:type_name -> centrifugal.centrifugo.api.MapRemoveResult
+	58,  // 101: centrifugal.centrifugo.api.Reply.map_read_state:type_name -> centrifugal.centrifugo.api.MapReadStateResult
+	61,  // 102: centrifugal.centrifugo.api.Reply.map_read_stream:type_name -> centrifugal.centrifugo.api.MapReadStreamResult
+	64,  // 103: centrifugal.centrifugo.api.Reply.map_stats:type_name -> centrifugal.centrifugo.api.MapStatsResult
+	67,  // 104: centrifugal.centrifugo.api.Reply.map_clear:type_name -> centrifugal.centrifugo.api.MapClearResult
+	70,  // 105: centrifugal.centrifugo.api.Reply.shared_poll_publish:type_name -> centrifugal.centrifugo.api.SharedPollPublishResult
+	72,  // 106: centrifugal.centrifugo.api.BatchRequest.commands:type_name -> centrifugal.centrifugo.api.Command
+	73,  // 107: centrifugal.centrifugo.api.BatchResponse.replies:type_name -> centrifugal.centrifugo.api.Reply
+	2,   // 108: centrifugal.centrifugo.api.PresenceResult.PresenceEntry.value:type_name -> centrifugal.centrifugo.api.ClientInfo
+	38,  // 109: centrifugal.centrifugo.api.ChannelsResult.ChannelsEntry.value:type_name -> centrifugal.centrifugo.api.ChannelInfo
+	7,   // 110: centrifugal.centrifugo.api.CentrifugoApi.Publish:input_type -> centrifugal.centrifugo.api.PublishRequest
+	10,  // 111: centrifugal.centrifugo.api.CentrifugoApi.Broadcast:input_type -> centrifugal.centrifugo.api.BroadcastRequest
+	13,  // 112: centrifugal.centrifugo.api.CentrifugoApi.Subscribe:input_type -> centrifugal.centrifugo.api.SubscribeRequest
+	16,  // 113: centrifugal.centrifugo.api.CentrifugoApi.Unsubscribe:input_type -> centrifugal.centrifugo.api.UnsubscribeRequest
+	19,  // 114: centrifugal.centrifugo.api.CentrifugoApi.Disconnect:input_type -> centrifugal.centrifugo.api.DisconnectRequest
+	22,  // 115: centrifugal.centrifugo.api.CentrifugoApi.Refresh:input_type -> centrifugal.centrifugo.api.RefreshRequest
+	25,  // 116: centrifugal.centrifugo.api.CentrifugoApi.Presence:input_type -> centrifugal.centrifugo.api.PresenceRequest
+	28,  // 117: centrifugal.centrifugo.api.CentrifugoApi.PresenceStats:input_type -> centrifugal.centrifugo.api.PresenceStatsRequest
+	31,  // 118: centrifugal.centrifugo.api.CentrifugoApi.History:input_type -> centrifugal.centrifugo.api.HistoryRequest
+	34,  // 119: centrifugal.centrifugo.api.CentrifugoApi.HistoryRemove:input_type -> centrifugal.centrifugo.api.HistoryRemoveRequest
+	37,  // 120: centrifugal.centrifugo.api.CentrifugoApi.Channels:input_type -> centrifugal.centrifugo.api.ChannelsRequest
+	41,  // 121: centrifugal.centrifugo.api.CentrifugoApi.Info:input_type -> centrifugal.centrifugo.api.InfoRequest
+	47,  // 122: centrifugal.centrifugo.api.CentrifugoApi.RPC:input_type -> centrifugal.centrifugo.api.RPCRequest
+	74,  // 123: centrifugal.centrifugo.api.CentrifugoApi.Batch:input_type -> centrifugal.centrifugo.api.BatchRequest
+	50,  // 124: centrifugal.centrifugo.api.CentrifugoApi.MapPublish:input_type -> centrifugal.centrifugo.api.MapPublishRequest
+	53,  // 125: centrifugal.centrifugo.api.CentrifugoApi.MapRemove:input_type -> centrifugal.centrifugo.api.MapRemoveRequest
+	56,  // 126: centrifugal.centrifugo.api.CentrifugoApi.MapReadState:input_type -> centrifugal.centrifugo.api.MapReadStateRequest
+	60,  // 127: centrifugal.centrifugo.api.CentrifugoApi.MapReadStream:input_type -> centrifugal.centrifugo.api.MapReadStreamRequest
+	63,  // 128: centrifugal.centrifugo.api.CentrifugoApi.MapStats:input_type -> centrifugal.centrifugo.api.MapStatsRequest
+	66,  // 129: centrifugal.centrifugo.api.CentrifugoApi.MapClear:input_type -> centrifugal.centrifugo.api.MapClearRequest
+	69,  // 130: centrifugal.centrifugo.api.CentrifugoApi.SharedPollPublish:input_type -> centrifugal.centrifugo.api.SharedPollPublishRequest
+	9,   // 131: centrifugal.centrifugo.api.CentrifugoApi.Publish:output_type -> centrifugal.centrifugo.api.PublishResponse
+	12,  // 132: centrifugal.centrifugo.api.CentrifugoApi.Broadcast:output_type -> centrifugal.centrifugo.api.BroadcastResponse
+	15,  // 133: centrifugal.centrifugo.api.CentrifugoApi.Subscribe:output_type -> centrifugal.centrifugo.api.SubscribeResponse
+	18,  // 134: centrifugal.centrifugo.api.CentrifugoApi.Unsubscribe:output_type -> centrifugal.centrifugo.api.UnsubscribeResponse
+	21,  // 135: centrifugal.centrifugo.api.CentrifugoApi.Disconnect:output_type -> centrifugal.centrifugo.api.DisconnectResponse
+	24,  // 136: centrifugal.centrifugo.api.CentrifugoApi.Refresh:output_type -> centrifugal.centrifugo.api.RefreshResponse
+	27,  // 137: centrifugal.centrifugo.api.CentrifugoApi.Presence:output_type -> centrifugal.centrifugo.api.PresenceResponse
+	30,  // 138: centrifugal.centrifugo.api.CentrifugoApi.PresenceStats:output_type -> centrifugal.centrifugo.api.PresenceStatsResponse
+	33,  // 139: centrifugal.centrifugo.api.CentrifugoApi.History:output_type -> centrifugal.centrifugo.api.HistoryResponse
+	36,  // 140: centrifugal.centrifugo.api.CentrifugoApi.HistoryRemove:output_type -> centrifugal.centrifugo.api.HistoryRemoveResponse
+	40,  // 141: centrifugal.centrifugo.api.CentrifugoApi.Channels:output_type -> centrifugal.centrifugo.api.ChannelsResponse
+	46,  // 142: centrifugal.centrifugo.api.CentrifugoApi.Info:output_type -> centrifugal.centrifugo.api.InfoResponse
+	49,  // 143: centrifugal.centrifugo.api.CentrifugoApi.RPC:output_type -> centrifugal.centrifugo.api.RPCResponse
+	75,  // 144: centrifugal.centrifugo.api.CentrifugoApi.Batch:output_type -> centrifugal.centrifugo.api.BatchResponse
+	52,  // 145: centrifugal.centrifugo.api.CentrifugoApi.MapPublish:output_type -> centrifugal.centrifugo.api.MapPublishResponse
+	55,  // 146: centrifugal.centrifugo.api.CentrifugoApi.MapRemove:output_type -> centrifugal.centrifugo.api.MapRemoveResponse
+	59,  // 147: centrifugal.centrifugo.api.CentrifugoApi.MapReadState:output_type -> centrifugal.centrifugo.api.MapReadStateResponse
+	62,  // 148: centrifugal.centrifugo.api.CentrifugoApi.MapReadStream:output_type -> centrifugal.centrifugo.api.MapReadStreamResponse
+	65,  // 149: centrifugal.centrifugo.api.CentrifugoApi.MapStats:output_type -> centrifugal.centrifugo.api.MapStatsResponse
+	68,  // 150: centrifugal.centrifugo.api.CentrifugoApi.MapClear:output_type -> centrifugal.centrifugo.api.MapClearResponse
+	71,  // 151: centrifugal.centrifugo.api.CentrifugoApi.SharedPollPublish:output_type -> centrifugal.centrifugo.api.SharedPollPublishResponse
+	131, // [131:152] is the sub-list for method output_type
+	110, // [110:131] is the sub-list for method input_type
+	110, // [110:110] is the sub-list for extension type_name
+	110, // [110:110] is the sub-list for extension extendee
+	0,   // [0:110] is the sub-list for field type_name
 }
 
 func init() { file_api_proto_init() }
@@ -5274,7 +5489,7 @@ func file_api_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_proto_rawDesc), len(file_api_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   81,
+			NumMessages:   84,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -14,7 +14,8 @@ import (
 )
 
 // The tables below are written from Centrifugo v6's
-// internal/apiproto/api.proto (centrifugal/centrifugo commit 01df0442).
+// internal/apiproto/api.proto (centrifugal/centrifugo commit 01df0442;
+// SharedPollPublish from v6.9.1).
 // A change here means Gyre no longer speaks Centrifugo's gRPC API.
 
 const serviceName = "centrifugal.centrifugo.api.CentrifugoApi"
@@ -145,6 +146,19 @@ var wantFields = map[string][]field{
 	"MapClearRequest":  {{1, "channel", "string", ""}},
 	"MapClearResult":   {},
 	"MapClearResponse": {{1, "error", "message", pkg + "Error"}, {2, "result", "message", pkg + "MapClearResult"}},
+	"SharedPollPublishRequest": {
+		{1, "channel", "string", ""},
+		{2, "key", "string", ""},
+		{3, "data", "bytes", ""},
+		{4, "b64data", "string", ""},
+		{5, "version", "uint64", ""},
+		{6, "epoch", "string", ""},
+	},
+	"SharedPollPublishResult": {},
+	"SharedPollPublishResponse": {
+		{1, "error", "message", pkg + "Error"},
+		{2, "result", "message", pkg + "SharedPollPublishResult"},
+	},
 }
 
 // mapUpdateResult are the fields of MapPublishResult and MapRemoveResult.
@@ -181,6 +195,7 @@ var commandFields = []struct {
 	{39, "map_read_stream", "MapReadStreamRequest", "MapReadStreamResult"},
 	{40, "map_stats", "MapStatsRequest", "MapStatsResult"},
 	{41, "map_clear", "MapClearRequest", "MapClearResult"},
+	{42, "shared_poll_publish", "SharedPollPublishRequest", "SharedPollPublishResult"},
 }
 
 func init() {
@@ -226,6 +241,7 @@ func TestService(t *testing.T) {
 		{"Publish", "PublishRequest", "PublishResponse"},
 		{"RPC", "RPCRequest", "RPCResponse"},
 		{"Refresh", "RefreshRequest", "RefreshResponse"},
+		{"SharedPollPublish", "SharedPollPublishRequest", "SharedPollPublishResponse"},
 		{"Subscribe", "SubscribeRequest", "SubscribeResponse"},
 		{"Unsubscribe", "UnsubscribeRequest", "UnsubscribeResponse"},
 	}

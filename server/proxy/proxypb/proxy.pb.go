@@ -14,9 +14,9 @@
 // (4), so that a backend can recognise an event sent again, and
 // NotifyCacheEmptyResponse.error (2), as every other response has.
 //
-// Left out: Centrifugo PRO's SharedPollRefresh call and labels fields;
-// their numbers are reserved where they would sit in a message Gyre sends
-// or reads, so that nothing here ever reuses them.
+// Left out: Centrifugo PRO's labels fields; their numbers are reserved
+// where they would sit in a message Gyre sends or reads, so that nothing
+// here ever reuses them.
 //
 // Regenerate the Go code with ./generate.sh.
 
@@ -3068,6 +3068,299 @@ func (*NotifyChannelStateResult) Descriptor() ([]byte, []int) {
 	return file_proxy_proto_rawDescGZIP(), []int{40}
 }
 
+// SharedPollRefreshRequest carries no client: the keys are polled for
+// every client tracking them.
+type SharedPollRefreshRequest struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Channel       string                   `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Items         []*SharedPollRefreshItem `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedPollRefreshRequest) Reset() {
+	*x = SharedPollRefreshRequest{}
+	mi := &file_proxy_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedPollRefreshRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedPollRefreshRequest) ProtoMessage() {}
+
+func (x *SharedPollRefreshRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedPollRefreshRequest.ProtoReflect.Descriptor instead.
+func (*SharedPollRefreshRequest) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *SharedPollRefreshRequest) GetChannel() string {
+	if x != nil {
+		return x.Channel
+	}
+	return ""
+}
+
+func (x *SharedPollRefreshRequest) GetItems() []*SharedPollRefreshItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// SharedPollRefreshItem is a key and the version of it the server has (0:
+// none, and always 0 in versionless namespaces).
+type SharedPollRefreshItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedPollRefreshItem) Reset() {
+	*x = SharedPollRefreshItem{}
+	mi := &file_proxy_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedPollRefreshItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedPollRefreshItem) ProtoMessage() {}
+
+func (x *SharedPollRefreshItem) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedPollRefreshItem.ProtoReflect.Descriptor instead.
+func (*SharedPollRefreshItem) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *SharedPollRefreshItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SharedPollRefreshItem) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+type SharedPollRefreshResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Result        *SharedPollRefreshResult `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Error         *Error                   `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedPollRefreshResponse) Reset() {
+	*x = SharedPollRefreshResponse{}
+	mi := &file_proxy_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedPollRefreshResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedPollRefreshResponse) ProtoMessage() {}
+
+func (x *SharedPollRefreshResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedPollRefreshResponse.ProtoReflect.Descriptor instead.
+func (*SharedPollRefreshResponse) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *SharedPollRefreshResponse) GetResult() *SharedPollRefreshResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *SharedPollRefreshResponse) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// SharedPollRefreshResult holds the keys whose values the backend has (a
+// key left out is unchanged, or not there yet) and, in versioned
+// namespaces, the epoch of the versions.
+type SharedPollRefreshResult struct {
+	state         protoimpl.MessageState         `protogen:"open.v1"`
+	Items         []*SharedPollRefreshResultItem `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	Epoch         string                         `protobuf:"bytes,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedPollRefreshResult) Reset() {
+	*x = SharedPollRefreshResult{}
+	mi := &file_proxy_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedPollRefreshResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedPollRefreshResult) ProtoMessage() {}
+
+func (x *SharedPollRefreshResult) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedPollRefreshResult.ProtoReflect.Descriptor instead.
+func (*SharedPollRefreshResult) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *SharedPollRefreshResult) GetItems() []*SharedPollRefreshResultItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *SharedPollRefreshResult) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+// SharedPollRefreshResultItem is a key's value (raw JSON over HTTP), or
+// its removal. prev_data is read and not used.
+type SharedPollRefreshResultItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Removed       bool                   `protobuf:"varint,4,opt,name=removed,proto3" json:"removed,omitempty"`
+	PrevData      []byte                 `protobuf:"bytes,5,opt,name=prev_data,json=prevData,proto3" json:"prev_data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SharedPollRefreshResultItem) Reset() {
+	*x = SharedPollRefreshResultItem{}
+	mi := &file_proxy_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SharedPollRefreshResultItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SharedPollRefreshResultItem) ProtoMessage() {}
+
+func (x *SharedPollRefreshResultItem) ProtoReflect() protoreflect.Message {
+	mi := &file_proxy_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SharedPollRefreshResultItem.ProtoReflect.Descriptor instead.
+func (*SharedPollRefreshResultItem) Descriptor() ([]byte, []int) {
+	return file_proxy_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SharedPollRefreshResultItem) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SharedPollRefreshResultItem) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *SharedPollRefreshResultItem) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *SharedPollRefreshResultItem) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
+func (x *SharedPollRefreshResultItem) GetPrevData() []byte {
+	if x != nil {
+		return x.PrevData
+	}
+	return nil
+}
+
 var File_proxy_proto protoreflect.FileDescriptor
 
 const file_proxy_proto_rawDesc = "" +
@@ -3348,7 +3641,25 @@ const file_proxy_proto_rawDesc = "" +
 	"\x1aNotifyChannelStateResponse\x12N\n" +
 	"\x06result\x18\x01 \x01(\v26.centrifugal.centrifugo.proxy.NotifyChannelStateResultR\x06result\x129\n" +
 	"\x05error\x18\x02 \x01(\v2#.centrifugal.centrifugo.proxy.ErrorR\x05error\"\x1a\n" +
-	"\x18NotifyChannelStateResult2\x82\v\n" +
+	"\x18NotifyChannelStateResult\"\x7f\n" +
+	"\x18SharedPollRefreshRequest\x12\x18\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\x12I\n" +
+	"\x05items\x18\x02 \x03(\v23.centrifugal.centrifugo.proxy.SharedPollRefreshItemR\x05items\"C\n" +
+	"\x15SharedPollRefreshItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"\xa5\x01\n" +
+	"\x19SharedPollRefreshResponse\x12M\n" +
+	"\x06result\x18\x01 \x01(\v25.centrifugal.centrifugo.proxy.SharedPollRefreshResultR\x06result\x129\n" +
+	"\x05error\x18\x02 \x01(\v2#.centrifugal.centrifugo.proxy.ErrorR\x05error\"\x80\x01\n" +
+	"\x17SharedPollRefreshResult\x12O\n" +
+	"\x05items\x18\x01 \x03(\v29.centrifugal.centrifugo.proxy.SharedPollRefreshResultItemR\x05items\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\tR\x05epoch\"\x94\x01\n" +
+	"\x1bSharedPollRefreshResultItem\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x18\n" +
+	"\aremoved\x18\x04 \x01(\bR\aremoved\x12\x1b\n" +
+	"\tprev_data\x18\x05 \x01(\fR\bprevData2\x89\f\n" +
 	"\x0fCentrifugoProxy\x12f\n" +
 	"\aConnect\x12,.centrifugal.centrifugo.proxy.ConnectRequest\x1a-.centrifugal.centrifugo.proxy.ConnectResponse\x12f\n" +
 	"\aRefresh\x12,.centrifugal.centrifugo.proxy.RefreshRequest\x1a-.centrifugal.centrifugo.proxy.RefreshResponse\x12l\n" +
@@ -3363,7 +3674,8 @@ const file_proxy_proto_rawDesc = "" +
 	"MapPublish\x12/.centrifugal.centrifugo.proxy.MapPublishRequest\x1a0.centrifugal.centrifugo.proxy.MapPublishResponse\x12l\n" +
 	"\tMapRemove\x12..centrifugal.centrifugo.proxy.MapRemoveRequest\x1a/.centrifugal.centrifugo.proxy.MapRemoveResponse\x12\x81\x01\n" +
 	"\x10NotifyCacheEmpty\x125.centrifugal.centrifugo.proxy.NotifyCacheEmptyRequest\x1a6.centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse\x12\x87\x01\n" +
-	"\x12NotifyChannelState\x127.centrifugal.centrifugo.proxy.NotifyChannelStateRequest\x1a8.centrifugal.centrifugo.proxy.NotifyChannelStateResponseB-Z+github.com/gyrehq/gyre/server/proxy/proxypbb\x06proto3"
+	"\x12NotifyChannelState\x127.centrifugal.centrifugo.proxy.NotifyChannelStateRequest\x1a8.centrifugal.centrifugo.proxy.NotifyChannelStateResponse\x12\x84\x01\n" +
+	"\x11SharedPollRefresh\x126.centrifugal.centrifugo.proxy.SharedPollRefreshRequest\x1a7.centrifugal.centrifugo.proxy.SharedPollRefreshResponseB-Z+github.com/gyrehq/gyre/server/proxy/proxypbb\x06proto3"
 
 var (
 	file_proxy_proto_rawDescOnce sync.Once
@@ -3377,60 +3689,65 @@ func file_proxy_proto_rawDescGZIP() []byte {
 	return file_proxy_proto_rawDescData
 }
 
-var file_proxy_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_proxy_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_proxy_proto_goTypes = []any{
-	(*FilterNode)(nil),                 // 0: centrifugal.centrifugo.proxy.FilterNode
-	(*Disconnect)(nil),                 // 1: centrifugal.centrifugo.proxy.Disconnect
-	(*Error)(nil),                      // 2: centrifugal.centrifugo.proxy.Error
-	(*ConnectRequest)(nil),             // 3: centrifugal.centrifugo.proxy.ConnectRequest
-	(*SubscribeOptions)(nil),           // 4: centrifugal.centrifugo.proxy.SubscribeOptions
-	(*ConnectResult)(nil),              // 5: centrifugal.centrifugo.proxy.ConnectResult
-	(*ChannelsCapability)(nil),         // 6: centrifugal.centrifugo.proxy.ChannelsCapability
-	(*ConnectResponse)(nil),            // 7: centrifugal.centrifugo.proxy.ConnectResponse
-	(*RefreshRequest)(nil),             // 8: centrifugal.centrifugo.proxy.RefreshRequest
-	(*RefreshResult)(nil),              // 9: centrifugal.centrifugo.proxy.RefreshResult
-	(*RefreshResponse)(nil),            // 10: centrifugal.centrifugo.proxy.RefreshResponse
-	(*SubscribeRequest)(nil),           // 11: centrifugal.centrifugo.proxy.SubscribeRequest
-	(*BoolValue)(nil),                  // 12: centrifugal.centrifugo.proxy.BoolValue
-	(*SubscribeOptionOverride)(nil),    // 13: centrifugal.centrifugo.proxy.SubscribeOptionOverride
-	(*SubscribeResult)(nil),            // 14: centrifugal.centrifugo.proxy.SubscribeResult
-	(*SubscribeResponse)(nil),          // 15: centrifugal.centrifugo.proxy.SubscribeResponse
-	(*PublishRequest)(nil),             // 16: centrifugal.centrifugo.proxy.PublishRequest
-	(*PublishResult)(nil),              // 17: centrifugal.centrifugo.proxy.PublishResult
-	(*PublishResponse)(nil),            // 18: centrifugal.centrifugo.proxy.PublishResponse
-	(*MapPublishRequest)(nil),          // 19: centrifugal.centrifugo.proxy.MapPublishRequest
-	(*MapPublishResult)(nil),           // 20: centrifugal.centrifugo.proxy.MapPublishResult
-	(*MapPublishResponse)(nil),         // 21: centrifugal.centrifugo.proxy.MapPublishResponse
-	(*MapRemoveRequest)(nil),           // 22: centrifugal.centrifugo.proxy.MapRemoveRequest
-	(*MapRemoveResult)(nil),            // 23: centrifugal.centrifugo.proxy.MapRemoveResult
-	(*MapRemoveResponse)(nil),          // 24: centrifugal.centrifugo.proxy.MapRemoveResponse
-	(*RPCRequest)(nil),                 // 25: centrifugal.centrifugo.proxy.RPCRequest
-	(*RPCResult)(nil),                  // 26: centrifugal.centrifugo.proxy.RPCResult
-	(*RPCResponse)(nil),                // 27: centrifugal.centrifugo.proxy.RPCResponse
-	(*SubRefreshRequest)(nil),          // 28: centrifugal.centrifugo.proxy.SubRefreshRequest
-	(*SubRefreshResult)(nil),           // 29: centrifugal.centrifugo.proxy.SubRefreshResult
-	(*SubRefreshResponse)(nil),         // 30: centrifugal.centrifugo.proxy.SubRefreshResponse
-	(*Publication)(nil),                // 31: centrifugal.centrifugo.proxy.Publication
-	(*StreamSubscribeRequest)(nil),     // 32: centrifugal.centrifugo.proxy.StreamSubscribeRequest
-	(*StreamSubscribeResponse)(nil),    // 33: centrifugal.centrifugo.proxy.StreamSubscribeResponse
-	(*NotifyCacheEmptyRequest)(nil),    // 34: centrifugal.centrifugo.proxy.NotifyCacheEmptyRequest
-	(*NotifyCacheEmptyResponse)(nil),   // 35: centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse
-	(*NotifyCacheEmptyResult)(nil),     // 36: centrifugal.centrifugo.proxy.NotifyCacheEmptyResult
-	(*NotifyChannelStateRequest)(nil),  // 37: centrifugal.centrifugo.proxy.NotifyChannelStateRequest
-	(*ChannelEvent)(nil),               // 38: centrifugal.centrifugo.proxy.ChannelEvent
-	(*NotifyChannelStateResponse)(nil), // 39: centrifugal.centrifugo.proxy.NotifyChannelStateResponse
-	(*NotifyChannelStateResult)(nil),   // 40: centrifugal.centrifugo.proxy.NotifyChannelStateResult
-	nil,                                // 41: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
-	nil,                                // 42: centrifugal.centrifugo.proxy.PublishResult.TagsEntry
-	nil,                                // 43: centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
-	nil,                                // 44: centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
-	nil,                                // 45: centrifugal.centrifugo.proxy.Publication.TagsEntry
+	(*FilterNode)(nil),                  // 0: centrifugal.centrifugo.proxy.FilterNode
+	(*Disconnect)(nil),                  // 1: centrifugal.centrifugo.proxy.Disconnect
+	(*Error)(nil),                       // 2: centrifugal.centrifugo.proxy.Error
+	(*ConnectRequest)(nil),              // 3: centrifugal.centrifugo.proxy.ConnectRequest
+	(*SubscribeOptions)(nil),            // 4: centrifugal.centrifugo.proxy.SubscribeOptions
+	(*ConnectResult)(nil),               // 5: centrifugal.centrifugo.proxy.ConnectResult
+	(*ChannelsCapability)(nil),          // 6: centrifugal.centrifugo.proxy.ChannelsCapability
+	(*ConnectResponse)(nil),             // 7: centrifugal.centrifugo.proxy.ConnectResponse
+	(*RefreshRequest)(nil),              // 8: centrifugal.centrifugo.proxy.RefreshRequest
+	(*RefreshResult)(nil),               // 9: centrifugal.centrifugo.proxy.RefreshResult
+	(*RefreshResponse)(nil),             // 10: centrifugal.centrifugo.proxy.RefreshResponse
+	(*SubscribeRequest)(nil),            // 11: centrifugal.centrifugo.proxy.SubscribeRequest
+	(*BoolValue)(nil),                   // 12: centrifugal.centrifugo.proxy.BoolValue
+	(*SubscribeOptionOverride)(nil),     // 13: centrifugal.centrifugo.proxy.SubscribeOptionOverride
+	(*SubscribeResult)(nil),             // 14: centrifugal.centrifugo.proxy.SubscribeResult
+	(*SubscribeResponse)(nil),           // 15: centrifugal.centrifugo.proxy.SubscribeResponse
+	(*PublishRequest)(nil),              // 16: centrifugal.centrifugo.proxy.PublishRequest
+	(*PublishResult)(nil),               // 17: centrifugal.centrifugo.proxy.PublishResult
+	(*PublishResponse)(nil),             // 18: centrifugal.centrifugo.proxy.PublishResponse
+	(*MapPublishRequest)(nil),           // 19: centrifugal.centrifugo.proxy.MapPublishRequest
+	(*MapPublishResult)(nil),            // 20: centrifugal.centrifugo.proxy.MapPublishResult
+	(*MapPublishResponse)(nil),          // 21: centrifugal.centrifugo.proxy.MapPublishResponse
+	(*MapRemoveRequest)(nil),            // 22: centrifugal.centrifugo.proxy.MapRemoveRequest
+	(*MapRemoveResult)(nil),             // 23: centrifugal.centrifugo.proxy.MapRemoveResult
+	(*MapRemoveResponse)(nil),           // 24: centrifugal.centrifugo.proxy.MapRemoveResponse
+	(*RPCRequest)(nil),                  // 25: centrifugal.centrifugo.proxy.RPCRequest
+	(*RPCResult)(nil),                   // 26: centrifugal.centrifugo.proxy.RPCResult
+	(*RPCResponse)(nil),                 // 27: centrifugal.centrifugo.proxy.RPCResponse
+	(*SubRefreshRequest)(nil),           // 28: centrifugal.centrifugo.proxy.SubRefreshRequest
+	(*SubRefreshResult)(nil),            // 29: centrifugal.centrifugo.proxy.SubRefreshResult
+	(*SubRefreshResponse)(nil),          // 30: centrifugal.centrifugo.proxy.SubRefreshResponse
+	(*Publication)(nil),                 // 31: centrifugal.centrifugo.proxy.Publication
+	(*StreamSubscribeRequest)(nil),      // 32: centrifugal.centrifugo.proxy.StreamSubscribeRequest
+	(*StreamSubscribeResponse)(nil),     // 33: centrifugal.centrifugo.proxy.StreamSubscribeResponse
+	(*NotifyCacheEmptyRequest)(nil),     // 34: centrifugal.centrifugo.proxy.NotifyCacheEmptyRequest
+	(*NotifyCacheEmptyResponse)(nil),    // 35: centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse
+	(*NotifyCacheEmptyResult)(nil),      // 36: centrifugal.centrifugo.proxy.NotifyCacheEmptyResult
+	(*NotifyChannelStateRequest)(nil),   // 37: centrifugal.centrifugo.proxy.NotifyChannelStateRequest
+	(*ChannelEvent)(nil),                // 38: centrifugal.centrifugo.proxy.ChannelEvent
+	(*NotifyChannelStateResponse)(nil),  // 39: centrifugal.centrifugo.proxy.NotifyChannelStateResponse
+	(*NotifyChannelStateResult)(nil),    // 40: centrifugal.centrifugo.proxy.NotifyChannelStateResult
+	(*SharedPollRefreshRequest)(nil),    // 41: centrifugal.centrifugo.proxy.SharedPollRefreshRequest
+	(*SharedPollRefreshItem)(nil),       // 42: centrifugal.centrifugo.proxy.SharedPollRefreshItem
+	(*SharedPollRefreshResponse)(nil),   // 43: centrifugal.centrifugo.proxy.SharedPollRefreshResponse
+	(*SharedPollRefreshResult)(nil),     // 44: centrifugal.centrifugo.proxy.SharedPollRefreshResult
+	(*SharedPollRefreshResultItem)(nil), // 45: centrifugal.centrifugo.proxy.SharedPollRefreshResultItem
+	nil,                                 // 46: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
+	nil,                                 // 47: centrifugal.centrifugo.proxy.PublishResult.TagsEntry
+	nil,                                 // 48: centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
+	nil,                                 // 49: centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
+	nil,                                 // 50: centrifugal.centrifugo.proxy.Publication.TagsEntry
 }
 var file_proxy_proto_depIdxs = []int32{
 	0,  // 0: centrifugal.centrifugo.proxy.FilterNode.nodes:type_name -> centrifugal.centrifugo.proxy.FilterNode
 	13, // 1: centrifugal.centrifugo.proxy.SubscribeOptions.override:type_name -> centrifugal.centrifugo.proxy.SubscribeOptionOverride
 	0,  // 2: centrifugal.centrifugo.proxy.SubscribeOptions.server_tags_filter:type_name -> centrifugal.centrifugo.proxy.FilterNode
-	41, // 3: centrifugal.centrifugo.proxy.ConnectResult.subs:type_name -> centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
+	46, // 3: centrifugal.centrifugo.proxy.ConnectResult.subs:type_name -> centrifugal.centrifugo.proxy.ConnectResult.SubsEntry
 	6,  // 4: centrifugal.centrifugo.proxy.ConnectResult.caps:type_name -> centrifugal.centrifugo.proxy.ChannelsCapability
 	5,  // 5: centrifugal.centrifugo.proxy.ConnectResponse.result:type_name -> centrifugal.centrifugo.proxy.ConnectResult
 	2,  // 6: centrifugal.centrifugo.proxy.ConnectResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
@@ -3449,15 +3766,15 @@ var file_proxy_proto_depIdxs = []int32{
 	14, // 19: centrifugal.centrifugo.proxy.SubscribeResponse.result:type_name -> centrifugal.centrifugo.proxy.SubscribeResult
 	2,  // 20: centrifugal.centrifugo.proxy.SubscribeResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 21: centrifugal.centrifugo.proxy.SubscribeResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	42, // 22: centrifugal.centrifugo.proxy.PublishResult.tags:type_name -> centrifugal.centrifugo.proxy.PublishResult.TagsEntry
+	47, // 22: centrifugal.centrifugo.proxy.PublishResult.tags:type_name -> centrifugal.centrifugo.proxy.PublishResult.TagsEntry
 	17, // 23: centrifugal.centrifugo.proxy.PublishResponse.result:type_name -> centrifugal.centrifugo.proxy.PublishResult
 	2,  // 24: centrifugal.centrifugo.proxy.PublishResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 25: centrifugal.centrifugo.proxy.PublishResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	43, // 26: centrifugal.centrifugo.proxy.MapPublishResult.tags:type_name -> centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
+	48, // 26: centrifugal.centrifugo.proxy.MapPublishResult.tags:type_name -> centrifugal.centrifugo.proxy.MapPublishResult.TagsEntry
 	20, // 27: centrifugal.centrifugo.proxy.MapPublishResponse.result:type_name -> centrifugal.centrifugo.proxy.MapPublishResult
 	2,  // 28: centrifugal.centrifugo.proxy.MapPublishResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 29: centrifugal.centrifugo.proxy.MapPublishResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	44, // 30: centrifugal.centrifugo.proxy.MapRemoveResult.tags:type_name -> centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
+	49, // 30: centrifugal.centrifugo.proxy.MapRemoveResult.tags:type_name -> centrifugal.centrifugo.proxy.MapRemoveResult.TagsEntry
 	23, // 31: centrifugal.centrifugo.proxy.MapRemoveResponse.result:type_name -> centrifugal.centrifugo.proxy.MapRemoveResult
 	2,  // 32: centrifugal.centrifugo.proxy.MapRemoveResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 33: centrifugal.centrifugo.proxy.MapRemoveResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
@@ -3467,7 +3784,7 @@ var file_proxy_proto_depIdxs = []int32{
 	29, // 37: centrifugal.centrifugo.proxy.SubRefreshResponse.result:type_name -> centrifugal.centrifugo.proxy.SubRefreshResult
 	2,  // 38: centrifugal.centrifugo.proxy.SubRefreshResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
 	1,  // 39: centrifugal.centrifugo.proxy.SubRefreshResponse.disconnect:type_name -> centrifugal.centrifugo.proxy.Disconnect
-	45, // 40: centrifugal.centrifugo.proxy.Publication.tags:type_name -> centrifugal.centrifugo.proxy.Publication.TagsEntry
+	50, // 40: centrifugal.centrifugo.proxy.Publication.tags:type_name -> centrifugal.centrifugo.proxy.Publication.TagsEntry
 	11, // 41: centrifugal.centrifugo.proxy.StreamSubscribeRequest.subscribe_request:type_name -> centrifugal.centrifugo.proxy.SubscribeRequest
 	31, // 42: centrifugal.centrifugo.proxy.StreamSubscribeRequest.publication:type_name -> centrifugal.centrifugo.proxy.Publication
 	15, // 43: centrifugal.centrifugo.proxy.StreamSubscribeResponse.subscribe_response:type_name -> centrifugal.centrifugo.proxy.SubscribeResponse
@@ -3477,36 +3794,42 @@ var file_proxy_proto_depIdxs = []int32{
 	38, // 47: centrifugal.centrifugo.proxy.NotifyChannelStateRequest.events:type_name -> centrifugal.centrifugo.proxy.ChannelEvent
 	40, // 48: centrifugal.centrifugo.proxy.NotifyChannelStateResponse.result:type_name -> centrifugal.centrifugo.proxy.NotifyChannelStateResult
 	2,  // 49: centrifugal.centrifugo.proxy.NotifyChannelStateResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
-	4,  // 50: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifugo.proxy.SubscribeOptions
-	3,  // 51: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:input_type -> centrifugal.centrifugo.proxy.ConnectRequest
-	8,  // 52: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:input_type -> centrifugal.centrifugo.proxy.RefreshRequest
-	11, // 53: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
-	16, // 54: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:input_type -> centrifugal.centrifugo.proxy.PublishRequest
-	25, // 55: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:input_type -> centrifugal.centrifugo.proxy.RPCRequest
-	28, // 56: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:input_type -> centrifugal.centrifugo.proxy.SubRefreshRequest
-	11, // 57: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
-	32, // 58: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:input_type -> centrifugal.centrifugo.proxy.StreamSubscribeRequest
-	19, // 59: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:input_type -> centrifugal.centrifugo.proxy.MapPublishRequest
-	22, // 60: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:input_type -> centrifugal.centrifugo.proxy.MapRemoveRequest
-	34, // 61: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyCacheEmpty:input_type -> centrifugal.centrifugo.proxy.NotifyCacheEmptyRequest
-	37, // 62: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyChannelState:input_type -> centrifugal.centrifugo.proxy.NotifyChannelStateRequest
-	7,  // 63: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:output_type -> centrifugal.centrifugo.proxy.ConnectResponse
-	10, // 64: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:output_type -> centrifugal.centrifugo.proxy.RefreshResponse
-	15, // 65: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:output_type -> centrifugal.centrifugo.proxy.SubscribeResponse
-	18, // 66: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:output_type -> centrifugal.centrifugo.proxy.PublishResponse
-	27, // 67: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:output_type -> centrifugal.centrifugo.proxy.RPCResponse
-	30, // 68: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:output_type -> centrifugal.centrifugo.proxy.SubRefreshResponse
-	33, // 69: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
-	33, // 70: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
-	21, // 71: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:output_type -> centrifugal.centrifugo.proxy.MapPublishResponse
-	24, // 72: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:output_type -> centrifugal.centrifugo.proxy.MapRemoveResponse
-	35, // 73: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyCacheEmpty:output_type -> centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse
-	39, // 74: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyChannelState:output_type -> centrifugal.centrifugo.proxy.NotifyChannelStateResponse
-	63, // [63:75] is the sub-list for method output_type
-	51, // [51:63] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	42, // 50: centrifugal.centrifugo.proxy.SharedPollRefreshRequest.items:type_name -> centrifugal.centrifugo.proxy.SharedPollRefreshItem
+	44, // 51: centrifugal.centrifugo.proxy.SharedPollRefreshResponse.result:type_name -> centrifugal.centrifugo.proxy.SharedPollRefreshResult
+	2,  // 52: centrifugal.centrifugo.proxy.SharedPollRefreshResponse.error:type_name -> centrifugal.centrifugo.proxy.Error
+	45, // 53: centrifugal.centrifugo.proxy.SharedPollRefreshResult.items:type_name -> centrifugal.centrifugo.proxy.SharedPollRefreshResultItem
+	4,  // 54: centrifugal.centrifugo.proxy.ConnectResult.SubsEntry.value:type_name -> centrifugal.centrifugo.proxy.SubscribeOptions
+	3,  // 55: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:input_type -> centrifugal.centrifugo.proxy.ConnectRequest
+	8,  // 56: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:input_type -> centrifugal.centrifugo.proxy.RefreshRequest
+	11, // 57: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
+	16, // 58: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:input_type -> centrifugal.centrifugo.proxy.PublishRequest
+	25, // 59: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:input_type -> centrifugal.centrifugo.proxy.RPCRequest
+	28, // 60: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:input_type -> centrifugal.centrifugo.proxy.SubRefreshRequest
+	11, // 61: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:input_type -> centrifugal.centrifugo.proxy.SubscribeRequest
+	32, // 62: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:input_type -> centrifugal.centrifugo.proxy.StreamSubscribeRequest
+	19, // 63: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:input_type -> centrifugal.centrifugo.proxy.MapPublishRequest
+	22, // 64: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:input_type -> centrifugal.centrifugo.proxy.MapRemoveRequest
+	34, // 65: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyCacheEmpty:input_type -> centrifugal.centrifugo.proxy.NotifyCacheEmptyRequest
+	37, // 66: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyChannelState:input_type -> centrifugal.centrifugo.proxy.NotifyChannelStateRequest
+	41, // 67: centrifugal.centrifugo.proxy.CentrifugoProxy.SharedPollRefresh:input_type -> centrifugal.centrifugo.proxy.SharedPollRefreshRequest
+	7,  // 68: centrifugal.centrifugo.proxy.CentrifugoProxy.Connect:output_type -> centrifugal.centrifugo.proxy.ConnectResponse
+	10, // 69: centrifugal.centrifugo.proxy.CentrifugoProxy.Refresh:output_type -> centrifugal.centrifugo.proxy.RefreshResponse
+	15, // 70: centrifugal.centrifugo.proxy.CentrifugoProxy.Subscribe:output_type -> centrifugal.centrifugo.proxy.SubscribeResponse
+	18, // 71: centrifugal.centrifugo.proxy.CentrifugoProxy.Publish:output_type -> centrifugal.centrifugo.proxy.PublishResponse
+	27, // 72: centrifugal.centrifugo.proxy.CentrifugoProxy.RPC:output_type -> centrifugal.centrifugo.proxy.RPCResponse
+	30, // 73: centrifugal.centrifugo.proxy.CentrifugoProxy.SubRefresh:output_type -> centrifugal.centrifugo.proxy.SubRefreshResponse
+	33, // 74: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeUnidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
+	33, // 75: centrifugal.centrifugo.proxy.CentrifugoProxy.SubscribeBidirectional:output_type -> centrifugal.centrifugo.proxy.StreamSubscribeResponse
+	21, // 76: centrifugal.centrifugo.proxy.CentrifugoProxy.MapPublish:output_type -> centrifugal.centrifugo.proxy.MapPublishResponse
+	24, // 77: centrifugal.centrifugo.proxy.CentrifugoProxy.MapRemove:output_type -> centrifugal.centrifugo.proxy.MapRemoveResponse
+	35, // 78: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyCacheEmpty:output_type -> centrifugal.centrifugo.proxy.NotifyCacheEmptyResponse
+	39, // 79: centrifugal.centrifugo.proxy.CentrifugoProxy.NotifyChannelState:output_type -> centrifugal.centrifugo.proxy.NotifyChannelStateResponse
+	43, // 80: centrifugal.centrifugo.proxy.CentrifugoProxy.SharedPollRefresh:output_type -> centrifugal.centrifugo.proxy.SharedPollRefreshResponse
+	68, // [68:81] is the sub-list for method output_type
+	55, // [55:68] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_proxy_proto_init() }
@@ -3520,7 +3843,7 @@ func file_proxy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proxy_proto_rawDesc), len(file_proxy_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

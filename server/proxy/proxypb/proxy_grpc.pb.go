@@ -14,9 +14,9 @@
 // (4), so that a backend can recognise an event sent again, and
 // NotifyCacheEmptyResponse.error (2), as every other response has.
 //
-// Left out: Centrifugo PRO's SharedPollRefresh call and labels fields;
-// their numbers are reserved where they would sit in a message Gyre sends
-// or reads, so that nothing here ever reuses them.
+// Left out: Centrifugo PRO's labels fields; their numbers are reserved
+// where they would sit in a message Gyre sends or reads, so that nothing
+// here ever reuses them.
 //
 // Regenerate the Go code with ./generate.sh.
 
@@ -53,6 +53,7 @@ const (
 	CentrifugoProxy_MapRemove_FullMethodName               = "/centrifugal.centrifugo.proxy.CentrifugoProxy/MapRemove"
 	CentrifugoProxy_NotifyCacheEmpty_FullMethodName        = "/centrifugal.centrifugo.proxy.CentrifugoProxy/NotifyCacheEmpty"
 	CentrifugoProxy_NotifyChannelState_FullMethodName      = "/centrifugal.centrifugo.proxy.CentrifugoProxy/NotifyChannelState"
+	CentrifugoProxy_SharedPollRefresh_FullMethodName       = "/centrifugal.centrifugo.proxy.CentrifugoProxy/SharedPollRefresh"
 )
 
 // CentrifugoProxyClient is the client API for CentrifugoProxy service.
@@ -93,6 +94,9 @@ type CentrifugoProxyClient interface {
 	// NotifyChannelState delivers a batch of channel state events
 	// (occupied, vacated), in order, at least once.
 	NotifyChannelState(ctx context.Context, in *NotifyChannelStateRequest, opts ...grpc.CallOption) (*NotifyChannelStateResponse, error)
+	// SharedPollRefresh asks for the current values of keys of a shared-poll
+	// channel, a batch of the keys clients track at a time.
+	SharedPollRefresh(ctx context.Context, in *SharedPollRefreshRequest, opts ...grpc.CallOption) (*SharedPollRefreshResponse, error)
 }
 
 type centrifugoProxyClient struct {
@@ -235,6 +239,16 @@ func (c *centrifugoProxyClient) NotifyChannelState(ctx context.Context, in *Noti
 	return out, nil
 }
 
+func (c *centrifugoProxyClient) SharedPollRefresh(ctx context.Context, in *SharedPollRefreshRequest, opts ...grpc.CallOption) (*SharedPollRefreshResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SharedPollRefreshResponse)
+	err := c.cc.Invoke(ctx, CentrifugoProxy_SharedPollRefresh_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CentrifugoProxyServer is the server API for CentrifugoProxy service.
 // All implementations must embed UnimplementedCentrifugoProxyServer
 // for forward compatibility.
@@ -273,6 +287,9 @@ type CentrifugoProxyServer interface {
 	// NotifyChannelState delivers a batch of channel state events
 	// (occupied, vacated), in order, at least once.
 	NotifyChannelState(context.Context, *NotifyChannelStateRequest) (*NotifyChannelStateResponse, error)
+	// SharedPollRefresh asks for the current values of keys of a shared-poll
+	// channel, a batch of the keys clients track at a time.
+	SharedPollRefresh(context.Context, *SharedPollRefreshRequest) (*SharedPollRefreshResponse, error)
 	mustEmbedUnimplementedCentrifugoProxyServer()
 }
 
@@ -318,6 +335,9 @@ func (UnimplementedCentrifugoProxyServer) NotifyCacheEmpty(context.Context, *Not
 }
 func (UnimplementedCentrifugoProxyServer) NotifyChannelState(context.Context, *NotifyChannelStateRequest) (*NotifyChannelStateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method NotifyChannelState not implemented")
+}
+func (UnimplementedCentrifugoProxyServer) SharedPollRefresh(context.Context, *SharedPollRefreshRequest) (*SharedPollRefreshResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SharedPollRefresh not implemented")
 }
 func (UnimplementedCentrifugoProxyServer) mustEmbedUnimplementedCentrifugoProxyServer() {}
 func (UnimplementedCentrifugoProxyServer) testEmbeddedByValue()                         {}
@@ -538,6 +558,24 @@ func _CentrifugoProxy_NotifyChannelState_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CentrifugoProxy_SharedPollRefresh_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SharedPollRefreshRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CentrifugoProxyServer).SharedPollRefresh(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CentrifugoProxy_SharedPollRefresh_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CentrifugoProxyServer).SharedPollRefresh(ctx, req.(*SharedPollRefreshRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CentrifugoProxy_ServiceDesc is the grpc.ServiceDesc for CentrifugoProxy service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -584,6 +622,10 @@ var CentrifugoProxy_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "NotifyChannelState",
 			Handler:    _CentrifugoProxy_NotifyChannelState_Handler,
+		},
+		{
+			MethodName: "SharedPollRefresh",
+			Handler:    _CentrifugoProxy_SharedPollRefresh_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -13,12 +13,11 @@ import (
 
 // The tables below are written from Centrifugo v6's
 // internal/proxyproto/proxy.proto (centrifugal/centrifugo commit 0076707d;
-// MapPublish, MapRemove, NotifyCacheEmpty and NotifyChannelState from
-// v6.9.1).
+// MapPublish, MapRemove, NotifyCacheEmpty, NotifyChannelState and
+// SharedPollRefresh from v6.9.1).
 // A change here means a backend written for Centrifugo no longer serves
-// Gyre. Left out, as in proxy.proto: PRO-only fields (labels), the
-// SharedPollRefresh call, and SubscribeOptions.cache_recover (8), which
-// Gyre does not read. Gyre's own additions, at numbers Centrifugo's file
+// Gyre. Left out, as in proxy.proto: PRO-only fields (labels) and
+// SubscribeOptions.cache_recover (8), which Gyre does not read. Gyre's own additions, at numbers Centrifugo's file
 // leaves free, are marked where they sit.
 
 const pkg = "centrifugal.centrifugo.proxy."
@@ -249,6 +248,29 @@ var wantFields = map[string][]field{
 		{2, "error", "message", pkg + "Error"},
 	},
 	"NotifyChannelStateResult": {},
+	"SharedPollRefreshRequest": {
+		{1, "channel", "string", ""},
+		{2, "items", "repeated message", pkg + "SharedPollRefreshItem"},
+	},
+	"SharedPollRefreshItem": {
+		{1, "key", "string", ""},
+		{2, "version", "uint64", ""},
+	},
+	"SharedPollRefreshResponse": {
+		{1, "result", "message", pkg + "SharedPollRefreshResult"},
+		{2, "error", "message", pkg + "Error"},
+	},
+	"SharedPollRefreshResult": {
+		{1, "items", "repeated message", pkg + "SharedPollRefreshResultItem"},
+		{2, "epoch", "string", ""},
+	},
+	"SharedPollRefreshResultItem": {
+		{1, "key", "string", ""},
+		{2, "data", "bytes", ""},
+		{3, "version", "uint64", ""},
+		{4, "removed", "bool", ""},
+		{5, "prev_data", "bytes", ""},
+	},
 }
 
 // wantReserved are numbers a message must never reuse: Centrifugo's
@@ -289,6 +311,7 @@ func TestService(t *testing.T) {
 		{"Publish", "PublishRequest", "PublishResponse", false, false},
 		{"RPC", "RPCRequest", "RPCResponse", false, false},
 		{"Refresh", "RefreshRequest", "RefreshResponse", false, false},
+		{"SharedPollRefresh", "SharedPollRefreshRequest", "SharedPollRefreshResponse", false, false},
 		{"SubRefresh", "SubRefreshRequest", "SubRefreshResponse", false, false},
 		{"Subscribe", "SubscribeRequest", "SubscribeResponse", false, false},
 		{"SubscribeBidirectional", "StreamSubscribeRequest", "StreamSubscribeResponse", true, true},

@@ -1,4 +1,7 @@
-package main
+// Package proccpu reads the CPU time of processes named on a command
+// line (NAME=PID), for the benchmark commands that charge a measurement
+// with the CPU the server processes spent meanwhile.
+package proccpu
 
 import (
 	"fmt"
@@ -7,17 +10,18 @@ import (
 	"strings"
 )
 
-// pidList names the processes whose CPU time a sync is charged with.
-type pidList []namedPID
+// PIDList names the processes whose CPU time a measurement is charged
+// with; it is a flag.Value of repeated NAME=PID.
+type PIDList []namedPID
 
 type namedPID struct {
 	name string
 	pid  int
 }
 
-func (l *pidList) String() string { return fmt.Sprint(*l) }
+func (l *PIDList) String() string { return fmt.Sprint(*l) }
 
-func (l *pidList) Set(v string) error {
+func (l *PIDList) Set(v string) error {
 	name, p, ok := strings.Cut(v, "=")
 	if !ok {
 		return fmt.Errorf("want NAME=PID, got %q", v)
@@ -30,28 +34,30 @@ func (l *pidList) Set(v string) error {
 	return nil
 }
 
-type cpuDelta struct {
-	name    string
-	seconds float64
+// Delta is the CPU seconds one process spent.
+type Delta struct {
+	Name    string
+	Seconds float64
 }
 
-// sample reads each process's utime+stime in seconds; a process that
+// Sample reads each process's utime+stime in seconds; a process that
 // cannot be read counts as -1 and is left out of since.
-func (l pidList) sample() []float64 {
+func (l PIDList) Sample() []float64 {
 	out := make([]float64, len(l))
 	for i, p := range l {
-		out[i] = cpuSeconds(p.pid)
+		out[i] = Seconds(p.pid)
 	}
 	return out
 }
 
-func (l pidList) since(before []float64) []cpuDelta {
-	var out []cpuDelta
-	for i, now := range l.sample() {
+// Since is what each process spent since before (a Sample).
+func (l PIDList) Since(before []float64) []Delta {
+	var out []Delta
+	for i, now := range l.Sample() {
 		if now < 0 || before[i] < 0 {
 			continue
 		}
-		out = append(out, cpuDelta{l[i].name, now - before[i]})
+		out = append(out, Delta{l[i].name, now - before[i]})
 	}
 	return out
 }
@@ -59,7 +65,8 @@ func (l pidList) since(before []float64) []cpuDelta {
 // userHZ is the unit of /proc/PID/stat's times on Linux.
 const userHZ = 100
 
-func cpuSeconds(pid int) float64 {
+// Seconds is the utime+stime of process pid, -1 when it cannot be read.
+func Seconds(pid int) float64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return -1

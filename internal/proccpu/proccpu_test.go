@@ -1,4 +1,4 @@
-package main
+package proccpu
 
 import (
 	"os"
@@ -13,16 +13,16 @@ func TestCPUSecondsOfItself(t *testing.T) {
 		x += i % 7
 	}
 	_ = x
-	if got := cpuSeconds(os.Getpid()); got <= 0 {
-		t.Fatalf("cpuSeconds(self) = %v, want > 0", got)
+	if got := Seconds(os.Getpid()); got <= 0 {
+		t.Fatalf("Seconds(self) = %v, want > 0", got)
 	}
-	if got := cpuSeconds(-1); got != -1 {
-		t.Fatalf("cpuSeconds(-1) = %v, want -1", got)
+	if got := Seconds(-1); got != -1 {
+		t.Fatalf("Seconds(-1) = %v, want -1", got)
 	}
 }
 
 func TestPIDListSet(t *testing.T) {
-	var l pidList
+	var l PIDList
 	if err := l.Set("gyre=42"); err != nil || len(l) != 1 || l[0] != (namedPID{"gyre", 42}) {
 		t.Fatalf("Set(gyre=42): %v, %v", l, err)
 	}
