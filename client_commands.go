@@ -38,8 +38,12 @@ func (c *Client) publishCmd(req *protocol.PublishRequest) (*protocol.Reply, erro
 		}
 		return nil, err
 	}
-	if opts.SubscriptionType.IsMap() || opts.SubscriptionType == SubscriptionTypeSharedPoll {
-		n.log.Info("stream publish to a map or shared-poll channel", "client", c.id, "channel", req.Channel, "type", opts.SubscriptionType)
+	switch {
+	case opts.SubscriptionType.IsMap():
+		n.log.Info("stream publish to a map channel", "client", c.id, "channel", req.Channel)
+		return nil, ErrorBadRequest
+	case opts.SubscriptionType == SubscriptionTypeSharedPoll:
+		n.log.Info("stream publish to a shared-poll channel", "client", c.id, "channel", req.Channel)
 		return nil, ErrorBadRequest
 	}
 	if st := c.streamOf(req.Channel); st != nil {

@@ -116,7 +116,7 @@ func (n *Node) handleControl(data []byte) error {
 			n.nodes.forget(cmd.Node.Id)
 			// Not on the broker's goroutine: interest goes out as
 			// publishes.
-			go n.polls.renewInterest()
+			n.polls.start(n.polls.renewInterest)
 		}
 	case cmd.Node != nil:
 		ni := cmd.Node
@@ -128,11 +128,11 @@ func (n *Node) handleControl(data []byte) error {
 			PublishRate: ni.PublishRate, MemoryBytes: ni.MemoryBytes,
 			BrokerHealthy: ni.BrokerHealthy, BrokerError: ni.BrokerError,
 		}, ni.AnswersChannels)
-		if joined && cmd.From != n.id {
+		if joined && cmd.From != n.id && !n.closing.Load() {
 			// The newcomer learns of this node now rather than at its
 			// next announcement, and takes its share of shared-poll keys.
-			go n.announce()
-			go n.polls.renewInterest()
+			n.polls.start(n.announce)
+			n.polls.start(n.polls.renewInterest)
 		}
 	case cmd.Subscribe != nil:
 		s := cmd.Subscribe
@@ -165,6 +165,11 @@ func (n *Node) handleControl(data []byte) error {
 
 // announce tells the other nodes about this one.
 func (n *Node) announce() {
+	if n.closing.Load() {
+		// After the leaving announcement, another would have the
+		// others count this node in again.
+		return
+	}
 	n.load.measure(n.published.Load())
 	i := n.LocalInfo()
 	err := n.sendControl(&controlpb.Command{Node: &controlpb.NodeInfo{

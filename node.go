@@ -357,7 +357,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			n.log.Warn("announce shutdown", "error", err)
 		}
 		close(n.done)
-		n.polls.cancel()
+		n.polls.stop()
 		n.live.Range(func(k, _ any) bool {
 			k.(*Client).Disconnect(DisconnectShutdown)
 			return true

@@ -21,6 +21,12 @@ const (
 // sharedPollSubscribeCmd subscribes the client to a shared-poll channel.
 // Keys come later, with track; the reply carries the channel's epoch.
 func (c *Client) sharedPollSubscribeCmd(id uint32, req *protocol.SubscribeRequest) bool {
+	if req.Delta != "" {
+		// Values are pushed whole: a delta asked for is declined
+		// (delta false in the result), not refused.
+		req = req.CloneVT()
+		req.Delta = ""
+	}
 	p, err := c.authorizeSubscribe(req)
 	if err != nil {
 		p.stream.end()
@@ -38,8 +44,8 @@ func (c *Client) sharedPollSubscribeCmd(id uint32, req *protocol.SubscribeReques
 	p.delta, p.positioned, p.recoverable, p.recover, p.filter = false, false, false, false, nil
 	p.presence, p.joinLeave, p.pushJL, p.compact = false, false, false, false
 	s := c.newSubscription(p)
-	s.poll = &pollSub{keys: make(map[string]trackedKey)}
 	res := &protocol.SubscribeResult{Type: req.Type, Data: p.data, Epoch: c.node.polls.epochOf(req.Channel, p.opts.SharedPoll)}
+	s.poll = &pollSub{epoch: res.Epoch, keys: make(map[string]trackedKey)}
 	if err := p.expiry(res); err != nil {
 		return c.finishCommand("subscribe", id, nil, err)
 	}

@@ -98,15 +98,18 @@ func (m *pollManager) liveNodes() []string {
 	return out
 }
 
-// sendInterest tells the owners of items that this node tracks them.
-func (m *pollManager) sendInterest(ch *pollChannel, items []*controlpb.PollKey) {
+// sendInterestLocked tells the owners of items that this node tracks
+// them, with the versions given. ch.mu is held: the commands are queued
+// under it, so that an owner gets a key's interest and drops in the
+// order of the changes to ch.keys, whichever goroutines made them
+// (queuing does not block).
+func (m *pollManager) sendInterestLocked(ch *pollChannel, items []*controlpb.PollKey) {
 	if len(items) == 0 {
 		return
 	}
 	nodes := m.liveNodes()
 	by := make(map[string][]*controlpb.PollKey)
 	var moved map[string][]string
-	ch.mu.Lock()
 	for _, it := range items {
 		if _, ok := ch.keys[it.Key]; !ok {
 			continue
@@ -121,10 +124,10 @@ func (m *pollManager) sendInterest(ch *pollChannel, items []*controlpb.PollKey) 
 		ch.sentTo[it.Key] = owner
 		by[owner] = append(by[owner], it)
 	}
-	ch.mu.Unlock()
 	for owner, keys := range moved {
 		m.postDrops(owner, ch.name, keys)
 	}
+	epoch, known := ch.epoch, ch.opts.Versioned && ch.epochKnown
 	for owner, its := range by {
 		for len(its) > 0 {
 			n, size := 0, 0
@@ -132,7 +135,7 @@ func (m *pollManager) sendInterest(ch *pollChannel, items []*controlpb.PollKey) 
 				size += len(its[n].Key) + 12
 				n++
 			}
-			m.post(owner, &controlpb.Command{PollInterest: &controlpb.PollInterest{Channel: ch.name, Items: its[:n]}})
+			m.post(owner, &controlpb.Command{PollInterest: &controlpb.PollInterest{Channel: ch.name, Items: its[:n], Epoch: epoch, EpochKnown: known}})
 			its = its[n:]
 		}
 	}
@@ -152,24 +155,20 @@ func (m *pollManager) postDrops(owner, channel string, keys []string) {
 	}
 }
 
-// sendDrops tells the owners of keys that this node no longer tracks
-// them.
-func (m *pollManager) sendDrops(ch *pollChannel, keys []string) {
+// sendDropsLocked tells the owners of keys, which the caller removed
+// from ch.keys, that this node no longer tracks them. ch.mu is held (see
+// sendInterestLocked).
+func (m *pollManager) sendDropsLocked(ch *pollChannel, keys []string) {
 	if len(keys) == 0 {
 		return
 	}
 	by := make(map[string][]string)
-	ch.mu.Lock()
 	for _, k := range keys {
-		if _, tracked := ch.keys[k]; tracked {
-			continue // tracked again meanwhile
-		}
 		if owner, ok := ch.sentTo[k]; ok {
 			by[owner] = append(by[owner], k)
 			delete(ch.sentTo, k)
 		}
 	}
-	ch.mu.Unlock()
 	for owner, ks := range by {
 		m.postDrops(owner, ch.name, ks)
 	}
@@ -188,15 +187,18 @@ func (m *pollManager) renewInterest() {
 		ch.mu.Lock()
 		items := make([]*controlpb.PollKey, 0, len(ch.keys))
 		for k, pk := range ch.keys {
-			items = append(items, &controlpb.PollKey{Key: k, Version: pk.version})
+			items = append(items, &controlpb.PollKey{Key: k, Version: max(pk.version, pk.claimed)})
 		}
+		m.sendInterestLocked(ch, items)
 		ch.mu.Unlock()
-		m.sendInterest(ch, items)
 	}
 }
 
 // onInterest is an owner's side of PollInterest from node from.
 func (m *pollManager) onInterest(from string, pi *controlpb.PollInterest) {
+	if m.ctx.Err() != nil {
+		return // shutting down: the others move the keys at once
+	}
 	opts, err := m.n.rules.Load().lookup(pi.Channel)
 	if err != nil || opts.SubscriptionType != SubscriptionTypeSharedPoll {
 		m.n.log.Warn("shared-poll interest for a channel that is not shared-poll here (configs differ between nodes?)", "channel", pi.Channel, "from", from)
@@ -206,6 +208,10 @@ func (m *pollManager) onInterest(from string, pi *controlpb.PollInterest) {
 	now := time.Now()
 	var answer []*controlpb.PollItem
 	fresh := false
+	// A node whose values are of another epoch than this owner's gets
+	// every value this owner has, whatever versions it reports: it then
+	// learns the epoch (and starts over) as from any update.
+	otherEpoch := ch.opts.Versioned && ch.ownedEpochKnown && pi.EpochKnown && pi.Epoch != ch.ownedEpoch
 	for _, k := range pi.Drop {
 		if ok := ch.owned[k]; ok != nil {
 			delete(ok.interest, from)
@@ -225,7 +231,7 @@ func (m *pollManager) onInterest(from string, pi *controlpb.PollInterest) {
 		switch {
 		case !ok.known:
 			fresh = true
-		case ok.version > it.Version:
+		case ok.version > it.Version || otherEpoch:
 			answer = append(answer, &controlpb.PollItem{Key: it.Key, Data: ok.data, Version: ok.version})
 		}
 	}
@@ -234,7 +240,7 @@ func (m *pollManager) onInterest(from string, pi *controlpb.PollInterest) {
 		ch.worker = newPollWorker(ch)
 	}
 	w := ch.worker
-	if len(ch.owned) == 0 && len(ch.keys) == 0 {
+	if len(ch.owned) == 0 && ch.live == 0 {
 		ch.scheduleShutdown()
 	}
 	ch.mu.Unlock()
@@ -265,15 +271,11 @@ func (m *pollManager) deliver(channel, epoch string, items []*controlpb.PollItem
 	}
 }
 
-// post sends a control command to node to ("": every node). Commands for
-// this node alone are applied here; the others go out in order through
-// the outbox, never from the caller's goroutine (which may be the
-// broker's).
+// post queues a control command for node to ("": every node). The outbox
+// sends them in order, never from the caller's goroutine (which may hold
+// a channel's lock, or be the broker's); those for this node alone it
+// applies itself.
 func (m *pollManager) post(to string, cmd *controlpb.Command) {
-	if to == m.n.id {
-		m.handle(m.n.id, cmd)
-		return
-	}
 	cmd.To = to
 	m.out.push(cmd)
 }
@@ -319,6 +321,10 @@ func (m *pollManager) runOutbox(done <-chan struct{}) {
 		o.queue = nil
 		o.mu.Unlock()
 		for _, cmd := range q {
+			if cmd.To == m.n.id {
+				m.handle(m.n.id, cmd)
+				continue
+			}
 			if err := m.n.sendControl(cmd); err != nil {
 				// The next renewal repeats interest, and answers it
 				// with the values this one carried.
@@ -339,10 +345,14 @@ type pollWorker struct {
 	purged time.Time
 }
 
+// newPollWorker starts ch's worker; nil once the node is stopping.
 func newPollWorker(ch *pollChannel) *pollWorker {
 	ctx, cancel := context.WithCancel(ch.m.ctx)
 	w := &pollWorker{ch: ch, wakeC: make(chan struct{}, 1), stopC: make(chan struct{}), ctx: ctx, cancel: cancel}
-	ch.m.n.wg.Go(w.run)
+	if !ch.m.start(w.run) {
+		cancel()
+		return nil
+	}
 	return w
 }
 
@@ -359,15 +369,13 @@ func (w *pollWorker) stop() {
 }
 
 func (w *pollWorker) run() {
-	n := w.ch.m.n
 	interval := w.ch.opts.interval()
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
 	fails := 0
 	for {
 		select {
-		case <-n.done:
-			w.cancel()
+		case <-w.ctx.Done():
 			return
 		case <-w.stopC:
 			return
@@ -386,10 +394,11 @@ func (w *pollWorker) run() {
 			timer.Reset(max(interval-time.Since(started), 0))
 			continue
 		}
+		// After failures, the wait doubles up to a minute (or the
+		// interval, when longer), with jitter, never below the interval.
 		fails++
-		backoff := min(interval<<min(fails, 6), pollMaxBackoff)
-		backoff = max(backoff, interval)
-		timer.Reset(backoff/2 + rand.N(backoff/2+1))
+		backoff := min(interval<<min(fails, 6), max(pollMaxBackoff, interval))
+		timer.Reset(max(backoff/2+rand.N(backoff/2+1), interval))
 	}
 }
 
@@ -431,7 +440,7 @@ func (w *pollWorker) cycle(all bool) bool {
 		}
 		items = append(items, SharedPollKey{Key: k, Version: v})
 	}
-	if len(ch.owned) == 0 && len(ch.keys) == 0 {
+	if len(ch.owned) == 0 && ch.live == 0 {
 		ch.scheduleShutdown()
 	}
 	ch.mu.Unlock()
@@ -447,6 +456,7 @@ func (w *pollWorker) cycle(all bool) bool {
 		select {
 		case ch.m.sem <- struct{}{}:
 		case <-w.ctx.Done():
+			wg.Wait()
 			return true
 		}
 		wg.Go(func() {
@@ -504,9 +514,11 @@ func (ch *pollChannel) take(rep SharedPollRefreshReply) {
 	nodes := make(map[string]struct{})
 	now := time.Now()
 	ch.mu.Lock()
-	// An answer without values says nothing of the epoch (a backend
-	// answering {} has nothing new).
-	if ch.opts.Versioned && len(rep.Items) > 0 {
+	// An answer without values nor epoch says nothing of the epoch (a
+	// backend answering {} has nothing new); one that names an epoch
+	// does, even without values (a backend that answers only versions
+	// above those asked, once its versions started over).
+	if ch.opts.Versioned && (len(rep.Items) > 0 || rep.Epoch != "") {
 		if ch.ownedEpochKnown && rep.Epoch != ch.ownedEpoch {
 			for _, ok := range ch.owned {
 				ok.version, ok.data, ok.known, ok.floor = 0, nil, false, 0
@@ -564,8 +576,13 @@ func (ch *pollChannel) take(rep SharedPollRefreshReply) {
 // counts as polled, so the next poll does not deliver it again.
 func (ch *pollChannel) takePublishedLocked(epoch string, items []*controlpb.PollItem) {
 	if ch.ownedEpochKnown && epoch != ch.ownedEpoch {
-		return
+		// A published epoch is a new epoch, as for the nodes that
+		// apply it: the owned versions start over.
+		for _, ok := range ch.owned {
+			ok.version, ok.data, ok.known, ok.floor = 0, nil, false, 0
+		}
 	}
+	ch.ownedEpoch, ch.ownedEpochKnown = epoch, true
 	for _, it := range items {
 		if ok := ch.owned[it.Key]; ok != nil && (!ok.known || it.Version > ok.version) {
 			ok.version, ok.data, ok.known = it.Version, it.Data, true

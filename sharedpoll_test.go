@@ -439,17 +439,42 @@ func TestSharedPollEpoch(t *testing.T) {
 	_, url := pollNode(t, cfg, b, "A")
 	cl := dial(t, url, protocol.TypeJSON)
 	cl.connect(connToken(t, "42", 0, nil))
-	pollSubscribe(t, cl, "poll:x")
+	unsubscribed := func(n int) {
+		t.Helper()
+		cl.WaitFor(fmt.Sprintf("unsubscribe %d", n), func() bool {
+			var got []uint32
+			for _, p := range cl.Pushes() {
+				if p.Unsubscribe != nil {
+					got = append(got, p.Unsubscribe.Code)
+				}
+			}
+			if len(got) >= n && got[n-1] != 2500 {
+				t.Fatalf("unsubscribe codes %v, want 2500", got)
+			}
+			return len(got) >= n
+		})
+	}
+	// A client told no epoch (the node had not seen one yet) is not
+	// given values of one: it could not tell when they start over. It
+	// subscribes again and is told the epoch.
+	if res := pollSubscribe(t, cl, "poll:x"); res.Epoch != "" {
+		t.Fatalf("epoch before any poll %q, want empty", res.Epoch)
+	}
+	mustTrack(t, cl, "poll:x", "ok", []string{"a"})
+	unsubscribed(1)
+	if n := len(keyPubs(cl, "poll:x", "a")); n != 0 {
+		t.Fatalf("%d values pushed to a client told no epoch", n)
+	}
+	if res := pollSubscribe(t, cl, "poll:x"); res.Epoch != "e1" {
+		t.Fatalf("epoch %q, want e1", res.Epoch)
+	}
 	mustTrack(t, cl, "poll:x", "ok", []string{"a"})
 	waitKey(t, cl, "poll:x", "a", func(p *protocol.Publication) bool { return p.Version == 5 })
 	b.mu.Lock()
 	b.epoch = "e2"
 	b.values["a"] = gyre.SharedPollItem{Key: "a", Data: []byte(`2`), Version: 1}
 	b.mu.Unlock()
-	push := cl.WaitPush("unsubscribe", func(p *protocol.Push) bool { return p.Unsubscribe != nil })
-	if push.Unsubscribe.Code != 2500 {
-		t.Fatalf("unsubscribe code %d, want 2500", push.Unsubscribe.Code)
-	}
+	unsubscribed(2)
 	res := pollSubscribe(t, cl, "poll:x")
 	if res.Epoch != "e2" {
 		t.Fatalf("epoch after the change %q, want e2", res.Epoch)
@@ -582,5 +607,55 @@ func waitNodes(t *testing.T, nodes []*gyre.Node) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+}
+
+// TestSharedPollConcurrencyBound: a slow backend never has more calls in
+// flight from a node than its SharedPollConcurrency, however many
+// channels and batches are due.
+func TestSharedPollConcurrencyBound(t *testing.T) {
+	cfg := sharedPollConfig()
+	cfg.SharedPollConcurrency = 2
+	var inFlight, most atomic.Int32
+	var calls atomic.Int32
+	slow := func(_ context.Context, e gyre.SharedPollRefreshEvent) (gyre.SharedPollRefreshReply, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		calls.Add(1)
+		time.Sleep(50 * time.Millisecond)
+		var rep gyre.SharedPollRefreshReply
+		for _, it := range e.Items {
+			rep.Items = append(rep.Items, gyre.SharedPollItem{Key: it.Key, Data: []byte(`1`), Version: 1})
+		}
+		return rep, nil
+	}
+	_, url := newTestNodeWith(t, cfg, func(n *gyre.Node) {
+		n.OnSharedPollRefresh(slow)
+		n.OnTrack(trackAll)
+	})
+	cl := dial(t, url, protocol.TypeJSON)
+	cl.connect(connToken(t, "42", 0, nil))
+	keys := make([]string, 20) // 3 batches of 7 per channel
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+	}
+	for c := range 6 {
+		ch := "poll:c" + strconv.Itoa(c)
+		pollSubscribe(t, cl, ch)
+		mustTrack(t, cl, ch, "ok", keys)
+	}
+	for c := range 6 {
+		for _, k := range keys {
+			waitKey(t, cl, "poll:c"+strconv.Itoa(c), k, func(p *protocol.Publication) bool { return p.Version == 1 })
+		}
+	}
+	if got := most.Load(); got > 2 || got < 2 {
+		t.Fatalf("at most %d calls in flight (of %d calls), want 2: the bound", got, calls.Load())
 	}
 }

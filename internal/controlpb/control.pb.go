@@ -990,10 +990,14 @@ func (x *MapClear) GetChannel() string {
 // and no longer tracks drop. The owner answers with a PollUpdate of the
 // items it has newer values of.
 type PollInterest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Channel       string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
-	Items         []*PollKey             `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
-	Drop          []string               `protobuf:"bytes,3,rep,name=drop,proto3" json:"drop,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Channel string                 `protobuf:"bytes,1,opt,name=channel,proto3" json:"channel,omitempty"`
+	Items   []*PollKey             `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	Drop    []string               `protobuf:"bytes,3,rep,name=drop,proto3" json:"drop,omitempty"`
+	// The epoch of the sender's versions (versioned channels, once known):
+	// an owner of another epoch answers with every value it has.
+	Epoch         string `protobuf:"bytes,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	EpochKnown    bool   `protobuf:"varint,5,opt,name=epoch_known,json=epochKnown,proto3" json:"epoch_known,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1047,6 +1051,20 @@ func (x *PollInterest) GetDrop() []string {
 		return x.Drop
 	}
 	return nil
+}
+
+func (x *PollInterest) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *PollInterest) GetEpochKnown() bool {
+	if x != nil {
+		return x.EpochKnown
+	}
+	return false
 }
 
 type PollKey struct {
@@ -1341,11 +1359,14 @@ const file_control_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"$\n" +
 	"\bMapClear\x12\x18\n" +
-	"\achannel\x18\x01 \x01(\tR\achannel\"i\n" +
+	"\achannel\x18\x01 \x01(\tR\achannel\"\xa0\x01\n" +
 	"\fPollInterest\x12\x18\n" +
 	"\achannel\x18\x01 \x01(\tR\achannel\x12+\n" +
 	"\x05items\x18\x02 \x03(\v2\x15.gyre.control.PollKeyR\x05items\x12\x12\n" +
-	"\x04drop\x18\x03 \x03(\tR\x04drop\"5\n" +
+	"\x04drop\x18\x03 \x03(\tR\x04drop\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x1f\n" +
+	"\vepoch_known\x18\x05 \x01(\bR\n" +
+	"epochKnown\"5\n" +
 	"\aPollKey\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\"\x84\x01\n" +

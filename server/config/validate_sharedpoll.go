@@ -90,7 +90,20 @@ func (v *validator) sharedPollChannels(path string, o *ChannelOptions) {
 func (c *Config) sharedPollNotices() []string {
 	var out []string
 	each := func(path string, o *ChannelOptions) {
-		if !o.IsSharedPoll() && o.SharedPoll != (SharedPollOptions{}) {
+		if o.IsSharedPoll() {
+			// Centrifugo keeps presence and join/leave for shared_poll
+			// channels; Gyre's trackers are not in presence.
+			for _, k := range []struct {
+				key string
+				set bool
+			}{{"presence", o.Presence}, {"join_leave", o.JoinLeave}, {"force_push_join_leave", o.ForcePushJoinLeave}} {
+				if k.set {
+					out = append(out, "config: "+path+"."+k.key+" has no effect: shared_poll channels keep no presence nor join/leave in Gyre")
+				}
+			}
+			return
+		}
+		if o.SharedPoll != (SharedPollOptions{}) {
 			typ := o.SubscriptionType
 			if typ == "" {
 				typ = "stream"

@@ -95,7 +95,8 @@ func TestSharedPollNotices(t *testing.T) {
 		"namespaces": [
 			{"name": "chat"},
 			{"name": "board", "subscription_type": "map", "shared_poll": {"refresh_interval": "1s"}},
-			{"name": "prices", "subscription_type": "shared_poll", "shared_poll": {"refresh_interval": "1s"}}
+			{"name": "prices", "subscription_type": "shared_poll", "shared_poll": {"refresh_interval": "1s"}},
+			{"name": "votes", "subscription_type": "shared_poll", "presence": true}
 		]}}`), FormatJSON)
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +110,7 @@ func TestSharedPollNotices(t *testing.T) {
 	want := []string{
 		"config: channel.without_namespace.shared_poll is set but has no effect: the namespace's subscription_type is stream, not shared_poll",
 		"config: channel.namespaces[1].shared_poll is set but has no effect: the namespace's subscription_type is map, not shared_poll",
+		"config: channel.namespaces[3].presence has no effect: shared_poll channels keep no presence nor join/leave in Gyre",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("notices:\n got %q\nwant %q", got, want)
