@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 
 import { startGyre } from '../lib/gyre.js';
 import { connect, subscribe } from '../lib/client.js';
-import { launch, newPage, aria, byRole, fill, click, openApp, go, waitForText, waitForTextAt } from '../lib/browser.js';
+import { launch, newPage, byRole, fill, click, openApp, go, waitForText, waitForTextAt } from '../lib/browser.js';
 
 let server;
 let browser;
@@ -40,10 +40,13 @@ async function send(page, fields) {
     if (label === 'Method') continue;
     await fill(page, 'textbox', label, value);
   }
-  const reply = await page.$(aria('region', 'Reply'));
-  const before = reply ? await reply.evaluate((n) => n.innerText) : '';
+  // Send stays disabled while the request is out; until then the Reply
+  // region still shows the previous reply (under "Sending …"), which a
+  // slow browser would have this read.
   await click(page, 'button', 'Send');
-  const shown = await waitForText(page, 'region', 'Reply', (s) => s !== before && /[{]/.test(s));
+  const button = await byRole(page, 'button', 'Send');
+  await page.waitForFunction((el) => !el.disabled, {}, button);
+  const shown = await waitForText(page, 'region', 'Reply', (s) => /(done|failed)/.test(s) && /[{]/.test(s));
   const json = shown.slice(shown.indexOf('{'), shown.lastIndexOf('}') + 1);
   try {
     return JSON.parse(json);
