@@ -114,6 +114,8 @@ func (t *tracker) decide(client, user string, e gyre.TrackEvent) (gyre.TrackRepl
 		exp, err := t.verifier.Verify(b.Signature, user, e.Channel, b.Keys, now)
 		switch {
 		case errors.Is(err, sharedpoll.ErrExpired):
+			t.fails.Add("track expired signature", slog.LevelInfo, "track refused: signature expired",
+				"channel", e.Channel, "client", client, "user", user, "batch", i)
 			return gyre.TrackReply{}, gyre.ErrorTokenExpired
 		case err != nil:
 			t.fails.Add("track bad signature", slog.LevelInfo, "track refused: bad signature",

@@ -213,6 +213,10 @@ func TestTrack(t *testing.T) {
 	if len(lines) != 1 {
 		t.Errorf("%d log lines of the bad signature in prices:us, want 1", len(lines))
 	}
+	tr.fails.FlushAll()
+	if n := len(rec.Find(slog.LevelInfo, "track refused: signature expired", map[string]string{"channel": "prices:eu", "user": "42"})); n != 1 {
+		t.Errorf("%d log lines of the expired signature, want 1", n)
+	}
 }
 
 // TestServerWithSharedPoll: a server with shared_poll namespaces starts,
