@@ -50,17 +50,19 @@ func (v *validator) eventHooks(c *Config) {
 	}
 }
 
-// hookProxyNotices names the options of the event hook proxies that have
-// nothing to act on: those events come from no client request.
+// hookProxyNotices names the options of the proxies whose calls come
+// from no client request (the event hooks, the shared-poll refresh): the
+// client headers, metadata and meta they would forward are not there.
 func (c *Config) hookProxyNotices() []string {
 	var out []string
 	for _, p := range []struct {
-		path string
-		p    *Proxy
+		path, doc string
+		p         *Proxy
 	}{
-		{"channel.proxy.state", &c.Channel.Proxy.State},
-		{"channel.proxy.cache_empty", &c.Channel.Proxy.CacheEmpty},
-		{"client.proxy.user_status", &c.Client.Proxy.UserStatus.Proxy},
+		{"channel.proxy.state", "docs/event-hooks.md", &c.Channel.Proxy.State},
+		{"channel.proxy.cache_empty", "docs/event-hooks.md", &c.Channel.Proxy.CacheEmpty},
+		{"client.proxy.user_status", "docs/event-hooks.md", &c.Client.Proxy.UserStatus.Proxy},
+		{"channel.proxy.shared_poll_refresh", "docs/shared-poll.md", &c.Channel.Proxy.SharedPollRefresh},
 	} {
 		unused := map[string]bool{
 			"http_headers":                   len(p.p.HTTPHeaders) > 0,
@@ -71,7 +73,7 @@ func (c *Config) hookProxyNotices() []string {
 		}
 		for _, key := range []string{"http_headers", "grpc_metadata", "emulated_headers", "include_connection_meta", "http.status_to_code_transforms"} {
 			if unused[key] {
-				out = append(out, "config: "+p.path+"."+key+" is not used: these calls come from no client request (docs/event-hooks.md)")
+				out = append(out, "config: "+p.path+"."+key+" is not used: these calls come from no client request ("+p.doc+")")
 			}
 		}
 	}

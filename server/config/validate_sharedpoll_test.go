@@ -91,6 +91,7 @@ func TestSharedPollConfigAccepted(t *testing.T) {
 
 func TestSharedPollNotices(t *testing.T) {
 	c, _, err := LoadBytes([]byte(`{"channel": {
+		"proxy": {"shared_poll_refresh": {"endpoint": "http://backend/refresh", "http_headers": ["Cookie"]}},
 		"without_namespace": {"shared_poll": {"mode": "versioned"}},
 		"namespaces": [
 			{"name": "chat"},
@@ -108,6 +109,7 @@ func TestSharedPollNotices(t *testing.T) {
 		}
 	}
 	want := []string{
+		"config: channel.proxy.shared_poll_refresh.http_headers is not used: these calls come from no client request (docs/shared-poll.md)",
 		"config: channel.without_namespace.shared_poll is set but has no effect: the namespace's subscription_type is stream, not shared_poll",
 		"config: channel.namespaces[1].shared_poll is set but has no effect: the namespace's subscription_type is map, not shared_poll",
 		"config: channel.namespaces[3].presence has no effect: shared_poll channels keep no presence nor join/leave in Gyre",
