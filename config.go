@@ -130,6 +130,13 @@ type Config struct {
 	PresenceUpdateInterval time.Duration
 	// IdempotentResultTTL keeps publish idempotency keys; 0 means 5m.
 	IdempotentResultTTL time.Duration
+	// PublishHoldTimeout is how long a publish waits while a node of the
+	// cluster is behind in handling what its broker delivers (see
+	// broker.BacklogHandler), before it is refused with ErrorTooManyRequests
+	// (111, temporary); 0 means 2s. Negative never holds: publishes go on,
+	// and a node far enough behind loses publications (its recoverable
+	// subscribers are told, see backpressure.go).
+	PublishHoldTimeout time.Duration
 	// ConnectIncludeServerTime puts the server time, in Unix milliseconds,
 	// into the connect result's time field.
 	ConnectIncludeServerTime bool
@@ -201,6 +208,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IdempotentResultTTL == 0 {
 		c.IdempotentResultTTL = 5 * time.Minute
+	}
+	if c.PublishHoldTimeout == 0 {
+		c.PublishHoldTimeout = 2 * time.Second
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}

@@ -114,6 +114,7 @@ func (n *Node) handleControl(data []byte) error {
 	case cmd.Node != nil && cmd.Node.Leaving:
 		if cmd.From != n.id {
 			n.nodes.forget(cmd.Node.Id)
+			n.backpressure.setRemote(cmd.Node.Id, false)
 			// Not on the broker's goroutine: interest goes out as
 			// publishes.
 			n.polls.start(n.polls.renewInterest)
@@ -157,6 +158,8 @@ func (n *Node) handleControl(data []byte) error {
 		n.surveys.deliver(cmd.From, cmd.ChannelsReply)
 	case cmd.MapClear != nil:
 		n.mapClearedLocal(cmd.MapClear.Channel)
+	case cmd.Backlog != nil:
+		n.backpressure.setRemote(cmd.From, cmd.Backlog.Behind)
 	case cmd.PollInterest != nil, cmd.PollUpdate != nil:
 		n.polls.handle(cmd.From, &cmd)
 	}

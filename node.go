@@ -67,6 +67,12 @@ type Node struct {
 	// mapBroker keeps map channels; nil when none is configured.
 	mapBroker broker.MapBroker
 	hub       *hub
+	// backpressure holds publishes back while a node is behind
+	// (backpressure.go).
+	backpressure *backpressure
+	// lossLog sums interrupted broker subscriptions into a line per
+	// episode.
+	lossLog lossLog
 	// polls holds the shared-poll channels (sharedpoll_node.go).
 	polls     *pollManager
 	startedAt time.Time
@@ -146,6 +152,7 @@ func NewNode(cfg Config) (*Node, error) {
 		startedAt: time.Now(),
 	}
 	n.polls = newPollManager(n, cfg.SharedPollConcurrency)
+	n.backpressure = newBackpressure(n, cfg.PublishHoldTimeout)
 	n.name = cfg.Name
 	if n.name == "" {
 		n.name, _ = os.Hostname()
@@ -338,6 +345,7 @@ func (n *Node) Run() error {
 	n.every(pollInterestRenew, n.polls.renewInterest)
 	n.every(time.Second, n.polls.sweepExpired)
 	n.every(NodeInfoInterval, n.announce)
+	n.every(backlogRenew, n.backpressure.renew)
 	n.every(n.cfg.PresenceUpdateInterval, n.refreshPresence)
 	n.every(n.cfg.PositionCheckInterval, n.checkPositions)
 	n.log.Info("node running", "id", n.id, "name", n.name)

@@ -64,6 +64,19 @@ type Observer interface {
 	// BrokerFailed counts a broker operation that failed: "publish",
 	// "subscribe", "unsubscribe", "history" or "presence".
 	BrokerFailed(op string)
+	// BrokerBehind tells that this node's broker delivery fell behind
+	// (true) or caught up (false); see backpressure.go.
+	BrokerBehind(behind bool)
+	// PublishHeld measures a publish (of up to 256 items) held back while
+	// a node was behind: how long it waited, and whether it was refused
+	// with 111 at the end.
+	PublishHeld(d time.Duration, refused bool)
+	// SubscriptionsLost counts subscribers of channels whose broker
+	// subscription was interrupted (publications may have been missed):
+	// told were told so (unsubscribed with 2500 to recover, or
+	// disconnected with 3010), atMostOnce were not (channels without
+	// history or position, whose delivery is at most once).
+	SubscriptionsLost(told, atMostOnce int)
 }
 
 // ConnInfo is what an Observer is told about a connection: values from
@@ -124,6 +137,9 @@ func (NopObserver) Recovered(bool, int)                   {}
 func (NopObserver) BrokerSent(string, int)                {}
 func (NopObserver) BrokerReceived(string, int)            {}
 func (NopObserver) BrokerFailed(string)                   {}
+func (NopObserver) BrokerBehind(bool)                     {}
+func (NopObserver) PublishHeld(time.Duration, bool)       {}
+func (NopObserver) SubscriptionsLost(int, int)            {}
 
 // Transport slots: a fan-out counts what it queued per transport in an
 // array indexed by the client's slot, and tells the Observer once per

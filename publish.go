@@ -241,6 +241,12 @@ func (b *burst) publish(items []PublishItem) {
 	rules := b.n.rules.Load()
 	for len(items) > 0 {
 		k := min(len(items), burstMaxPublications)
+		if err := b.n.backpressure.admit(); err != nil {
+			for i := range items {
+				items[i].Result, items[i].Err = PublishResult{}, err
+			}
+			return
+		}
 		b.publishChunk(rules, items[:k])
 		items = items[k:]
 	}

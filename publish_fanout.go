@@ -2,6 +2,7 @@ package gyre
 
 import (
 	"errors"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -369,22 +370,68 @@ func (n *Node) undeliverable(c *Client, channel string, err error) {
 // 2500, so they resubscribe and recover from history; never a silent gap.
 // So are map subscribers, whatever their mode: a map subscriber's state
 // is only whole with every change.
+//
+// The others, of channels without history, have at-most-once delivery:
+// they are not told (there is nothing to recover from), and are counted
+// (Observer.SubscriptionsLost) and logged, one line per episode.
 func (e *brokerEvents) HandleSubscriptionLost(channels []string) error {
 	n := e.n
+	told, atMostOnce := 0, 0
 	for _, ch := range channels {
 		for s := range n.hub.subscribers(ch).all() {
 			if s.recoverable || s.positioned || s.isMap {
 				// No live publication may reach the subscriber after the
 				// gap: it would move the client's position past what it
 				// missed, and recovery from there would skip it.
-				loseState(s)
+				if loseState(s) {
+					told++
+				}
+			} else {
+				atMostOnce++
 			}
 		}
 	}
 	if len(channels) > 0 {
-		n.log.Warn("broker subscriptions were interrupted; recoverable subscribers resubscribe", "channels", len(channels))
+		n.obs.SubscriptionsLost(told, atMostOnce)
+		n.lossLog.add(n, len(channels), told, atMostOnce)
 	}
 	return nil
+}
+
+// lossLog writes one line per episode of interrupted broker
+// subscriptions: a pub/sub connection that comes back resubscribes its
+// channels in batches, each reported on its own, and the line sums what a
+// second of them reported.
+type lossLog struct {
+	mu                             sync.Mutex
+	pending                        bool
+	channels, scopes, told, atMost int
+}
+
+func (l *lossLog) add(n *Node, channels, told, atMostOnce int) {
+	l.addScopes(n, channels, 0, told, atMostOnce)
+}
+
+func (l *lossLog) addScopes(n *Node, channels, scopes, told, atMostOnce int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.channels += channels
+	l.scopes += scopes
+	l.told += told
+	l.atMost += atMostOnce
+	if !l.pending {
+		l.pending = true
+		time.AfterFunc(time.Second, func() { l.flush(n) })
+	}
+}
+
+func (l *lossLog) flush(n *Node) {
+	l.mu.Lock()
+	channels, scopes, told, atMost := l.channels, l.scopes, l.told, l.atMost
+	l.channels, l.scopes, l.told, l.atMost, l.pending = 0, 0, 0, 0, false
+	l.mu.Unlock()
+	n.log.Warn("broker subscriptions were interrupted: publications may have been missed; subscribers of recoverable channels were told to resubscribe, those of channels without history were not (at-most-once delivery)",
+		"channels", channels, "pattern_scopes", scopes, "subscribers_told", told, "subscribers_at_most_once", atMost)
 }
 
 // loseState ends s, which may have missed publications, and tells its

@@ -119,8 +119,9 @@ func (e *brokerEvents) HandlePatternScopeLost(scopes []string) error {
 			}
 		})
 	}
-	if told > 0 {
-		n.log.Warn("broker pattern scopes were interrupted; pattern subscribers resubscribe", "scopes", len(scopes), "subscribers", told)
+	if len(scopes) > 0 {
+		n.obs.SubscriptionsLost(told, 0)
+		n.lossLog.addScopes(n, 0, len(scopes), told, 0)
 	}
 	return nil
 }

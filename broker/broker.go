@@ -340,6 +340,20 @@ type SubscriptionLostHandler interface {
 	HandleSubscriptionLost(channels []string) error
 }
 
+// BacklogHandler may be implemented by an EventHandler (or a map
+// broker's RunHandler). A broker that queues what it received for the
+// handler (a Redis pub/sub connection, a NATS subscription) calls it with
+// behind true when a queue has not emptied for a moment or is nearly
+// full, and with false once every queue drained. Past the queue Redis and
+// NATS hold what the node does not read, up to a limit past which they
+// drop it: the engine holds publishes back meanwhile, so that the node
+// catches up first. queued is how many messages waited at the time (0
+// when caught up). It is called on the broker's delivery goroutines and
+// must not block.
+type BacklogHandler interface {
+	HandleBacklog(behind bool, queued int)
+}
+
 // PatternScopeLostHandler may be implemented by an EventHandler. A
 // PatternBroker that can lose its scope subscriptions (a Redis connection
 // dropped, or dropped by Redis for reading too slowly) calls it once it

@@ -13,6 +13,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/backlog"
 )
 
 // ErrNoHistory is returned for a publication that needs a stream (history,
@@ -38,6 +39,8 @@ type Broker struct {
 	h          broker.EventHandler
 	lost       broker.SubscriptionLostHandler
 	scopesLost broker.PatternScopeLostHandler
+	// backlog tells h when the workers' queues fall behind.
+	backlog    backlog.Meter
 	workers    []*worker
 	controlSub *natsgo.Subscription
 
@@ -130,6 +133,7 @@ func (b *Broker) Run(h broker.EventHandler) error {
 	b.h = h
 	b.lost, _ = h.(broker.SubscriptionLostHandler)
 	b.scopesLost, _ = h.(broker.PatternScopeLostHandler)
+	b.backlog.SetHandler(h)
 	b.workers = make([]*worker, b.cfg.Workers)
 	for i := range b.workers {
 		b.workers[i] = newWorker(b)

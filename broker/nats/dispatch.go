@@ -10,6 +10,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/backlog"
 	"github.com/gyrehq/gyre/broker/nats/internal/wirepb"
 )
 
@@ -123,6 +124,10 @@ func (w *worker) stop() {
 func (w *worker) run() {
 	defer close(w.done)
 	batch := make([]*natsgo.Msg, 0, maxBatch)
+	// A queue that stays non-empty tells the node it is behind, before
+	// the NATS client's own buffer fills and drops messages.
+	q := backlog.NewQueue(&w.b.backlog, cap(w.in), func() int { return len(w.in) })
+	defer q.Stop()
 	for {
 		batch = batch[:0]
 		select {
@@ -134,6 +139,7 @@ func (w *worker) run() {
 				case m := <-w.in:
 					batch = append(batch, m)
 				default:
+					q.Emptied()
 					break fill
 				}
 			}
@@ -159,6 +165,9 @@ func (w *worker) run() {
 		// The engine is called without w.mu: it may subscribe and
 		// unsubscribe meanwhile.
 		w.out.flush(w.b)
+		if len(w.in) == 0 {
+			q.Emptied()
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/backlog"
 	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 	"github.com/gyrehq/gyre/internal/faillog"
@@ -36,8 +37,13 @@ type Broker struct {
 
 	// handler is set by Run before any goroutine that reads it starts.
 	handler broker.EventHandler
-	running atomic.Bool
-	closed  atomic.Bool
+	// backlog tells the handler when the pub/sub queues fall behind;
+	// backlogTo, when set before Run, is told instead (a MapBroker's
+	// RunHandler, which Run gets wrapped).
+	backlog   backlog.Meter
+	backlogTo any
+	running   atomic.Bool
+	closed    atomic.Bool
 
 	// patterns holds the connections carrying the pattern scopes (one
 	// per Redis client, or per base in a cluster), made by the first
@@ -162,6 +168,11 @@ func (b *Broker) Run(h broker.EventHandler) error {
 		return errors.New("redis: Run called twice")
 	}
 	b.handler = h
+	if b.backlogTo != nil {
+		b.backlog.SetHandler(b.backlogTo)
+	} else {
+		b.backlog.SetHandler(h)
+	}
 	for _, row := range b.shards {
 		for _, s := range row {
 			b.wg.Add(2)

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/backlog"
 	"github.com/gyrehq/gyre/broker/internal/pubconv"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 )
@@ -26,9 +27,14 @@ const dispatchMax = 256
 // busy is taken at once: its publications go to the handler in one
 // HandleRuns call, so that a busy channel's publications reach each
 // subscriber as one run and each connection is woken once for all of them.
+//
+// A queue that stays non-empty tells the node it is behind (Broker.backlog),
+// before the reader blocks and Redis holds the rest.
 func (s *subShard) work() {
 	d := dispatcher{s: s}
 	events := make([]event, 0, dispatchMax)
+	q := backlog.NewQueue(&s.b.backlog, cap(s.queue), func() int { return len(s.queue) })
+	defer q.Stop()
 	for {
 		select {
 		case ev := <-s.queue:
@@ -42,12 +48,16 @@ func (s *subShard) work() {
 			case ev := <-s.queue:
 				events = append(events, ev)
 			default:
+				q.Emptied()
 				break more
 			}
 		}
 		d.dispatch(events)
 		clear(events)
 		events = events[:0]
+		if len(s.queue) == 0 {
+			q.Emptied()
+		}
 	}
 }
 

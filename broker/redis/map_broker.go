@@ -102,6 +102,7 @@ func (m *MapBroker) Run(h broker.RunHandler) error {
 	if l, ok := h.(broker.SubscriptionLostHandler); ok {
 		eh = mapEventsLost{mapEvents{h}, l}
 	}
+	m.ps.backlogTo = h
 	return m.ps.Run(eh)
 }
 

@@ -42,6 +42,7 @@ type Command struct {
 	MapClear        *MapClear        `protobuf:"bytes,11,opt,name=map_clear,json=mapClear,proto3" json:"map_clear,omitempty"`
 	PollInterest    *PollInterest    `protobuf:"bytes,12,opt,name=poll_interest,json=pollInterest,proto3" json:"poll_interest,omitempty"`
 	PollUpdate      *PollUpdate      `protobuf:"bytes,13,opt,name=poll_update,json=pollUpdate,proto3" json:"poll_update,omitempty"`
+	Backlog         *Backlog         `protobuf:"bytes,14,opt,name=backlog,proto3" json:"backlog,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -167,6 +168,69 @@ func (x *Command) GetPollUpdate() *PollUpdate {
 	return nil
 }
 
+func (x *Command) GetBacklog() *Backlog {
+	if x != nil {
+		return x.Backlog
+	}
+	return nil
+}
+
+// Backlog: the sending node's broker delivery is behind (or caught up).
+// While behind, the node repeats it every 500 ms; the others hold their
+// publishes back until it says caught up, leaves, or stops repeating.
+type Backlog struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Behind bool                   `protobuf:"varint,1,opt,name=behind,proto3" json:"behind,omitempty"`
+	// queued: the messages waiting for the node when it fell behind.
+	Queued        uint32 `protobuf:"varint,2,opt,name=queued,proto3" json:"queued,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Backlog) Reset() {
+	*x = Backlog{}
+	mi := &file_control_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Backlog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Backlog) ProtoMessage() {}
+
+func (x *Backlog) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Backlog.ProtoReflect.Descriptor instead.
+func (*Backlog) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Backlog) GetBehind() bool {
+	if x != nil {
+		return x.Behind
+	}
+	return false
+}
+
+func (x *Backlog) GetQueued() uint32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
 type NodeInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -198,7 +262,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -210,7 +274,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -223,7 +287,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{1}
+	return file_control_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -348,7 +412,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -360,7 +424,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -373,7 +437,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{2}
+	return file_control_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Subscribe) GetUser() string {
@@ -468,7 +532,7 @@ type SubscribeOverride struct {
 
 func (x *SubscribeOverride) Reset() {
 	*x = SubscribeOverride{}
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +544,7 @@ func (x *SubscribeOverride) String() string {
 func (*SubscribeOverride) ProtoMessage() {}
 
 func (x *SubscribeOverride) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +557,7 @@ func (x *SubscribeOverride) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeOverride.ProtoReflect.Descriptor instead.
 func (*SubscribeOverride) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SubscribeOverride) GetPresence() bool {
@@ -543,7 +607,7 @@ type Unsubscribe struct {
 
 func (x *Unsubscribe) Reset() {
 	*x = Unsubscribe{}
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +619,7 @@ func (x *Unsubscribe) String() string {
 func (*Unsubscribe) ProtoMessage() {}
 
 func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +632,7 @@ func (x *Unsubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unsubscribe.ProtoReflect.Descriptor instead.
 func (*Unsubscribe) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Unsubscribe) GetUser() string {
@@ -613,7 +677,7 @@ type Disconnect struct {
 
 func (x *Disconnect) Reset() {
 	*x = Disconnect{}
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +689,7 @@ func (x *Disconnect) String() string {
 func (*Disconnect) ProtoMessage() {}
 
 func (x *Disconnect) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +702,7 @@ func (x *Disconnect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Disconnect.ProtoReflect.Descriptor instead.
 func (*Disconnect) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{5}
+	return file_control_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Disconnect) GetUser() string {
@@ -697,7 +761,7 @@ type Refresh struct {
 
 func (x *Refresh) Reset() {
 	*x = Refresh{}
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +773,7 @@ func (x *Refresh) String() string {
 func (*Refresh) ProtoMessage() {}
 
 func (x *Refresh) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +786,7 @@ func (x *Refresh) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Refresh.ProtoReflect.Descriptor instead.
 func (*Refresh) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{6}
+	return file_control_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Refresh) GetUser() string {
@@ -780,7 +844,7 @@ type Emulation struct {
 
 func (x *Emulation) Reset() {
 	*x = Emulation{}
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +856,7 @@ func (x *Emulation) String() string {
 func (*Emulation) ProtoMessage() {}
 
 func (x *Emulation) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +869,7 @@ func (x *Emulation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Emulation.ProtoReflect.Descriptor instead.
 func (*Emulation) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{7}
+	return file_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Emulation) GetSession() string {
@@ -835,7 +899,7 @@ type ChannelsRequest struct {
 
 func (x *ChannelsRequest) Reset() {
 	*x = ChannelsRequest{}
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +911,7 @@ func (x *ChannelsRequest) String() string {
 func (*ChannelsRequest) ProtoMessage() {}
 
 func (x *ChannelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +924,7 @@ func (x *ChannelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelsRequest.ProtoReflect.Descriptor instead.
 func (*ChannelsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{8}
+	return file_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ChannelsRequest) GetId() string {
@@ -890,7 +954,7 @@ type ChannelsReply struct {
 
 func (x *ChannelsReply) Reset() {
 	*x = ChannelsReply{}
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +966,7 @@ func (x *ChannelsReply) String() string {
 func (*ChannelsReply) ProtoMessage() {}
 
 func (x *ChannelsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +979,7 @@ func (x *ChannelsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelsReply.ProtoReflect.Descriptor instead.
 func (*ChannelsReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{9}
+	return file_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ChannelsReply) GetId() string {
@@ -950,7 +1014,7 @@ type MapClear struct {
 
 func (x *MapClear) Reset() {
 	*x = MapClear{}
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1026,7 @@ func (x *MapClear) String() string {
 func (*MapClear) ProtoMessage() {}
 
 func (x *MapClear) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1039,7 @@ func (x *MapClear) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapClear.ProtoReflect.Descriptor instead.
 func (*MapClear) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{10}
+	return file_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MapClear) GetChannel() string {
@@ -1004,7 +1068,7 @@ type PollInterest struct {
 
 func (x *PollInterest) Reset() {
 	*x = PollInterest{}
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1080,7 @@ func (x *PollInterest) String() string {
 func (*PollInterest) ProtoMessage() {}
 
 func (x *PollInterest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1093,7 @@ func (x *PollInterest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollInterest.ProtoReflect.Descriptor instead.
 func (*PollInterest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{11}
+	return file_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PollInterest) GetChannel() string {
@@ -1077,7 +1141,7 @@ type PollKey struct {
 
 func (x *PollKey) Reset() {
 	*x = PollKey{}
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1153,7 @@ func (x *PollKey) String() string {
 func (*PollKey) ProtoMessage() {}
 
 func (x *PollKey) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1166,7 @@ func (x *PollKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollKey.ProtoReflect.Descriptor instead.
 func (*PollKey) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{12}
+	return file_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PollKey) GetKey() string {
@@ -1136,7 +1200,7 @@ type PollUpdate struct {
 
 func (x *PollUpdate) Reset() {
 	*x = PollUpdate{}
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1212,7 @@ func (x *PollUpdate) String() string {
 func (*PollUpdate) ProtoMessage() {}
 
 func (x *PollUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1225,7 @@ func (x *PollUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollUpdate.ProtoReflect.Descriptor instead.
 func (*PollUpdate) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{13}
+	return file_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PollUpdate) GetChannel() string {
@@ -1204,7 +1268,7 @@ type PollItem struct {
 
 func (x *PollItem) Reset() {
 	*x = PollItem{}
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1280,7 @@ func (x *PollItem) String() string {
 func (*PollItem) ProtoMessage() {}
 
 func (x *PollItem) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1293,7 @@ func (x *PollItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PollItem.ProtoReflect.Descriptor instead.
 func (*PollItem) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{14}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PollItem) GetKey() string {
@@ -1264,7 +1328,7 @@ var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
 	"\n" +
-	"\rcontrol.proto\x12\fgyre.control\"\xae\x05\n" +
+	"\rcontrol.proto\x12\fgyre.control\"\xdf\x05\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12*\n" +
@@ -1282,7 +1346,11 @@ const file_control_proto_rawDesc = "" +
 	"\tmap_clear\x18\v \x01(\v2\x16.gyre.control.MapClearR\bmapClear\x12?\n" +
 	"\rpoll_interest\x18\f \x01(\v2\x1a.gyre.control.PollInterestR\fpollInterest\x129\n" +
 	"\vpoll_update\x18\r \x01(\v2\x18.gyre.control.PollUpdateR\n" +
-	"pollUpdate\"\xc0\x03\n" +
+	"pollUpdate\x12/\n" +
+	"\abacklog\x18\x0e \x01(\v2\x15.gyre.control.BacklogR\abacklog\"9\n" +
+	"\aBacklog\x12\x16\n" +
+	"\x06behind\x18\x01 \x01(\bR\x06behind\x12\x16\n" +
+	"\x06queued\x18\x02 \x01(\rR\x06queued\"\xc0\x03\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -1394,46 +1462,48 @@ func file_control_proto_rawDescGZIP() []byte {
 	return file_control_proto_rawDescData
 }
 
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_control_proto_goTypes = []any{
 	(*Command)(nil),           // 0: gyre.control.Command
-	(*NodeInfo)(nil),          // 1: gyre.control.NodeInfo
-	(*Subscribe)(nil),         // 2: gyre.control.Subscribe
-	(*SubscribeOverride)(nil), // 3: gyre.control.SubscribeOverride
-	(*Unsubscribe)(nil),       // 4: gyre.control.Unsubscribe
-	(*Disconnect)(nil),        // 5: gyre.control.Disconnect
-	(*Refresh)(nil),           // 6: gyre.control.Refresh
-	(*Emulation)(nil),         // 7: gyre.control.Emulation
-	(*ChannelsRequest)(nil),   // 8: gyre.control.ChannelsRequest
-	(*ChannelsReply)(nil),     // 9: gyre.control.ChannelsReply
-	(*MapClear)(nil),          // 10: gyre.control.MapClear
-	(*PollInterest)(nil),      // 11: gyre.control.PollInterest
-	(*PollKey)(nil),           // 12: gyre.control.PollKey
-	(*PollUpdate)(nil),        // 13: gyre.control.PollUpdate
-	(*PollItem)(nil),          // 14: gyre.control.PollItem
-	nil,                       // 15: gyre.control.ChannelsReply.ChannelsEntry
+	(*Backlog)(nil),           // 1: gyre.control.Backlog
+	(*NodeInfo)(nil),          // 2: gyre.control.NodeInfo
+	(*Subscribe)(nil),         // 3: gyre.control.Subscribe
+	(*SubscribeOverride)(nil), // 4: gyre.control.SubscribeOverride
+	(*Unsubscribe)(nil),       // 5: gyre.control.Unsubscribe
+	(*Disconnect)(nil),        // 6: gyre.control.Disconnect
+	(*Refresh)(nil),           // 7: gyre.control.Refresh
+	(*Emulation)(nil),         // 8: gyre.control.Emulation
+	(*ChannelsRequest)(nil),   // 9: gyre.control.ChannelsRequest
+	(*ChannelsReply)(nil),     // 10: gyre.control.ChannelsReply
+	(*MapClear)(nil),          // 11: gyre.control.MapClear
+	(*PollInterest)(nil),      // 12: gyre.control.PollInterest
+	(*PollKey)(nil),           // 13: gyre.control.PollKey
+	(*PollUpdate)(nil),        // 14: gyre.control.PollUpdate
+	(*PollItem)(nil),          // 15: gyre.control.PollItem
+	nil,                       // 16: gyre.control.ChannelsReply.ChannelsEntry
 }
 var file_control_proto_depIdxs = []int32{
-	1,  // 0: gyre.control.Command.node:type_name -> gyre.control.NodeInfo
-	2,  // 1: gyre.control.Command.subscribe:type_name -> gyre.control.Subscribe
-	4,  // 2: gyre.control.Command.unsubscribe:type_name -> gyre.control.Unsubscribe
-	5,  // 3: gyre.control.Command.disconnect:type_name -> gyre.control.Disconnect
-	6,  // 4: gyre.control.Command.refresh:type_name -> gyre.control.Refresh
-	7,  // 5: gyre.control.Command.emulation:type_name -> gyre.control.Emulation
-	8,  // 6: gyre.control.Command.channels_request:type_name -> gyre.control.ChannelsRequest
-	9,  // 7: gyre.control.Command.channels_reply:type_name -> gyre.control.ChannelsReply
-	10, // 8: gyre.control.Command.map_clear:type_name -> gyre.control.MapClear
-	11, // 9: gyre.control.Command.poll_interest:type_name -> gyre.control.PollInterest
-	13, // 10: gyre.control.Command.poll_update:type_name -> gyre.control.PollUpdate
-	3,  // 11: gyre.control.Subscribe.override:type_name -> gyre.control.SubscribeOverride
-	15, // 12: gyre.control.ChannelsReply.channels:type_name -> gyre.control.ChannelsReply.ChannelsEntry
-	12, // 13: gyre.control.PollInterest.items:type_name -> gyre.control.PollKey
-	14, // 14: gyre.control.PollUpdate.items:type_name -> gyre.control.PollItem
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	2,  // 0: gyre.control.Command.node:type_name -> gyre.control.NodeInfo
+	3,  // 1: gyre.control.Command.subscribe:type_name -> gyre.control.Subscribe
+	5,  // 2: gyre.control.Command.unsubscribe:type_name -> gyre.control.Unsubscribe
+	6,  // 3: gyre.control.Command.disconnect:type_name -> gyre.control.Disconnect
+	7,  // 4: gyre.control.Command.refresh:type_name -> gyre.control.Refresh
+	8,  // 5: gyre.control.Command.emulation:type_name -> gyre.control.Emulation
+	9,  // 6: gyre.control.Command.channels_request:type_name -> gyre.control.ChannelsRequest
+	10, // 7: gyre.control.Command.channels_reply:type_name -> gyre.control.ChannelsReply
+	11, // 8: gyre.control.Command.map_clear:type_name -> gyre.control.MapClear
+	12, // 9: gyre.control.Command.poll_interest:type_name -> gyre.control.PollInterest
+	14, // 10: gyre.control.Command.poll_update:type_name -> gyre.control.PollUpdate
+	1,  // 11: gyre.control.Command.backlog:type_name -> gyre.control.Backlog
+	4,  // 12: gyre.control.Subscribe.override:type_name -> gyre.control.SubscribeOverride
+	16, // 13: gyre.control.ChannelsReply.channels:type_name -> gyre.control.ChannelsReply.ChannelsEntry
+	13, // 14: gyre.control.PollInterest.items:type_name -> gyre.control.PollKey
+	15, // 15: gyre.control.PollUpdate.items:type_name -> gyre.control.PollItem
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -1441,14 +1511,14 @@ func file_control_proto_init() {
 	if File_control_proto != nil {
 		return
 	}
-	file_control_proto_msgTypes[3].OneofWrappers = []any{}
+	file_control_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -34,6 +34,11 @@ type engine struct {
 	brokerRecv    *prometheus.CounterVec
 	brokerErrors  *prometheus.CounterVec
 	redisErrors   *prometheus.CounterVec
+	behind        prometheus.Gauge
+	behindTotal   prometheus.Counter
+	held          [2]prometheus.Counter // [refused]
+	holdTime      prometheus.Histogram
+	subsLost      [2]prometheus.Counter // told, at most once
 
 	// Children of the vectors by label values, so that hot paths skip the
 	// label hashing of WithLabelValues.
@@ -107,6 +112,15 @@ func (e *engine) init(reg *prometheus.Registry) {
 	e.brokerRecv = counterVec("broker", "messages_received_total", "Messages the broker delivered to the node, by type (publication, join, leave, control).", "type")
 	e.brokerErrors = counterVec("broker", "errors_total", "Broker operations that failed, by operation (publish, subscribe, unsubscribe, history, presence).", "op")
 	e.redisErrors = counterVec("redis", "pubsub_errors_total", "Failures of the Redis engine's pub/sub side, by kind (connection, subscribe_channel, subscribe_shard_channel, handle_client_message, handle_control_message); present with the Redis engine.", "error")
+	e.behind = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "broker", Name: "behind",
+		Help: "1 while this node's broker delivery is behind (its pub/sub queue has not emptied for 100 ms, or is nearly full) and the cluster holds publishes back, else 0."})
+	e.behindTotal = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "broker", Name: "behind_episodes_total",
+		Help: "Times this node's broker delivery fell behind."})
+	held := counterVec("node", "publishes_held_total", "Publishes (of up to 256 items) held back while a node of the cluster was behind, by outcome: admitted once it caught up, or refused with 111 (too many requests) after the hold timeout.", "outcome")
+	e.held = [2]prometheus.Counter{held.WithLabelValues("admitted"), held.WithLabelValues("refused")}
+	e.holdTime = prometheus.NewHistogram(histOpts("node", "publish_hold_duration_seconds", "How long a held publish waited.", prometheus.ExponentialBuckets(0.001, 4, 8)))
+	lost := counterVec("broker", "subscribers_lost_total", "Subscribers of channels whose broker subscription was interrupted (publications may have been missed), by delivery: told (unsubscribed with 2500 to recover, or disconnected with 3010) or at_most_once (channels without history, not told).", "delivery")
+	e.subsLost = [2]prometheus.Counter{lost.WithLabelValues("told"), lost.WithLabelValues("at_most_once")}
 	for _, k := range brokerKinds {
 		e.brokerSent.WithLabelValues(k)
 		e.brokerRecv.WithLabelValues(k)
@@ -117,7 +131,7 @@ func (e *engine) init(reg *prometheus.Registry) {
 	reg.MustRegister(e.connections, e.accepted, e.disconnects, e.subscriptions, e.subsAccepted, e.serverUnsubs,
 		e.commands, e.commandBytes, e.commandTime, e.commandErrors, e.sent, e.sentBytes, e.broadcastTime,
 		e.filtered, e.frameMessages, e.frameBytes, recoveries, e.recoveredPubs, e.brokerSent, e.brokerRecv,
-		e.brokerErrors, e.redisErrors)
+		e.brokerErrors, e.redisErrors, e.behind, e.behindTotal, held, e.holdTime, lost)
 
 	e.byConn.make = func(c gyre.ConnInfo) connCounters {
 		l := []string{c.Transport, c.Client, clientVersion(c.Versioned)}
@@ -286,6 +300,32 @@ func (e *engine) BrokerReceived(kind string, n int) {
 
 // BrokerFailed implements gyre.Observer.
 func (e *engine) BrokerFailed(op string) { e.byBrokerError.get(op).Inc() }
+
+// BrokerBehind implements gyre.Observer.
+func (e *engine) BrokerBehind(behind bool) {
+	if behind {
+		e.behind.Set(1)
+		e.behindTotal.Inc()
+		return
+	}
+	e.behind.Set(0)
+}
+
+// PublishHeld implements gyre.Observer.
+func (e *engine) PublishHeld(d time.Duration, refused bool) {
+	i := 0
+	if refused {
+		i = 1
+	}
+	e.held[i].Inc()
+	e.holdTime.Observe(d.Seconds())
+}
+
+// SubscriptionsLost implements gyre.Observer.
+func (e *engine) SubscriptionsLost(told, atMostOnce int) {
+	e.subsLost[0].Add(float64(told))
+	e.subsLost[1].Add(float64(atMostOnce))
+}
 
 // RedisPubSubErrors returns the function for redis.Config.OnPubSubError.
 // Calling it makes the error series present, at zero, for each kind.

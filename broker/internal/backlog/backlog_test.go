@@ -1,0 +1,70 @@
+package backlog
+
+import (
+	"testing"
+	"time"
+)
+
+type recorder struct{ calls []bool }
+
+func (r *recorder) HandleBacklog(behind bool, _ int) { r.calls = append(r.calls, behind) }
+
+// TestLook: a queue is behind when it stays non-empty past After or
+// fills up, and the handler hears once per change of the whole broker.
+func TestLook(t *testing.T) {
+	var m Meter
+	r := new(recorder)
+	m.SetHandler(r)
+	var la, lb int
+	a := NewQueue(&m, 100, func() int { return la })
+	b := NewQueue(&m, 100, func() int { return lb })
+	now := time.Now()
+
+	la = 10 // non-empty, but only just
+	m.look(now)
+	if len(r.calls) != 0 {
+		t.Fatalf("behind at once: %v", r.calls)
+	}
+	la, lb = 80, 90 // three quarters full
+	m.look(now)
+	if len(r.calls) != 1 || !r.calls[0] {
+		t.Fatalf("calls %v, want [true]", r.calls)
+	}
+	la = 0
+	a.Emptied()
+	m.look(now)
+	if len(r.calls) != 1 {
+		t.Fatalf("caught up while b is behind: %v", r.calls)
+	}
+	lb = 3
+	b.Emptied() // emptied since, and a little came in again
+	m.look(time.Now())
+	if len(r.calls) != 2 || r.calls[1] {
+		t.Fatalf("calls %v, want [true false]", r.calls)
+	}
+
+	// Non-empty since it was last seen empty, for longer than After.
+	m.look(time.Now().Add(2 * After))
+	if len(r.calls) != 3 || !r.calls[2] {
+		t.Fatalf("calls %v, want behind after %v", r.calls, After)
+	}
+	b.Stop()
+	m.look(time.Now().Add(2 * After))
+	if len(r.calls) != 4 || r.calls[3] {
+		t.Fatalf("calls %v, want caught up once the queue stopped", r.calls)
+	}
+	a.Stop()
+	if m.look(time.Now()) {
+		t.Fatal("still watching without queues")
+	}
+}
+
+// TestMeterWithoutHandler: an EventHandler that does not implement
+// broker.BacklogHandler is told nothing.
+func TestMeterWithoutHandler(t *testing.T) {
+	var m Meter
+	m.SetHandler(struct{}{})
+	q := NewQueue(&m, 4, func() int { return 4 })
+	m.look(time.Now())
+	q.Stop()
+}
