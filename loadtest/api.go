@@ -31,6 +31,22 @@ func newAPIClient(base, key string, conns int) *apiClient {
 
 func (a *apiClient) close() { a.hc.CloseIdleConnections() }
 
+// newAPIClients makes a client per API base URL, each able to keep a
+// connection per publisher.
+func newAPIClients(bases []string, key string, publishers int) []*apiClient {
+	out := make([]*apiClient, len(bases))
+	for i, b := range bases {
+		out[i] = newAPIClient(b, key, publishers)
+	}
+	return out
+}
+
+func closeAPIClients(apis []*apiClient) {
+	for _, a := range apis {
+		a.close()
+	}
+}
+
 // apiError is an error the API answered with.
 type apiError struct {
 	Code    uint32 `json:"code"`

@@ -33,12 +33,14 @@ const maxConnsPerProc = 10000
 // Config describes one run. Zero values take the defaults noted.
 type Config struct {
 	// URL is the WebSocket endpoint, ws://host:port/connection/websocket,
-	// or several, one per node of a cluster, separated by commas: idle,
-	// connect and churn spread their connections over them in turn;
-	// fanout and channels take one.
+	// or several, one per node of a cluster, separated by commas: every
+	// scenario spreads its connections over them in turn (connection i to
+	// node i mod N), so that one channel's subscribers are on every node.
 	URL string
 	// API is the base of the server HTTP API, http://host:port/api; the
-	// method name is appended. Required by fanout and channels.
+	// method name is appended. Required by fanout and channels. Several,
+	// separated by commas, are used in turn by the publishers (publisher
+	// i through API i mod N), each keeping to its own.
 	API string
 	// APIKey goes into the X-API-Key header of API requests.
 	APIKey string
@@ -123,13 +125,23 @@ type Config struct {
 	// sources is SourceAddrs resolved, once, by withDefaults (resolving
 	// the automatic setting binds a socket to check an address).
 	sources []netip.Addr
-	// urls is URL split into its endpoints by withDefaults.
+	// urls is URL split into its endpoints by withDefaults, apis API.
 	urls []string
+	apis []string
 
 	// PIDs, when set, are the server processes whose memory and CPU time
-	// are read from /proc: one per URL, in the same order. Several are
-	// summed, and churn reports each as well.
+	// are read from /proc: one per URL, in the same order, then any
+	// others the run loads (a node that only serves API). Several are
+	// summed (the CPU per delivery or per connect is then all of theirs)
+	// and reported each as well.
 	PIDs []int
+	// Reconnect makes a connection whose server goes away (idle, fanout,
+	// channels) connect again to the next URL, with a growing, jittered
+	// wait between attempts as the SDKs do, and subscribe again: the
+	// result says how many dropped, how long each took to be back and
+	// how many were not by the end. Once every connection is open a line
+	// "ready: …" goes to Progress, for a script to take a node down.
+	Reconnect bool
 	// Procs is the number of child processes that hold the connections.
 	// Zero: one per 10,000 connections, none below that (connections are
 	// held in this process).
@@ -161,11 +173,8 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 		return c, fmt.Errorf("loadtest: url: %w", err)
 	}
 	c.urls = urls
-	if len(urls) > 1 && (scenario == ScenarioFanout || scenario == ScenarioChannels) {
-		return c, fmt.Errorf("loadtest: url: %s takes one WebSocket URL, not %d (idle, connect and churn spread their connections over several)", scenario, len(urls))
-	}
-	if len(c.PIDs) > 0 && len(c.PIDs) != len(urls) {
-		return c, fmt.Errorf("loadtest: pid: %d process ids for %d URLs: give one per URL, in the same order", len(c.PIDs), len(urls))
+	if len(c.PIDs) > 0 && len(c.PIDs) < len(urls) {
+		return c, fmt.Errorf("loadtest: pid: %d process ids for %d URLs: give one per URL, in the same order (then any others)", len(c.PIDs), len(urls))
 	}
 	for _, pid := range c.PIDs {
 		if pid <= 0 {
@@ -173,9 +182,14 @@ func (c Config) withDefaults(scenario string) (Config, error) {
 		}
 	}
 	if scenario == ScenarioFanout || scenario == ScenarioChannels {
-		if err := checkURL(c.API, "http", "https"); err != nil {
+		apis, err := splitList(c.API, "http", "https")
+		if err != nil {
 			return c, fmt.Errorf("loadtest: api: %w", err)
 		}
+		c.apis = apis
+	}
+	if c.Reconnect && scenario != ScenarioIdle && scenario != ScenarioFanout && scenario != ScenarioChannels {
+		return c, errors.New("loadtest: reconnect: only idle, fanout and channels hold their connections")
 	}
 	if c.Protocol != protocol.TypeJSON && c.Protocol != protocol.TypeProtobuf {
 		return c, fmt.Errorf("loadtest: protocol: %w", protocol.ErrUnknownType)
@@ -268,14 +282,18 @@ func setDefault(v *int, d int) {
 }
 
 // splitURLs reads one WebSocket URL or several separated by commas.
-func splitURLs(s string) ([]string, error) {
+func splitURLs(s string) ([]string, error) { return splitList(s, "ws", "wss") }
+
+// splitList reads one URL or several separated by commas, each with one
+// of schemes.
+func splitList(s string, schemes ...string) ([]string, error) {
 	if s == "" {
 		return nil, errors.New("missing")
 	}
 	var out []string
 	for u := range strings.SplitSeq(s, ",") {
 		u = strings.TrimSpace(u)
-		if err := checkURL(u, "ws", "wss"); err != nil {
+		if err := checkURL(u, schemes...); err != nil {
 			return nil, err
 		}
 		out = append(out, u)

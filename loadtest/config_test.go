@@ -41,10 +41,22 @@ func TestConfigDefaults(t *testing.T) {
 			}
 		}, ""},
 		{"several urls in idle", ScenarioIdle, func(c *Config) { c.URL += "," + c.URL }, nil, ""},
-		{"several urls in fanout", ScenarioFanout, func(c *Config) { c.URL += "," + c.URL }, nil, "fanout takes one WebSocket URL, not 2"},
-		{"several urls in channels", ScenarioChannels, func(c *Config) { c.URL += "," + c.URL }, nil, "channels takes one"},
+		{"several urls and apis in fanout", ScenarioFanout, func(c *Config) {
+			c.URL += "," + c.URL
+			c.API = "http://127.0.0.1:8001/api, https://127.0.0.1:8002/api"
+		}, func(t *testing.T, c Config) {
+			if len(c.urls) != 2 || strings.Join(c.apis, " ") != "http://127.0.0.1:8001/api https://127.0.0.1:8002/api" {
+				t.Fatalf("urls %q, apis %q", c.urls, c.apis)
+			}
+		}, ""},
+		{"several urls in channels", ScenarioChannels, func(c *Config) { c.URL += "," + c.URL }, nil, ""},
+		{"bad api in a list", ScenarioChannels, func(c *Config) { c.API += ",ws://127.0.0.1:8001/api" }, nil, "api: \"ws://127.0.0.1:8001/api\" is not a http:// URL"},
 		{"empty url in a list", ScenarioChurn, func(c *Config) { c.URL += "," }, nil, "url: missing"},
-		{"pids for fewer urls", ScenarioChurn, func(c *Config) { c.PIDs = []int{10, 11} }, nil, "2 process ids for 1 URLs"},
+		{"pids for fewer urls", ScenarioChurn, func(c *Config) { c.URL += "," + c.URL; c.PIDs = []int{10} }, nil, "1 process ids for 2 URLs"},
+		{"pids past the urls", ScenarioFanout, func(c *Config) { c.PIDs = []int{10, 11} }, nil, ""},
+		{"reconnect in idle", ScenarioIdle, func(c *Config) { c.Reconnect = true }, nil, ""},
+		{"reconnect in connect", ScenarioConnect, func(c *Config) { c.Reconnect = true }, nil, "reconnect: only idle, fanout and channels"},
+		{"reconnect in churn", ScenarioChurn, func(c *Config) { c.Reconnect = true }, nil, "reconnect: only"},
 		{"bad pid", ScenarioIdle, func(c *Config) { c.PIDs = []int{0} }, nil, "not a process id"},
 		{"users outside churn", ScenarioIdle, func(c *Config) { c.Users = 3 }, nil, "only churn"},
 		{"unsubscribe outside churn", ScenarioConnect, func(c *Config) { c.Unsubscribe = true }, nil, "only churn"},

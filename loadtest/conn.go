@@ -32,6 +32,9 @@ type conn struct {
 	nc  net.Conn
 	br  *bufio.Reader
 	typ protocol.Type
+	// id is the connection's number in the run, node the index of the
+	// URL it is connected to.
+	id, node int
 	// rs is the reading side's state: compression and byte counts.
 	rs readState
 

@@ -22,8 +22,12 @@
 //     disconnect, which is where a server's hooks on them show.
 //
 // [Run] runs one and returns a [Result]; every scenario is bounded by a
-// duration or a count. Config.URL may name several nodes: idle, connect
-// and churn spread their connections over them in turn.
+// duration or a count. Config.URL may name several nodes, and every
+// scenario spreads its connections over them in turn, so that one
+// channel's subscribers are on every node; Config.API may name several
+// too, the publishers taking them in turn. With Config.Reconnect, a
+// connection whose node goes away comes back on the next one, and the
+// result says how long that took.
 //
 // # Measuring
 //

@@ -55,8 +55,12 @@ type testServer struct {
 	ws, api string
 	peers   *peerLog
 	node    *gyre.Node
-	// wsRequests counts the requests to the WebSocket endpoint.
-	wsRequests *atomic.Int64
+	// wsRequests counts the requests to the WebSocket endpoint,
+	// apiRequests those to the API.
+	wsRequests, apiRequests *atomic.Int64
+	// stop shuts the node down (its clients are disconnected) and closes
+	// its listener; the test's end does it too.
+	stop func()
 }
 
 // peerLog counts the requests from each client IP address.
@@ -111,23 +115,28 @@ func startServerNode(t *testing.T, change func(*config.Config), setup func(*gyre
 		t.Fatal(err)
 	}
 	peers := &peerLog{seen: map[string]int{}}
-	wsRequests := &atomic.Int64{}
+	wsRequests, apiRequests := &atomic.Int64{}, &atomic.Int64{}
 	h := s.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		peers.add(r.RemoteAddr)
-		if r.URL.Path == wsPath {
+		switch {
+		case r.URL.Path == wsPath:
 			wsRequests.Add(1)
+		case strings.HasPrefix(r.URL.Path, "/api/"):
+			apiRequests.Add(1)
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = s.Node().Shutdown(ctx)
 		srv.Close()
 	})
+	t.Cleanup(stop)
 	base := strings.TrimPrefix(srv.URL, "http://")
-	return testServer{ws: "ws://" + base + wsPath, api: "http://" + base + "/api", peers: peers, node: s.Node(), wsRequests: wsRequests}
+	return testServer{ws: "ws://" + base + wsPath, api: "http://" + base + "/api", peers: peers, node: s.Node(),
+		wsRequests: wsRequests, apiRequests: apiRequests, stop: stop}
 }
 
 const wsPath = "/connection/websocket"

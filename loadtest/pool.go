@@ -17,6 +17,9 @@ type workerStats struct {
 	Dropped    int64 `json:"dropped"`
 	Received   int64 `json:"received"`
 	OutOfOrder int64 `json:"out_of_order"`
+	// Reconnected counts the dropped connections that were connected
+	// and subscribed again (Reconnect).
+	Reconnected int64 `json:"reconnected,omitempty"`
 	// CPUSeconds is a child process's user and system time so far, zero
 	// for connections held in the running process (counted with it).
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
@@ -33,6 +36,7 @@ func (s *workerStats) add(o workerStats) {
 	s.Dropped += o.Dropped
 	s.Received += o.Received
 	s.OutOfOrder += o.OutOfOrder
+	s.Reconnected += o.Reconnected
 	s.CPUSeconds += o.CPUSeconds
 	s.LastDelivery = max(s.LastDelivery, o.LastDelivery)
 	for i, c := range o.Churn {
@@ -62,6 +66,8 @@ type workerResult struct {
 	Negotiated      int64   `json:"negotiated,omitempty"`
 	ContextTakeover int64   `json:"context_takeover,omitempty"`
 	Traffic         traffic `json:"traffic"`
+	// Reconnect is what the pool's reconnects did (Reconnect).
+	Reconnect reconnectSnapshot `json:"reconnect"`
 }
 
 // worker holds a share of the connections, in this process (pool) or in
@@ -93,7 +99,12 @@ type pool struct {
 	readers sync.WaitGroup
 
 	readyCh chan struct{}
-	cancel  context.CancelFunc
+	cancel  context.CancelFunc // ends the opening
+	// life ends when the pool finishes: it stops the reconnects under
+	// way.
+	life    context.Context
+	endLife context.CancelFunc
+	rc      reconnects
 
 	// churn, in churn, keeps connections coming and going in place of
 	// open; the pool holds none of them in conns.
@@ -103,8 +114,9 @@ type pool struct {
 // startPool begins opening spec's connections in the background (in
 // churn: the churn, until finish).
 func startPool(ctx context.Context, spec workerSpec) *pool {
-	ctx, cancel := context.WithTimeout(ctx, spec.OpenWithin)
-	p := &pool{spec: spec, dialers: dialers(spec.Sources), readyCh: make(chan struct{}), cancel: cancel}
+	life, endLife := context.WithCancel(ctx)
+	ctx, cancel := context.WithTimeout(life, spec.OpenWithin)
+	p := &pool{spec: spec, dialers: dialers(spec.Sources), readyCh: make(chan struct{}), cancel: cancel, life: life, endLife: endLife}
 	if spec.Scenario == ScenarioChurn {
 		p.churn = newChurner(p)
 	}
@@ -175,12 +187,12 @@ func (p *pool) open(ctx context.Context) {
 // reader.
 func (p *pool) setUp(ctx context.Context, i int, token string) {
 	start := time.Now()
-	c := &conn{p: p, typ: p.spec.Protocol}
+	c := &conn{p: p, typ: p.spec.Protocol, id: i, node: i % len(p.spec.URLs)}
 	if p.spec.Publishers > 0 {
 		c.last = make([]uint64, p.spec.Publishers)
 		c.got = make([]uint64, p.spec.Publishers)
 	}
-	err := c.dial(ctx, p.spec.URLs[i%len(p.spec.URLs)], p.dialers[i%len(p.dialers)], p.spec.Compression)
+	err := c.dial(ctx, p.spec.URLs[c.node], p.dialers[i%len(p.dialers)], p.spec.Compression)
 	if err == nil {
 		err = c.setup(token, p.spec.channelsFor(i))
 		if err != nil {
@@ -207,18 +219,28 @@ func (p *pool) setUp(ctx context.Context, i int, token string) {
 	go p.read(c)
 }
 
-// read reads from c until it ends; it is the connection's only
+// read reads from c until it ends (with Reconnect, until the pool
+// finishes or a reconnect gives up); it is the connection's only
 // goroutine once it is set up.
 func (p *pool) read(c *conn) {
 	defer p.readers.Done()
-	err := c.run()
-	p.mu.Lock()
-	closing := p.closing
-	p.mu.Unlock()
-	if !closing {
+	for {
+		err := c.run()
+		if p.isClosing() {
+			return
+		}
 		p.dropped.Add(1)
 		p.errs.add("dropped: " + errKind(err))
+		if !p.spec.Reconnect || !p.reconnect(c) {
+			return
+		}
 	}
+}
+
+func (p *pool) isClosing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closing
 }
 
 // add keeps c unless the pool is closing.
@@ -240,7 +262,7 @@ func (p *pool) snapshotConns() []*conn {
 }
 
 func (p *pool) stats() workerStats {
-	s := workerStats{Opened: p.opened.Load(), Failed: p.failed.Load(), Dropped: p.dropped.Load()}
+	s := workerStats{Opened: p.opened.Load(), Failed: p.failed.Load(), Dropped: p.dropped.Load(), Reconnected: p.rc.back.Load()}
 	for _, c := range p.snapshotConns() {
 		s.Received += c.received.Load()
 		s.OutOfOrder += c.outOfOrder.Load()
@@ -254,6 +276,7 @@ func (p *pool) stats() workerStats {
 
 func (p *pool) finish(published []uint64) (workerResult, error) {
 	p.cancel()
+	p.endLife()
 	<-p.readyCh
 	p.mu.Lock()
 	p.closing = true
@@ -271,6 +294,7 @@ func (p *pool) finish(published []uint64) (workerResult, error) {
 		OpenEnd:         p.openEnd.Load(),
 		Negotiated:      p.negotiated.Load(),
 		ContextTakeover: p.takeover.Load(),
+		Reconnect:       p.rc.snapshot(),
 	}
 	for _, c := range conns {
 		// Its reader has returned: the counts are final.

@@ -64,6 +64,14 @@ func (p *progress) print() {
 	fmt.Fprintf(p.w, "%6.1fs  %s\n", el.Seconds(), line(el))
 }
 
+// note prints msg at once, on a line of its own.
+func (p *progress) note(msg string) {
+	if p.w == nil {
+		return
+	}
+	fmt.Fprintf(p.w, "%6.1fs  %s\n", time.Since(p.start).Seconds(), msg)
+}
+
 func (p *progress) stop() {
 	p.stopOnce.Do(func() { close(p.stopCh) })
 	<-p.done

@@ -9,16 +9,17 @@ type Result struct {
 	Procs    int    `json:"procs"`
 	// Sources is how many local addresses the connections came from;
 	// zero: the kernel chose.
-	Sources     int             `json:"source_addrs,omitempty"`
-	Seconds     float64         `json:"seconds"`
-	Connections ConnResult      `json:"connections"`
-	Received    TrafficResult   `json:"received"`
-	Publish     *PublishResult  `json:"publish,omitempty"`
-	Delivery    *DeliveryResult `json:"delivery,omitempty"`
-	Churn       *ChurnResult    `json:"churn,omitempty"`
-	Server      *ServerResult   `json:"server,omitempty"`
-	Client      ClientResult    `json:"client"`
-	Errors      []ErrorCount    `json:"errors,omitempty"`
+	Sources     int              `json:"source_addrs,omitempty"`
+	Seconds     float64          `json:"seconds"`
+	Connections ConnResult       `json:"connections"`
+	Received    TrafficResult    `json:"received"`
+	Publish     *PublishResult   `json:"publish,omitempty"`
+	Delivery    *DeliveryResult  `json:"delivery,omitempty"`
+	Churn       *ChurnResult     `json:"churn,omitempty"`
+	Reconnect   *ReconnectResult `json:"reconnect,omitempty"`
+	Server      *ServerResult    `json:"server,omitempty"`
+	Client      ClientResult     `json:"client"`
+	Errors      []ErrorCount     `json:"errors,omitempty"`
 }
 
 // ConnResult is about opening the connections.
@@ -102,12 +103,15 @@ type DeliveryResult struct {
 // about the processes of several nodes together.
 type ServerResult struct {
 	// PID is the process of a single server, PIDs those of several
-	// nodes, whose figures below are sums.
-	PID          int   `json:"pid,omitempty"`
-	PIDs         []int `json:"pids,omitempty"`
-	RSSBefore    int64 `json:"rss_before"`
-	RSSAfterOpen int64 `json:"rss_after_open"`
-	RSSEnd       int64 `json:"rss_end"`
+	// nodes, whose figures below are sums: the CPU per delivery, per
+	// connect, per subscribe and per disconnect are all their CPU time.
+	// Nodes has each of several on its own.
+	PID          int          `json:"pid,omitempty"`
+	PIDs         []int        `json:"pids,omitempty"`
+	Nodes        []ServerNode `json:"nodes,omitempty"`
+	RSSBefore    int64        `json:"rss_before"`
+	RSSAfterOpen int64        `json:"rss_after_open"`
+	RSSEnd       int64        `json:"rss_end"`
 	// RSSPerConn is the growth of RSS per opened connection: up to
 	// RSSEnd in idle (after the hold), up to RSSAfterOpen elsewhere; not
 	// in churn, which has no moment with every connection open (nor
@@ -127,6 +131,46 @@ type ServerResult struct {
 	// by the failures.
 	CPUPerSubscribeMicros  float64 `json:"cpu_per_subscribe_us,omitempty"`
 	CPUPerDisconnectMicros float64 `json:"cpu_per_disconnect_us,omitempty"`
+}
+
+// ServerNode is one of several server processes, in the order of
+// --pid: the node of URL (the same position in --url), or a process
+// with no URL of its own (one that only serves the API).
+type ServerNode struct {
+	PID          int     `json:"pid"`
+	URL          string  `json:"url,omitempty"`
+	RSSBefore    int64   `json:"rss_before"`
+	RSSAfterOpen int64   `json:"rss_after_open"`
+	RSSEnd       int64   `json:"rss_end"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	CPUPercent   float64 `json:"cpu_percent"`
+}
+
+// ReconnectResult is about the connections that lost their server and
+// came back (Config.Reconnect).
+type ReconnectResult struct {
+	// FirstWaitMillis and MaxWaitMillis bound the wait before each
+	// attempt: the first is random in [FirstWait/2, FirstWait], each next
+	// one twice as long, up to MaxWait.
+	FirstWaitMillis float64 `json:"first_wait_ms"`
+	MaxWaitMillis   float64 `json:"max_wait_ms"`
+	// Dropped counts the connections that lost their server (a
+	// connection that lost it twice counts twice), Reconnected those
+	// that were connected and subscribed again, Failed those that were
+	// not by the end of the run.
+	Dropped     int64 `json:"dropped"`
+	Reconnected int64 `json:"reconnected"`
+	Failed      int64 `json:"failed"`
+	// Attempts counts the dials, FailedAttempts those that did not end
+	// subscribed (the reasons are in the errors).
+	Attempts       int64 `json:"attempts"`
+	FailedAttempts int64 `json:"failed_attempts"`
+	// Latency is per connection, from the moment it saw its server go to
+	// the reply to its subscribe on the next one.
+	Latency Percentiles `json:"latency"`
+	// Seconds runs from the first drop to the last reconnect: how long
+	// until all were back.
+	Seconds float64 `json:"seconds"`
 }
 
 // ChurnCounts counts churn's connections by what became of them. Every

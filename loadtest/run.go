@@ -74,6 +74,7 @@ func (r *run) spec() workerSpec {
 		Users:       c.Users,
 		Hold:        c.Hold,
 		Unsubscribe: c.Unsubscribe,
+		Reconnect:   c.Reconnect,
 		Sources:     c.sources,
 		OpenWithin:  c.Duration + 10*time.Minute,
 		Lifetime:    3*c.Duration + 30*time.Minute,
@@ -174,6 +175,8 @@ type merged struct {
 	latency, connLat   histogram
 	subLat             histogram
 	openStart, openEnd int64
+	reconnect          reconnectSnapshot // but its latency, in reconnectLat
+	reconnectLat       histogram
 }
 
 // finishWorkers closes every worker's connections, all at once, and
@@ -209,9 +212,20 @@ func (r *run) finishWorkers(published []uint64) (*merged, error) {
 			m.openStart = res.OpenStart
 		}
 		m.openEnd = max(m.openEnd, res.OpenEnd)
+		m.addReconnect(res.Reconnect)
 		r.errs.merge(res.Errors)
 	}
 	return m, errors.Join(errs...)
+}
+
+func (m *merged) addReconnect(rc reconnectSnapshot) {
+	m.reconnect.Attempts += rc.Attempts
+	m.reconnect.FailedAttempts += rc.FailedAttempts
+	if rc.FirstDrop != 0 && (m.reconnect.FirstDrop == 0 || rc.FirstDrop < m.reconnect.FirstDrop) {
+		m.reconnect.FirstDrop = rc.FirstDrop
+	}
+	m.reconnect.LastBack = max(m.reconnect.LastBack, rc.LastBack)
+	m.reconnectLat.merge(rc.Latency)
 }
 
 // result starts the summary with what every scenario reports.
@@ -236,6 +250,7 @@ func (r *run) result(m *merged) *Result {
 	if d := time.Duration(m.openEnd - m.openStart); d > 0 {
 		res.Connections.PerSecond = float64(m.Opened) / d.Seconds()
 	}
+	res.Reconnect = r.reconnectResult(m)
 	res.Errors = r.errs.list()
 	return res
 }
@@ -266,51 +281,9 @@ func trafficResult(offered bool, m *merged) TrafficResult {
 	return t
 }
 
-// serverWatch samples the server processes when there are any to
-// watch: one per node.
-type serverWatch struct {
-	pids []int
-	errs *errorSamples
+func (r *run) server() serverWatch {
+	return serverWatch{pids: r.cfg.PIDs, urls: r.cfg.urls, errs: &r.errs}
 }
-
-// sample is the servers' memory and CPU time together.
-func (s serverWatch) sample() (procSample, bool) {
-	each, ok := s.sampleEach()
-	var sum procSample
-	for _, p := range each {
-		sum.RSS += p.RSS
-		sum.CPU += p.CPU
-	}
-	return sum, ok
-}
-
-// sampleEach samples every server process, false when there is none or
-// one cannot be read.
-func (s serverWatch) sampleEach() ([]procSample, bool) {
-	if len(s.pids) == 0 {
-		return nil, false
-	}
-	out := make([]procSample, len(s.pids))
-	for i, pid := range s.pids {
-		p, err := readProc(pid)
-		if err != nil {
-			s.errs.add(fmt.Sprintf("server pid %d: %v", pid, err))
-			return nil, false
-		}
-		out[i] = p
-	}
-	return out, true
-}
-
-// newResult starts the server summary with the processes watched.
-func (s serverWatch) newResult() *ServerResult {
-	if len(s.pids) == 1 {
-		return &ServerResult{PID: s.pids[0]}
-	}
-	return &ServerResult{PIDs: s.pids}
-}
-
-func (r *run) server() serverWatch { return serverWatch{pids: r.cfg.PIDs, errs: &r.errs} }
 
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) {

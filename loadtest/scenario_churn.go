@@ -15,7 +15,7 @@ import (
 // server's hooks on connects, subscribes and disconnects included.
 func (r *run) churn(ctx context.Context) (*Result, error) {
 	srv := r.server()
-	before, watched := srv.sampleEach()
+	before := srv.snap()
 	self0, _ := selfCPU()
 	spec := r.spec()
 	spec.Rate = r.cfg.Rate
@@ -30,28 +30,24 @@ func (r *run) churn(ctx context.Context) (*Result, error) {
 	r.prog.set(churnLine("leaving", workers, meters))
 	m, err := r.finishWorkers(nil)
 	took := time.Since(start).Seconds()
-	after, _ := srv.sampleEach()
+	after := srv.snap()
 	self1, _ := selfCPU()
 	res := r.result(m)
 	res.Connections.Subs = 1
 	clientCPU := (self1 - self0).Seconds() + m.CPUSeconds
 	res.Client = ClientResult{CPUSeconds: clientCPU, CPUPercent: percent(clientCPU, took)}
 	res.Churn = r.churnResult(m)
-	if watched && len(after) == len(before) {
-		sr := srv.newResult()
-		var cpu float64
-		for i := range before {
+	// No moment of churn has every connection open: no RSS after
+	// connecting.
+	res.Server = srv.result(serverMoments{before: before, end: after, cpu0: before, cpu1: after, seconds: took})
+	if sr := res.Server; sr != nil {
+		for i := range res.Churn.Nodes {
 			node := (after[i].CPU - before[i].CPU).Seconds()
 			res.Churn.Nodes[i].CPUSeconds = node
 			res.Churn.Nodes[i].CPUPercent = percent(node, took)
-			cpu += node
-			sr.RSSBefore += before[i].RSS
-			sr.RSSEnd += after[i].RSS
 		}
-		sr.CPUSeconds, sr.CPUPercent = cpu, percent(cpu, took)
-		sr.CPUPerSubscribeMicros = microsPer(cpu, res.Churn.Subscribes)
-		sr.CPUPerDisconnectMicros = microsPer(cpu, res.Churn.Disconnects)
-		res.Server = sr
+		sr.CPUPerSubscribeMicros = microsPer(sr.CPUSeconds, res.Churn.Subscribes)
+		sr.CPUPerDisconnectMicros = microsPer(sr.CPUSeconds, res.Churn.Disconnects)
 	}
 	return res, err
 }

@@ -10,7 +10,7 @@ import (
 // of every connect.
 func (r *run) connect(ctx context.Context) (*Result, error) {
 	srv := r.server()
-	before, watched := srv.sample()
+	before := srv.snap()
 	spec := r.spec()
 	spec.Rate = r.cfg.Rate
 	spec.OpenWithin = r.cfg.Duration
@@ -21,19 +21,15 @@ func (r *run) connect(ctx context.Context) (*Result, error) {
 	}
 	r.waitOpen(ctx)
 	took := time.Since(start).Seconds()
-	after, _ := srv.sample()
+	after := srv.snap()
 	clientCPU := r.clientCPU() - cpu0
 	m, err := r.finishWorkers(nil)
 	res := r.result(m)
 	res.Client = ClientResult{CPUSeconds: clientCPU, CPUPercent: percent(clientCPU, took)}
-	if watched {
-		cpu := (after.CPU - before.CPU).Seconds()
-		sr := srv.newResult()
-		sr.RSSBefore, sr.RSSAfterOpen, sr.RSSEnd = before.RSS, after.RSS, after.RSS
-		sr.RSSPerConn = perConn(after.RSS-before.RSS, m.Opened)
-		sr.CPUSeconds, sr.CPUPercent = cpu, percent(cpu, took)
-		sr.CPUPerConnectMicros = microsPer(cpu, m.Opened)
-		res.Server = sr
+	res.Server = srv.result(serverMoments{before: before, afterOpen: after, end: after, cpu0: before, cpu1: after, seconds: took})
+	if sr := res.Server; sr != nil {
+		sr.RSSPerConn = perConn(sr.RSSAfterOpen-sr.RSSBefore, m.Opened)
+		sr.CPUPerConnectMicros = microsPer(sr.CPUSeconds, m.Opened)
 	}
 	return res, err
 }

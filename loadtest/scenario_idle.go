@@ -10,19 +10,23 @@ import (
 // what they cost the server at rest.
 func (r *run) idle(ctx context.Context) (*Result, error) {
 	srv := r.server()
-	before, watched := srv.sample()
+	before := srv.snap()
 	if err := r.startWorkers(ctx, r.spec()); err != nil {
 		return nil, err
 	}
 	opened := r.waitOpen(ctx)
-	afterOpen, _ := srv.sample()
+	afterOpen := srv.snap()
+	r.ready(opened)
 	cpu0 := r.clientCPU()
 	holdStart := time.Now()
 	r.prog.set(func(time.Duration) string {
 		s := r.stats()
-		line := fmt.Sprintf("holding  open %s  dropped %s", count(s.Opened-s.Dropped), count(s.Dropped))
-		if now, ok := srv.sample(); ok {
-			line += "  server RSS " + bytesIEC(float64(now.RSS))
+		line := fmt.Sprintf("holding  open %s  dropped %s", count(s.Opened-s.Dropped+s.Reconnected), count(s.Dropped))
+		if r.cfg.Reconnect {
+			line += "  reconnected " + count(s.Reconnected)
+		}
+		if now := srv.snap(); now != nil {
+			line += "  server RSS " + bytesIEC(float64(now.sum().RSS))
 		}
 		return line
 	})
@@ -30,20 +34,24 @@ func (r *run) idle(ctx context.Context) (*Result, error) {
 		sleep(ctx, r.cfg.Duration)
 	}
 	hold := time.Since(holdStart).Seconds()
-	end, _ := srv.sample()
+	end := srv.snap()
 	clientCPU := r.clientCPU() - cpu0
 	m, err := r.finishWorkers(nil)
 	res := r.result(m)
 	res.Client = ClientResult{CPUSeconds: clientCPU, CPUPercent: percent(clientCPU, hold)}
-	if watched {
-		cpu := (end.CPU - afterOpen.CPU).Seconds()
-		sr := srv.newResult()
-		sr.RSSBefore, sr.RSSAfterOpen, sr.RSSEnd = before.RSS, afterOpen.RSS, end.RSS
-		sr.RSSPerConn = perConn(end.RSS-before.RSS, m.Opened)
-		sr.CPUSeconds, sr.CPUPercent = cpu, percent(cpu, hold)
-		res.Server = sr
+	res.Server = srv.result(serverMoments{before: before, afterOpen: afterOpen, end: end, cpu0: afterOpen, cpu1: end, seconds: hold})
+	if res.Server != nil {
+		res.Server.RSSPerConn = perConn(res.Server.RSSEnd-res.Server.RSSBefore, m.Opened)
 	}
 	return res, err
+}
+
+// ready says, with Reconnect, that every connection was tried: the
+// moment for a script to take a node down.
+func (r *run) ready(s workerStats) {
+	if r.cfg.Reconnect {
+		r.prog.note(fmt.Sprintf("ready: %s of %s connections open", count(s.Opened), count(r.cfg.Conns)))
+	}
 }
 
 func percent(part, whole float64) float64 {

@@ -26,19 +26,21 @@ func (r *run) publish(ctx context.Context, broadcast bool) (*Result, error) {
 	spec := r.spec()
 	spec.Publishers = r.cfg.Publishers
 	srv := r.server()
-	before, _ := srv.sample()
+	before := srv.snap()
 	if err := r.startWorkers(ctx, spec); err != nil {
 		return nil, err
 	}
-	if opened := r.waitOpen(ctx); opened.Opened == 0 {
+	opened := r.waitOpen(ctx)
+	if opened.Opened == 0 {
 		m, err := r.finishWorkers(nil)
 		return r.result(m), errors.Join(errors.New("loadtest: no connection opened"), err)
 	}
-	api := newAPIClient(r.cfg.API, r.cfg.APIKey, r.cfg.Publishers)
-	defer api.close()
-	pubs, apiLat := r.publishers(api, broadcast)
+	apis := newAPIClients(r.cfg.apis, r.cfg.APIKey, r.cfg.Publishers)
+	defer closeAPIClients(apis)
+	pubs, apiLat := r.publishers(apis, broadcast)
 	subs := r.stats().Opened
-	s0, watched := srv.sample()
+	s0 := srv.snap()
+	r.ready(opened)
 	cpu0 := r.clientCPU()
 	pubStart := time.Now()
 	r.prog.set(r.publishLine("publishing", pubs, subs))
@@ -52,7 +54,7 @@ func (r *run) publish(ctx context.Context, broadcast bool) (*Result, error) {
 	}
 	r.prog.set(r.publishLine("draining", pubs, subs))
 	last := r.drain(ctx, int64(sent)*subs)
-	s1, _ := srv.sample()
+	s1 := srv.snap()
 	clientCPU := r.clientCPU() - cpu0
 	m, err := r.finishWorkers(published)
 	res := r.result(m)
@@ -75,21 +77,17 @@ func (r *run) publish(ctx context.Context, broadcast bool) (*Result, error) {
 	phase := time.Since(pubStart).Seconds()
 	res.Client = ClientResult{CPUSeconds: clientCPU, CPUPercent: percent(clientCPU, phase),
 		CPUPerDeliveryMicros: microsPer(clientCPU, m.Received)}
-	if watched {
-		cpu := (s1.CPU - s0.CPU).Seconds()
-		sr := srv.newResult()
-		sr.RSSBefore, sr.RSSAfterOpen, sr.RSSEnd = before.RSS, s0.RSS, s1.RSS
-		sr.RSSPerConn = perConn(s0.RSS-before.RSS, subs)
-		sr.CPUSeconds, sr.CPUPercent = cpu, percent(cpu, phase)
-		sr.CPUPerDeliveryMicros = microsPer(cpu, m.Received)
-		res.Server = sr
+	res.Server = srv.result(serverMoments{before: before, afterOpen: s0, end: s1, cpu0: s0, cpu1: s1, seconds: phase})
+	if sr := res.Server; sr != nil {
+		sr.RSSPerConn = perConn(sr.RSSAfterOpen-sr.RSSBefore, subs)
+		sr.CPUPerDeliveryMicros = microsPer(sr.CPUSeconds, m.Received)
 	}
 	return res, err
 }
 
 // publishers makes cfg.Publishers publishers sharing one latency
-// histogram.
-func (r *run) publishers(api *apiClient, broadcast bool) ([]*publisher, *histogram) {
+// histogram, publisher i publishing through apis[i mod N].
+func (r *run) publishers(apis []*apiClient, broadcast bool) ([]*publisher, *histogram) {
 	lat := &histogram{}
 	method, channels := methodPublish, []string{fanoutChannel(r.cfg.Channel)}
 	if r.cfg.Pattern {
@@ -107,7 +105,7 @@ func (r *run) publishers(api *apiClient, broadcast bool) ([]*publisher, *histogr
 	}
 	pubs := make([]*publisher, r.cfg.Publishers)
 	for i := range pubs {
-		pubs[i] = newPublisher(i, api, method, channels, r.cfg.Batch, newPayloadMaker(r.cfg.Payload, r.cfg.Size, r.cfg.Seed), lat, &r.errs)
+		pubs[i] = newPublisher(i, apis[i%len(apis)], method, channels, r.cfg.Batch, newPayloadMaker(r.cfg.Payload, r.cfg.Size, r.cfg.Seed), lat, &r.errs)
 	}
 	return pubs, lat
 }

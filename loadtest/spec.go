@@ -30,6 +30,9 @@ type workerSpec struct {
 	Pattern     bool          `json:"pattern,omitempty"`
 	Publishers  int           `json:"publishers"`
 	Concurrency int           `json:"concurrency"`
+	// Reconnect makes a connection whose server went away connect to
+	// the next URL and subscribe again (see Config).
+	Reconnect bool `json:"reconnect,omitempty"`
 	// Users, Hold and Unsubscribe are churn's (see Config).
 	Users       int           `json:"users,omitempty"`
 	Hold        time.Duration `json:"hold,omitempty"`

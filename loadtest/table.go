@@ -55,6 +55,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 		row("out of order", "%s", count(d.OutOfOrder))
 		row("latency", "%s", pct(d.Latency))
 	}
+	if rc := r.Reconnect; rc != nil {
+		rc.rows(row)
+	}
 	row("received", "%s", r.Received.line(r.Delivery))
 	if s := r.Server; s != nil {
 		procs := ""
@@ -69,16 +72,24 @@ func (r *Result) WriteTable(w io.Writer) error {
 				bytesIEC(float64(s.RSSBefore)), bytesIEC(float64(s.RSSAfterOpen)), bytesIEC(float64(s.RSSEnd)), bytesIEC(s.RSSPerConn), procs)
 		}
 		cpu := fmt.Sprintf("%.2fs (%.1f%% of a core%s)", s.CPUSeconds, s.CPUPercent, procs)
+		all := ""
+		if len(s.PIDs) > 1 {
+			all = fmt.Sprintf(" (the CPU of all %d)", len(s.PIDs))
+		}
 		if s.CPUPerDeliveryMicros > 0 {
-			cpu += fmt.Sprintf(", %.3fµs per delivery", s.CPUPerDeliveryMicros)
+			cpu += fmt.Sprintf(", %.3fµs per delivery%s", s.CPUPerDeliveryMicros, all)
 		}
 		if s.CPUPerConnectMicros > 0 {
-			cpu += fmt.Sprintf(", %.1fµs per connect", s.CPUPerConnectMicros)
+			cpu += fmt.Sprintf(", %.1fµs per connect%s", s.CPUPerConnectMicros, all)
 		}
 		if s.CPUPerSubscribeMicros > 0 || s.CPUPerDisconnectMicros > 0 {
 			cpu += fmt.Sprintf(", %.1fµs per subscribe, %.1fµs per disconnect", s.CPUPerSubscribeMicros, s.CPUPerDisconnectMicros)
 		}
 		row("server cpu", "%s", cpu)
+		if r.Churn == nil {
+			// Churn shows each node's CPU on its node line.
+			s.nodeRows(row)
+		}
 	}
 	cpu := fmt.Sprintf("%.2fs (%.1f%% of a core)", r.Client.CPUSeconds, r.Client.CPUPercent)
 	if r.Client.CPUPerDeliveryMicros > 0 {
@@ -131,6 +142,37 @@ func (ch *ChurnResult) rows(row func(name, format string, args ...any)) {
 		}
 		row(fmt.Sprintf("node %d", i+1), "%s", line)
 	}
+}
+
+// nodeRows are a line per process when there are several.
+func (s *ServerResult) nodeRows(row func(name, format string, args ...any)) {
+	for i, n := range s.Nodes {
+		where := "(no --url)"
+		if n.URL != "" {
+			where = n.URL
+		}
+		memory := fmt.Sprintf("RSS %s before, %s after connecting, %s at the end", bytesIEC(float64(n.RSSBefore)),
+			bytesIEC(float64(n.RSSAfterOpen)), bytesIEC(float64(n.RSSEnd)))
+		if n.RSSAfterOpen == 0 {
+			memory = fmt.Sprintf("RSS %s before, %s at the end", bytesIEC(float64(n.RSSBefore)), bytesIEC(float64(n.RSSEnd)))
+		}
+		row(fmt.Sprintf("server %d", i+1), "pid %d  %s  %s; cpu %.2fs (%.1f%% of a core)", n.PID, where, memory, n.CPUSeconds, n.CPUPercent)
+	}
+}
+
+// rows are the reconnects' lines: how many came back, and how fast.
+func (rc *ReconnectResult) rows(row func(name, format string, args ...any)) {
+	wait := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+	all := "none dropped"
+	if rc.Dropped > 0 && rc.Failed == 0 {
+		all = fmt.Sprintf("all back %.2fs after the first drop", rc.Seconds)
+	} else if rc.Dropped > 0 {
+		all = fmt.Sprintf("the last back %.2fs after the first drop", rc.Seconds)
+	}
+	row("reconnect", "%s dropped, %s back, %s not back by the end; %s; %s attempts, %s failed (waits from %v doubling to %v, jittered)",
+		count(rc.Dropped), count(rc.Reconnected), count(rc.Failed), all, count(rc.Attempts), count(rc.FailedAttempts),
+		wait(rc.FirstWaitMillis), wait(rc.MaxWaitMillis))
+	row("back after", "%s", pct(rc.Latency))
 }
 
 func pct(p Percentiles) string {

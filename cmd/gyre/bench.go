@@ -25,9 +25,16 @@ const workerFlag = "--worker"
 
 const benchUsage = `Usage: gyre bench SCENARIO --url ws://HOST:PORT/connection/websocket[,ws://…] [flags]
 
+Every scenario spreads its connections over the nodes of --url in turn
+(connection i to node i mod N); with --pid, one per --url, the servers'
+memory and CPU are summed (CPU per delivery or per connect is all of
+theirs) and shown per node.
+
 Scenarios:
   idle      open --conns connections with --subs subscriptions each and hold them
-            for --duration; with --pid: server memory per connection and idle CPU
+            for --duration; with --pid: server memory per connection and idle CPU;
+            with --reconnect: how long the connections of a node taken down
+            take to be back on the others
   fanout    --conns subscribers of one channel; publish through --api for
             --duration (--rate, --batch, --size, --publishers); deliveries/s,
             latency, losses, reordering, server CPU per delivery, bytes on
@@ -130,8 +137,9 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 		fs.PrintDefaults()
 	}
 	var urls stringList
-	fs.Var(&urls, "url", "WebSocket endpoint `URL` (ws://host:port/connection/websocket); several nodes' with commas or the flag repeated (idle, connect and churn spread connections over them in turn)")
-	fs.StringVar(&cfg.API, "api", "", "server HTTP API base `URL` (http://host:port/api)")
+	fs.Var(&urls, "url", "WebSocket endpoint `URL` (ws://host:port/connection/websocket); several nodes' with commas or the flag repeated (connections spread over them in turn)")
+	var apis stringList
+	fs.Var(&apis, "api", "server HTTP API base `URL` (http://host:port/api); several with commas or the flag repeated (publisher i publishes through API i mod N)")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "API `key` (X-API-Key)")
 	fs.StringVar(&cfg.Token, "token", "", "connection `token` for every connection")
 	fs.StringVar(&cfg.HMACSecret, "hmac-secret", "", "sign an HS256 token per connection (users bench-N) with this `secret`")
@@ -155,7 +163,8 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 	fs.IntVar(&cfg.Publishers, "publishers", 0, "concurrent API publishers (default 1)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "connection attempts in flight per process (default 64)")
 	fs.StringVar(&cfg.SourceAddrs, "source-addrs", "", "local `addresses` to connect from in turn: IPs and ranges (10.0.0.10-10.0.0.20), comma-separated, or none for the kernel's choice (default on Linux for a 127.x server: 127.0.0.1-127.0.0.16)")
-	fs.Var((*pidList)(&cfg.PIDs), "pid", "server process `id` to read memory and CPU of from /proc; one per --url, comma-separated or the flag repeated")
+	fs.Var((*pidList)(&cfg.PIDs), "pid", "server process `id` to read memory and CPU of from /proc; one per --url in the same order, then any others (a node serving only --api), comma-separated or the flag repeated; several are summed and shown each")
+	fs.BoolVar(&cfg.Reconnect, "reconnect", false, "idle, fanout, channels: a connection whose server goes away connects to the next --url and subscribes again, after waits of 100ms doubling to 5s (each random in [d/2, d]); prints \"ready: …\" on stderr once all are open, and reports how many dropped, how long each took to be back and how many were not")
 	fs.IntVar(&cfg.Procs, "procs", 0, "child processes holding the connections (default: one per 10,000, none below)")
 	fs.BoolVar(&out.json, "json", false, "print the summary as JSON")
 	fs.StringVar(&out.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to `file` (child processes, used above 10,000 connections or with --procs, are not in it)")
@@ -183,6 +192,7 @@ func parseBench(args []string, stderr io.Writer) (string, loadtest.Config, bench
 		return "", cfg, out, errors.New("bench: no scenario (idle, fanout, channels, connect or churn)")
 	}
 	cfg.URL = strings.Join(urls, ",")
+	cfg.API = strings.Join(apis, ",")
 	switch *proto {
 	case "json":
 		cfg.Protocol = protocol.TypeJSON

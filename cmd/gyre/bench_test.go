@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gyrehq/gyre/loadtest"
 )
@@ -154,6 +159,57 @@ func TestBenchChurn(t *testing.T) {
 	}
 }
 
+// TestBenchReconnect kills one of two gyre processes once gyre bench
+// says every connection is open, as scripts/bench-cluster does: the
+// killed node's connections, held by two child processes, must all be
+// back on the other node.
+func TestBenchReconnect(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, "config.json", centrifugoConfig)
+	nodes := []*proc{
+		start(t, nil, "-c", path, "--http_server.port", "0"),
+		start(t, nil, "-c", path, "--http_server.port", "0"),
+	}
+	var urls []string
+	for _, p := range nodes {
+		urls = append(urls, "ws"+strings.TrimPrefix(p.url(), "http")+"/connection/websocket")
+	}
+	cmd := exec.Command(binary, "bench", "idle", "--url", strings.Join(urls, ","), "--hmac-secret", testSecret,
+		"--conns", "20", "--procs", "2", "--duration", "3s", "--reconnect", "--json")
+	cmd.Env = cleanEnv()
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		progress.WriteString(lines.Text() + "\n")
+		if strings.Contains(lines.Text(), "ready: 20 of 20 connections open") {
+			nodes[1].signal(syscall.SIGKILL)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gyre bench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), progress.String())
+	}
+	var res loadtest.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("summary %q: %v", stdout.String(), err)
+	}
+	rc := res.Reconnect
+	if rc == nil || rc.Dropped != 10 || rc.Reconnected != 10 || rc.Failed != 0 || rc.Latency.Count != 10 {
+		t.Fatalf("reconnect %+v, errors %v: want the 10 of the killed node back\n%s", rc, res.Errors, progress.String())
+	}
+	if nodes[1].wait(10*time.Second) == 0 {
+		t.Fatal("the killed node exited with 0")
+	}
+}
+
 func TestBenchUsage(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -170,7 +226,8 @@ func TestBenchUsage(t *testing.T) {
 		{"fanout without api", []string{"bench", "fanout", "--url", "ws://127.0.0.1:1/"}, 1, "api: missing"},
 		{"bad payload", []string{"bench", "fanout", "--url", "ws://127.0.0.1:1/", "--api", "http://127.0.0.1:1/api", "--payload", "xml"}, 1, "want pad or json"},
 		{"stray argument", []string{"bench", "idle", "--url", "ws://127.0.0.1:1/", "extra"}, 1, "unexpected argument"},
-		{"fanout over two urls", []string{"bench", "fanout", "--url", "ws://127.0.0.1:1/,ws://127.0.0.1:2/", "--api", "http://127.0.0.1:1/api"}, 1, "fanout takes one WebSocket URL"},
+		{"bad second api", []string{"bench", "fanout", "--url", "ws://127.0.0.1:1/", "--api", "http://127.0.0.1:1/api", "--api", "ws://127.0.0.1:2/api"}, 1, "is not a http:// URL"},
+		{"reconnect in connect", []string{"bench", "connect", "--url", "ws://127.0.0.1:1/", "--reconnect"}, 1, "reconnect: only idle, fanout and channels"},
 		{"pids for fewer urls", []string{"bench", "churn", "--url", "ws://127.0.0.1:1/", "--url", "ws://127.0.0.1:2/", "--pid", "10"}, 1, "1 process ids for 2 URLs"},
 		{"bad pid", []string{"bench", "churn", "--url", "ws://127.0.0.1:1/", "--pid", "1,x"}, 1, "not a process id"},
 		{"hold outside churn", []string{"bench", "idle", "--url", "ws://127.0.0.1:1/", "--hold", "1s"}, 1, "only churn"},
