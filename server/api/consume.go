@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/gyrehq/gyre"
 )
 
 // What consumers (server/consume) need of the API: commands read from a
@@ -53,20 +55,25 @@ func (e *Executor) Run(ctx context.Context, cmds []Command) []Reply {
 }
 
 // Temporary reports whether the command of r failed for a reason that may
-// pass (100 internal error: the broker unreachable or too slow), so that
-// running it again may succeed; a broadcast counts as failed so when any
-// of its channels did. A reply without error, or with any other error,
-// is final.
+// pass (100 internal error: the broker unreachable or too slow; 111 too
+// many requests: a node of the cluster is behind and publishes are held
+// back), so that running it again may succeed; a broadcast counts as
+// failed so when any of its channels did. A reply without error, or with
+// any other error, is final.
 func (r Reply) Temporary() bool {
 	if r.Error != nil {
-		return r.Error.Code == errInternal.Code
+		return temporaryCode(r.Error.Code)
 	}
 	if b, ok := r.Result.(BroadcastResult); ok {
 		for _, resp := range b.Responses {
-			if resp.Error != nil && resp.Error.Code == errInternal.Code {
+			if resp.Error != nil && temporaryCode(resp.Error.Code) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+func temporaryCode(code uint32) bool {
+	return code == errInternal.Code || code == gyre.ErrorTooManyRequests.Code
 }

@@ -185,3 +185,25 @@ func TestOnCall(t *testing.T) {
 		}
 	}
 }
+
+// TestReplyTemporary: consumers run a command again when it failed for a
+// reason that passes: 100 (the broker), and 111 (publishes held back
+// while a node is behind), also for one channel of a broadcast; never for
+// a final error.
+func TestReplyTemporary(t *testing.T) {
+	for _, tc := range []struct {
+		r    api.Reply
+		want bool
+	}{
+		{api.Reply{Error: &api.Error{Code: 100}}, true},
+		{api.Reply{Error: &api.Error{Code: 111}}, true},
+		{api.Reply{Error: &api.Error{Code: 107}}, false},
+		{api.Reply{Result: api.BroadcastResult{Responses: []api.PublishResponse{{}, {Error: &api.Error{Code: 111}}}}}, true},
+		{api.Reply{Result: api.BroadcastResult{Responses: []api.PublishResponse{{Error: &api.Error{Code: 102}}}}}, false},
+		{api.Reply{}, false},
+	} {
+		if got := tc.r.Temporary(); got != tc.want {
+			t.Errorf("%+v: Temporary %v, want %v", tc.r, got, tc.want)
+		}
+	}
+}
