@@ -220,6 +220,7 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 		s.mu.Unlock()
 	}()
 
+	s.loadScripts()
 	for i := 0; i < len(names); i += subscribeBatch {
 		if err := s.subscribe(dc, names[i:min(i+subscribeBatch, len(names))]); err != nil {
 			s.subscribeFailed(err)
@@ -248,6 +249,25 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 	// A connection that was up counts as up for some time, however
 	// coarse the clock.
 	return max(time.Since(upSince), 1), err
+}
+
+// loadScripts loads the pipelined scripts into the shard's servers each
+// time its pub/sub connection starts: Redis has just started, or
+// restarted (which dropped the connection), and a publish pipeline that
+// meets NOSCRIPT while another connection loads the script meanwhile
+// cannot be sent again without reordering its channel, so its publish
+// would be refused. Best effort: a pipeline that meets NOSCRIPT still
+// sends the script itself.
+func (s *subShard) loadScripts() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.IOTimeout)
+	defer cancel()
+	for addr, c := range s.client.Nodes() {
+		for _, script := range []*pipelinedScript{publishScript, mapExpireScript} {
+			if err := c.Do(ctx, c.B().ScriptLoad().Script(script.body).Build()).Error(); err != nil {
+				s.b.logRepeated("script load", s.where, slog.LevelWarn, "redis: SCRIPT LOAD", "server", addr, "error", err)
+			}
+		}
+	}
 }
 
 // failed tells Config.OnPubSubError about a failure of kind.
