@@ -111,8 +111,7 @@ func TestOverloadHoldsPublishers(t *testing.T) {
 			c.MustSubscribe(ch)
 		}
 
-		// The first publishes load the publish script into a fresh
-		// Redis; concurrent first uses can refuse one (not available).
+		// One publication each first: B's subscriptions are live.
 		for _, ch := range channels {
 			if _, err := a.Publish(ch, []byte(`"warm"`)); err != nil {
 				t.Fatal(err)
