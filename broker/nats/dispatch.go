@@ -143,6 +143,7 @@ func (w *worker) run() {
 					break fill
 				}
 			}
+			q.Took()
 		case <-w.wake:
 		case <-w.timer.C:
 		case <-w.quit:

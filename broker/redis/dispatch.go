@@ -52,6 +52,7 @@ func (s *subShard) work() {
 				break more
 			}
 		}
+		q.Took()
 		d.dispatch(events)
 		clear(events)
 		events = events[:0]

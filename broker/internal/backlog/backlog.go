@@ -38,7 +38,18 @@ type Meter struct {
 	// watching is set while the goroutine that looks at the queues runs:
 	// from the first queue added until the last one stopped.
 	watching bool
+	// quiet counts the looks in a row that found every queue empty; after
+	// idleLooks of them the watcher waits for kick, which the readers
+	// send after each batch, instead of ticking.
+	quiet int
+	kick  chan struct{}
+	// manual: no watcher goroutine; tests call look themselves.
+	manual bool
 }
+
+// idleLooks is how many looks at empty queues park the watcher: an idle
+// node does not wake a hundred times a second.
+const idleLooks = 10
 
 // SetHandler makes h (an EventHandler, when it implements
 // broker.BacklogHandler) the one told; nil or another handler tells
@@ -69,7 +80,10 @@ func NewQueue(m *Meter, capacity int, length func() int) *Queue {
 	q.Emptied()
 	m.mu.Lock()
 	m.queues = append(m.queues, q)
-	if !m.watching {
+	if m.kick == nil {
+		m.kick = make(chan struct{}, 1)
+	}
+	if !m.watching && !m.manual {
 		m.watching = true
 		go m.watch()
 	}
@@ -79,6 +93,15 @@ func NewQueue(m *Meter, capacity int, length func() int) *Queue {
 
 // Emptied records that the reader took everything there was.
 func (q *Queue) Emptied() { q.emptied.Store(time.Now().UnixNano()) }
+
+// Took is called by the reader with each batch it takes, before handing
+// it over: it wakes the watcher if it waits.
+func (q *Queue) Took() {
+	select {
+	case q.m.kick <- struct{}{}:
+	default:
+	}
+}
 
 // Stop ends q's part: a queue that stops while behind no longer holds
 // the node back.
@@ -92,31 +115,46 @@ func (q *Queue) Stop() {
 		}
 	}
 	m.mu.Unlock()
+	q.Took() // a waiting watcher sees whether any queue is left
 }
 
-// watch looks at the queues until there are none.
+// watch looks at the queues until there are none, every 10 ms while
+// any has been busy lately.
 func (m *Meter) watch() {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for range t.C {
-		if !m.look(time.Now()) {
+		left, idle := m.look(time.Now())
+		if !left {
 			return
+		}
+		if idle {
+			t.Stop()
+			<-m.kick
+			t.Reset(every)
 		}
 	}
 }
 
 // look tells the handler of a change and reports whether any queue is
-// left to watch.
-func (m *Meter) look(now time.Time) bool {
+// left to watch, and whether they have all been empty for idleLooks
+// looks (the watcher may then wait for a kick).
+func (m *Meter) look(now time.Time) (left, idle bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	behind, queued := false, 0
+	behind, queued, busy := false, 0, false
 	for _, q := range m.queues {
 		n := q.len()
+		busy = busy || n > 0
 		if n >= q.full || (n > 0 && now.UnixNano()-q.emptied.Load() >= int64(After)) {
 			behind = true
 			queued += n
 		}
+	}
+	if busy || behind {
+		m.quiet = 0
+	} else {
+		m.quiet++
 	}
 	if behind != m.behind {
 		m.behind = behind
@@ -126,7 +164,11 @@ func (m *Meter) look(now time.Time) bool {
 	}
 	if len(m.queues) == 0 {
 		m.watching = false
-		return false
+		return false, false
 	}
-	return true
+	if m.quiet >= idleLooks {
+		m.quiet = 0
+		return true, true
+	}
+	return true, false
 }

@@ -1,6 +1,7 @@
 package backlog
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -12,7 +13,7 @@ func (r *recorder) HandleBacklog(behind bool, _ int) { r.calls = append(r.calls,
 // TestLook: a queue is behind when it stays non-empty past After or
 // fills up, and the handler hears once per change of the whole broker.
 func TestLook(t *testing.T) {
-	var m Meter
+	m := Meter{manual: true}
 	r := new(recorder)
 	m.SetHandler(r)
 	var la, lb int
@@ -54,7 +55,7 @@ func TestLook(t *testing.T) {
 		t.Fatalf("calls %v, want caught up once the queue stopped", r.calls)
 	}
 	a.Stop()
-	if m.look(time.Now()) {
+	if left, _ := m.look(time.Now()); left {
 		t.Fatal("still watching without queues")
 	}
 }
@@ -62,9 +63,44 @@ func TestLook(t *testing.T) {
 // TestMeterWithoutHandler: an EventHandler that does not implement
 // broker.BacklogHandler is told nothing.
 func TestMeterWithoutHandler(t *testing.T) {
-	var m Meter
+	m := Meter{manual: true}
 	m.SetHandler(struct{}{})
 	q := NewQueue(&m, 4, func() int { return 4 })
 	m.look(time.Now())
 	q.Stop()
+}
+
+// TestIdleWatcher: the watcher goes idle once the queues stayed empty,
+// a reader that takes a batch wakes it, and it ends with the last queue.
+func TestIdleWatcher(t *testing.T) {
+	var m Meter
+	r := new(recorder)
+	m.SetHandler(r)
+	var n atomic.Int64
+	q := NewQueue(&m, 100, func() int { return int(n.Load()) })
+	// Long enough for idleLooks looks at the empty queue: the watcher
+	// waits for a kick now.
+	time.Sleep(3 * idleLooks * every)
+	n.Store(90)
+	q.Took()
+	waitFor(t, &m, "the watcher to wake and see the queue behind", func() bool { return m.behind })
+	q.Stop()
+	waitFor(t, &m, "the watcher to end with the last queue", func() bool { return !m.watching })
+}
+
+func waitFor(t *testing.T, m *Meter, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m.mu.Lock()
+		ok := cond()
+		m.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
