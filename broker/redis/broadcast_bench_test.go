@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,10 +120,15 @@ func subscribeAll(b *testing.B, br *Broker, chs []string) {
 }
 
 // measureBroadcast runs publish b.N times and reports Redis's CPU time
-// per operation.
+// per operation, and the commands Redis ran per operation
+// (INFO commandstats: EVALSHA, PUBLISH, the script's own PUBLISH
+// included).
 func measureBroadcast(b *testing.B, srv *redistest.Server, publish func()) {
 	b.Helper()
 	b.ReportAllocs()
+	if _, err := srv.Cli("config", "resetstat"); err != nil {
+		b.Fatal(err)
+	}
 	cpu := redisCPU(b, []*redistest.Server{srv})
 	b.ResetTimer()
 	for range b.N {
@@ -130,4 +136,18 @@ func measureBroadcast(b *testing.B, srv *redistest.Server, publish func()) {
 	}
 	b.StopTimer()
 	b.ReportMetric((redisCPU(b, []*redistest.Server{srv})-cpu)*1e3/float64(b.N), "redis-ms/op")
+	out, err := srv.Cli("info", "commandstats")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(out) {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if name = strings.TrimPrefix(name, "cmdstat_"); !ok || name != "evalsha" && name != "publish" {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		if calls, err := strconv.Atoi(n); err == nil {
+			b.ReportMetric(float64(calls)/float64(b.N), name+"/op")
+		}
+	}
 }
