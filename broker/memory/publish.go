@@ -3,12 +3,11 @@ package memory
 import (
 	"bytes"
 	"maps"
-	"reflect"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/same"
 )
 
 // Publish is PublishMany with one item.
@@ -81,23 +80,11 @@ type sharedPub struct {
 // when the last one was made of something else.
 func (s *sharedPub) get(data []byte, opts *broker.PublishOptions, now time.Time) *broker.Publication {
 	ms := now.UnixMilli()
-	if s.pub != nil && s.time == ms && s.info == opts.ClientInfo && sameBytes(s.data, data) && sameMap(s.tags, opts.Tags) {
+	if s.pub != nil && s.time == ms && s.info == opts.ClientInfo && same.Bytes(s.data, data) && same.Map(s.tags, opts.Tags) {
 		return s.pub
 	}
 	*s = sharedPub{data: data, info: opts.ClientInfo, tags: opts.Tags, time: ms, pub: newPublication(data, *opts, now)}
 	return s.pub
-}
-
-// sameBytes reports whether a and b are the same slice: same start and
-// length. Empty slices are all the same.
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b))
-}
-
-// sameMap reports whether a and b are the same map (empty maps are all
-// the same); equal contents in two maps do not count.
-func sameMap(a, b map[string]string) bool {
-	return len(a) == len(b) && (len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer())
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

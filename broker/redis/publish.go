@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/internal/pubconv"
+	"github.com/gyrehq/gyre/broker/internal/same"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/redis/rueidis"
@@ -177,7 +177,7 @@ type encoder struct {
 // publication returns the encoding of a publication of data with opts
 // at time at.
 func (e *encoder) publication(data []byte, opts *broker.PublishOptions, at int64) ([]byte, error) {
-	if e.pub != nil && at == e.time && opts.ClientInfo == e.info && sameBytes(data, e.data) && sameMap(opts.Tags, e.tags) {
+	if e.pub != nil && at == e.time && opts.ClientInfo == e.info && same.Bytes(data, e.data) && same.Map(opts.Tags, e.tags) {
 		return e.pub, nil
 	}
 	// Encoding copies data, tags and info, so the caller may reuse them.
@@ -214,7 +214,7 @@ func (e *encoder) messageHead(trace []byte) (string, error) {
 // message returns the pub/sub message the script sends for a publication
 // without offset or delta: head, then the publication (field 2).
 func (e *encoder) message(pub []byte, head string) string {
-	if e.msg != "" && sameBytes(pub, e.msgPub) && head == e.msgHead {
+	if e.msg != "" && same.Bytes(pub, e.msgPub) && head == e.msgHead {
 		return e.msg
 	}
 	msg := make([]byte, 0, len(head)+1+binary.MaxVarintLen64+len(pub))
@@ -235,18 +235,6 @@ func scopeMessage(msg, channel string) string {
 	out = binary.AppendUvarint(out, uint64(len(channel)))
 	out = append(out, channel...)
 	return rueidis.BinaryString(out)
-}
-
-// sameBytes reports whether a and b are the same slice: same start and
-// length. Empty slices are all the same.
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b))
-}
-
-// sameMap reports whether a and b are the same map (empty maps are all
-// the same); equal contents in two maps do not count.
-func sameMap(a, b map[string]string) bool {
-	return len(a) == len(b) && (len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer())
 }
 
 // prepare encodes the item's publication and fills in the script's keys
