@@ -101,6 +101,13 @@ type ChannelOptions struct {
 	MapUsersPresenceChannelPrefix string
 
 	channelRegex *regexp.Regexp
+	// deltaSeen: the namespace has allowed a delta type in this node's
+	// rules since the node started, and may have subscribers that take
+	// deltas (a subscription keeps what it negotiated across a change of
+	// the rules). Without it, no publication of the namespace asks the
+	// broker for delta, and the broker is told that its channels keep no
+	// delta base (broker.PublishOptions.NoDelta).
+	deltaSeen bool
 }
 
 // HistoryEnabled reports whether channels with these options keep history.
@@ -206,6 +213,7 @@ func prepareOptions(o *ChannelOptions, where string, presenceInterval time.Durat
 			return fmt.Errorf("gyre: %s: allowed_delta_types: unknown delta type %q", where, d)
 		}
 	}
+	o.deltaSeen = len(o.AllowedDeltaTypes) > 0
 	if o.ChannelRegex != "" {
 		re, err := regexp.Compile(o.ChannelRegex)
 		if err != nil {
@@ -226,6 +234,22 @@ func (r *channelRules) lookup(channel string) (*ChannelOptions, error) {
 		return nil, ErrorBadRequest
 	}
 	return opts, err
+}
+
+// keepDeltaSeen carries deltaSeen over from the rules r replaces: a
+// namespace that allowed delta keeps publishing as one that may have
+// delta subscribers after a change of the rules takes delta away, since
+// its subscribers keep what they negotiated.
+func (r *channelRules) keepDeltaSeen(old *channelRules) {
+	if old == nil {
+		return
+	}
+	r.cfg.WithoutNamespace.deltaSeen = r.cfg.WithoutNamespace.deltaSeen || old.cfg.WithoutNamespace.deltaSeen
+	for name, o := range r.namespaces {
+		if prev, ok := old.namespaces[name]; ok && prev.deltaSeen {
+			o.deltaSeen = true
+		}
+	}
 }
 
 // lookupSubscribe is lookup for a subscription, which may name a pattern

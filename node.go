@@ -214,6 +214,7 @@ func (n *Node) SetChannelConfig(cfg ChannelConfig) error {
 	if err := n.checkOccupancy(r); err != nil {
 		return err
 	}
+	r.keepDeltaSeen(n.rules.Load())
 	n.rules.Store(r)
 	return nil
 }

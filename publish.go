@@ -329,6 +329,13 @@ func (n *Node) brokerPublishOptions(rules *channelRules, channel string, chOpts 
 		// nothing to compare with, as in Centrifugo.
 		bo.Version, bo.VersionEpoch = o.Version, o.VersionEpoch
 	}
+	if !chOpts.deltaSeen {
+		// No subscriber of the namespace takes deltas, so asking for one
+		// would only make the broker keep a base nobody reads; and a
+		// broker that knows no base is kept may skip clearing it (Redis
+		// then publishes a channel without history by plain PUBLISH).
+		bo.UseDelta, bo.NoDelta = false, true
+	}
 	if chOpts.AllowWildcardSubscriptions {
 		bo.PatternScope, _ = rules.patternScope(channel)
 	}

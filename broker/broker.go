@@ -109,6 +109,14 @@ type PublishOptions struct {
 	// UseDelta asks subscribers that negotiated delta compression to receive
 	// this publication as a delta against the previous one.
 	UseDelta bool
+	// NoDelta says that the channel takes no delta compression: no
+	// subscriber of it can receive a delta (its namespace allows none),
+	// and the publisher never sets UseDelta for it. A broker that keeps a
+	// delta base per channel may then leave the base as it is for a
+	// publication without UseDelta instead of clearing it; the Redis
+	// broker, for one, sends such a publication without history or
+	// idempotency key as a plain PUBLISH. False promises nothing.
+	NoDelta bool
 	// Version, when positive and history is on, drops the publication
 	// (Suppressed, at the stream's top) unless it is greater than the
 	// version of the last versioned publication kept in the stream's

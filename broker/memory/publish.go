@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/same"
 )
 
 // Publish is PublishMany with one item.
@@ -49,13 +50,41 @@ func (b *Broker) PublishManyTo(h broker.RunHandler, items []broker.PublishItem) 
 		b.publishStretch(h, items[:k], sc)
 		items = items[k:]
 	}
+	sc.shared = sharedPub{} // the pool must not keep the caller's data alive
 	scratchPool.Put(sc)
 }
 
-// scratch holds what PublishManyTo hands to a handler, kept between calls.
+// scratch holds what PublishManyTo hands to a handler, kept between calls,
+// and the publication its items may share.
 type scratch struct {
-	pubs []broker.RunPublication
-	runs []broker.Run
+	pubs   []broker.RunPublication
+	runs   []broker.Run
+	shared sharedPub
+}
+
+// sharedPub is the last publication of a PublishManyTo call that no
+// stream keeps (no history, no delta base), with what it was made of. The
+// next such item made of the same data slice, client info, tags and time
+// is handed the same one (handed-over publications are read-only): a
+// broadcast's items then share one copy of the payload instead of one
+// per channel.
+type sharedPub struct {
+	data []byte
+	info *broker.ClientInfo
+	tags map[string]string
+	time int64
+	pub  *broker.Publication
+}
+
+// get returns the shared publication for data and opts at now, made anew
+// when the last one was made of something else.
+func (s *sharedPub) get(data []byte, opts *broker.PublishOptions, now time.Time) *broker.Publication {
+	ms := now.UnixMilli()
+	if s.pub != nil && s.time == ms && s.info == opts.ClientInfo && same.Bytes(s.data, data) && same.Map(s.tags, opts.Tags) {
+		return s.pub
+	}
+	*s = sharedPub{data: data, info: opts.ClientInfo, tags: opts.Tags, time: ms, pub: newPublication(data, *opts, now)}
+	return s.pub
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -72,7 +101,7 @@ func (b *Broker) publishStretch(h broker.RunHandler, items []broker.PublishItem,
 	for i := range items {
 		it := &items[i]
 		var rp broker.RunPublication
-		rp, it.Position, it.Suppressed = b.append(st, it.Data, it.Opts, now)
+		rp, it.Position, it.Suppressed = b.append(st, it.Data, &it.Opts, now, &sc.shared)
 		it.Err = nil
 		if !it.Suppressed {
 			pubs = append(pubs, rp)
@@ -117,8 +146,9 @@ func appendPatternRuns(runs []broker.Run, channel string, items []broker.Publish
 
 // append adds one publication to the locked stream st: history, the delta
 // base and the idempotency key. It returns what a handler is given for it,
-// or suppressed when the idempotency key was seen before.
-func (b *Broker) append(st *stream, data []byte, opts broker.PublishOptions, now time.Time) (rp broker.RunPublication, sp broker.StreamPosition, suppressed bool) {
+// or suppressed when the idempotency key was seen before. A publication
+// the stream keeps nothing of comes from shared.
+func (b *Broker) append(st *stream, data []byte, opts *broker.PublishOptions, now time.Time, shared *sharedPub) (rp broker.RunPublication, sp broker.StreamPosition, suppressed bool) {
 	nowNano := now.UnixNano()
 	if opts.IdempotencyKey != "" {
 		if sp, ok := st.idemLookup(opts.IdempotencyKey, nowNano); ok {
@@ -131,7 +161,12 @@ func (b *Broker) append(st *stream, data []byte, opts broker.PublishOptions, now
 	if versioned && st.stale(opts.Version, opts.VersionEpoch) {
 		return rp, st.position(), true
 	}
-	pub := newPublication(data, opts, now)
+	var pub *broker.Publication
+	if withHistory || opts.UseDelta {
+		pub = newPublication(data, *opts, now)
+	} else {
+		pub = shared.get(data, opts, now)
+	}
 	metaTTL := orDefault(opts.HistoryMetaTTL, b.cfg.HistoryMetaTTL)
 	if withHistory {
 		st.ensureMeta(nowNano + int64(metaTTL))

@@ -374,7 +374,7 @@ func TestReplicationIDKeyNeedsToken(t *testing.T) {
 	}
 	item := broker.PublishItem{Channel: ch, Data: []byte("two"), Opts: history}
 	c := publishCall{item: &item}
-	if err := b.prepare(&c); err != nil {
+	if err := b.prepare(&c, &encoder{now: time.Now().UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	c.args[argReplicationRead] = "k:fresh.token"

@@ -1,9 +1,11 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/broker/internal/pubconv"
+	"github.com/gyrehq/gyre/broker/internal/same"
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
 	"github.com/gyrehq/gyre/protocol"
 	"github.com/redis/rueidis"
@@ -25,15 +28,24 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 	return item[0].Position, item[0].Suppressed, item[0].Err
 }
 
-// PublishMany runs the publish script (lua/publish.lua) once per item in
-// the item's Redis: idempotency check, offset, history append, delta base
-// and pub/sub message happen atomically for each. The items of one Redis
-// go out pipelined, in one round trip, and Redis runs them in the order
+// PublishMany publishes each item in the item's Redis, the items of one
+// Redis pipelined, in one round trip, and Redis runs them in the order
 // sent, so per channel they keep their order; several Redis servers (a
 // sharded setup, a cluster's masters) are sent to at the same time.
 // Delivery to this node's handler comes back through pub/sub like everyone
-// else's. With PatternScope the script also sends the publication to the
-// scope's pub/sub channel of the channel's base (patterns.go).
+// else's. With PatternScope the publication also goes to the scope's
+// pub/sub channel of the channel's base (patterns.go).
+//
+// Most items run the publish script (lua/publish.lua): idempotency check,
+// offset, history append, delta base and pub/sub message happen
+// atomically for each. A plain item skips it and goes out as PUBLISH
+// (SPUBLISH in a cluster) of the message the script would send, as
+// cheap as pub/sub gets: one without history (HistorySize or HistoryTTL
+// zero), idempotency key or UseDelta, in a channel that takes no delta
+// (NoDelta, so that there is no delta base to clear), unless an earlier
+// item of the same call in its channel ran the script (see plainItem).
+// A plain item's result is what the script's would be: offset 0, no
+// epoch, not suppressed.
 func (b *Broker) PublishMany(items []broker.PublishItem) {
 	calls := make([]publishCall, len(items))
 	for i := range items {
@@ -42,13 +54,16 @@ func (b *Broker) PublishMany(items []broker.PublishItem) {
 	b.runScript(calls, b.checkOpen())
 }
 
-// runScript runs the publish script for each call, or sets refused on
-// each when it is not nil, as PublishMany and Store.Append do.
+// runScript publishes each call, by the publish script or, for a plain
+// item, by PUBLISH, or sets refused on each when it is not nil, as
+// PublishMany and Store.Append do.
 func (b *Broker) runScript(calls []publishCall, refused error) {
 	var perClient []int // calls per client, counted when there are several
 	if len(b.e.clients) > 1 {
 		perClient = make([]int, len(b.e.clients))
 	}
+	enc := encoder{now: time.Now().UnixMilli()}
+	var scripted map[string]bool // channels with a script call so far
 	for i := range calls {
 		c := &calls[i]
 		c.reset()
@@ -56,7 +71,14 @@ func (b *Broker) runScript(calls []publishCall, refused error) {
 			c.item.Err = refused
 			continue
 		}
-		if err := b.prepare(c); err != nil {
+		c.plain = c.store == nil && plainItem(c.item.Opts) && !scripted[c.item.Channel]
+		if !c.plain && c.store == nil && (scripted != nil || i+1 < len(calls)) {
+			if scripted == nil {
+				scripted = make(map[string]bool)
+			}
+			scripted[c.item.Channel] = true
+		}
+		if err := b.prepare(c, &enc); err != nil {
 			c.item.Err = err
 			c.client = -1
 			continue
@@ -84,7 +106,25 @@ func (b *Broker) runScript(calls []publishCall, refused error) {
 	wg.Wait()
 }
 
-// publishCall is one publish script call of PublishMany.
+// plainItem reports whether the script would do nothing for an item with
+// opts but send its message: no history, no idempotency key, no delta,
+// and no delta base to clear (NoDelta; the script clears the base of a
+// publication without delta, so that a later delta is not computed
+// against a publication older than the last one subscribers got). A
+// version without history is ignored by the script too.
+//
+// Per channel a plain item goes out only before the first item of the
+// call that runs the script: a script call that meets NOSCRIPT is sent
+// again only when no later call of its channel ran (retryPlan), and a
+// PUBLISH always runs, so a plain item after it would make it fail
+// instead; as a script call, the item waits for the retry with it.
+func plainItem(opts broker.PublishOptions) bool {
+	return opts.NoDelta && !opts.UseDelta && opts.IdempotencyKey == "" &&
+		(opts.HistorySize <= 0 || opts.HistoryTTL <= 0)
+}
+
+// publishCall is one publish of PublishMany: a script call, or PUBLISH
+// commands for a plain item.
 type publishCall struct {
 	item *broker.PublishItem
 	// store is the item's StoreItem for Store.Append (item points into
@@ -96,6 +136,12 @@ type publishCall struct {
 	history bool   // the channel keeps history: the script checks the stream's master
 	keys    []string
 	args    []string
+	// plain: the item goes out as PUBLISH of msg to pubsub, and of
+	// scopeMsg to scopePubSub when the channel has a pattern scope, not
+	// by the script (plainItem); keys and args are then unused.
+	plain                 bool
+	pubsub, msg           string
+	scopePubSub, scopeMsg string
 }
 
 // reset clears the results an earlier call left in the item.
@@ -106,30 +152,130 @@ func (c *publishCall) reset() {
 	}
 }
 
+// encoder encodes the publications of one PublishMany. A broadcast
+// publishes the same data, tags and info into many channels: an item
+// that publishes what the item before it did (the same slices and maps,
+// as the server API's broadcast passes) reuses its encoding, and a plain
+// item its whole pub/sub message.
+type encoder struct {
+	now int64 // the publications' time, Unix milliseconds
+	// The previous item's publication: its inputs and encoding.
+	data []byte
+	info *broker.ClientInfo
+	tags map[string]string
+	time int64
+	pub  []byte
+	// The previous trace and its message head.
+	trace []byte
+	head  string
+	// The last plain message, and the publication and head it holds.
+	msg     string
+	msgPub  []byte
+	msgHead string
+}
+
+// publication returns the encoding of a publication of data with opts
+// at time at.
+func (e *encoder) publication(data []byte, opts *broker.PublishOptions, at int64) ([]byte, error) {
+	if e.pub != nil && at == e.time && opts.ClientInfo == e.info && same.Bytes(data, e.data) && same.Map(opts.Tags, e.tags) {
+		return e.pub, nil
+	}
+	// Encoding copies data, tags and info, so the caller may reuse them.
+	pub, err := (&protocol.Publication{
+		Data: data,
+		Info: pubconv.ToProtoInfo(opts.ClientInfo),
+		Tags: opts.Tags,
+		Time: at,
+	}).MarshalVT()
+	if err != nil {
+		return nil, fmt.Errorf("redis: encode publication: %w", err)
+	}
+	e.data, e.info, e.tags, e.time, e.pub = data, opts.ClientInfo, opts.Tags, at, pub
+	return pub, nil
+}
+
+// messageHead returns messageHead(trace), reusing the previous one when
+// the trace is the same.
+func (e *encoder) messageHead(trace []byte) (string, error) {
+	if len(trace) == 0 {
+		return "", nil
+	}
+	if e.head != "" && bytes.Equal(trace, e.trace) {
+		return e.head, nil
+	}
+	head, err := messageHead(trace)
+	if err != nil {
+		return "", err
+	}
+	e.trace, e.head = trace, head
+	return head, nil
+}
+
+// message returns the pub/sub message the script sends for a publication
+// without offset or delta: head, then the publication (field 2).
+func (e *encoder) message(pub []byte, head string) string {
+	if e.msg != "" && same.Bytes(pub, e.msgPub) && head == e.msgHead {
+		return e.msg
+	}
+	msg := make([]byte, 0, len(head)+1+binary.MaxVarintLen64+len(pub))
+	msg = append(msg, head...)
+	msg = append(msg, '\x12')
+	msg = binary.AppendUvarint(msg, uint64(len(pub)))
+	msg = append(msg, pub...)
+	e.msg, e.msgPub, e.msgHead = rueidis.BinaryString(msg), pub, head
+	return e.msg
+}
+
+// scopeMessage is msg as the script sends it to a pattern scope: with the
+// channel's name (field 9).
+func scopeMessage(msg, channel string) string {
+	out := make([]byte, 0, len(msg)+1+binary.MaxVarintLen64+len(channel))
+	out = append(out, msg...)
+	out = append(out, '\x4a')
+	out = binary.AppendUvarint(out, uint64(len(channel)))
+	out = append(out, channel...)
+	return rueidis.BinaryString(out)
+}
+
 // prepare encodes the item's publication and fills in the script's keys
-// and arguments.
-func (b *Broker) prepare(c *publishCall) error {
+// and arguments, or a plain item's PUBLISH.
+func (b *Broker) prepare(c *publishCall, enc *encoder) error {
 	it := c.item
 	opts := it.Opts
-	// Encoding copies data, tags and info, so the caller may reuse them.
-	now := time.Now().UnixMilli()
+	now := enc.now
 	if c.store != nil && c.store.Time != 0 {
 		now = c.store.Time
 	}
-	pub, err := (&protocol.Publication{
-		Data: it.Data,
-		Info: pubconv.ToProtoInfo(opts.ClientInfo),
-		Tags: opts.Tags,
-		Time: now,
-	}).MarshalVT()
+	pub, err := enc.publication(it.Data, &opts, now)
 	if err != nil {
-		return fmt.Errorf("redis: encode publication: %w", err)
+		return err
 	}
 	ci, si := b.e.locate(it.Channel)
 	base := b.e.bases[si]
+	c.client, c.base = ci, base
+	pubsub, command := base+pubsubInfix+it.Channel, b.e.publishCommand()
+	var scopePubSub, scopeChannel, head string
+	switch {
+	case c.store != nil:
+		pubsub, command = "", "" // the caller delivers
+	case opts.PatternScope != "":
+		scopePubSub, scopeChannel = scopeName(base, opts.PatternScope), it.Channel
+	}
+	if command != "" {
+		if head, err = enc.messageHead(opts.Trace); err != nil {
+			return err
+		}
+	}
+	if c.plain {
+		c.pubsub, c.msg = pubsub, enc.message(pub, head)
+		if scopePubSub != "" {
+			c.scopePubSub, c.scopeMsg = scopePubSub, scopeMessage(c.msg, scopeChannel)
+		}
+		return nil
+	}
+
 	meta := metaKey(base, it.Channel)
 	keys := []string{streamKey(base, it.Channel), meta, meta, base + replIDSuffix}
-
 	var size, ttl int64
 	var epoch string
 	if opts.HistorySize > 0 && opts.HistoryTTL > 0 {
@@ -149,20 +295,7 @@ func (b *Broker) prepare(c *publishCall) error {
 	if opts.UseDelta {
 		delta = "1"
 	}
-	pubsub, command := base+pubsubInfix+it.Channel, b.e.publishCommand()
-	var scopePubSub, scopeChannel, head string
-	switch {
-	case c.store != nil:
-		pubsub, command = "", "" // the caller delivers
-	case opts.PatternScope != "":
-		scopePubSub, scopeChannel = scopeName(base, opts.PatternScope), it.Channel
-	}
-	if command != "" && len(opts.Trace) > 0 {
-		if head, err = messageHead(opts.Trace); err != nil {
-			return err
-		}
-	}
-	c.client, c.base, c.keys = ci, base, keys
+	c.keys = keys
 	c.args = []string{
 		pubsub,
 		rueidis.BinaryString(pub),
@@ -183,6 +316,29 @@ func (b *Broker) prepare(c *publishCall) error {
 	}
 	c.history = size > 0
 	return nil
+}
+
+// appendCmds appends the call's commands to cmds: the script's (by
+// EVALSHA, or with its body by EVAL when withBody), or a plain item's
+// PUBLISH, two with a pattern scope.
+func (c *publishCall) appendCmds(cmds rueidis.Commands, client rueidis.Client, publish string, withBody bool) rueidis.Commands {
+	if !c.plain {
+		return append(cmds, publishScript.cmd(client, c.keys, c.args, withBody))
+	}
+	cmds = append(cmds, publishCmd(client, publish, c.pubsub, c.msg))
+	if c.scopePubSub != "" {
+		cmds = append(cmds, publishCmd(client, publish, c.scopePubSub, c.scopeMsg))
+	}
+	return cmds
+}
+
+// publishCmd is PUBLISH, or SPUBLISH when publish says so, of msg to
+// channel.
+func publishCmd(client rueidis.Client, publish, channel, msg string) rueidis.Completed {
+	if publish == "SPUBLISH" {
+		return client.B().Spublish().Channel(channel).Message(msg).Build()
+	}
+	return client.B().Publish().Channel(channel).Message(msg).Build()
 }
 
 // messageHead is what the pub/sub messages of a publication start with,
@@ -269,12 +425,13 @@ func (b *Broker) runCalls(ctx context.Context, ci int, calls []publishCall) {
 // retryPlan says once, and sets the items' results.
 func (b *Broker) runPipeline(ctx context.Context, ci int, sent []*publishCall, do func(context.Context, ...rueidis.Completed) []rueidis.RedisResult) {
 	client := b.e.clients[ci]
+	publish := b.e.publishCommand()
 	cmds := make(rueidis.Commands, 0, len(sent))
 	b.markReplicationReads(sent)
 	for _, c := range sent {
-		cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, false))
+		cmds = c.appendCmds(cmds, client, publish, false)
 	}
-	results := do(ctx, cmds...)
+	results := callResults(sent, do(ctx, cmds...))
 	retry, again := retryPlan(sent, results, ctx.Err() != nil)
 	// The retry gets a slice of its own: when a connection fails
 	// mid-write, rueidis hands the results back while its writer may still
@@ -294,7 +451,7 @@ func (b *Broker) runPipeline(ctx context.Context, ci int, sent []*publishCall, d
 		case retry[i]:
 			// Each NOSCRIPT call carries the script: in a cluster the
 			// calls of one pipeline go to several servers.
-			cmds = append(cmds, publishScript.cmd(client, c.keys, c.args, isNoScript(err)))
+			cmds = c.appendCmds(cmds, client, publish, isNoScript(err))
 		case isNoScript(err):
 			c.item.Err = fmt.Errorf("redis: publish: the script was missing, and a later publish to the channel ran meanwhile: %w", broker.ErrNotAvailable)
 		default:
@@ -304,10 +461,50 @@ func (b *Broker) runPipeline(ctx context.Context, ci int, sent []*publishCall, d
 	if again == 0 {
 		return
 	}
-	again2 := do(ctx, cmds...)
+	again2 := callResults(retried, do(ctx, cmds...))
 	for k, c := range retried {
 		c.setResult(again2[k])
 	}
+}
+
+// callResults turns the replies to the commands of calls (appendCmds) into
+// one result per call: a plain item with a pattern scope sent two
+// PUBLISH, and its result is the first that failed, if one did.
+func callResults(calls []*publishCall, replies []rueidis.RedisResult) []rueidis.RedisResult {
+	n := 0
+	for _, c := range calls {
+		n += c.commands()
+	}
+	if n == len(calls) && len(replies) == n {
+		return replies
+	}
+	results := make([]rueidis.RedisResult, len(calls))
+	if len(replies) != n {
+		err := fmt.Errorf("redis: publish: %d replies to %d commands", len(replies), n)
+		for i := range results {
+			results[i] = rueidis.NewErrorResult(err)
+		}
+		return results
+	}
+	k := 0
+	for i, c := range calls {
+		results[i] = replies[k]
+		for _, r := range replies[k+1 : k+c.commands()] {
+			if results[i].Error() == nil {
+				results[i] = r
+			}
+		}
+		k += c.commands()
+	}
+	return results
+}
+
+// commands is the number of commands appendCmds sends for the call.
+func (c *publishCall) commands() int {
+	if c.plain && c.scopePubSub != "" {
+		return 2
+	}
+	return 1
 }
 
 // retryPlan says which calls of a pipeline go again, given their results
@@ -350,8 +547,16 @@ func isNoScript(err error) bool {
 	return ok && re.IsNoScript()
 }
 
-// setResult sets the item's result from the publish script's reply.
+// setResult sets the item's result from the publish script's reply, or
+// from PUBLISH's for a plain item: the script's result for such an item,
+// offset 0, no epoch, not suppressed, is what reset left.
 func (c *publishCall) setResult(res rueidis.RedisResult) {
+	if c.plain {
+		if err := res.Error(); err != nil {
+			c.item.Err = wrapErr("publish", err)
+		}
+		return
+	}
 	arr, err := res.ToArray()
 	if err != nil {
 		c.item.Err = wrapErr("publish", err)
