@@ -16,10 +16,13 @@ import (
 const (
 	// After is how long a queue must stay non-empty before it counts as
 	// behind. A broadcast to thousands of channels fills a queue for a
-	// few milliseconds and is no backlog; a queue that does not empty for
-	// this long is one. Every moment of it lets publishers add what the
-	// node needs more moments to hand over, so it is short.
-	After = 50 * time.Millisecond
+	// few milliseconds, and a publication to tens of thousands of
+	// subscribers keeps the next ones waiting for tens: that is no
+	// backlog, and what waits goes out in fewer, larger writes. A queue
+	// that does not empty for this long is one: every moment of it lets
+	// publishers add what the node needs more moments to hand over, and
+	// Redis drops a connection whose backlog passes its I/O timeout (4 s).
+	After = 250 * time.Millisecond
 	// every is how often the queues are looked at. A queue's reader is
 	// busy handing over when it falls behind (one batch to thousands of
 	// subscribers can take longer than After), so the looking is done by
