@@ -143,7 +143,7 @@ func (w *worker) run() {
 					break fill
 				}
 			}
-			q.Took()
+			q.Took(len(batch))
 		case <-w.wake:
 		case <-w.timer.C:
 		case <-w.quit:

@@ -52,7 +52,7 @@ func (s *subShard) work() {
 				break more
 			}
 		}
-		q.Took()
+		q.Took(len(events))
 		d.dispatch(events)
 		clear(events)
 		events = events[:0]

@@ -73,6 +73,13 @@ type Queue struct {
 	// emptied is when the reader last found the queue empty, in
 	// nanoseconds since the Unix epoch.
 	emptied atomic.Int64
+	// taken counts the messages the reader took; the watcher turns it
+	// into rate, the messages it takes per second while busy (smoothed
+	// over about After), seen at lastTaken and lastAt.
+	taken     atomic.Int64
+	lastTaken int64
+	lastAt    time.Time
+	rate      float64
 }
 
 // NewQueue watches a queue of capacity capacity whose current length
@@ -97,9 +104,10 @@ func NewQueue(m *Meter, capacity int, length func() int) *Queue {
 // Emptied records that the reader took everything there was.
 func (q *Queue) Emptied() { q.emptied.Store(time.Now().UnixNano()) }
 
-// Took is called by the reader with each batch it takes, before handing
-// it over: it wakes the watcher if it waits.
-func (q *Queue) Took() {
+// Took is called by the reader with each batch of n messages it takes,
+// before handing it over: it wakes the watcher if it waits.
+func (q *Queue) Took(n int) {
+	q.taken.Add(int64(n))
 	select {
 	case q.m.kick <- struct{}{}:
 	default:
@@ -118,7 +126,7 @@ func (q *Queue) Stop() {
 		}
 	}
 	m.mu.Unlock()
-	q.Took() // a waiting watcher sees whether any queue is left
+	q.Took(0) // a waiting watcher sees whether any queue is left
 }
 
 // watch looks at the queues until there are none, every 10 ms while
@@ -149,7 +157,7 @@ func (m *Meter) look(now time.Time) (left, idle bool) {
 	for _, q := range m.queues {
 		n := q.len()
 		busy = busy || n > 0
-		if n >= q.full || (n > 0 && now.UnixNano()-q.emptied.Load() >= int64(After)) {
+		if q.behind(n, now) {
 			behind = true
 			queued += n
 		}
@@ -174,4 +182,48 @@ func (m *Meter) look(now time.Time) (left, idle bool) {
 		return true, true
 	}
 	return true, false
+}
+
+// behind tells whether a queue holding n messages at now is behind: it
+// is nearly full, it has not emptied for After, or what it holds would
+// take its reader longer than After at the rate it has been taking them.
+// The last catches a flood into a large queue (NATS's) at once, long
+// before the queue stays non-empty for After, while one publication that
+// keeps the next waiting while it goes to many subscribers is not behind.
+func (q *Queue) behind(n int, now time.Time) bool {
+	q.measure(n, now)
+	switch {
+	case n == 0:
+		return false
+	case n >= q.full, now.UnixNano()-q.emptied.Load() >= int64(After):
+		return true
+	}
+	return q.rate > 0 && float64(n) >= q.rate*After.Seconds()
+}
+
+// measure updates the rate from what the reader took since the last look
+// (n: what the queue holds now). Time with nothing to take does not
+// count, so that the rate is that of a busy reader, not lowered by idle
+// time; time spent handing a batch over does.
+func (q *Queue) measure(n int, now time.Time) {
+	taken := q.taken.Load()
+	if q.lastAt.IsZero() {
+		q.lastTaken, q.lastAt = taken, now
+		return
+	}
+	d := taken - q.lastTaken
+	dt := now.Sub(q.lastAt)
+	if d == 0 || dt <= 0 {
+		if d == 0 && n == 0 {
+			q.lastAt = now // idle
+		}
+		return
+	}
+	r := float64(d) / dt.Seconds()
+	w := min(1, float64(dt)/float64(After))
+	if q.rate == 0 {
+		w = 1
+	}
+	q.rate += w * (r - q.rate)
+	q.lastTaken, q.lastAt = taken, now
 }

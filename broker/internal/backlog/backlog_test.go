@@ -82,7 +82,7 @@ func TestIdleWatcher(t *testing.T) {
 	// waits for a kick now.
 	time.Sleep(3 * idleLooks * every)
 	n.Store(90)
-	q.Took()
+	q.Took(1)
 	waitFor(t, &m, "the watcher to wake and see the queue behind", func() bool { return m.behind })
 	q.Stop()
 	waitFor(t, &m, "the watcher to end with the last queue", func() bool { return !m.watching })
@@ -102,5 +102,32 @@ func waitFor(t *testing.T, m *Meter, what string, cond func() bool) {
 			t.Fatalf("waited for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRateBehind: a queue that holds more than its reader takes in After
+// is behind at once; one that holds a little while its reader is slow per
+// message is not.
+func TestRateBehind(t *testing.T) {
+	m := Meter{manual: true}
+	var n int
+	q := NewQueue(&m, 1<<16, func() int { return n })
+	now := time.Now()
+	q.measure(0, now)
+	// The reader takes 1,000 messages a second.
+	for i := 1; i <= 10; i++ {
+		q.Took(100)
+		now = now.Add(100 * time.Millisecond)
+		q.measure(1, now)
+	}
+	if q.rate < 900 || q.rate > 1100 {
+		t.Fatalf("rate %.0f/s, want about 1,000", q.rate)
+	}
+	q.emptied.Store(now.UnixNano()) // just emptied, at the test's clock
+	if q.behind(100, now) {
+		t.Fatal("100 messages, a tenth of a second of work, counted as behind")
+	}
+	if !q.behind(int(1000*After.Seconds())+10, now) {
+		t.Fatalf("more than %v of work not counted as behind", After)
 	}
 }
