@@ -28,8 +28,9 @@ const dispatchMax = 256
 // HandleRuns call, so that a busy channel's publications reach each
 // subscriber as one run and each connection is woken once for all of them.
 //
-// A queue that stays non-empty tells the node it is behind (Broker.backlog),
-// before the reader blocks and Redis holds the rest.
+// A queue that holds more than a moment of work tells the node it is
+// behind (Broker.backlog), before the reader blocks and Redis holds the
+// rest.
 func (s *subShard) work() {
 	d := dispatcher{s: s}
 	events := make([]event, 0, dispatchMax)
@@ -48,7 +49,6 @@ func (s *subShard) work() {
 			case ev := <-s.queue:
 				events = append(events, ev)
 			default:
-				q.Emptied()
 				break more
 			}
 		}
@@ -56,9 +56,6 @@ func (s *subShard) work() {
 		d.dispatch(events)
 		clear(events)
 		events = events[:0]
-		if len(s.queue) == 0 {
-			q.Emptied()
-		}
 	}
 }
 

@@ -14,15 +14,15 @@ import (
 )
 
 const (
-	// After is how long a queue must stay non-empty before it counts as
-	// behind. A broadcast to thousands of channels fills a queue for a
-	// few milliseconds, and a publication to tens of thousands of
-	// subscribers keeps the next ones waiting for tens: that is no
-	// backlog, and what waits goes out in fewer, larger writes. A queue
-	// that does not empty for this long is one: every moment of it lets
-	// publishers add what the node needs more moments to hand over, and
-	// Redis drops a connection whose backlog passes its I/O timeout (4 s).
-	After = 250 * time.Millisecond
+	// After is how much work a queue may hold before it counts as
+	// behind: what it holds over the rate its reader has been taking
+	// messages. A broadcast to thousands of channels, or a publication to
+	// tens of thousands of subscribers that keeps the next ones waiting,
+	// is no backlog, and what waits goes out in fewer, larger writes,
+	// which is what lets a busy node keep up. More than this is one:
+	// Redis drops a pub/sub connection whose backlog passes its I/O
+	// timeout (4 s), and publishers add to it faster than it drains.
+	After = 500 * time.Millisecond
 	// every is how often the queues are looked at. A queue's reader is
 	// busy handing over when it falls behind (one batch to thousands of
 	// subscribers can take longer than After), so the looking is done by
@@ -70,9 +70,6 @@ type Queue struct {
 	// full is the length at which the queue counts as behind at once:
 	// its writer is about to block or drop.
 	full int
-	// emptied is when the reader last found the queue empty, in
-	// nanoseconds since the Unix epoch.
-	emptied atomic.Int64
 	// taken counts the messages the reader took; the watcher turns it
 	// into rate, the messages it takes per second while busy (smoothed
 	// over about After), seen at lastTaken and lastAt.
@@ -83,11 +80,10 @@ type Queue struct {
 }
 
 // NewQueue watches a queue of capacity capacity whose current length
-// length returns (len of a channel). Its reader calls Emptied whenever it
-// finds it empty, and Stop when it stops reading.
+// length returns (len of a channel). Its reader calls Took with every
+// batch it takes, and Stop when it stops reading.
 func NewQueue(m *Meter, capacity int, length func() int) *Queue {
 	q := &Queue{m: m, len: length, full: max(1, capacity*3/4)}
-	q.Emptied()
 	m.mu.Lock()
 	m.queues = append(m.queues, q)
 	if m.kick == nil {
@@ -100,9 +96,6 @@ func NewQueue(m *Meter, capacity int, length func() int) *Queue {
 	m.mu.Unlock()
 	return q
 }
-
-// Emptied records that the reader took everything there was.
-func (q *Queue) Emptied() { q.emptied.Store(time.Now().UnixNano()) }
 
 // Took is called by the reader with each batch of n messages it takes,
 // before handing it over: it wakes the watcher if it waits.
@@ -185,17 +178,15 @@ func (m *Meter) look(now time.Time) (left, idle bool) {
 }
 
 // behind tells whether a queue holding n messages at now is behind: it
-// is nearly full, it has not emptied for After, or what it holds would
-// take its reader longer than After at the rate it has been taking them.
-// The last catches a flood into a large queue (NATS's) at once, long
-// before the queue stays non-empty for After, while one publication that
-// keeps the next waiting while it goes to many subscribers is not behind.
+// is nearly full, or what it holds would take its reader longer than
+// After at the rate it has been taking messages. A queue that never
+// empties but stays short is a busy reader keeping up, not one behind.
 func (q *Queue) behind(n int, now time.Time) bool {
 	q.measure(n, now)
 	switch {
 	case n == 0:
 		return false
-	case n >= q.full, now.UnixNano()-q.emptied.Load() >= int64(After):
+	case n >= q.full:
 		return true
 	}
 	return q.rate > 0 && float64(n) >= q.rate*After.Seconds()
