@@ -77,6 +77,8 @@ type Queue struct {
 	lastTaken int64
 	lastAt    time.Time
 	rate      float64
+	// isBehind is what the last look found.
+	isBehind bool
 }
 
 // NewQueue watches a queue of capacity capacity whose current length
@@ -181,15 +183,17 @@ func (m *Meter) look(now time.Time) (left, idle bool) {
 // is nearly full, or what it holds would take its reader longer than
 // After at the rate it has been taking messages. A queue that never
 // empties but stays short is a busy reader keeping up, not one behind.
+//
+// Once behind, a queue stays so until it holds half as much, so that a
+// node near the line does not say behind and caught up at every look.
 func (q *Queue) behind(n int, now time.Time) bool {
 	q.measure(n, now)
-	switch {
-	case n == 0:
-		return false
-	case n >= q.full:
-		return true
+	full, work := float64(q.full), After.Seconds()
+	if q.isBehind {
+		full, work = full/2, work/2
 	}
-	return q.rate > 0 && float64(n) >= q.rate*After.Seconds()
+	q.isBehind = n > 0 && (float64(n) >= full || (q.rate > 0 && float64(n) >= q.rate*work))
+	return q.isBehind
 }
 
 // measure updates the rate from what the reader took since the last look

@@ -129,3 +129,19 @@ func TestRateBehind(t *testing.T) {
 		t.Fatalf("more than %v of work not counted as behind", After)
 	}
 }
+
+// TestHysteresis: a queue behind stays so until it holds half of what
+// made it behind.
+func TestHysteresis(t *testing.T) {
+	m := Meter{manual: true}
+	q := NewQueue(&m, 100, func() int { return 0 })
+	now := time.Now()
+	for _, tc := range []struct {
+		n    int
+		want bool
+	}{{80, true}, {60, true}, {40, true}, {37, false}, {60, false}, {75, true}} {
+		if got := q.behind(tc.n, now); got != tc.want {
+			t.Fatalf("%d queued: behind %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}
