@@ -124,8 +124,8 @@ func (w *worker) stop() {
 func (w *worker) run() {
 	defer close(w.done)
 	batch := make([]*natsgo.Msg, 0, maxBatch)
-	// A queue that holds more than a moment of work tells the node it is
-	// behind, before it fills and the NATS client drops messages.
+	// A queue that stays non-empty tells the node it is behind, before
+	// the NATS client's own buffer fills and drops messages.
 	q := backlog.NewQueue(&w.b.backlog, cap(w.in), func() int { return len(w.in) })
 	defer q.Stop()
 	for {
@@ -139,6 +139,7 @@ func (w *worker) run() {
 				case m := <-w.in:
 					batch = append(batch, m)
 				default:
+					q.Emptied()
 					break fill
 				}
 			}
@@ -165,6 +166,9 @@ func (w *worker) run() {
 		// The engine is called without w.mu: it may subscribe and
 		// unsubscribe meanwhile.
 		w.out.flush(w.b)
+		if len(w.in) == 0 {
+			q.Emptied()
+		}
 	}
 }
 

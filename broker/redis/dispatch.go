@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -28,14 +29,15 @@ const dispatchMax = 256
 // HandleRuns call, so that a busy channel's publications reach each
 // subscriber as one run and each connection is woken once for all of them.
 //
-// A queue that holds more than a moment of work tells the node it is
-// behind (Broker.backlog), before the reader blocks and Redis holds the
-// rest.
+// A queue that stays non-empty tells the node it is behind (Broker.backlog),
+// before the reader blocks and Redis holds the rest.
 func (s *subShard) work() {
 	d := dispatcher{s: s}
 	events := make([]event, 0, dispatchMax)
 	q := backlog.NewQueue(&s.b.backlog, cap(s.queue), func() int { return len(s.queue) })
 	defer q.Stop()
+	q.SetProbe(func(sent int64) { s.sendProbe(q, sent) })
+	s.probes.Store(q)
 	for {
 		select {
 		case ev := <-s.queue:
@@ -49,6 +51,7 @@ func (s *subShard) work() {
 			case ev := <-s.queue:
 				events = append(events, ev)
 			default:
+				q.Emptied()
 				break more
 			}
 		}
@@ -56,6 +59,9 @@ func (s *subShard) work() {
 		d.dispatch(events)
 		clear(events)
 		events = events[:0]
+		if len(s.queue) == 0 {
+			q.Emptied()
+		}
 	}
 }
 
@@ -80,6 +86,14 @@ func (d *dispatcher) dispatch(events []event) {
 	for _, ev := range events {
 		if ev.lost {
 			d.lose(ev.name)
+			continue
+		}
+		if ev.name == d.s.probe {
+			if q := d.s.probes.Load(); q != nil {
+				if sent, err := strconv.ParseInt(ev.payload, 10, 64); err == nil {
+					q.Probed(sent)
+				}
+			}
 			continue
 		}
 		d.flushLost()

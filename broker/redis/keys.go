@@ -18,6 +18,7 @@ import "strconv"
 //	<base>p.u.<channel>           hash: user ID -> number of present clients
 //
 //	<base>w.<scope>               pub/sub channel of a pattern scope's publications
+//	<base>probe.<token>           pub/sub channel of one connection's backlog probes
 //
 // A pattern scope (broker.PublishOptions.PatternScope) spans channels of
 // every base: a channel's publication goes to the scope's pub/sub channel
@@ -34,6 +35,7 @@ const (
 	clientInfix   = "p.c."
 	userInfix     = "p.u."
 	scopeInfix    = "w."
+	probeInfix    = "probe."
 )
 
 const replIDSuffix = "replid"

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gyrehq/gyre/broker"
+	"github.com/gyrehq/gyre/broker/internal/backlog"
 	"github.com/redis/rueidis"
 )
 
@@ -57,6 +59,14 @@ type subShard struct {
 	// control is the pub/sub name of control messages when this shard
 	// carries them, else empty.
 	control string
+	// probe is the pub/sub name of this connection's backlog probes
+	// (see backlog.Queue.SetProbe): messages the node sends itself, which
+	// come back behind whatever Redis holds for the connection.
+	probe string
+	// probes is set by work once its queue is watched; probeOK while the
+	// connection has the probe channel subscribed.
+	probes  atomic.Pointer[backlog.Queue]
+	probeOK atomic.Bool
 	sharded bool // SSUBSCRIBE (cluster) rather than SUBSCRIBE
 	// patterns marks a connection that carries pattern scopes
 	// (patterns.go) instead of channels: channels holds scopes, prefix is
@@ -106,6 +116,7 @@ func newSubShard(b *Broker, client rueidis.Client, where, base string, sharded b
 		ready:    make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		queue:    make(chan event, queueSize),
+		probe:    base + probeInfix + newEpoch(),
 	}
 }
 
@@ -214,6 +225,9 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 	s.dc, s.replID = dc, replID
 	s.mu.Unlock()
 	defer func() {
+		if q := s.probes.Load(); q != nil {
+			q.ProbeLost(q.Sent())
+		}
 		s.up.Store(false)
 		s.mu.Lock()
 		s.dc, s.replID, s.resub = nil, "", nil
@@ -226,6 +240,14 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 			s.subscribeFailed(err)
 			return 0, err
 		}
+	}
+	// Without its probe channel (a Redis ACL that does not allow it) the
+	// node sees only the backlog in its own queue.
+	if err := s.subscribe(dc, []string{s.probe}); err != nil {
+		s.b.logRepeated("probe", s.where, slog.LevelWarn, "redis: subscribe the backlog probe channel; this node sees only the backlog in its own queue", "channel", s.probe, "error", err)
+		s.probeOK.Store(false)
+	} else {
+		s.probeOK.Store(true)
 	}
 	s.up.Store(true)
 	s.readyOnce.Do(func() { close(s.ready) })
@@ -268,6 +290,24 @@ func (s *subShard) loadScripts() {
 			}
 		}
 	}
+}
+
+// sendProbe publishes a backlog probe stamped sent to the connection's
+// probe channel, off the watcher's goroutine; one that cannot be sent is
+// lost.
+func (s *subShard) sendProbe(q *backlog.Queue, sent int64) {
+	if !s.up.Load() || !s.probeOK.Load() {
+		q.ProbeLost(sent)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.IOTimeout)
+		defer cancel()
+		cmd := s.client.B().Arbitrary(s.b.e.publishCommand()).Args(s.probe, strconv.FormatInt(sent, 10)).Build()
+		if err := s.client.Do(ctx, cmd).Error(); err != nil {
+			q.ProbeLost(sent)
+		}
+	}()
 }
 
 // failed tells Config.OnPubSubError about a failure of kind.
@@ -405,7 +445,7 @@ func (s *subShard) onSubscription(sub rueidis.PubSubSubscription) {
 }
 
 func (s *subShard) wants(name string) bool {
-	if name == s.control && name != "" {
+	if (name == s.control && name != "") || name == s.probe {
 		return true
 	}
 	ch, ok := strings.CutPrefix(name, s.prefix)

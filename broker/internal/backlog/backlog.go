@@ -14,15 +14,20 @@ import (
 )
 
 const (
-	// After is how much work a queue may hold before it counts as
-	// behind: what it holds over the rate its reader has been taking
-	// messages. A broadcast to thousands of channels, or a publication to
-	// tens of thousands of subscribers that keeps the next ones waiting,
-	// is no backlog, and what waits goes out in fewer, larger writes,
-	// which is what lets a busy node keep up. More than this is one:
-	// Redis drops a pub/sub connection whose backlog passes its I/O
-	// timeout (4 s), and publishers add to it faster than it drains.
-	After = 500 * time.Millisecond
+	// After is how long a queue may stay non-empty before it counts as
+	// behind. A broadcast to thousands of channels fills a queue for a
+	// few milliseconds, and a publication to tens of thousands of
+	// subscribers keeps the next ones waiting for tens: that is no
+	// backlog, and what waits goes out in fewer, larger writes. A queue
+	// that does not empty for this long is one, and behind a Redis queue
+	// that never empties there may be seconds more in Redis's buffer for
+	// the connection, which the queue's length does not show: Redis drops
+	// a pub/sub connection whose backlog passes its I/O timeout (4 s).
+	After = 250 * time.Millisecond
+	// Work is how much work a queue may hold, at the rate its reader has
+	// been taking messages: a flood into a large queue (NATS's) is behind
+	// at once, before it stays non-empty for After.
+	Work = 500 * time.Millisecond
 	// every is how often the queues are looked at. A queue's reader is
 	// busy handing over when it falls behind (one batch to thousands of
 	// subscribers can take longer than After), so the looking is done by
@@ -70,22 +75,86 @@ type Queue struct {
 	// full is the length at which the queue counts as behind at once:
 	// its writer is about to block or drop.
 	full int
+	// emptied is when the reader last found the queue empty, in
+	// nanoseconds since the Unix epoch.
+	emptied atomic.Int64
 	// taken counts the messages the reader took; the watcher turns it
 	// into rate, the messages it takes per second while busy (smoothed
-	// over about After), seen at lastTaken and lastAt.
+	// over about Work), seen at lastTaken and lastAt.
 	taken     atomic.Int64
 	lastTaken int64
 	lastAt    time.Time
 	rate      float64
 	// isBehind is what the last look found.
 	isBehind bool
+
+	// probe, when set, sends a message that comes back through the same
+	// stream, behind whatever waits for the reader in the server's
+	// buffers, where the queue's length does not show it (Redis): the
+	// reader calls Probed when it arrives. probeSent is when the one on
+	// its way was sent (0: none), probeLag how long the last one took,
+	// both in nanoseconds.
+	probe     func(sent int64)
+	probeSent atomic.Int64
+	probeLag  atomic.Int64
+}
+
+// SetProbe makes the watcher send probes with send while the queue is
+// busy (see Queue.probe). send must not block.
+func (q *Queue) SetProbe(send func(sent int64)) {
+	q.m.mu.Lock()
+	q.probe = send
+	q.m.mu.Unlock()
+}
+
+// Probed is called by the reader when the probe sent at sent (as given
+// to the send function) arrived.
+func (q *Queue) Probed(sent int64) {
+	if q.probeSent.CompareAndSwap(sent, 0) {
+		q.probeLag.Store(time.Now().UnixNano() - sent)
+	}
+}
+
+// Sent is when the probe on its way was sent, 0 for none.
+func (q *Queue) Sent() int64 { return q.probeSent.Load() }
+
+// ProbeLost is called when the probe sent at sent cannot arrive: its
+// send failed, or the connection it was to come back on closed.
+func (q *Queue) ProbeLost(sent int64) { q.probeSent.CompareAndSwap(sent, 0) }
+
+// probeGiveUp is how long a probe may be on its way before it counts as
+// lost rather than late: Redis drops a connection whose backlog passes
+// its I/O timeout well before, and a lost probe must not keep the node
+// behind.
+const probeGiveUp = 5 * time.Second
+
+// probing sends a probe if none is on its way and reports how long the
+// one on its way has been, or how long the last one took.
+func (q *Queue) probing(now time.Time) time.Duration {
+	if q.probe == nil {
+		return 0
+	}
+	sent := q.probeSent.Load()
+	if sent != 0 && now.UnixNano()-sent > int64(probeGiveUp) {
+		q.ProbeLost(sent)
+		sent = 0
+	}
+	if sent == 0 {
+		at := now.UnixNano()
+		q.probeSent.Store(at)
+		q.probe(at)
+		return time.Duration(q.probeLag.Load())
+	}
+	return max(time.Duration(now.UnixNano()-sent), time.Duration(q.probeLag.Load()))
 }
 
 // NewQueue watches a queue of capacity capacity whose current length
 // length returns (len of a channel). Its reader calls Took with every
-// batch it takes, and Stop when it stops reading.
+// batch it takes, Emptied whenever it finds the queue empty, and Stop
+// when it stops reading.
 func NewQueue(m *Meter, capacity int, length func() int) *Queue {
 	q := &Queue{m: m, len: length, full: max(1, capacity*3/4)}
+	q.Emptied()
 	m.mu.Lock()
 	m.queues = append(m.queues, q)
 	if m.kick == nil {
@@ -98,6 +167,9 @@ func NewQueue(m *Meter, capacity int, length func() int) *Queue {
 	m.mu.Unlock()
 	return q
 }
+
+// Emptied records that the reader took everything there was.
+func (q *Queue) Emptied() { q.emptied.Store(time.Now().UnixNano()) }
 
 // Took is called by the reader with each batch of n messages it takes,
 // before handing it over: it wakes the watcher if it waits.
@@ -180,19 +252,33 @@ func (m *Meter) look(now time.Time) (left, idle bool) {
 }
 
 // behind tells whether a queue holding n messages at now is behind: it
-// is nearly full, or what it holds would take its reader longer than
-// After at the rate it has been taking messages. A queue that never
-// empties but stays short is a busy reader keeping up, not one behind.
+// is nearly full, it has not emptied for After, or what it holds would
+// take its reader longer than Work at the rate it has been taking
+// messages.
 //
 // Once behind, a queue stays so until it holds half as much, so that a
 // node near the line does not say behind and caught up at every look.
+//
+// With a probe (SetProbe), a queue is also behind while a probe has been
+// on its way, or the last one took, longer than After: what waits in the
+// server's buffers for the reader counts too. A probe is sent while the
+// queue holds anything or is behind, one at a time.
 func (q *Queue) behind(n int, now time.Time) bool {
 	q.measure(n, now)
-	full, work := float64(q.full), After.Seconds()
+	full, work, lag := float64(q.full), Work.Seconds(), After
 	if q.isBehind {
-		full, work = full/2, work/2
+		full, work, lag = full/2, work/2, lag/2
 	}
-	q.isBehind = n > 0 && (float64(n) >= full || (q.rate > 0 && float64(n) >= q.rate*work))
+	var probed time.Duration
+	if n > 0 || q.isBehind {
+		probed = q.probing(now)
+	} else {
+		q.probeLag.Store(0) // idle: the last probe's lag is old news
+	}
+	q.isBehind = (n > 0 && (float64(n) >= full ||
+		now.UnixNano()-q.emptied.Load() >= int64(After) ||
+		(q.rate > 0 && float64(n) >= q.rate*work))) ||
+		(q.probe != nil && probed >= lag)
 	return q.isBehind
 }
 
@@ -215,7 +301,7 @@ func (q *Queue) measure(n int, now time.Time) {
 		return
 	}
 	r := float64(d) / dt.Seconds()
-	w := min(1, float64(dt)/float64(After))
+	w := min(1, float64(dt)/float64(Work))
 	if q.rate == 0 {
 		w = 1
 	}

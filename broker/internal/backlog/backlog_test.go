@@ -10,9 +10,9 @@ type recorder struct{ calls []bool }
 
 func (r *recorder) HandleBacklog(behind bool, _ int) { r.calls = append(r.calls, behind) }
 
-// TestLook: a queue is behind when it fills up (TestRateBehind: or holds
-// more than After of work), and the handler hears once per change of the
-// whole broker.
+// TestLook: a queue is behind when it fills up or stays non-empty past
+// After (TestRateBehind: or holds more than Work of work), and the
+// handler hears once per change of the whole broker.
 func TestLook(t *testing.T) {
 	m := Meter{manual: true}
 	r := new(recorder)
@@ -33,23 +33,25 @@ func TestLook(t *testing.T) {
 		t.Fatalf("calls %v, want [true]", r.calls)
 	}
 	la = 0
+	a.Emptied()
 	m.look(now)
 	if len(r.calls) != 1 {
 		t.Fatalf("caught up while b is behind: %v", r.calls)
 	}
-	lb = 3 // a little, and no rate known: not behind
+	lb = 3 // a little, emptied since, no rate known: not behind
+	b.Emptied()
 	m.look(time.Now())
 	if len(r.calls) != 2 || r.calls[1] {
 		t.Fatalf("calls %v, want [true false]", r.calls)
 	}
 
-	lb = 80
-	m.look(time.Now())
+	// Non-empty since it was last seen empty, for longer than After.
+	m.look(time.Now().Add(2 * After))
 	if len(r.calls) != 3 || !r.calls[2] {
-		t.Fatalf("calls %v, want behind again", r.calls)
+		t.Fatalf("calls %v, want behind after %v", r.calls, After)
 	}
 	b.Stop()
-	m.look(time.Now())
+	m.look(time.Now().Add(2 * After))
 	if len(r.calls) != 4 || r.calls[3] {
 		t.Fatalf("calls %v, want caught up once the queue stopped", r.calls)
 	}
@@ -122,11 +124,12 @@ func TestRateBehind(t *testing.T) {
 	if q.rate < 900 || q.rate > 1100 {
 		t.Fatalf("rate %.0f/s, want about 1,000", q.rate)
 	}
+	q.emptied.Store(now.UnixNano()) // just emptied, at the test's clock
 	if q.behind(100, now) {
 		t.Fatal("100 messages, a tenth of a second of work, counted as behind")
 	}
-	if !q.behind(int(1000*After.Seconds())+10, now) {
-		t.Fatalf("more than %v of work not counted as behind", After)
+	if !q.behind(int(1000*Work.Seconds())+10, now) {
+		t.Fatalf("more than %v of work not counted as behind", Work)
 	}
 }
 
@@ -136,6 +139,7 @@ func TestHysteresis(t *testing.T) {
 	m := Meter{manual: true}
 	q := NewQueue(&m, 100, func() int { return 0 })
 	now := time.Now()
+	q.emptied.Store(now.UnixNano())
 	for _, tc := range []struct {
 		n    int
 		want bool
@@ -143,5 +147,50 @@ func TestHysteresis(t *testing.T) {
 		if got := q.behind(tc.n, now); got != tc.want {
 			t.Fatalf("%d queued: behind %v, want %v", tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestProbe: with a probe, a queue is behind while a probe has been on
+// its way longer than After, although the queue itself holds little, and
+// caught up once one came back quickly; a lost probe does not keep it
+// behind.
+func TestProbe(t *testing.T) {
+	m := Meter{manual: true}
+	q := NewQueue(&m, 100, func() int { return 0 })
+	var sent []int64
+	q.SetProbe(func(at int64) { sent = append(sent, at) })
+	now := time.Now()
+	q.emptied.Store(now.UnixNano())
+	if q.behind(1, now) || len(sent) != 1 {
+		t.Fatalf("behind at once, or no probe sent (%d)", len(sent))
+	}
+	if q.behind(1, now.Add(After/2)) || len(sent) != 1 {
+		t.Fatal("behind with a probe on its way for less than After, or a second probe sent")
+	}
+	q.emptied.Store(now.Add(After).UnixNano())
+	if !q.behind(1, now.Add(After+time.Millisecond)) {
+		t.Fatal("not behind with a probe on its way for longer than After")
+	}
+	q.Probed(sent[0])
+	if q.probeSent.Load() != 0 {
+		t.Fatal("the probe that came back is still on its way")
+	}
+	q.probeLag.Store(int64(After + time.Millisecond)) // as the test's clock has it
+	// It took long: behind until a probe comes back quickly.
+	later := now.Add(2 * After)
+	q.emptied.Store(later.UnixNano())
+	if !q.behind(1, later) || len(sent) != 2 {
+		t.Fatalf("caught up although the last probe took %v; probes %d", time.Duration(q.probeLag.Load()), len(sent))
+	}
+	q.probeSent.Store(0)
+	q.probeLag.Store(int64(time.Millisecond))
+	if q.behind(1, later) {
+		t.Fatal("still behind after a quick probe")
+	}
+	// A probe that never comes back is given up.
+	q.ProbeLost(q.probeSent.Load())
+	q.probeSent.Store(later.UnixNano())
+	if q.behind(1, later.Add(probeGiveUp+time.Second)) && q.probeSent.Load() == later.UnixNano() {
+		t.Fatal("a lost probe was not given up")
 	}
 }
