@@ -303,7 +303,12 @@ func (s *subShard) sendProbe(q *backlog.Queue, sent int64) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.b.cfg.IOTimeout)
 		defer cancel()
-		cmd := s.client.B().Arbitrary(s.b.e.publishCommand()).Args(s.probe, strconv.FormatInt(sent, 10)).Build()
+		stamp := strconv.FormatInt(sent, 10)
+		// Typed, so that a cluster client sends it to the probe's slot.
+		cmd := s.client.B().Publish().Channel(s.probe).Message(stamp).Build()
+		if s.sharded {
+			cmd = s.client.B().Spublish().Channel(s.probe).Message(stamp).Build()
+		}
 		if err := s.client.Do(ctx, cmd).Error(); err != nil {
 			q.ProbeLost(sent)
 		}

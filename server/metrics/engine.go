@@ -113,7 +113,7 @@ func (e *engine) init(reg *prometheus.Registry) {
 	e.brokerErrors = counterVec("broker", "errors_total", "Broker operations that failed, by operation (publish, subscribe, unsubscribe, history, presence).", "op")
 	e.redisErrors = counterVec("redis", "pubsub_errors_total", "Failures of the Redis engine's pub/sub side, by kind (connection, subscribe_channel, subscribe_shard_channel, handle_client_message, handle_control_message); present with the Redis engine.", "error")
 	e.behind = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Subsystem: "broker", Name: "behind",
-		Help: "1 while this node's broker delivery is behind (a pub/sub queue holds more than 500 ms of work, or is nearly full) and the cluster holds publishes back, else 0."})
+		Help: "1 while this node's broker delivery is behind (a pub/sub queue has not emptied for 250 ms, holds more than 500 ms of work or is nearly full, or a probe through Redis takes longer than 250 ms) and the cluster holds publishes back, else 0."})
 	e.behindTotal = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Subsystem: "broker", Name: "behind_episodes_total",
 		Help: "Times this node's broker delivery fell behind."})
 	held := counterVec("node", "publishes_held_total", "Publishes (of up to 256 items) held back while a node of the cluster was behind, by outcome: admitted once it caught up, or refused with 111 (too many requests) after the hold timeout.", "outcome")

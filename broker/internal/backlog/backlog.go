@@ -118,6 +118,13 @@ func (q *Queue) Probed(sent int64) {
 // Sent is when the probe on its way was sent, 0 for none.
 func (q *Queue) Sent() int64 { return q.probeSent.Load() }
 
+// Probing marks a probe sent at sent as on its way, as the watcher does
+// before it sends one (for tests of a probe's path).
+func (q *Queue) Probing(sent int64) { q.probeSent.Store(sent) }
+
+// Lag is how long the last probe that came back took.
+func (q *Queue) Lag() time.Duration { return time.Duration(q.probeLag.Load()) }
+
 // ProbeLost is called when the probe sent at sent cannot arrive: its
 // send failed, or the connection it was to come back on closed.
 func (q *Queue) ProbeLost(sent int64) { q.probeSent.CompareAndSwap(sent, 0) }
