@@ -234,13 +234,14 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 		s.mu.Unlock()
 	}()
 
-	s.loadScripts()
 	for i := 0; i < len(names); i += subscribeBatch {
 		if err := s.subscribe(dc, names[i:min(i+subscribeBatch, len(names))]); err != nil {
 			s.subscribeFailed(err)
 			return 0, err
 		}
 	}
+	// Redis answers now: a good moment to give it the scripts.
+	s.loadScripts()
 	// Without its probe channel (a Redis ACL that does not allow it) the
 	// node sees only the backlog in its own queue.
 	if err := s.subscribe(dc, []string{s.probe}); err != nil {
