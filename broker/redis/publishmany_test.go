@@ -199,8 +199,10 @@ func TestDeliveriesFlushedBeforeEvents(t *testing.T) {
 				t.Fatalf("%s: %v", st.entry, err)
 			}
 		}
+		// At least: the node's backlog probes, which the dispatcher
+		// skips, come through the same queue.
 		queue := b.shard(ch).queue
-		eventually(t, "the messages to wait in the queue", func() bool { return len(queue) == len(steps) })
+		eventually(t, "the messages to wait in the queue", func() bool { return len(queue) >= len(steps) })
 		h.release()
 		eventually(t, "every message", func() bool { return h.logged() == 1+len(steps) })
 
