@@ -138,7 +138,9 @@ func buildNode(log *slog.Logger) (*testNode, error) {
 	rec := &recBroker{Broker: mb}
 	n, err := gyre.NewNode(gyre.Config{
 		Broker: rec, Logger: log,
-		Channels: gyre.ChannelConfig{WithoutNamespace: gyre.ChannelOptions{HistorySize: 100_000, HistoryTTL: time.Hour}},
+		// Delta allowed: a publication's delta flag reaches the broker
+		// only where a subscriber could take a delta.
+		Channels: gyre.ChannelConfig{WithoutNamespace: gyre.ChannelOptions{HistorySize: 100_000, HistoryTTL: time.Hour, AllowedDeltaTypes: []string{"fossil"}}},
 	})
 	if err != nil {
 		return nil, err
