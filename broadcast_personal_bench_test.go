@@ -2,7 +2,6 @@ package gyre_test
 
 import (
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -142,20 +141,9 @@ func processCPU() time.Duration {
 // redisCPUSeconds is the CPU time srv has used (INFO cpu).
 func redisCPUSeconds(b *testing.B, srv *redistest.Server) float64 {
 	b.Helper()
-	out, err := srv.Cli("info", "cpu")
+	f, err := srv.CPUSeconds()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
-	for line := range strings.Lines(out) {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if k == "used_cpu_sys" || k == "used_cpu_user" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu: %q", line)
-			}
-			total += f
-		}
-	}
-	return total
+	return f
 }

@@ -274,20 +274,11 @@ func redisCPU(b *testing.B, servers []*redistest.Server) float64 {
 	b.Helper()
 	var total float64
 	for _, srv := range servers {
-		out, err := srv.Cli("info", "cpu")
+		f, err := srv.CPUSeconds()
 		if err != nil {
 			b.Fatal(err)
 		}
-		for line := range strings.Lines(out) {
-			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-			if k == "used_cpu_sys" || k == "used_cpu_user" {
-				f, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatalf("INFO cpu: %q", line)
-				}
-				total += f
-			}
-		}
+		total += f
 	}
 	return total
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,22 +155,11 @@ func postPublishes(c *http.Client, node *gyreproc.Node, body []byte, n int, para
 // redisCPU returns the CPU seconds Redis used so far (user + system).
 func redisCPU(b *testing.B, s *redistest.Server) float64 {
 	b.Helper()
-	out, err := s.Cli("info", "cpu")
+	f, err := s.CPUSeconds()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
-	for line := range strings.Lines(out) {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu %s: %v", line, err)
-			}
-			total += f
-		}
-	}
-	return total
+	return f
 }
 
 // counter is a WebSocket subscriber that only counts the publications it

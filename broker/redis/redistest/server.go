@@ -130,6 +130,27 @@ func (s *Server) Cli(args ...string) (string, error) {
 	return cli(s.Port, args...)
 }
 
+// CPUSeconds is the CPU time the server has used so far, user and
+// system (INFO cpu), for benchmarks that count what Redis spends.
+func (s *Server) CPUSeconds() (float64, error) {
+	out, err := s.Cli("info", "cpu")
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for line := range strings.Lines(out) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("redistest: INFO cpu %q: %w", line, err)
+			}
+			total += f
+		}
+	}
+	return total, nil
+}
+
 func cli(port int, args ...string) (string, error) {
 	full := append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)
 	out, err := exec.Command("redis-cli", full...).CombinedOutput()
