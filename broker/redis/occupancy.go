@@ -85,7 +85,10 @@ const (
 // new incarnation and holds all its keys of the partition again; so does
 // a renewal that finds the lease gone. Any node reading the partition
 // releases the keys of an incarnation whose lease ran out, as of the end
-// of the lease. Hold and Release return once Redis has applied them. The
+// of the lease; a key that another incarnation holds drops such a holder
+// as soon as that one holds it (no event), so that the node that holds
+// its keys again and then releases one has it vacated as of that
+// release. Hold and Release return once Redis has applied them. The
 // node keeps what it holds in memory, which is what it tells Redis: a
 // Hold or Release that failed is applied again every half second until
 // Redis takes it, in its latest form (a key held, then released while

@@ -237,6 +237,52 @@ func TestOccupancyRedisPaused(t *testing.T) {
 	}
 }
 
+// TestOccupancyHoldDropsDeadHolder drives the scripts in the order that
+// TestOccupancyRedisPaused leaves to chance: the node's old incarnation
+// still holds a key (no reader has released it) when the new one holds
+// it again and then releases it. The key must vacate as of that release,
+// not as of the old lease's end.
+func TestOccupancyHoldDropsDeadHolder(t *testing.T) {
+	srv := redistest.Start(t)
+	tr := NewOccupancyTracker(newEngine(t, Config{Addresses: []string{srv.Addr}, Prefix: "occdead"}))
+	t.Cleanup(func() { _ = tr.Close() })
+	const m, delay = "ck", "3000"
+	p := tr.parts[0]
+	member := p.base + "k." + m
+	ctx := context.Background()
+	run := func(inc string, script *pipelinedScript, args ...string) int64 {
+		t.Helper()
+		keys := append(p.keys[:4:4], member, p.base+"n."+inc)
+		n, err := occupancyCall{p, script, keys, append([]string{tr.epoch(), inc}, args...)}.do(ctx).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	run("old", occupancyLeaseScript, "100", "1")
+	if n := run("old", occupancyHoldScript, m, "", tr.backlogArg); n != 1 {
+		t.Fatalf("first hold: %d, want 1 (occupied)", n)
+	}
+	time.Sleep(150 * time.Millisecond) // the old lease runs out
+	run("new", occupancyLeaseScript, "10000", "1")
+	if n := run("new", occupancyHoldScript, m, "", tr.backlogArg); n != 0 {
+		t.Fatalf("hold again: %d, want 0 (no event)", n)
+	}
+	released := time.Now().UnixMilli()
+	run("new", occupancyReleaseScript, m, delay, tr.backlogArg)
+	cl := p.client
+	leftAt, err := cl.Do(ctx, cl.B().Hget().Key(member).Field("v").Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("the release started no delay (%v): the dead holder still holds the key", err)
+	}
+	if leftAt < released-1 {
+		t.Errorf("left as of %d, before the release at %d", leftAt, released)
+	}
+	if n, err := cl.Do(ctx, cl.B().Sismember().Key(p.base+"n.old").Member(m).Build()).AsInt64(); err != nil || n != 0 {
+		t.Errorf("the old incarnation's set still has the member: %d, %v", n, err)
+	}
+}
+
 // TestOccupancyRedisTidy: once every key is vacated and handed over, a
 // partition keeps its lease, epoch and reader keys and empty streams,
 // nothing else.

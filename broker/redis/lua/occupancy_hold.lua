@@ -18,6 +18,23 @@ if redis.call('HSETNX', k, 'n' .. inc, 1) == 0 then
   return 0
 end
 if redis.call('HINCRBY', k, 'c', 1) > 1 then
+  -- Other holders whose lease ran out leave now, with no event, rather
+  -- than when a reader releases them as of their lease's end: a node
+  -- that holds its keys again under a new incarnation and then releases
+  -- one must not see it vacated as of the old lease's end.
+  local base = string.sub(k, 1, #k - #member - 2)
+  local fields = redis.call('HKEYS', k)
+  for _, f in ipairs(fields) do
+    if string.sub(f, 1, 1) == 'n' and f ~= 'n' .. inc then
+      local other = string.sub(f, 2)
+      local until_ = redis.call('ZSCORE', leases, other)
+      if not until_ or tonumber(until_) <= now then
+        redis.call('HDEL', k, f)
+        redis.call('HINCRBY', k, 'c', -1)
+        redis.call('SREM', base .. 'n.' .. other, member)
+      end
+    end
+  end
   return 0
 end
 local due = redis.call('ZSCORE', pending, member)
