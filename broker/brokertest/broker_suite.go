@@ -91,6 +91,7 @@ func RunBrokerTests(t *testing.T, newBroker func(t *testing.T) broker.Broker, op
 		{"PublishManyOrder", testPublishManyOrder},
 		{"PublishManyConcurrent", testPublishManyConcurrent},
 		{"PublishManyLarge", testPublishManyLarge},
+		{"PublishManyLongRuns", testPublishManyLongRuns},
 		{"PublishManyAfterClose", testPublishManyAfterClose},
 		{"PatternPublishMany", testPatternPublishMany},
 		{"PublishManyMixed", testPublishManyMixed},

@@ -393,3 +393,74 @@ func testPublishManyLarge(t *testing.T, e *brokerEnv) {
 		}
 	}
 }
+
+// testPublishManyLongRuns: long stretches of items into one channel with
+// history (a batch from one publisher), which a broker may publish
+// together, broken by items it may not join to them (an idempotency
+// key, a repeated key, a version, delta, other history options, another
+// channel), get the offsets they would get one by one, are delivered in
+// order, and leave the history trimmed to its size exactly.
+func testPublishManyLongRuns(t *testing.T, e *brokerEnv) {
+	e.needStreams(withHistory)
+	const size = 250
+	hist := broker.PublishOptions{HistorySize: size, HistoryTTL: time.Minute}
+	calm := noDelta(hist)
+	a, b := e.channel(), e.channel()
+	var items []broker.PublishItem
+	stretch := func(ch string, n int, opts broker.PublishOptions) {
+		for range n {
+			items = append(items, item(ch, fmt.Sprintf("%s-%d", ch[len(ch)-3:], len(items)), opts))
+		}
+	}
+	versioned := hist
+	versioned.Version = 7
+	delta := hist
+	delta.UseDelta = true
+	bigger := calm
+	bigger.HistorySize = size + 1
+	stretch(a, 300, calm)
+	stretch(a, 1, keyed(calm, "k"))
+	stretch(a, 1, keyed(calm, "k")) // suppressed: the same key
+	stretch(a, 40, calm)
+	stretch(a, 1, versioned)
+	stretch(a, 30, hist) // a delta base to clear
+	stretch(a, 1, delta)
+	stretch(a, 20, hist)
+	stretch(b, 5, calm)
+	stretch(a, 20, bigger)
+	stretch(a, 200, calm)
+	publishMany(t, e.b, items)
+
+	var published []broker.PublishItem
+	for i, it := range items {
+		if it.Channel != a {
+			continue
+		}
+		if i > 0 && it.Opts.IdempotencyKey != "" && items[i-1].Opts.IdempotencyKey == it.Opts.IdempotencyKey {
+			if !it.Suppressed || it.Position != items[i-1].Position {
+				t.Errorf("item %d (repeated key): suppressed %v at %+v, want suppressed at %+v", i, it.Suppressed, it.Position, items[i-1].Position)
+			}
+			continue
+		}
+		published = append(published, it)
+	}
+	for k, it := range published {
+		if it.Suppressed || it.Position.Offset != uint64(k+1) || it.Position.Epoch != published[0].Position.Epoch {
+			t.Fatalf("%s: publication %d (%q): position %+v, suppressed %v; want offset %d in the first's epoch",
+				a, k, it.Data, it.Position, it.Suppressed, k+1)
+		}
+	}
+	checkDelivered(t, e.rec, a, published)
+	checkDelivered(t, e.rec, b, itemsOf(items, b))
+	pubs, top := e.history(a, broker.HistoryFilter{Limit: -1})
+	last := published[len(published)-1]
+	if top != last.Position {
+		t.Errorf("%s: stream top %+v, want the last publication's %+v", a, top, last.Position)
+	}
+	checkOffsets(t, pubs, span(last.Position.Offset-size+1, last.Position.Offset)...)
+	for i, p := range pubs {
+		if want := published[len(published)-size+i]; string(p.Data) != string(want.Data) {
+			t.Fatalf("%s: history has %q at offset %d, want %q", a, p.Data, p.Offset, want.Data)
+		}
+	}
+}

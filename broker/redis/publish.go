@@ -46,6 +46,12 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 // item of the same call in its channel ran the script (see plainItem).
 // A plain item's result is what the script's would be: offset 0, no
 // epoch, not suppressed.
+//
+// Consecutive items into one channel with history and the same options,
+// without idempotency key, version or UseDelta (a batch from one
+// publisher), go as one script call, a run of up to maxRun: the script's
+// reads and expiries, which cost more than the append, are paid once
+// per run. Their offsets follow each other as they would have.
 func (b *Broker) PublishMany(items []broker.PublishItem) {
 	calls := make([]publishCall, len(items))
 	for i := range items {
@@ -90,20 +96,85 @@ func (b *Broker) runScript(calls []publishCall, refused error) {
 	if refused != nil {
 		return
 	}
+	joinRuns(calls)
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
 	defer cancel()
 	if perClient == nil {
 		b.runCalls(ctx, 0, calls)
-		return
+	} else {
+		// Each client's calls, in order, on a goroutine of their own.
+		var wg sync.WaitGroup
+		for ci, n := range perClient {
+			if n > 0 {
+				wg.Go(func() { b.runCalls(ctx, ci, calls) })
+			}
+		}
+		wg.Wait()
 	}
-	// Each client's calls, in order, on a goroutine of their own.
-	var wg sync.WaitGroup
-	for ci, n := range perClient {
-		if n > 0 {
-			wg.Go(func() { b.runCalls(ctx, ci, calls) })
+	for i := range calls {
+		calls[i].settleRun()
+	}
+}
+
+// maxRun bounds the publications of one script call: Redis serves
+// nobody else while a script runs.
+const maxRun = 128
+
+// joinRuns makes each run of consecutive calls that joinable allows one
+// script call, made by the run's first call, which carries the others'
+// publications after its arguments (lua/publish.lua). The others are
+// then not sent (client -1) and take their results from the first's
+// (settleRun).
+func joinRuns(calls []publishCall) {
+	var lead *publishCall
+	for i := range calls {
+		c := &calls[i]
+		if lead != nil && len(lead.run) < maxRun-1 && joinable(lead, c) {
+			lead.args = append(lead.args, c.args[1])
+			lead.run = append(lead.run, c)
+			c.client = -1
+			continue
+		}
+		lead = nil
+		if c.client >= 0 && c.runnable() {
+			lead = c
 		}
 	}
-	wg.Wait()
+}
+
+// runnable reports whether the call may be part of a run: a script call
+// with history, without idempotency key, version or delta, whose result
+// is a position only.
+func (c *publishCall) runnable() bool {
+	return !c.plain && c.store == nil && c.history &&
+		c.args[argDelta] != "1" && c.args[argIdempotencyTTL] == "0" && c.args[argVersion] == "0"
+}
+
+// joinable reports whether c may join lead's run: into the same place
+// with the same arguments, but for its publication and the epoch that a
+// new stream would take (the run takes the first's).
+func joinable(lead, c *publishCall) bool {
+	if c.client != lead.client || !c.runnable() || !slices.Equal(c.keys, lead.keys) {
+		return false
+	}
+	for k := range publishArgs {
+		if k != argPublication && k != argEpoch && c.args[k] != lead.args[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// settleRun gives the calls that joined c's run their results: each
+// publication's offset follows the one before it.
+func (c *publishCall) settleRun() {
+	first := c.item
+	for k, o := range c.run {
+		o.item.Err, o.item.Suppressed = first.Err, false
+		if first.Err == nil {
+			o.item.Position = broker.StreamPosition{Offset: first.Position.Offset + uint64(k+1), Epoch: first.Position.Epoch}
+		}
+	}
 }
 
 // plainItem reports whether the script would do nothing for an item with
@@ -142,6 +213,9 @@ type publishCall struct {
 	plain                 bool
 	pubsub, msg           string
 	scopePubSub, scopeMsg string
+	// run are the calls whose publications this one's script call
+	// carries after its own (joinRuns).
+	run []*publishCall
 }
 
 // reset clears the results an earlier call left in the item.
@@ -292,8 +366,11 @@ func (b *Broker) prepare(c *publishCall, enc *encoder) error {
 		idemTTL = millis(orDefault(opts.IdempotentResultTTL, b.cfg.IdempotentResultTTL))
 	}
 	delta := "0"
-	if opts.UseDelta {
+	switch {
+	case opts.UseDelta:
 		delta = "1"
+	case opts.NoDelta:
+		delta = "-" // no delta base to clear
 	}
 	c.keys = keys
 	c.args = []string{
@@ -352,9 +429,19 @@ func messageHead(trace []byte) (string, error) {
 	return rueidis.BinaryString(head), nil
 }
 
-// argReplicationRead is the index in publishCall.args of how the script
-// learns its server's replication id (see lua/stream_common.lua).
-const argReplicationRead = 13
+// Indexes in publishCall.args, of the script's ARGV from 1
+// (lua/publish.lua): publishArgs in all, then a run's publications.
+const (
+	argPublication    = 1
+	argEpoch          = 5
+	argDelta          = 6
+	argIdempotencyTTL = 7
+	argVersion        = 11
+	// how the script learns its server's replication id (see
+	// lua/stream_common.lua)
+	argReplicationRead = 13
+	publishArgs        = 16
+)
 
 // markReplicationReads sets, for the calls of one pipeline, how each
 // learns its server's replication id: the first call with history on each

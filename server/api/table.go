@@ -63,7 +63,19 @@ func def[Req, Res any, PReq, PRes proto.Message](
 ) *Method {
 	m.newRequest = func() any { return new(Req) }
 	m.decodeJSON = func(raw json.RawMessage) (any, error) {
+		if _, batch := any((*Req)(nil)).(*BatchRequest); batch {
+			// Straight to its reader: json.Unmarshal would check and skip
+			// the whole batch before handing it over.
+			return readBatchJSON(raw)
+		}
 		r := new(Req)
+		if pr, ok := any(r).(*PublishRequest); ok {
+			var quick PublishRequest
+			if readPublishJSON(raw, &quick) {
+				*pr = quick
+				return r, nil
+			}
+		}
 		if err := decode(raw, r); err != nil {
 			return nil, err
 		}

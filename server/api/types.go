@@ -388,25 +388,24 @@ type BatchRequest struct {
 	Parallel bool
 
 	// raw are the commands as read from JSON, in place of Commands.
-	raw []map[string]json.RawMessage
+	raw []rawCommand
+	// fromJSON: raw holds the commands (there may be none).
+	fromJSON bool
 }
 
 // UnmarshalJSON reads a batch, leaving its commands undecoded.
 func (r *BatchRequest) UnmarshalJSON(b []byte) error {
-	var req struct {
-		Commands []map[string]json.RawMessage `json:"commands"`
-		Parallel bool                         `json:"parallel"`
-	}
-	if err := decode(b, &req); err != nil {
+	read, err := readBatchJSON(b)
+	if err != nil {
 		return err
 	}
-	*r = BatchRequest{Parallel: req.Parallel, raw: req.Commands}
+	*r = *read
 	return nil
 }
 
 // len is the number of commands of r.
 func (r *BatchRequest) len() int {
-	if r.raw != nil {
+	if r.fromJSON {
 		return len(r.raw)
 	}
 	return len(r.Commands)
@@ -414,20 +413,17 @@ func (r *BatchRequest) len() int {
 
 // at is the i-th command of r, decoded from JSON if it came so.
 func (r *BatchRequest) at(i int) Command {
-	if r.raw == nil {
+	if !r.fromJSON {
 		return r.Commands[i]
 	}
 	cmd := r.raw[i]
 	// Its JSON is not needed any more: a huge batch gives it back as
 	// it goes.
-	r.raw[i] = nil
-	if len(cmd) != 1 {
+	r.raw[i] = rawCommand{}
+	if cmd.keys != 1 {
 		return Command{err: errBadRequest}
 	}
-	for name, body := range cmd {
-		return batchCommand(name, body)
-	}
-	panic("unreachable")
+	return batchCommand(cmd.name, cmd.body)
 }
 
 // Command is one command of a batch: a method and its request.

@@ -1,4 +1,4 @@
--- Publishes one publication: checks the idempotency key, assigns the next
+-- Publishes one publication, or a run of them into one channel: checks the idempotency key, assigns the next
 -- offset and appends to the stream when history is on, keeps the previous
 -- publication for delta compression, and sends the pub/sub message (or,
 -- for a store, returns the previous publication and sends nothing). All in
@@ -15,7 +15,8 @@
 -- ARGV[4] history TTL, milliseconds
 -- ARGV[5] meta TTL, milliseconds
 -- ARGV[6] epoch to use if the stream has none, or starts a new one
--- ARGV[7] "1" for delta compression
+-- ARGV[7] "1" for delta compression, "0" without it, "-" without it in a
+--         channel that takes none (no delta base to clear)
 -- ARGV[8] idempotency result TTL, milliseconds, 0 for no key
 -- ARGV[9] publish command: PUBLISH or SPUBLISH; "" sends nothing (a
 --         store's append: the caller delivers the publication itself)
@@ -32,14 +33,33 @@
 -- (appendfsync always): streams then keep their epoch across restarts
 -- ARGV[16] fields the node encoded that the pub/sub messages start with
 -- (the trace), "" for none; never stored
--- Returns {offset, epoch, suppressed (0 or 1)}, and, when ARGV[9] is ""
--- and the publication asks for delta, the delta base it replaced (the
--- previous publication, protobuf with its offset) as a fourth value.
+-- ARGV[17...] more publications into the same channel after ARGV[2], with
+-- history, without idempotency key, version or delta: a run, which pays
+-- once for the reads and the expiries that each publication would pay
+-- alone; their offsets follow ARGV[2]'s
+-- Returns {offset, epoch, suppressed (0 or 1)}, the offset of ARGV[2], and,
+-- when ARGV[9] is "" and the publication asks for delta, the delta base
+-- it replaced (the previous publication, protobuf with its offset) as a
+-- fourth value.
 local stream, meta, idem = KEYS[1], KEYS[2], KEYS[3]
 local channel, pub = ARGV[1], ARGV[2]
 local size, ttl, metaTTL = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local delta, idemTTL = ARGV[7] == '1', tonumber(ARGV[8])
 local version, versionEpoch = tonumber(ARGV[12]), ARGV[13]
+local count = 1
+if #ARGV > 16 then
+  count = #ARGV - 15
+  if size <= 0 or delta or idemTTL > 0 or version > 0 then
+    return redis.error_reply('a run of publications needs history, and no delta, idempotency key or version')
+  end
+end
+-- pubAt is the i-th publication of the run.
+local function pubAt(i)
+  if i == 1 then
+    return pub
+  end
+  return ARGV[15 + i]
+end
 
 -- Before any early return: the calls after this one in the pipeline read
 -- what it stores.
@@ -82,13 +102,22 @@ if size > 0 then
   else
     epoch = continueStream(meta, epoch, m[2], rid, promoted, ARGV[15] == '1', ARGV[6])
   end
-  offset = redis.call('HINCRBY', meta, 'o', 1)
+  offset = redis.call('HINCRBY', meta, 'o', count) - count + 1
   if version > 0 then
     redis.call('HSET', meta, 'v', ARGV[12], 've', versionEpoch)
   end
   local now = redis.call('TIME')
   local expires = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + ttl
-  redis.call('XADD', stream, 'MAXLEN', size, offset .. '-0', 'd', pub, 'x', expires)
+  if count == 1 then
+    redis.call('XADD', stream, 'MAXLEN', size, offset .. '-0', 'd', pub, 'x', expires)
+  else
+    -- One trim for the run: trimming at each append costs more than
+    -- the append.
+    for i = 1, count do
+      redis.call('XADD', stream, (offset + i - 1) .. '-0', 'd', pubAt(i), 'x', expires)
+    end
+    redis.call('XTRIM', stream, 'MAXLEN', size)
+  end
   redis.call('PEXPIRE', stream, ttl)
 end
 
@@ -104,7 +133,7 @@ if delta then
     cur = pub .. '\48' .. varint(offset)
   end
   redis.call('HSET', meta, 'p', cur)
-else
+elseif ARGV[7] ~= '-' then
   redis.call('HDEL', meta, 'p')
 end
 if size > 0 or delta then
@@ -115,22 +144,30 @@ local command = ARGV[9]
 if command ~= '' then
   -- Message fields: 2 publication, 3 offset, 4 epoch, 5 delta, 6 prev,
   -- 9 channel, after the node's.
-  local msg = ARGV[16] .. '\18' .. varint(#pub) .. pub
-  if offset > 0 then
-    msg = msg .. '\24' .. varint(offset) .. '\34' .. varint(#epoch) .. epoch
-  end
-  -- Pattern subscribers get neither the delta flag nor prev: they receive
-  -- publications of many channels and keep no delta base per channel.
-  local scope, scopeMsg = ARGV[10], nil
+  local scope, head, tail = ARGV[10], ARGV[16], deltaFields(delta, prev)
+  local epochField = '\34' .. varint(#epoch) .. epoch
+  local scopeTail = ''
   if scope ~= '' then
-    scopeMsg = msg .. '\74' .. varint(#ARGV[11]) .. ARGV[11]
+    scopeTail = '\74' .. varint(#ARGV[11]) .. ARGV[11]
   end
-  redis.call(command, channel, msg .. deltaFields(delta, prev))
-  if scopeMsg then
-    -- The same command: in a cluster an SPUBLISH in the channel's slot,
-    -- which the slot's master hands to the connections subscribed on it
-    -- (every node holding the scope has one), not over the cluster bus.
-    redis.call(command, scope, scopeMsg)
+  for i = 1, count do
+    local p = pubAt(i)
+    local msg
+    if offset > 0 then
+      msg = head .. '\18' .. varint(#p) .. p .. '\24' .. varint(offset + i - 1) .. epochField
+    else
+      msg = head .. '\18' .. varint(#p) .. p
+    end
+    redis.call(command, channel, msg .. tail)
+    if scope ~= '' then
+      -- Pattern subscribers get neither the delta flag nor prev: they
+      -- receive publications of many channels and keep no delta base per
+      -- channel. The same command: in a cluster an SPUBLISH in the
+      -- channel's slot, which the slot's master hands to the connections
+      -- subscribed on it (every node holding the scope has one), not over
+      -- the cluster bus.
+      redis.call(command, scope, msg .. scopeTail)
+    end
   end
 end
 

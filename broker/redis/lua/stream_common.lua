@@ -99,6 +99,14 @@ end
 -- varint encodes n as a protobuf base-128 varint; Lua numbers are exact
 -- up to 2^53, far beyond any offset or time.
 local function varint(n)
+  -- Without a table for what most are: lengths and offsets below 2^21.
+  if n < 128 then
+    return string.char(n)
+  elseif n < 16384 then
+    return string.char(n % 128 + 128, math.floor(n / 128))
+  elseif n < 2097152 then
+    return string.char(n % 128 + 128, math.floor(n / 128) % 128 + 128, math.floor(n / 16384))
+  end
   local out = {}
   while n >= 128 do
     out[#out + 1] = string.char(n % 128 + 128)

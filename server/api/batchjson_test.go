@@ -1,0 +1,111 @@
+package api
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// decodeBatchReference reads a batch as the API did with encoding/json
+// alone, which readBatchJSON must agree with.
+func decodeBatchReference(b []byte) (cmds []map[string]json.RawMessage, parallel bool, err error) {
+	var req struct {
+		Commands []map[string]json.RawMessage `json:"commands"`
+		Parallel bool                         `json:"parallel"`
+	}
+	err = decode(b, &req)
+	return req.Commands, req.Parallel, err
+}
+
+var batchJSONSeeds = []string{
+	`{"commands":[{"publish":{"channel":"a","data":{"x":"}]\"{["}}},{"info":{}}],"parallel":true}`,
+	` { "parallel" : false , "commands" : [ { "info" : { } } , null ] } `,
+	`{"commands":[]}`,
+	`{"commands":null}`,
+	`{}`,
+	`null`,
+	`[1]`,
+	`"batch"`,
+	`{"commands":{"info":{}}}`,
+	`{"commands":[1]}`,
+	`{"commands":["x"]}`,
+	`{"commands":[{}]}`,
+	`{"commands":[{"info":{},"publish":{}}]}`,
+	`{"commands":[{"info":{"a":1},"info":{"b":2}}]}`,
+	`{"Commands":[{"info":{}}],"PARALLEL":true}`,
+	`{"comm\u0061nds":[{"pub\u006cish":{"channel":"\u00e9"}}]}`,
+	`{"commands":[{"info":{}}],"commands":[{"publish":{}}]}`,
+	`{"parallel":"yes","commands":[]}`,
+	`{"parallel":1}`,
+	`{"parallel":null,"other":[{"x":"]"}],"commands":[{"a":[1,2,{"b":"\\"}]}]}`,
+	`{"commands":[{"publish":{"channel":"a","data":"\\\\"}}]}`,
+}
+
+// TestReadBatchJSON: readBatchJSON reads the seeds as encoding/json does:
+// the same commands, flag and error messages.
+func TestReadBatchJSON(t *testing.T) {
+	for _, s := range batchJSONSeeds {
+		checkBatchJSON(t, []byte(s))
+	}
+}
+
+func FuzzReadBatchJSON(f *testing.F) {
+	for _, s := range batchJSONSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			t.Skip("the API refuses JSON that is not valid before reading it")
+		}
+		checkBatchJSON(t, b)
+	})
+}
+
+func checkBatchJSON(t *testing.T, b []byte) {
+	t.Helper()
+	if repeatsCommands(b) {
+		// encoding/json merges a repeated commands member into the
+		// earlier one, element by element; readBatchJSON takes the
+		// last, as for any other repeated member.
+		return
+	}
+	want, wantParallel, wantErr := decodeBatchReference(b)
+	got, err := readBatchJSON(b)
+	if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+		t.Fatalf("%s: error %v, want %v", b, err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	if got.Parallel != wantParallel || len(got.raw) != len(want) {
+		t.Fatalf("%s: %d commands, parallel %v; want %d, %v", b, len(got.raw), got.Parallel, len(want), wantParallel)
+	}
+	for i, c := range got.raw {
+		if c.keys != len(want[i]) {
+			t.Fatalf("%s: command %d names %d methods, want %d", b, i, c.keys, len(want[i]))
+		}
+		if c.keys != 1 {
+			continue
+		}
+		if body, ok := want[i][c.name]; !ok || string(body) != string(c.body) {
+			t.Fatalf("%s: command %d is %s %s, want %v", b, i, c.name, c.body, want[i])
+		}
+	}
+}
+
+// repeatsCommands reports whether b is an object with more than one
+// commands member.
+func repeatsCommands(b []byte) bool {
+	i := skipSpace(b, 0)
+	if i == len(b) || b[i] != '{' {
+		return false
+	}
+	n := 0
+	_ = eachMember(b, i, func(key string, _ []byte) error {
+		if strings.EqualFold(key, "commands") {
+			n++
+		}
+		return nil
+	})
+	return n > 1
+}
