@@ -246,6 +246,56 @@ type encoder struct {
 	msg     string
 	msgPub  []byte
 	msgHead string
+	// What the items of one channel share, kept for the next item (a
+	// batch publishes into one channel, and so does a run).
+	channel, base, pubsub string
+	keys                  []string // streamKeys: read only
+	epochs                string   // one new epoch for the call
+	numbers               [3]int64 // the last numbers formatted (number)
+	numberStrings         [3]string
+}
+
+// pubsubName is the pub/sub channel of channel in base.
+func (e *encoder) pubsubName(base, channel string) string {
+	if e.pubsub == "" || channel != e.channel || base != e.base {
+		e.channel, e.base, e.keys = channel, base, nil
+		e.pubsub = base + pubsubInfix + channel
+	}
+	return e.pubsub
+}
+
+// streamKeys are the publish script's keys for channel in base (the
+// idempotency result's is the meta's), shared by the calls: not to be
+// changed.
+func (e *encoder) streamKeys(base, channel string) []string {
+	e.pubsubName(base, channel)
+	if e.keys == nil {
+		meta := metaKey(base, channel)
+		e.keys = []string{streamKey(base, channel), meta, meta, base + replIDSuffix}
+	}
+	return e.keys
+}
+
+// epoch is the epoch a stream that has none takes: one for the call, as
+// no two of its items can start the same stream.
+func (e *encoder) epoch() string {
+	if e.epochs == "" {
+		e.epochs = newEpoch()
+	}
+	return e.epochs
+}
+
+// number formats n, keeping the last few.
+func (e *encoder) number(n int64) string {
+	for i, m := range e.numbers {
+		if m == n && e.numberStrings[i] != "" {
+			return e.numberStrings[i]
+		}
+	}
+	copy(e.numbers[1:], e.numbers[:2])
+	copy(e.numberStrings[1:], e.numberStrings[:2])
+	e.numbers[0], e.numberStrings[0] = n, strconv.FormatInt(n, 10)
+	return e.numberStrings[0]
 }
 
 // publication returns the encoding of a publication of data with opts
@@ -327,7 +377,7 @@ func (b *Broker) prepare(c *publishCall, enc *encoder) error {
 	ci, si := b.e.locate(it.Channel)
 	base := b.e.bases[si]
 	c.client, c.base = ci, base
-	pubsub, command := base+pubsubInfix+it.Channel, b.e.publishCommand()
+	pubsub, command := enc.pubsubName(base, it.Channel), b.e.publishCommand()
 	var scopePubSub, scopeChannel, head string
 	switch {
 	case c.store != nil:
@@ -348,13 +398,12 @@ func (b *Broker) prepare(c *publishCall, enc *encoder) error {
 		return nil
 	}
 
-	meta := metaKey(base, it.Channel)
-	keys := []string{streamKey(base, it.Channel), meta, meta, base + replIDSuffix}
+	keys := enc.streamKeys(base, it.Channel)
 	var size, ttl int64
 	var epoch string
 	if opts.HistorySize > 0 && opts.HistoryTTL > 0 {
 		size, ttl = int64(opts.HistorySize), millis(opts.HistoryTTL)
-		epoch = newEpoch()
+		epoch = enc.epoch()
 	}
 	var version uint64
 	if size > 0 {
@@ -362,6 +411,7 @@ func (b *Broker) prepare(c *publishCall, enc *encoder) error {
 	}
 	var idemTTL int64
 	if opts.IdempotencyKey != "" {
+		keys = slices.Clone(keys) // enc shares them
 		keys[2] = idemKey(base, it.Channel, opts.IdempotencyKey)
 		idemTTL = millis(orDefault(opts.IdempotentResultTTL, b.cfg.IdempotentResultTTL))
 	}
@@ -376,9 +426,9 @@ func (b *Broker) prepare(c *publishCall, enc *encoder) error {
 	c.args = []string{
 		pubsub,
 		rueidis.BinaryString(pub),
-		strconv.FormatInt(size, 10),
-		strconv.FormatInt(ttl, 10),
-		strconv.FormatInt(millis(orDefault(opts.HistoryMetaTTL, b.cfg.HistoryMetaTTL)), 10),
+		enc.number(size),
+		enc.number(ttl),
+		enc.number(millis(orDefault(opts.HistoryMetaTTL, b.cfg.HistoryMetaTTL))),
 		epoch,
 		delta,
 		strconv.FormatInt(idemTTL, 10),

@@ -226,15 +226,21 @@ func skipValue(b []byte, i int) (int, error) {
 	}
 	switch b[i] {
 	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
+		// The first quote after an even number of backslashes ends it.
+		for j := i + 1; ; j++ {
+			k := bytes.IndexByte(b[j:], '"')
+			if k < 0 {
+				return 0, errMalformed
+			}
+			j += k
+			escapes := 0
+			for p := j - 1; b[p] == '\\'; p-- {
+				escapes++
+			}
+			if escapes%2 == 0 {
 				return j + 1, nil
 			}
 		}
-		return 0, errMalformed
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {

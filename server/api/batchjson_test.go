@@ -109,3 +109,38 @@ func repeatsCommands(b []byte) bool {
 	})
 	return n > 1
 }
+
+// TestBatchResultJSON: the batch replies written by hand are what
+// encoding/json writes.
+func TestBatchResultJSON(t *testing.T) {
+	replies := []Reply{
+		{Method: "publish", Result: PublishResult{Offset: 7, Epoch: "abc"}},
+		{Method: "publish", Result: PublishResult{}},
+		{Method: "publish", Result: PublishResult{Offset: 1}},
+		{Method: "publish", Result: PublishResult{Epoch: "<e&\"é\\\n>"}},
+		{Method: "broadcast", Result: BroadcastResult{Responses: []PublishResponse{{Result: &PublishResult{Offset: 2, Epoch: "e"}}}}},
+		{Method: "info", Error: &Error{100, "internal <error>"}},
+		{Method: "presence_stats", Result: PresenceStatsResult{NumClients: 3, NumUsers: 2}},
+	}
+	var want []byte
+	want = append(want, `{"replies":[`...)
+	for i, r := range replies {
+		var v any = map[string]any{r.Method: r.Result}
+		if r.Error != nil {
+			v = map[string]any{"error": r.Error}
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			want = append(want, ',')
+		}
+		want = append(want, b...)
+	}
+	want = append(want, "]}"...)
+	got, err := BatchResult{Replies: replies}.appendJSON(nil)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("got %s (%v),\nwant %s", got, err, want)
+	}
+}

@@ -33,6 +33,13 @@ type pendingBroadcast struct {
 // and adds it to the group, its publications carrying trace context tc.
 func (g *publishGroup) add(e *Executor, i int, c *Command, tc []byte) error {
 	if r, ok := c.req.(*PublishRequest); ok {
+		if g.items == nil {
+			// Room for what a batch of publishes holds, grown as needed
+			// beyond: growing from nothing cost the API a seventh of what
+			// it allocated for batches of 100.
+			g.items = make([]gyre.PublishItem, 0, 256)
+			g.from = make([]itemSource, 0, 256)
+		}
 		item, err := e.publishItem(r, tc)
 		if err != nil {
 			return err
@@ -87,5 +94,7 @@ func (g *publishGroup) publish(e *Executor, replies []Reply) {
 	for _, b := range g.broadcasts {
 		replies[b.reply] = Reply{Method: "broadcast", Result: b.result}
 	}
-	*g = publishGroup{}
+	// The next stretch reuses the room; nothing of this one stays alive.
+	clear(g.items)
+	g.items, g.from, g.broadcasts = g.items[:0], g.from[:0], nil
 }

@@ -70,11 +70,10 @@ func def[Req, Res any, PReq, PRes proto.Message](
 		}
 		r := new(Req)
 		if pr, ok := any(r).(*PublishRequest); ok {
-			var quick PublishRequest
-			if readPublishJSON(raw, &quick) {
-				*pr = quick
+			if readPublishJSON(raw, pr) {
 				return r, nil
 			}
+			*pr = PublishRequest{} // what it read, encoding/json reads again
 		}
 		if err := decode(raw, r); err != nil {
 			return nil, err
