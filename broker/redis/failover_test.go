@@ -23,7 +23,8 @@ type ack struct {
 	sp   broker.StreamPosition
 }
 
-// publisher publishes into one channel as fast as the broker answers and
+// publisher publishes into one channel as fast as the broker answers, one
+// or three publications a call, and
 // records every acknowledgement.
 type publisher struct {
 	mu   sync.Mutex
@@ -43,16 +44,25 @@ func startPublisher(b *Broker, ch string) *publisher {
 				return
 			default:
 			}
-			data := strconv.Itoa(i)
-			sp, _, err := b.Publish(ch, []byte(data), longHistory)
+			// Every other call publishes three at once, which the broker
+			// sends as one script call (a run).
+			items := make([]broker.PublishItem, 1+2*(i%2))
+			for k := range items {
+				items[k] = broker.PublishItem{Channel: ch, Data: []byte(strconv.Itoa(i) + "." + strconv.Itoa(k)), Opts: longHistory}
+			}
+			b.PublishMany(items)
+			failed := false
 			p.mu.Lock()
-			if err != nil {
-				p.errs++
-			} else {
-				p.acks = append(p.acks, ack{data, sp})
+			for _, it := range items {
+				if it.Err != nil {
+					p.errs++
+					failed = true
+				} else {
+					p.acks = append(p.acks, ack{string(it.Data), it.Position})
+				}
 			}
 			p.mu.Unlock()
-			if err != nil {
+			if failed {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
@@ -295,6 +305,21 @@ func TestSyncReplicas(t *testing.T) {
 	// "three" comes after it.
 	if next.Epoch != sp.Epoch || next.Offset != sp.Offset+2 {
 		t.Fatalf("publish after the replica is back at %+v, want offset %d of %q", next, sp.Offset+2, sp.Epoch)
+	}
+	// A run of publications in one script call is acknowledged, and
+	// replicated, as a whole.
+	run := make([]broker.PublishItem, 5)
+	for i := range run {
+		run[i] = broker.PublishItem{Channel: ch, Data: []byte("run"), Opts: history}
+	}
+	b.PublishMany(run)
+	for i, it := range run {
+		if it.Err != nil || it.Position != (broker.StreamPosition{Offset: next.Offset + uint64(i) + 1, Epoch: next.Epoch}) {
+			t.Fatalf("run item %d: %+v, %v; want offset %d of %q", i, it.Position, it.Err, next.Offset+uint64(i)+1, next.Epoch)
+		}
+	}
+	if n, err := s.Replica.Cli("xlen", streamKey(b.e.bases[0], ch)); err != nil || n != "8" {
+		t.Fatalf("the replica's stream after the run: length %q, %v; want 8", n, err)
 	}
 
 	alone, _ := runBroker(t, Config{

@@ -236,7 +236,8 @@ func collect(t *testing.T, ev *events, n int) map[string][]string {
 // TestPublishManyAfterScriptFlush: after SCRIPT FLUSH every call of a
 // PublishMany meets NOSCRIPT; the broker sends the script again and each
 // item gets its result, published once: offsets go on, a repeated key is
-// suppressed, and every publication is delivered once.
+// suppressed, and every publication is delivered once; so does a run of
+// publications that share a script call.
 func TestPublishManyAfterScriptFlush(t *testing.T) {
 	eachRESP(t, func(t *testing.T, resp2 bool) {
 		srv := redistest.Start(t)
@@ -270,7 +271,8 @@ func TestPublishManyAfterScriptFlush(t *testing.T) {
 		}
 		second := []broker.PublishItem{
 			item(c1, "d", history),
-			item(c2, "e", keyed), // b's key
+			item(c1, "d2", history), // a run with d
+			item(c2, "e", keyed),    // b's key
 			item(c2, "f", history),
 			item(c1, "g", keyed),
 			item(c1, "h", keyed), // g's key
@@ -286,7 +288,7 @@ func TestPublishManyAfterScriptFlush(t *testing.T) {
 			want  []result
 		}{
 			{"before the flush", first, []result{{1, false}, {1, false}, {2, false}}},
-			{"after the flush", second, []result{{3, false}, {1, true}, {2, false}, {4, false}, {4, true}}},
+			{"after the flush", second, []result{{3, false}, {4, false}, {1, true}, {2, false}, {5, false}, {5, true}}},
 		} {
 			for i, it := range call.items {
 				if it.Err != nil || it.Position.Offset != call.want[i].offset || it.Suppressed != call.want[i].suppressed {
@@ -303,8 +305,8 @@ func TestPublishManyAfterScriptFlush(t *testing.T) {
 				t.Fatalf("Publish: %v", err)
 			}
 		}
-		got := collect(t, ev, 8)
-		want := map[string][]string{c1: {"a", "c", "d", "g", "marker"}, c2: {"b", "f", "marker"}}
+		got := collect(t, ev, 9)
+		want := map[string][]string{c1: {"a", "c", "d", "d2", "g", "marker"}, c2: {"b", "f", "marker"}}
 		for ch, w := range want {
 			if !slices.Equal(got[ch], w) {
 				t.Errorf("%s: delivered %q, want %q", ch, got[ch], w)
