@@ -24,8 +24,7 @@ type ack struct {
 }
 
 // publisher publishes into one channel as fast as the broker answers, one
-// or three publications a call, and
-// records every acknowledgement.
+// or three publications a call, and records every acknowledgement.
 type publisher struct {
 	mu   sync.Mutex
 	acks []ack
