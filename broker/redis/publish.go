@@ -130,7 +130,7 @@ func joinRuns(calls []publishCall) {
 	for i := range calls {
 		c := &calls[i]
 		if lead != nil && len(lead.run) < maxRun-1 && joinable(lead, c) {
-			lead.args = append(lead.args, c.args[1])
+			lead.args = append(lead.args, c.args[argPublication])
 			lead.run = append(lead.run, c)
 			c.client = -1
 			continue

@@ -50,14 +50,19 @@ func TestReadBatchJSON(t *testing.T) {
 }
 
 func FuzzReadBatchJSON(f *testing.F) {
-	for _, s := range batchJSONSeeds {
+	fuzzValidJSON(f, batchJSONSeeds, checkBatchJSON)
+}
+
+// fuzzValidJSON fuzzes check with valid JSON, starting from seeds.
+func fuzzValidJSON(f *testing.F, seeds []string, check func(t *testing.T, b []byte)) {
+	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if !json.Valid(b) {
 			t.Skip("the API refuses JSON that is not valid before reading it")
 		}
-		checkBatchJSON(t, b)
+		check(t, b)
 	})
 }
 
@@ -142,5 +147,16 @@ func TestBatchResultJSON(t *testing.T) {
 	got, err := BatchResult{Replies: replies}.appendJSON(nil)
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("got %s (%v),\nwant %s", got, err, want)
+	}
+}
+
+// TestReadAll: a body is read whole whatever length the request declared.
+func TestReadAll(t *testing.T) {
+	body := strings.Repeat("x", 3000)
+	for _, declared := range []int64{-1, 0, 1, 2999, 3000, 3001, 1 << 30} {
+		got, err := readAll(strings.NewReader(body), declared, 1<<20)
+		if err != nil || string(got) != body {
+			t.Errorf("declared %d: read %d bytes, %v; want %d", declared, len(got), err, len(body))
+		}
 	}
 }

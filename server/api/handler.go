@@ -335,8 +335,9 @@ func decode(raw json.RawMessage, v any) error {
 }
 
 // readAll reads r to its end into a buffer of the size the request
-// declared (up to max), rather than one grown by doubling from 512 bytes,
-// which allocated twice a batch's size.
+// declared (up to max, and up to readAhead before the bytes come),
+// rather than one grown by doubling from 512 bytes, which allocated twice
+// a batch's size.
 func readAll(r io.Reader, declared, max int64) ([]byte, error) {
 	if declared <= 0 || declared > max {
 		return io.ReadAll(r)
@@ -344,10 +345,14 @@ func readAll(r io.Reader, declared, max int64) ([]byte, error) {
 	var buf bytes.Buffer
 	// ReadFrom keeps MinRead bytes free as it reads: with that much more
 	// it reaches the end without growing.
-	buf.Grow(int(declared) + bytes.MinRead)
+	buf.Grow(int(min(declared, readAhead)) + bytes.MinRead)
 	_, err := buf.ReadFrom(r)
 	return buf.Bytes(), err
 }
+
+// readAhead bounds what readAll takes on a request's word: a body
+// declared larger grows as it arrives.
+const readAhead = 1 << 20
 
 // requestPath drops from the Go path of a decoding error the names of
 // the request type's embedded structs, which the request does not have.

@@ -66,7 +66,11 @@ func def[Req, Res any, PReq, PRes proto.Message](
 		if _, batch := any((*Req)(nil)).(*BatchRequest); batch {
 			// Straight to its reader: json.Unmarshal would check and skip
 			// the whole batch before handing it over.
-			return readBatchJSON(raw)
+			r, err := readBatchJSON(raw)
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
 		}
 		r := new(Req)
 		if pr, ok := any(r).(*PublishRequest); ok {

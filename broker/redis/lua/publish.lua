@@ -1,11 +1,11 @@
--- Publishes one publication, or a run of them into one channel: checks the idempotency key, assigns the next
--- offset and appends to the stream when history is on, keeps the previous
--- publication for delta compression, and sends the pub/sub message (or,
--- for a store, returns the previous publication and sends nothing). All in
--- one script, so offsets and pub/sub order agree for every publisher. When
--- the channel has a pattern scope, the same script also sends the
--- publication to the scope's pub/sub channel, so that order on that path is
--- the same too.
+-- Publishes one publication, or a run of them into one channel: checks
+-- the idempotency key, assigns the next offset and appends to the stream
+-- when history is on, keeps the previous publication for delta
+-- compression, and sends the pub/sub message (or, for a store, returns
+-- the previous publication and sends nothing). All in one script, so
+-- offsets and pub/sub order agree for every publisher. When the channel
+-- has a pattern scope, the same script also sends the publication to the
+-- scope's pub/sub channel, so that order on that path is the same too.
 --
 -- KEYS[1] stream, KEYS[2] meta hash, KEYS[3] idempotency result,
 -- KEYS[4] the key base's replication id (see stream_common.lua)
