@@ -49,9 +49,10 @@ func (b *Broker) Publish(channel string, data []byte, opts broker.PublishOptions
 //
 // Consecutive items into one channel with history and the same options,
 // without idempotency key, version or UseDelta (a batch from one
-// publisher), go as one script call, a run of up to maxRun: the script's
-// reads and expiries, which cost more than the append, are paid once
-// per run. Their offsets follow each other as they would have.
+// publisher), go as one script call, a run of up to maxRun publications
+// and maxRunBytes: the script's reads and expiries, which cost more than
+// the append, are paid once per run. Their offsets follow each other as
+// they would have.
 func (b *Broker) PublishMany(items []broker.PublishItem) {
 	calls := make([]publishCall, len(items))
 	for i := range items {
@@ -116,9 +117,12 @@ func (b *Broker) runScript(calls []publishCall, refused error) {
 	}
 }
 
-// maxRun bounds the publications of one script call: Redis serves
-// nobody else while a script runs.
-const maxRun = 128
+// maxRun and maxRunBytes bound the publications of one script call, in
+// number and in bytes: Redis serves nobody else while a script runs.
+const (
+	maxRun      = 128
+	maxRunBytes = 1 << 20
+)
 
 // joinRuns makes each run of consecutive calls that joinable allows one
 // script call, made by the run's first call, which carries the others'
@@ -127,17 +131,23 @@ const maxRun = 128
 // (settleRun).
 func joinRuns(calls []publishCall) {
 	var lead *publishCall
+	var runBytes int
 	for i := range calls {
 		c := &calls[i]
-		if lead != nil && len(lead.run) < maxRun-1 && joinable(lead, c) {
+		size := 0
+		if len(c.args) > argPublication { // plain and failed calls have none
+			size = len(c.args[argPublication])
+		}
+		if lead != nil && len(lead.run) < maxRun-1 && runBytes+size <= maxRunBytes && joinable(lead, c) {
 			lead.args = append(lead.args, c.args[argPublication])
 			lead.run = append(lead.run, c)
 			c.client = -1
+			runBytes += size
 			continue
 		}
 		lead = nil
 		if c.client >= 0 && c.runnable() {
-			lead = c
+			lead, runBytes = c, size
 		}
 	}
 }

@@ -3,6 +3,7 @@ package redis
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -313,6 +314,43 @@ func TestPublishManyAfterScriptFlush(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPublishManyRunBytes: a run of large publications into one channel
+// is cut at maxRunBytes, each part one script call, and the offsets go on
+// across the parts.
+func TestPublishManyRunBytes(t *testing.T) {
+	srv := redistest.Start(t)
+	b, _ := runBroker(t, Config{Addresses: []string{srv.Addr}})
+	big := make([]byte, 300<<10)
+	items := make([]broker.PublishItem, 10)
+	for i := range items {
+		items[i] = broker.PublishItem{Channel: "big", Data: big, Opts: history}
+	}
+	if _, err := srv.Cli("config", "resetstat"); err != nil {
+		t.Fatal(err)
+	}
+	b.PublishMany(items)
+	for i, it := range items {
+		if it.Err != nil || it.Position.Offset != uint64(i+1) {
+			t.Fatalf("item %d: offset %d, %v; want %d", i, it.Position.Offset, it.Err, i+1)
+		}
+	}
+	stats, err := srv.Cli("info", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three of about 300 KiB fit in 1 MiB: four calls for ten (and
+	// one more for a call that met NOSCRIPT, were the script not loaded).
+	m := regexp.MustCompile(`cmdstat_evalsha:calls=(\d+),.*failed_calls=(\d+)`).FindStringSubmatch(stats)
+	if m == nil {
+		t.Fatalf("no EVALSHA in %q", stats)
+	}
+	calls, _ := strconv.Atoi(m[1])
+	failed, _ := strconv.Atoi(m[2])
+	if calls-failed != 4 {
+		t.Errorf("script calls for ten publications of 300 KiB: %d (%d failed), want 4", calls, failed)
+	}
 }
 
 // TestPublishManyClosed: PublishMany on a closed broker sets ErrClosed on
