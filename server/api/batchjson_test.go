@@ -39,6 +39,8 @@ var batchJSONSeeds = []string{
 	`{"parallel":1}`,
 	`{"parallel":null,"other":[{"x":"]"}],"commands":[{"a":[1,2,{"b":"\\"}]}]}`,
 	`{"commands":[{"publish":{"channel":"a","data":"\\\\"}}]}`,
+	`{"parallel":true,"parallel":null,"commands":[]}`,
+	`{"commands":[{"info":{}}],"commands":null}`,
 }
 
 // TestReadBatchJSON: readBatchJSON reads the seeds as encoding/json does:
