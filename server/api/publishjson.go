@@ -12,7 +12,7 @@ import (
 // false, and encoding/json reads the request instead, so that every
 // request decodes as encoding/json decodes it (its case-insensitive
 // names, its merging of repeated members, its errors); only the common
-// case is quick. encoding/json took a quarter of the server's CPU on a
+// case is quick. encoding/json took a third of the server's CPU on a
 // stream of batched publishes (docs/benchmarks.md, "History publishes on
 // Redis"). b is valid JSON.
 func readPublishJSON(b []byte, r *PublishRequest) bool {

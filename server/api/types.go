@@ -418,9 +418,7 @@ func (r *BatchRequest) at(i int) Command {
 		return r.Commands[i]
 	}
 	cmd := r.raw[i]
-	// Its JSON is not needed any more: a huge batch gives it back as
-	// it goes.
-	r.raw[i] = rawCommand{}
+	r.raw[i] = rawCommand{} // read once
 	if cmd.keys != 1 {
 		return Command{err: errBadRequest}
 	}
