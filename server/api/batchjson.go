@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -127,7 +126,7 @@ func typeError(field string, v []byte, kind string) *Error {
 	default:
 		what = "number"
 	}
-	return &Error{107, fmt.Sprintf("bad request: %s: %s is not a %s", field, what, kind)}
+	return typeMismatch(field, what, kind)
 }
 
 // eachMember calls f with each member of the object starting at b[i]:
@@ -160,16 +159,10 @@ func eachMember(b []byte, i int, f func(key string, v []byte) error) error {
 		if err := f(key, b[start:end]); err != nil {
 			return err
 		}
-		i = skipSpace(b, end)
-		switch {
-		case i == len(b):
-			return errMalformed
-		case b[i] == '}':
-			return nil
-		case b[i] != ',':
-			return errMalformed
+		var done bool
+		if i, done, err = afterValue(b, end, '}'); done || err != nil {
+			return err
 		}
-		i = skipSpace(b, i+1)
 	}
 }
 
@@ -187,17 +180,27 @@ func eachElement(b []byte, f func(v []byte) error) error {
 		if err := f(b[i:end]); err != nil {
 			return err
 		}
-		i = skipSpace(b, end)
-		switch {
-		case i == len(b):
-			return errMalformed
-		case b[i] == ']':
-			return nil
-		case b[i] != ',':
-			return errMalformed
+		var done bool
+		if i, done, err = afterValue(b, end, ']'); done || err != nil {
+			return err
 		}
-		i = skipSpace(b, i+1)
 	}
+}
+
+// afterValue steps over what follows a value of an object or array
+// ending in closing, from b[end]: the separator and space to the next
+// member or element (at next), or the end (done).
+func afterValue(b []byte, end int, closing byte) (next int, done bool, err error) {
+	i := skipSpace(b, end)
+	switch {
+	case i == len(b):
+		return 0, false, errMalformed
+	case b[i] == closing:
+		return 0, true, nil
+	case b[i] != ',':
+		return 0, false, errMalformed
+	}
+	return skipSpace(b, i+1), false, nil
 }
 
 // memberName unescapes a quoted member name; most have no escapes (and

@@ -329,9 +329,15 @@ func decode(raw json.RawMessage, v any) error {
 		if te.Field == "" {
 			return &Error{107, "bad request: the request must be a JSON object"}
 		}
-		return &Error{107, fmt.Sprintf("bad request: %s: %s is not a %s", requestPath(v, te.Field), te.Value, te.Type.Kind())}
+		return typeMismatch(requestPath(v, te.Field), te.Value, te.Type.Kind().String())
 	}
 	return &Error{107, "bad request: " + err.Error()}
+}
+
+// typeMismatch is the error for a value (what: "string", "number 5"...)
+// where the request's field takes a Go kind.
+func typeMismatch(field, what, kind string) *Error {
+	return &Error{107, fmt.Sprintf("bad request: %s: %s is not a %s", field, what, kind)}
 }
 
 // readAll reads r to its end into a buffer of the size the request
