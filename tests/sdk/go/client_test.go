@@ -304,6 +304,19 @@ func (s *sub) subscribe(t *testing.T) centrifuge.SubscribedEvent {
 	}
 }
 
+// unsubscribe unsubscribes and waits for the SDK's unsubscribed event:
+// centrifuge-go dispatches events from a queue of its own, so without the
+// wait that event may arrive after a following subscribe has taken its mark
+// and read as the new subscription ending.
+func (s *sub) unsubscribe(t *testing.T) {
+	t.Helper()
+	mark := s.unsubscribed.mark()
+	if err := s.Unsubscribe(); err != nil {
+		t.Fatalf("unsubscribe from %s: %v", s.Channel, err)
+	}
+	s.unsubscribed.wait(t, mark, nil)
+}
+
 // token signs claims with secret (the server's key when empty).
 func token(t *testing.T, claims jwt.MapClaims, secret string) string {
 	t.Helper()

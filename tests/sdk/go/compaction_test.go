@@ -33,15 +33,11 @@ func TestChannelCompaction(t *testing.T) {
 		sameJSON(t, "publication in "+other, subOther.pubs.wait(t, 0, nil).Data, map[string]any{"n": 2})
 		sameJSON(t, "bob's publication", subB.pubs.wait(t, 0, nil).Data, map[string]any{"n": 1})
 
-		if err := subB.Unsubscribe(); err != nil {
-			t.Fatalf("unsubscribe: %v", err)
-		}
+		subB.unsubscribe(t)
 		subA.leaves.wait(t, 0, func(ev centrifuge.LeaveEvent) bool { return ev.User == "bob" })
 
 		mark := subA.pubs.mark()
-		if err := subA.Unsubscribe(); err != nil {
-			t.Fatalf("unsubscribe: %v", err)
-		}
+		subA.unsubscribe(t)
 		subA.subscribe(t)
 		publish(t, ch, map[string]any{"n": 3})
 		sameJSON(t, "publication after subscribing again", subA.pubs.wait(t, mark, nil).Data, map[string]any{"n": 3})
