@@ -172,6 +172,11 @@ func (t *wsTransport) WriteFrames(frames []string) error {
 	return t.conn.WriteFrames(frames)
 }
 func (t *wsTransport) Compression() *websocket.Compression { return t.conn.Compression() }
+func (t *wsTransport) CanTryWrite() bool                   { return t.conn.CanTryWrite() }
+func (t *wsTransport) TryWriteFrame(buf []byte) (bool, error) {
+	return t.conn.TryWriteFrame(buf)
+}
+func (t *wsTransport) FlushFrame() error { return t.conn.FlushFrame() }
 func (t *wsTransport) Close(d *Disconnect) error {
 	return t.conn.Close(uint16(d.Code), d.Reason)
 }

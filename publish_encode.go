@@ -1,8 +1,10 @@
 package gyre
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 
 	"github.com/gyrehq/gyre/broker"
 	"github.com/gyrehq/gyre/delta/fossil"
@@ -35,7 +37,15 @@ const (
 // encodedPush encodes one push lazily, once per wire variant, for a whole
 // fan-out.
 type encodedPush struct {
-	push *protocol.Push
+	// pub and channel are what the push carries; push is made of them
+	// when a message needs it (protoPush). A push made otherwise (a join,
+	// a leave, a pattern's) is set from the start, with pub nil.
+	pub     *broker.Publication
+	channel string
+	push    *protocol.Push
+	// bodies, when set, encodes pub once for all the channels it goes
+	// to (a broadcast).
+	bodies *pubBodies
 	// data is the payload that JSON variants embed raw; it must be JSON.
 	data []byte
 	// canDelta: the publication may go as a delta, against prev, the
@@ -104,7 +114,7 @@ func (e *encodedPush) frame(t protocol.Type, z *websocket.Compression, shape uin
 }
 
 func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {
-	if e.push.Pub.GetRemoved() {
+	if e.removed() {
 		// A removal of a map key carries no value, and ends the key's
 		// delta chain: every subscriber takes it as it is.
 		variant = variantPlain
@@ -123,7 +133,7 @@ func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {
 	if m := e.msgs[t][shape][variant]; m != nil {
 		return m
 	}
-	push := e.push
+	var push *protocol.Push
 	switch {
 	case variant != variantPlain:
 		push = e.variantPush(t, variant)
@@ -135,6 +145,12 @@ func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {
 			e.err = errNotJSON
 			return nil
 		}
+	}
+	if push == nil && shape == shapeReply && e.bodies != nil {
+		return e.fromBody(t)
+	}
+	if push == nil {
+		push = e.protoPush()
 	}
 	m := make([]byte, 0, e.sizeHint+len(push.Pub.GetData()))
 	switch shape {
@@ -155,7 +171,7 @@ func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {
 // as a JSON string on JSON connections. The delta is computed once per
 // fan-out.
 func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
-	orig := e.push.Pub
+	orig := e.protoPush().Pub
 	pub := &protocol.Publication{Info: orig.Info, Offset: orig.Offset, Tags: orig.Tags, Time: orig.Time, Channel: orig.Channel,
 		Key: orig.Key, Removed: orig.Removed, Score: orig.Score, Version: orig.Version}
 	data := e.data
@@ -167,14 +183,97 @@ func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
 		data = protocol.AppendJSONString(nil, data)
 	}
 	pub.Data = data
-	return &protocol.Push{Channel: e.push.Channel, Pub: pub}
+	return &protocol.Push{Channel: e.channel, Pub: pub}
+}
+
+// offset, tags and removed read the publication the push carries (none
+// for a join or a leave).
+func (e *encodedPush) offset() uint64 {
+	if e.push != nil {
+		return e.push.Pub.GetOffset()
+	}
+	return e.pub.Offset
+}
+
+func (e *encodedPush) tags() map[string]string {
+	if e.push != nil {
+		return e.push.Pub.GetTags()
+	}
+	return e.pub.Tags
+}
+
+func (e *encodedPush) removed() bool {
+	if e.push != nil {
+		return e.push.Pub.GetRemoved()
+	}
+	return e.pub.Removed
+}
+
+// protoPush is the push as a protocol message, made on first use.
+func (e *encodedPush) protoPush() *protocol.Push {
+	if e.push == nil {
+		// Push and publication in one allocation.
+		pp := new(pushOfPub)
+		setProtoPub(&pp.pub, e.pub)
+		pp.push.Channel, pp.push.Pub = e.channel, &pp.pub
+		e.push = &pp.push
+	}
+	return e.push
+}
+
+// fromBody makes the plain message of protocol t around the publication
+// encoded once by e.bodies.
+func (e *encodedPush) fromBody(t protocol.Type) []byte {
+	body, err := e.bodies.of(t, e.pub)
+	var m []byte
+	if err == nil {
+		m, err = protocol.AppendChannelPush(make([]byte, 0, len(body)+len(e.channel)+32), t, e.channel, body)
+	}
+	if err != nil {
+		e.err = err
+		return nil
+	}
+	e.msgs[t][shapeReply][variantPlain] = m
+	return m
+}
+
+// pubBodies holds the encodings of the last publication it was asked
+// for, by protocol type, to be wrapped into the push of each channel it
+// goes to: a broadcast's publications differ in nothing but their
+// channel, and encoding each whole was a tenth of the server's CPU on
+// broadcasts to personal channels (docs/benchmarks.md, "Side by side
+// with Centrifugo").
+type pubBodies struct {
+	pub  *broker.Publication
+	enc  [2][]byte
+	errs [2]error
+}
+
+// of is p's encoding for protocol t.
+func (pb *pubBodies) of(t protocol.Type, p *broker.Publication) ([]byte, error) {
+	if pb.pub == nil || !samePublication(pb.pub, p) {
+		*pb = pubBodies{pub: p}
+	}
+	if pb.enc[t] == nil && pb.errs[t] == nil {
+		var pub protocol.Publication
+		setProtoPub(&pub, p)
+		pb.enc[t], pb.errs[t] = protocol.AppendPublication(nil, t, &pub)
+	}
+	return pb.enc[t], pb.errs[t]
+}
+
+// samePublication reports whether a and b encode alike, channel aside.
+func samePublication(a, b *broker.Publication) bool {
+	return a == b || a.Offset == b.Offset && a.Time == b.Time && a.Info == b.Info && a.Channel == b.Channel &&
+		a.Key == b.Key && a.Removed == b.Removed && a.Score == b.Score && a.Version == b.Version &&
+		bytes.Equal(a.Data, b.Data) && maps.Equal(a.Tags, b.Tags)
 }
 
 // publicationPush is the push of pub, to be encoded lazily. delta and
 // prev are what the broker handed over with it: a publication marked for
 // delta whose predecessor is known may go as a delta against it.
 func publicationPush(channel string, pub *broker.Publication, delta bool, prev *broker.Publication) encodedPush {
-	e := encodedPush{push: &protocol.Push{Channel: channel, Pub: toProtoPub(pub)}, data: pub.Data, sizeHint: pushSizeHint(channel, pub)}
+	e := encodedPush{pub: pub, channel: channel, data: pub.Data, sizeHint: pushSizeHint(channel, pub)}
 	if delta && prev != nil {
 		e.canDelta, e.prev = true, prev.Data
 	}
@@ -205,8 +304,21 @@ func toProtoInfo(info *broker.ClientInfo) *protocol.ClientInfo {
 	return &protocol.ClientInfo{User: info.UserID, Client: info.ClientID, ConnInfo: info.ConnInfo, ChanInfo: info.ChanInfo}
 }
 
+// pushOfPub is a push and the publication it carries.
+type pushOfPub struct {
+	push protocol.Push
+	pub  protocol.Publication
+}
+
 func toProtoPub(p *broker.Publication) *protocol.Publication {
-	return &protocol.Publication{
+	pub := new(protocol.Publication)
+	setProtoPub(pub, p)
+	return pub
+}
+
+// setProtoPub sets dst, a new Publication, to what p holds.
+func setProtoPub(dst *protocol.Publication, p *broker.Publication) {
+	*dst = protocol.Publication{
 		Data:    p.Data,
 		Info:    toProtoInfo(p.Info),
 		Offset:  p.Offset,

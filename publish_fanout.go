@@ -1,6 +1,7 @@
 package gyre
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"time"
@@ -86,7 +87,10 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burs
 	encs := b.encs[:0]
 	for _, rp := range run {
 		enc := publicationPush(channel, rp.Pub, rp.Delta, rp.Prev)
-		enc.channelID, enc.epoch = subs.id, rp.Position.Epoch
+		enc.channelID, enc.epoch, enc.bodies = subs.id, rp.Position.Epoch, &b.bodies
+		if len(enc.data) > 0 && bytes.Equal(enc.data, b.jsonData) {
+			enc.checked, enc.dataIsJSON = true, true
+		}
 		encs = append(encs, enc)
 	}
 	tracer := n.cfg.DeliveryTracer
@@ -99,6 +103,11 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burs
 		b.fannedOut(tracer, run, channel, "", subs.len(), start)
 	}
 	n.observeRun(len(run), subs.len(), start, b)
+	for i := range encs {
+		if encs[i].dataIsJSON && len(encs[i].data) > 0 {
+			b.jsonData = encs[i].data
+		}
+	}
 	clear(encs)
 	b.encs = encs[:0]
 }
@@ -133,7 +142,7 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 	var epoch string
 	contiguous := true
 	for i := range encs {
-		if off := encs[i].push.Pub.Offset; off > 0 {
+		if off := encs[i].offset(); off > 0 {
 			if first == 0 {
 				first, epoch = off, encs[i].epoch
 			} else if off != prev+1 || encs[i].epoch != epoch {
@@ -177,12 +186,12 @@ func (n *Node) fanOutRun(subs *subList, channel string, encs []encodedPush, b *b
 // filter and in the payload variant it takes, tallying it in b.sent, and
 // returns what became of it.
 func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *burst) fate {
-	pub := enc.push.Pub
-	if s.covers(pub.Offset) {
+	offset := enc.offset()
+	if s.covers(offset) {
 		return fateHad
 	}
-	if !s.filter.Match(pub.Tags) {
-		s.skip(pub.Offset, enc.epoch)
+	if !s.filter.Match(enc.tags()) {
+		s.skip(offset, enc.epoch)
 		b.sent.filtered++
 		return fateFiltered
 	}
@@ -191,7 +200,7 @@ func (n *Node) deliverOne(s *subscription, channel string, enc *encodedPush, b *
 		n.undeliverable(s.client, channel, enc.err)
 		return fateDropped
 	}
-	f := s.deliver(msg, pub.Offset, enc.epoch, &b.wake)
+	f := s.deliver(msg, offset, enc.epoch, &b.wake)
 	b.sent.add(s.client.tslot, 1, len(msg))
 	return f
 }
@@ -315,7 +324,7 @@ func (wr *wholeRun) add(msg []byte, enc *encodedPush) bool {
 	wr.msgs = append(wr.msgs, unsafe.String(unsafe.SliceData(msg), len(msg)))
 	wr.size += len(msg)
 	wr.pubs++
-	if off := enc.push.Pub.Offset; off > 0 {
+	if off := enc.offset(); off > 0 {
 		wr.last = off
 	}
 	return true

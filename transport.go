@@ -36,3 +36,21 @@ type frameTransport interface {
 	// called from one goroutine at a time.
 	WriteFrames(frames []string) error
 }
+
+// tryTransport is a transport that can write a frame without waiting for
+// the socket. A fan-out then writes to the connections it queued for
+// from a few goroutines, each taking many connections in turn, instead
+// of starting a goroutine for each connection: starting and scheduling
+// those was a tenth of the server's CPU on broadcasts to personal
+// channels (docs/benchmarks.md, "Side by side with Centrifugo").
+type tryTransport interface {
+	// CanTryWrite reports whether TryWriteFrame works on the connection.
+	CanTryWrite() bool
+	// TryWriteFrame writes frame[websocket.FrameHeaderRoom:] as
+	// WriteFrame would, without waiting: false when the socket did not
+	// take all of it, and FlushFrame must then write the rest.
+	TryWriteFrame(frame []byte) (complete bool, err error)
+	// FlushFrame writes the rest TryWriteFrame left, waiting as
+	// WriteFrame does.
+	FlushFrame() error
+}

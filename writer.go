@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/transport/websocket"
 )
 
 // framePool holds the buffers frames are joined into, shared by all
@@ -44,8 +45,14 @@ type writer struct {
 	// frames, set on a connection with permessage-deflate, takes the
 	// queue: it holds whole frames then, not messages to join into one.
 	frames frameTransport
-	// onWriteError is called (once, from the writer goroutine) when a
-	// write fails.
+	// try, when set, lets a wake list's goroutines write to the
+	// connection (writeNow) instead of the writer's own goroutine.
+	try tryTransport
+	// flushFirst: the goroutine starts by writing the rest of a frame
+	// writeNow could not complete. Set only while no goroutine runs.
+	flushFirst bool
+	// onWriteError is called (once, from the goroutine that wrote) when
+	// a write fails.
 	onWriteError func(error)
 	// closeTransport closes the transport; the client makes it idempotent.
 	closeTransport func(*Disconnect)
@@ -63,6 +70,8 @@ func newWriter(t Transport, max int, onWriteError func(error), closeTransport fu
 	}
 	if ft, ok := t.(frameTransport); ok && ft.Compression() != nil {
 		w.frames = ft
+	} else if tt, ok := t.(tryTransport); ok && tt.CanTryWrite() {
+		w.try = tt
 	}
 	w.runFn = w.run
 	return w
@@ -144,27 +153,68 @@ func (w *writer) holdOrWakeLocked(l *wakeList) {
 // goroutine at a time.
 type wakeList struct{ writers []*writer }
 
-// wakeAll wakes the writers of l and empties it.
+// tryChunk is how many connections one goroutine of wakeAll writes to:
+// enough that starting it costs little per connection, few enough that
+// a fan-out to thousands still has a goroutine for each processor.
+const tryChunk = 64
+
+// tryChunks holds the slices wakeAll hands its goroutines.
+var tryChunks = sync.Pool{New: func() any { s := make([]*writer, 0, tryChunk); return &s }}
+
+// wakeAll wakes the writers of l and empties it. Those that can write
+// without waiting (writer.try) are written to by goroutines of wakeAll,
+// tryChunk connections each; the others start their own.
 func (l *wakeList) wakeAll() {
+	var chunk *[]*writer
 	for _, w := range l.writers {
-		w.release(l)
+		if !w.release(l) {
+			continue
+		}
+		if chunk == nil {
+			chunk = tryChunks.Get().(*[]*writer)
+		}
+		*chunk = append(*chunk, w)
+		if len(*chunk) == tryChunk {
+			go writeEach(chunk)
+			chunk = nil
+		}
+	}
+	if chunk != nil {
+		go writeEach(chunk)
 	}
 	clear(l.writers)
 	l.writers = l.writers[:0]
 }
 
-// release wakes a writer that l held.
-func (w *writer) release(l *wakeList) {
+// writeEach writes to each writer in ws, which wakeAll claimed for it.
+func writeEach(ws *[]*writer) {
+	for _, w := range *ws {
+		w.writeNow()
+	}
+	clear(*ws)
+	*ws = (*ws)[:0]
+	tryChunks.Put(ws)
+}
+
+// release wakes a writer that l held. It reports true when it claimed the
+// writer for its caller to write with writeNow instead.
+func (w *writer) release(l *wakeList) bool {
 	w.mu.Lock()
 	if w.heldBy == l {
 		w.heldBy = nil
 	}
 	if w.closed || len(w.queue) == 0 && w.closing == nil {
 		w.mu.Unlock()
-		return
+		return false
+	}
+	if w.try != nil && !w.running && w.closing == nil {
+		w.running = true
+		w.mu.Unlock()
+		return true
 	}
 	// Its holder is done queuing for this write: nothing to wait for.
 	w.startLocked(false)
+	return false
 }
 
 // wakeLocked starts the writer goroutine unless it runs, and unlocks
@@ -243,64 +293,118 @@ func (w *writer) write(batch []string) error {
 // run is the writer goroutine: it exists only while there is something
 // to write, so that an idle connection has none.
 func (w *writer) run() {
-	// Let the broadcaster that started us queue more first: one write
-	// then carries more messages, and syscalls are most of the cost. A
-	// wake list wakes its writers when it is done queuing; yielding then
-	// only sends a thousand goroutines through the global run queue.
-	if w.yieldFirst {
+	if w.flushFirst {
+		w.flushFirst = false
+		if err := w.try.FlushFrame(); err != nil {
+			w.failed(err)
+			return
+		}
+	} else if w.yieldFirst {
+		// Let the broadcaster that started us queue more first: one
+		// write then carries more messages, and syscalls are most of
+		// the cost. A wake list wakes its writers when it is done
+		// queuing; yielding then only sends a thousand goroutines
+		// through the global run queue.
 		runtime.Gosched()
 	}
 	w.drain()
 }
 
 // drain writes until the queue is empty and then ends the goroutine's
-// turn: running is cleared under the lock that found the queue empty, so
-// an enqueue after that starts a new goroutine.
+// turn.
 func (w *writer) drain() {
 	var written []string // the last batch, kept as the next queue's array
 	for {
-		w.mu.Lock()
-		if written != nil {
-			w.spare, written = written[:0], nil
-		}
-		if w.closed {
-			w.running = false
-			w.mu.Unlock()
+		batch := w.next(written)
+		if batch == nil {
 			return
 		}
-		if len(w.queue) == 0 {
-			w.running = false
-			d := w.closing
-			if d != nil {
-				w.closed = true
-			}
-			w.mu.Unlock()
-			if d != nil {
-				w.closeTransport(d)
-			}
-			return
-		}
-		batch := w.queue
-		w.queue = w.spare[:0]
-		w.size = 0
-		w.mu.Unlock()
-
 		err := w.write(batch)
 		clear(batch)
 		written = batch
 		if err != nil {
-			w.mu.Lock()
-			w.closed = true
-			w.running = false
-			d := w.closing
-			w.mu.Unlock()
-			if d != nil {
-				// The client is already closing: finish that close.
-				w.closeTransport(d)
-				return
-			}
-			w.onWriteError(err)
+			w.failed(err)
 			return
 		}
 	}
+}
+
+// writeNow writes what is queued, for a writer release claimed, without
+// waiting for the socket: what it cannot complete now it leaves to the
+// writer's own goroutine.
+func (w *writer) writeNow() {
+	batch := w.next(nil)
+	for batch != nil {
+		bp := framePool.Get().(*[]byte)
+		buf := append((*bp)[:0], make([]byte, websocket.FrameHeaderRoom)...)
+		buf = protocol.JoinFrame(buf, w.proto, batch)
+		complete, err := w.try.TryWriteFrame(buf)
+		w.obs.FrameWritten(len(batch), len(buf)-websocket.FrameHeaderRoom)
+		if cap(buf) <= 64<<10 {
+			*bp = buf[:0]
+			framePool.Put(bp)
+		}
+		clear(batch)
+		if err != nil {
+			w.failed(err)
+			return
+		}
+		if !complete {
+			w.mu.Lock()
+			w.spare = batch[:0]
+			w.flushFirst = true
+			w.mu.Unlock()
+			go w.runFn()
+			return
+		}
+		batch = w.next(batch)
+	}
+}
+
+// next takes the queue to write, keeping written, the last batch written,
+// as the next queue's array. It returns nil when there is nothing left,
+// ending the writer's turn: running is cleared under the lock that found
+// the queue empty, so an enqueue after that starts a new one.
+func (w *writer) next(written []string) []string {
+	w.mu.Lock()
+	if written != nil {
+		w.spare = written[:0]
+	}
+	if w.closed {
+		w.running = false
+		w.mu.Unlock()
+		return nil
+	}
+	if len(w.queue) == 0 {
+		w.running = false
+		d := w.closing
+		if d != nil {
+			w.closed = true
+		}
+		w.mu.Unlock()
+		if d != nil {
+			w.closeTransport(d)
+		}
+		return nil
+	}
+	batch := w.queue
+	w.queue = w.spare[:0]
+	w.size = 0
+	w.mu.Unlock()
+	return batch
+}
+
+// failed ends the writer's turn after a failed write.
+func (w *writer) failed(err error) {
+	w.mu.Lock()
+	w.closed = true
+	w.running = false
+	d := w.closing
+	w.mu.Unlock()
+	if d != nil {
+		// The client is already closing: finish that close.
+		w.closeTransport(d)
+		return
+	}
+	w.onWriteError(err)
 }

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -159,6 +162,40 @@ func TestReadAll(t *testing.T) {
 		got, err := readAll(strings.NewReader(body), declared, 1<<20)
 		if err != nil || string(got) != body {
 			t.Errorf("declared %d: read %d bytes, %v; want %d", declared, len(got), err, len(body))
+		}
+	}
+}
+
+// TestBroadcastResultJSON: broadcast responses written by hand are what
+// encoding/json writes, alone and as the result of an HTTP call.
+func TestBroadcastResultJSON(t *testing.T) {
+	for _, r := range []BroadcastResult{
+		{},
+		{Responses: []PublishResponse{}},
+		{Responses: []PublishResponse{
+			{Result: &PublishResult{Offset: 3, Epoch: "e<>"}},
+			{Result: &PublishResult{}},
+			{Error: &Error{102, "unknown channel"}},
+			{},
+			{Result: &PublishResult{Epoch: "x"}, Error: &Error{100, "both & more"}},
+		}},
+	} {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.appendJSON(nil)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("got %s (%v),\nwant %s", got, err, want)
+		}
+		rec := httptest.NewRecorder()
+		(&Handler{}).send(rec, "broadcast", http.StatusOK, &reply{Result: r})
+		var wantBody bytes.Buffer
+		if err := json.NewEncoder(&wantBody).Encode(&reply{Result: r}); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Body.String() != wantBody.String() {
+			t.Errorf("HTTP body %s,\nwant %s", rec.Body, wantBody.String())
 		}
 	}
 }

@@ -270,19 +270,33 @@ func (h *Handler) send(w http.ResponseWriter, name string, status int, body any)
 		// pass over what a Marshaler wrote.
 		b, err := br.appendJSON(make([]byte, 0, 64*len(br.Replies)+16))
 		if err == nil {
-			if status != http.StatusOK {
-				w.WriteHeader(status)
-			}
-			if _, err := w.Write(append(b, '\n')); err != nil {
-				h.log.Debug("api: write response", "method", name, "error", err)
-			}
+			h.sendJSON(w, name, status, append(b, '\n'))
 			return
+		}
+	}
+	if r, ok := body.(*reply); ok && r.Error == nil {
+		if br, ok := r.Result.(BroadcastResult); ok {
+			b, err := br.appendJSON(append(make([]byte, 0, 16*len(br.Responses)+32), `{"result":`...))
+			if err == nil {
+				h.sendJSON(w, name, status, append(b, "}\n"...))
+				return
+			}
 		}
 	}
 	if status != http.StatusOK {
 		w.WriteHeader(status)
 	}
 	if err := json.NewEncoder(w).Encode(body); err != nil {
+		h.log.Debug("api: write response", "method", name, "error", err)
+	}
+}
+
+// sendJSON writes b, a response written by hand.
+func (h *Handler) sendJSON(w http.ResponseWriter, name string, status int, b []byte) {
+	if status != http.StatusOK {
+		w.WriteHeader(status)
+	}
+	if _, err := w.Write(b); err != nil {
 		h.log.Debug("api: write response", "method", name, "error", err)
 	}
 }

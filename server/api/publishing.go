@@ -1,6 +1,10 @@
 package api
 
-import "github.com/gyrehq/gyre"
+import (
+	"slices"
+
+	"github.com/gyrehq/gyre"
+)
 
 // publishGroup gathers the publications of consecutive publish and
 // broadcast commands of a batch (or of one broadcast), to be published in
@@ -27,6 +31,8 @@ type itemSource struct {
 type pendingBroadcast struct {
 	reply  int
 	result BroadcastResult
+	// results holds what the responses point to, made in one piece.
+	results []PublishResult
 }
 
 // add checks command c, the i-th of the batch, a publish or a broadcast,
@@ -60,7 +66,13 @@ func (g *publishGroup) add(e *Executor, i int, c *Command, tc []byte) error {
 func (g *publishGroup) addBroadcast(i int, items []gyre.PublishItem) {
 	bi := len(g.broadcasts)
 	res := BroadcastResult{Responses: make([]PublishResponse, len(items))}
-	g.broadcasts = append(g.broadcasts, pendingBroadcast{reply: i, result: res})
+	g.broadcasts = append(g.broadcasts, pendingBroadcast{reply: i, result: res, results: make([]PublishResult, len(items))})
+	if len(g.items) == 0 && len(g.from) == 0 {
+		// One slice each for the thousands of channels a broadcast may
+		// have, not one doubling after another.
+		g.items = slices.Grow(g.items, len(items))
+		g.from = slices.Grow(g.from, len(items))
+	}
 	for k, it := range items {
 		if it.Err != nil {
 			res.Responses[k].Error = it.Err.(*Error) // broadcastItems sets only those
@@ -87,8 +99,9 @@ func (g *publishGroup) publish(e *Executor, replies []Reply) {
 		case it.Err != nil:
 			g.broadcasts[src.broadcast].result.Responses[src.response].Error = e.failed("broadcast", it.Channel, it.Err)
 		default:
-			r := toPublishResult(it.Result)
-			g.broadcasts[src.broadcast].result.Responses[src.response].Result = &r
+			b := &g.broadcasts[src.broadcast]
+			b.results[src.response] = toPublishResult(it.Result)
+			b.result.Responses[src.response].Result = &b.results[src.response]
 		}
 	}
 	for _, b := range g.broadcasts {

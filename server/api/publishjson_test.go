@@ -63,3 +63,58 @@ func checkPublishJSON(t *testing.T, b []byte) bool {
 	}
 	return true
 }
+
+var broadcastJSONSeeds = []string{
+	`{"channels":["a","b","c"],"data":{"text":"hi"}}`,
+	`{"channels":[],"data":1}`,
+	`{"channels":["a"],"b64data":"aGk=","skip_history":true,"tags":{"t":"v"},"idempotency_key":"k"}`,
+	` { "data" : [1] , "channels" : [ "a" , "é" ] } `,
+	`{"channels":["a","a"],"data":1}`,
+	`{"channels":["a\u0062"],"data":1}`,
+	`{"channels":["a",1],"data":1}`,
+	`{"channels":["a",null],"data":1}`,
+	`{"channels":"a","data":1}`,
+	`{"channels":null,"data":1}`,
+	`{"channel":"a","channels":["b"],"data":1}`,
+	`{"Channels":["a"],"data":1}`,
+	`{"channels":["a"],"channels":["b"]}`,
+	`{"channels":[[]]}`,
+}
+
+// TestReadBroadcastJSON: what readBroadcastJSON reads, it reads as
+// encoding/json does.
+func TestReadBroadcastJSON(t *testing.T) {
+	quick := 0
+	for _, s := range broadcastJSONSeeds {
+		if checkBroadcastJSON(t, []byte(s)) {
+			quick++
+		}
+	}
+	if quick < 4 {
+		t.Errorf("%d seeds read quickly, want the usual shapes to be", quick)
+	}
+}
+
+// FuzzReadBroadcastJSON: readBroadcastJSON reads any valid JSON it takes
+// as encoding/json reads it.
+func FuzzReadBroadcastJSON(f *testing.F) {
+	fuzzValidJSON(f, broadcastJSONSeeds, func(t *testing.T, b []byte) { checkBroadcastJSON(t, b) })
+}
+
+// checkBroadcastJSON reports whether b was read quickly, failing the test
+// if it was read otherwise than by encoding/json.
+func checkBroadcastJSON(t *testing.T, b []byte) bool {
+	t.Helper()
+	var got BroadcastRequest
+	if !readBroadcastJSON(b, &got) {
+		return false
+	}
+	var want BroadcastRequest
+	if err := decode(b, &want); err != nil {
+		t.Fatalf("%s: read quickly, but encoding/json refuses it: %v", b, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: read as %+v, encoding/json reads %+v", b, got, want)
+	}
+	return true
+}

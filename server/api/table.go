@@ -79,6 +79,12 @@ func def[Req, Res any, PReq, PRes proto.Message](
 			}
 			*pr = PublishRequest{} // what it read, encoding/json reads again
 		}
+		if br, ok := any(r).(*BroadcastRequest); ok {
+			if readBroadcastJSON(raw, br) {
+				return r, nil
+			}
+			*br = BroadcastRequest{}
+		}
 		if err := decode(raw, r); err != nil {
 			return nil, err
 		}

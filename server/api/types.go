@@ -532,24 +532,66 @@ func (r Reply) appendJSON(b []byte) ([]byte, error) {
 		return append(append(append(b, `{"error":`...), e...), '}'), nil
 	}
 	b = append(appendJSONString(append(b, '{'), r.Method), ':')
-	if pr, ok := r.Result.(PublishResult); ok {
-		b = append(b, '{')
-		if pr.Offset != 0 {
-			b = strconv.AppendUint(append(b, `"offset":`...), pr.Offset, 10)
+	switch res := r.Result.(type) {
+	case PublishResult:
+		return append(res.appendJSON(b), '}'), nil
+	case BroadcastResult:
+		b, err := res.appendJSON(b)
+		if err != nil {
+			return nil, err
 		}
-		if pr.Epoch != "" {
-			if pr.Offset != 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(append(b, `"epoch":`...), pr.Epoch)
-		}
-		return append(b, "}}"...), nil
+		return append(b, '}'), nil
 	}
 	res, err := json.Marshal(r.Result)
 	if err != nil {
 		return nil, fmt.Errorf("api: encode %s reply: %w", r.Method, err)
 	}
 	return append(append(b, res...), '}'), nil
+}
+
+// appendJSON appends r's JSON to b as encoding/json writes it.
+func (r PublishResult) appendJSON(b []byte) []byte {
+	b = append(b, '{')
+	if r.Offset != 0 {
+		b = strconv.AppendUint(append(b, `"offset":`...), r.Offset, 10)
+	}
+	if r.Epoch != "" {
+		if r.Offset != 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(append(b, `"epoch":`...), r.Epoch)
+	}
+	return append(b, '}')
+}
+
+// appendJSON appends r's JSON to b as encoding/json writes it: by hand,
+// as a broadcast to thousands of channels has thousands of responses.
+func (r BroadcastResult) appendJSON(b []byte) ([]byte, error) {
+	if r.Responses == nil {
+		return append(b, `{"responses":null}`...), nil
+	}
+	b = append(b, `{"responses":[`...)
+	for i, pr := range r.Responses {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if pr.Result != nil {
+			b = pr.Result.appendJSON(append(b, `"result":`...))
+		}
+		if pr.Error != nil {
+			e, err := json.Marshal(pr.Error)
+			if err != nil {
+				return nil, fmt.Errorf("api: encode broadcast error: %w", err)
+			}
+			if pr.Result != nil {
+				b = append(b, ',')
+			}
+			b = append(append(b, `"error":`...), e...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...), nil
 }
 
 // appendJSON appends r's JSON to b: {"replies":[...]}.

@@ -72,6 +72,11 @@ func (c *Conn) finishCloseLocked() error {
 	defer c.closed.Store(true)
 	var werr error
 	if c.werr == nil {
+		// The rest of a frame TryWriteFrame left must not be cut off by
+		// the close frame.
+		werr = c.flushLocked()
+	}
+	if werr == nil && c.werr == nil {
 		req := c.closeReq.Load()
 		frame := closeFrame(req.code, req.reason)
 		c.setWriteDeadline()

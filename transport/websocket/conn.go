@@ -4,6 +4,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
@@ -22,10 +23,12 @@ const (
 // Conn is an upgraded WebSocket connection. See the package documentation
 // for which methods may run concurrently.
 type Conn struct {
-	nc           net.Conn
-	format       protocol.Type
-	dataOp       byte
-	vectored     bool // nc turns net.Buffers into one writev
+	nc       net.Conn
+	format   protocol.Type
+	dataOp   byte
+	vectored bool // nc turns net.Buffers into one writev
+	// raw is the socket TryWriteFrame writes to, nil when it cannot.
+	raw          syscall.RawConn
 	readLimit    int64
 	writeTimeout time.Duration
 
@@ -42,12 +45,15 @@ type Conn struct {
 	deflate *Compression
 
 	// Write side, under wmu.
-	wmu     sync.Mutex
-	whdr    [maxServerHeader]byte
-	wvec    [2][]byte
-	wbufs   net.Buffers
-	werr    error // sticky: a failed write may have left half a frame
-	wclosed bool  // the close frame went out (or could not) and nc is closed
+	wmu   sync.Mutex
+	whdr  [maxServerHeader]byte
+	wvec  [2][]byte
+	wbufs net.Buffers
+	werr  error // sticky: a failed write may have left half a frame
+	// pending is what TryWriteFrame could not write of a frame; it goes
+	// out before anything else.
+	pending *[]byte
+	wclosed bool // the close frame went out (or could not) and nc is closed
 
 	closeReq atomic.Pointer[closeRequest] // set once, by the first closer
 	closed   atomic.Bool                  // mirrors wclosed for lock-free checks
@@ -69,6 +75,7 @@ func newConn(nc net.Conn, format protocol.Type, opts Options) *Conn {
 	switch nc.(type) {
 	case *net.TCPConn, *net.UnixConn:
 		c.vectored = true
+		c.raw = rawOf(nc)
 	}
 	c.in.init()
 	return c

@@ -198,7 +198,10 @@ func (c *Conn) writable() error {
 	if c.wclosed || c.closeReq.Load() != nil {
 		return ErrClosed
 	}
-	return c.werr
+	if c.werr != nil {
+		return c.werr
+	}
+	return c.flushLocked()
 }
 
 // wrote records a failed write: the peer may have half a frame, so the
