@@ -102,7 +102,7 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burs
 	if traced {
 		b.fannedOut(tracer, run, channel, "", subs.len(), start)
 	}
-	n.observeRun(len(run), subs.len(), start, b)
+	n.observeRun(len(run), subs.len(), start)
 	for i := range encs {
 		if encs[i].dataIsJSON && len(encs[i].data) > 0 {
 			b.jsonData = encs[i].data
@@ -113,11 +113,10 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burs
 }
 
 // observeRun reports the broadcast of a run of runLen publications to
-// subs subscribers, begun at start, and what b tallied of it. The
-// histogram is of one publication's broadcast: each of the run's is
-// counted at the run's average.
-func (n *Node) observeRun(runLen, subs int, start time.Time, b *burst) {
-	b.sent.report(n, "push_publication")
+// subs subscribers, begun at start (what b tallied of it is reported
+// when b is flushed). The histogram is of one publication's broadcast:
+// each of the run's is counted at the run's average.
+func (n *Node) observeRun(runLen, subs int, start time.Time) {
 	per := time.Since(start) / time.Duration(runLen)
 	for range runLen {
 		n.obs.Broadcast(subs, per)

@@ -47,7 +47,7 @@ func (n *Node) broadcastPatternRun(scope, pattern, channel string, run []broker.
 		b.encs = encs[:0]
 	})
 	if subs > 0 {
-		n.observeRun(len(run), subs, start, b)
+		n.observeRun(len(run), subs, start)
 	}
 }
 

@@ -3,11 +3,14 @@ package gyre
 import (
 	"bytes"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gyrehq/gyre/protocol"
+	"github.com/gyrehq/gyre/transport/websocket"
 )
 
 // frameRecorder is a JSON transport that keeps the frames written to it.
@@ -146,5 +149,150 @@ func TestCloseAfterFailedWrite(t *testing.T) {
 	w.closeAfterFlush(DisconnectShutdown)
 	if len(closedWith) != 1 || closedWith[0] != DisconnectShutdown {
 		t.Fatalf("transport closed with %v, want once with %v", closedWith, DisconnectShutdown)
+	}
+}
+
+// tryRecorder is a frameRecorder that can be written to without waiting
+// (tryTransport). With stall set, the next TryWriteFrame takes nothing
+// and leaves the frame for FlushFrame.
+type tryRecorder struct {
+	frameRecorder
+	stall   bool
+	pending []byte
+	tries   int
+	flushes int
+	// misordered is set when something was written while a frame was
+	// left for FlushFrame.
+	misordered bool
+}
+
+func newTryRecorder() *tryRecorder {
+	return &tryRecorder{frameRecorder: frameRecorder{wrote: make(chan struct{}, 1000)}}
+}
+
+func (r *tryRecorder) CanTryWrite() bool { return true }
+
+func (r *tryRecorder) TryWriteFrame(f []byte) (bool, error) {
+	payload := bytes.Clone(f[websocket.FrameHeaderRoom:])
+	r.mu.Lock()
+	r.tries++
+	if r.pending != nil {
+		r.misordered = true
+	}
+	if r.stall {
+		r.stall, r.pending = false, payload
+		r.mu.Unlock()
+		return false, nil
+	}
+	r.frames = append(r.frames, payload)
+	r.mu.Unlock()
+	r.wrote <- struct{}{}
+	return true, nil
+}
+
+func (r *tryRecorder) FlushFrame() error {
+	r.mu.Lock()
+	r.flushes++
+	if r.pending != nil {
+		r.frames = append(r.frames, r.pending)
+		r.pending = nil
+	}
+	r.mu.Unlock()
+	r.wrote <- struct{}{}
+	return nil
+}
+
+func (r *tryRecorder) WriteFrame(f []byte) error {
+	r.mu.Lock()
+	if r.pending != nil {
+		r.misordered = true
+	}
+	r.mu.Unlock()
+	return r.frameRecorder.WriteFrame(f)
+}
+
+// TestWakeAllWritesWithoutWaiting: a wake list's writers on transports
+// that can be written to without waiting are written to by wakeAll's
+// goroutines, each once, everything queued in one frame.
+func TestWakeAllWritesWithoutWaiting(t *testing.T) {
+	l := &wakeList{}
+	recs := make([]*tryRecorder, 3*tryChunk+5)
+	for i := range recs {
+		recs[i] = newTryRecorder()
+		w := newTestWriter(recs[i], 1<<20)
+		if w.try == nil {
+			t.Fatal("writer does not use TryWriteFrame")
+		}
+		w.enqueue([]byte("a"), l)
+		w.enqueue([]byte("b"), l)
+	}
+	l.wakeAll()
+	for i, r := range recs {
+		frames := r.messages(t, 2)
+		r.mu.Lock()
+		if len(frames) != 1 || string(frames[0]) != "a\nb" || r.tries != 1 {
+			t.Errorf("connection %d: frames %q from %d tries, want one \"a\\nb\"", i, frames, r.tries)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// TestWriteNowLeavesRestToGoroutine: a frame the socket does not take at
+// once is finished by the writer's goroutine (FlushFrame) before anything
+// queued after it is written, in order.
+func TestWriteNowLeavesRestToGoroutine(t *testing.T) {
+	r := newTryRecorder()
+	r.stall = true
+	w := newTestWriter(r, 1<<20)
+	l := &wakeList{}
+	w.enqueue([]byte("1"), l)
+	l.wakeAll()
+	for i := 2; i <= 20; i++ {
+		w.enqueue([]byte(strconv.Itoa(i)), nil)
+	}
+	frames := r.messages(t, 20)
+	var got []string
+	for _, f := range frames {
+		got = append(got, strings.Split(string(f), "\n")...)
+	}
+	for i, m := range got {
+		if m != strconv.Itoa(i+1) {
+			t.Fatalf("messages %q, want 1 to 20 in order", got)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.flushes != 1 || r.misordered {
+		t.Fatalf("%d flushes, misordered %v; want the rest flushed once, first", r.flushes, r.misordered)
+	}
+}
+
+// erringTry fails TryWriteFrame.
+type erringTry struct{ failingTransport }
+
+func (erringTry) CanTryWrite() bool                  { return true }
+func (erringTry) TryWriteFrame([]byte) (bool, error) { return false, errors.New("connection reset") }
+func (erringTry) FlushFrame() error                  { return errors.New("nothing to flush") }
+
+// TestWriteNowError: a failed TryWriteFrame closes the writer and tells
+// the client once.
+func TestWriteNowError(t *testing.T) {
+	failed := make(chan error, 2)
+	w := newWriter(erringTry{}, 1<<20, func(err error) { failed <- err }, func(*Disconnect) {}, NopObserver{})
+	l := &wakeList{}
+	w.enqueue([]byte("x"), l)
+	l.wakeAll()
+	select {
+	case <-failed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("write error not reported")
+	}
+	if w.enqueue([]byte("y"), nil) != enqueueClosed {
+		t.Fatal("writer takes messages after a failed write")
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("write error reported twice: %v", err)
+	case <-time.After(50 * time.Millisecond):
 	}
 }
