@@ -263,15 +263,34 @@ type encoder struct {
 	epochs                string   // one new epoch for the call
 	numbers               [3]int64 // the last numbers formatted (number)
 	numberStrings         [3]string
+	// names holds the bytes of the pub/sub names made, appended to and
+	// never changed, so that a broadcast into thousands of channels
+	// makes a few chunks instead of a string for each channel.
+	names []byte
 }
 
 // pubsubName is the pub/sub channel of channel in base.
 func (e *encoder) pubsubName(base, channel string) string {
 	if e.pubsub == "" || channel != e.channel || base != e.base {
 		e.channel, e.base, e.keys = channel, base, nil
-		e.pubsub = base + pubsubInfix + channel
+		e.pubsub = e.join(base, pubsubInfix, channel)
 	}
 	return e.pubsub
+}
+
+// join is a+b+c, made in e.names.
+func (e *encoder) join(a, b, c string) string {
+	n := len(a) + len(b) + len(c)
+	if n == 0 {
+		return ""
+	}
+	if cap(e.names)-len(e.names) < n {
+		// The full chunk stays alive as long as a name in it does.
+		e.names = make([]byte, 0, max(4096, n))
+	}
+	start := len(e.names)
+	e.names = append(append(append(e.names, a...), b...), c...)
+	return unsafe.String(&e.names[start], n)
 }
 
 // streamKeys are the publish script's keys for channel in base (the
