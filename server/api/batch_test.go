@@ -303,3 +303,79 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
 }
+
+// TestBatchBroadcasts: broadcasts in a batch, one starting a stretch and
+// one after a publish, each with channels that fail, and a stretch after
+// another command: every channel gets its own response and every
+// subscriber its publication, in order.
+func TestBatchBroadcasts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Config{})
+	c, _ := e.dial("bea")
+	for _, ch := range []string{"hist:x", "plain:y", "hist:z"} {
+		c.MustSubscribe(ch)
+	}
+	cmds := []string{
+		`{"broadcast":{"channels":["nope:a","hist:x","","plain:y"],"data":{"i":0}}}`,
+		`{"publish":{"channel":"hist:x","data":{"i":1}}}`,
+		`{"broadcast":{"channels":["hist:x","nope:b","hist:z"],"data":{"i":2}}}`,
+		`{"info":{}}`,
+		`{"broadcast":{"channels":["plain:y","hist:z"],"data":{"i":3}}}`,
+	}
+	replies := e.batch(`{"commands":[` + strings.Join(cmds, ",") + `]}`)
+	if len(replies) != len(cmds) {
+		t.Fatalf("%d replies for %d commands", len(replies), len(cmds))
+	}
+	type response struct {
+		Result *publishResult `json:"result"`
+		Error  *struct {
+			Code uint32 `json:"code"`
+		} `json:"error"`
+	}
+	broadcast := func(i int) []response {
+		var out struct {
+			Responses []response `json:"responses"`
+		}
+		if err := json.Unmarshal(replies[i]["broadcast"], &out); err != nil {
+			t.Fatalf("reply %d: %v (%v)", i, err, replies[i])
+		}
+		return out.Responses
+	}
+	// An offset for a channel with history, 0 for one without, or an
+	// error code (as a negative number).
+	check := func(i int, want ...int) {
+		t.Helper()
+		got := broadcast(i)
+		if len(got) != len(want) {
+			t.Fatalf("reply %d: %d responses, want %d", i, len(got), len(want))
+		}
+		for k, w := range want {
+			switch r := got[k]; {
+			case w < 0 && (r.Error == nil || r.Error.Code != uint32(-w)):
+				t.Fatalf("reply %d, channel %d: %+v, want error %d", i, k, r, -w)
+			case w >= 0 && (r.Result == nil || r.Result.Offset != uint64(w)):
+				t.Fatalf("reply %d, channel %d: %+v, want offset %d", i, k, r, w)
+			}
+		}
+	}
+	check(0, -102, 1, -107, 0)
+	var p publishResult
+	if err := json.Unmarshal(replies[1]["publish"], &p); err != nil || p.Offset != 2 {
+		t.Fatalf("publish reply %v, want offset 2", replies[1])
+	}
+	check(2, 3, -102, 1)
+	check(4, 0, 2)
+	for ch, want := range map[string][]string{
+		"hist:x":  {`{"i":0}`, `{"i":1}`, `{"i":2}`},
+		"plain:y": {`{"i":0}`, `{"i":3}`},
+		"hist:z":  {`{"i":2}`, `{"i":3}`},
+	} {
+		var got []string
+		for _, pub := range c.WaitPubs(ch, len(want)) {
+			got = append(got, string(pub.Data))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: subscriber got %v, want %v", ch, got, want)
+		}
+	}
+}

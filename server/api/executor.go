@@ -166,6 +166,7 @@ func (e *Executor) runBatch(ctx context.Context, n int, at func(int) Command, pa
 		replies[i] = e.runCommand(ctx, &c)
 	}
 	g.publish(e, replies)
+	g.release()
 	return replies
 }
 

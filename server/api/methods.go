@@ -49,7 +49,7 @@ func (e *Executor) broadcastItems(r *BroadcastRequest, tc []byte) ([]gyre.Publis
 		return nil, err
 	}
 	opts := r.options(tc)
-	items := make([]gyre.PublishItem, len(r.Channels))
+	items := getItems(len(r.Channels))[:len(r.Channels)]
 	for i, ch := range r.Channels {
 		items[i] = gyre.PublishItem{Channel: ch, Data: data, Options: opts}
 		if ch == "" {
@@ -91,6 +91,7 @@ func (e *Executor) Broadcast(ctx context.Context, r *BroadcastRequest) (Broadcas
 	g.addBroadcast(0, items)
 	replies := make([]Reply, 1)
 	g.publish(e, replies)
+	g.release()
 	return replies[0].Result.(BroadcastResult), nil
 }
 

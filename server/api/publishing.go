@@ -2,6 +2,7 @@ package api
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/gyrehq/gyre"
 )
@@ -62,17 +63,22 @@ func (g *publishGroup) add(e *Executor, i int, c *Command, tc []byte) error {
 	return nil
 }
 
-// addBroadcast adds the items of a broadcast, the i-th command.
+// addBroadcast adds the items of a broadcast, the i-th command. items,
+// from broadcastItems, belongs to the group from then on.
 func (g *publishGroup) addBroadcast(i int, items []gyre.PublishItem) {
 	bi := len(g.broadcasts)
 	res := BroadcastResult{Responses: make([]PublishResponse, len(items))}
 	g.broadcasts = append(g.broadcasts, pendingBroadcast{reply: i, result: res, results: make([]PublishResult, len(items))})
-	if len(g.items) == 0 && len(g.from) == 0 {
-		// One slice each for the thousands of channels a broadcast may
-		// have, not one doubling after another.
-		g.items = slices.Grow(g.items, len(items))
-		g.from = slices.Grow(g.from, len(items))
+	adopted := len(g.items) == 0
+	if adopted {
+		// The group's items are the broadcast's, kept in its array
+		// (each item moves to a place at or before its own): items are
+		// a few hundred bytes each, and a copy of a broadcast's
+		// thousands was half of what the server allocated for it.
+		putItems(g.items)
+		g.items = items[:0]
 	}
+	g.from = slices.Grow(g.from, len(items))
 	for k, it := range items {
 		if it.Err != nil {
 			res.Responses[k].Error = it.Err.(*Error) // broadcastItems sets only those
@@ -80,6 +86,10 @@ func (g *publishGroup) addBroadcast(i int, items []gyre.PublishItem) {
 		}
 		g.items = append(g.items, it)
 		g.from = append(g.from, itemSource{reply: i, broadcast: bi, response: k})
+	}
+	if !adopted {
+		clear(items)
+		putItems(items)
 	}
 }
 
@@ -110,4 +120,31 @@ func (g *publishGroup) publish(e *Executor, replies []Reply) {
 	// The next stretch reuses the room; nothing of this one stays alive.
 	clear(g.items)
 	g.items, g.from, g.broadcasts = g.items[:0], g.from[:0], nil
+}
+
+// release gives the group's item array back for other calls.
+func (g *publishGroup) release() {
+	putItems(g.items)
+	g.items = nil
+}
+
+// itemArrays holds item arrays between broadcasts: a broadcast to 5,000
+// channels needs a megabyte of them.
+var itemArrays sync.Pool
+
+// getItems returns an empty item slice with room for n.
+func getItems(n int) []gyre.PublishItem {
+	if p, ok := itemArrays.Get().(*[]gyre.PublishItem); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]gyre.PublishItem, 0, n)
+}
+
+// putItems keeps the array of items, which must be cleared, for
+// getItems; small ones are not worth it.
+func putItems(items []gyre.PublishItem) {
+	if cap(items) >= 64 {
+		items = items[:0]
+		itemArrays.Put(&items)
+	}
 }
