@@ -53,8 +53,10 @@
 // # Performance
 //
 // A publication is encoded once per wire format and the same bytes are
-// queued for every subscriber. Each connection writes everything queued
-// in one frame and one write, from a writer goroutine that exists only
-// while there is something to write. Pings come from one timer wheel per
-// node, not from a timer per connection.
+// queued for every subscriber; one published into many channels is
+// encoded once for all of them. Each connection writes everything queued
+// in one frame and one write: after a fan-out, from a few goroutines that
+// write to many connections each without waiting, otherwise from a writer
+// goroutine that exists only while there is something to write. Pings
+// come from one timer wheel per node, not from a timer per connection.
 package gyre

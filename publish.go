@@ -10,9 +10,10 @@
 //     the whole run; publish_patterns.go does the same for pattern
 //     subscriptions;
 //   - publish_encode.go: each publication is encoded once per wire variant
-//     for a whole fan-out;
+//     for a whole fan-out, and once for all the channels of a broadcast;
 //   - subscription.go (deliver) and writer.go: the connection's queue, and
-//     one write for everything queued.
+//     one write for everything queued, made by the wake list's goroutines
+//     (wakeAll) or the connection's own.
 
 package gyre
 
