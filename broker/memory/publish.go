@@ -42,12 +42,17 @@ func (b *Broker) PublishManyTo(h broker.RunHandler, items []broker.PublishItem) 
 		return
 	}
 	sc := scratchPool.Get().(*scratch)
+	// One time for the call: its publications are published together,
+	// and a broadcast's then share one publication (sharedPub) and one
+	// encoding, where a clock read per channel also split them at each
+	// millisecond.
+	now := time.Now()
 	for len(items) > 0 {
 		k := 1
 		for k < len(items) && items[k].Channel == items[0].Channel {
 			k++
 		}
-		b.publishStretch(h, items[:k], sc)
+		b.publishStretch(h, items[:k], sc, now)
 		items = items[k:]
 	}
 	sc.shared = sharedPub{} // the pool must not keep the caller's data alive
@@ -89,10 +94,10 @@ func (s *sharedPub) get(data []byte, opts *broker.PublishOptions, now time.Time)
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-// publishStretch publishes items, all of one channel, and hands them over.
-func (b *Broker) publishStretch(h broker.RunHandler, items []broker.PublishItem, sc *scratch) {
+// publishStretch publishes items, all of one channel, at now, and hands
+// them over.
+func (b *Broker) publishStretch(h broker.RunHandler, items []broker.PublishItem, sc *scratch, now time.Time) {
 	channel := items[0].Channel
-	now := time.Now()
 	st := b.streams.lock(channel, true)
 	defer st.mu.Unlock()
 	st.expire(now.UnixNano())
