@@ -31,30 +31,37 @@ var publishJSONSeeds = []string{
 // TestReadPublishJSON: what readPublishJSON reads, it reads as
 // encoding/json does.
 func TestReadPublishJSON(t *testing.T) {
+	checkQuickSeeds(t, publishJSONSeeds, 5, readPublishJSON)
+}
+
+func FuzzReadPublishJSON(f *testing.F) {
+	fuzzValidJSON(f, publishJSONSeeds, func(t *testing.T, b []byte) { checkQuickJSON(t, b, readPublishJSON) })
+}
+
+// checkQuickSeeds checks each seed with checkQuickJSON and that at least
+// atLeast of them were read quickly.
+func checkQuickSeeds[R any](t *testing.T, seeds []string, atLeast int, read func([]byte, *R) bool) {
+	t.Helper()
 	quick := 0
-	for _, s := range publishJSONSeeds {
-		if checkPublishJSON(t, []byte(s)) {
+	for _, s := range seeds {
+		if checkQuickJSON(t, []byte(s), read) {
 			quick++
 		}
 	}
-	if quick < 5 {
+	if quick < atLeast {
 		t.Errorf("%d seeds read quickly, want the usual shapes to be", quick)
 	}
 }
 
-func FuzzReadPublishJSON(f *testing.F) {
-	fuzzValidJSON(f, publishJSONSeeds, func(t *testing.T, b []byte) { checkPublishJSON(t, b) })
-}
-
-// checkPublishJSON reports whether b was read quickly, failing the test
-// if it was read otherwise than by encoding/json.
-func checkPublishJSON(t *testing.T, b []byte) bool {
+// checkQuickJSON reports whether read read b quickly, failing the test if
+// it read it otherwise than encoding/json does.
+func checkQuickJSON[R any](t *testing.T, b []byte, read func([]byte, *R) bool) bool {
 	t.Helper()
-	var got PublishRequest
-	if !readPublishJSON(b, &got) {
+	var got R
+	if !read(b, &got) {
 		return false
 	}
-	var want PublishRequest
+	var want R
 	if err := decode(b, &want); err != nil {
 		t.Fatalf("%s: read quickly, but encoding/json refuses it: %v", b, err)
 	}
@@ -84,37 +91,11 @@ var broadcastJSONSeeds = []string{
 // TestReadBroadcastJSON: what readBroadcastJSON reads, it reads as
 // encoding/json does.
 func TestReadBroadcastJSON(t *testing.T) {
-	quick := 0
-	for _, s := range broadcastJSONSeeds {
-		if checkBroadcastJSON(t, []byte(s)) {
-			quick++
-		}
-	}
-	if quick < 4 {
-		t.Errorf("%d seeds read quickly, want the usual shapes to be", quick)
-	}
+	checkQuickSeeds(t, broadcastJSONSeeds, 4, readBroadcastJSON)
 }
 
 // FuzzReadBroadcastJSON: readBroadcastJSON reads any valid JSON it takes
 // as encoding/json reads it.
 func FuzzReadBroadcastJSON(f *testing.F) {
-	fuzzValidJSON(f, broadcastJSONSeeds, func(t *testing.T, b []byte) { checkBroadcastJSON(t, b) })
-}
-
-// checkBroadcastJSON reports whether b was read quickly, failing the test
-// if it was read otherwise than by encoding/json.
-func checkBroadcastJSON(t *testing.T, b []byte) bool {
-	t.Helper()
-	var got BroadcastRequest
-	if !readBroadcastJSON(b, &got) {
-		return false
-	}
-	var want BroadcastRequest
-	if err := decode(b, &want); err != nil {
-		t.Fatalf("%s: read quickly, but encoding/json refuses it: %v", b, err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s: read as %+v, encoding/json reads %+v", b, got, want)
-	}
-	return true
+	fuzzValidJSON(f, broadcastJSONSeeds, func(t *testing.T, b []byte) { checkQuickJSON(t, b, readBroadcastJSON) })
 }
