@@ -183,7 +183,7 @@ func (e *encodedPush) variantPush(t protocol.Type, variant int) *protocol.Push {
 		data = protocol.AppendJSONString(nil, data)
 	}
 	pub.Data = data
-	return &protocol.Push{Channel: e.channel, Pub: pub}
+	return &protocol.Push{Channel: e.protoPush().Channel, Pub: pub}
 }
 
 // offset, tags and removed read the publication the push carries (none

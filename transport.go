@@ -47,8 +47,10 @@ type tryTransport interface {
 	// CanTryWrite reports whether TryWriteFrame works on the connection.
 	CanTryWrite() bool
 	// TryWriteFrame writes frame[websocket.FrameHeaderRoom:] as
-	// WriteFrame would, without waiting: false when the socket did not
-	// take all of it, and FlushFrame must then write the rest.
+	// WriteFrame would, without waiting for the socket: false when the
+	// socket did not take all of it, and FlushFrame must then write the
+	// rest; websocket.ErrWriteBusy, having written nothing, when another
+	// write of the connection is under way.
 	TryWriteFrame(frame []byte) (complete bool, err error)
 	// FlushFrame writes the rest TryWriteFrame left, waiting as
 	// WriteFrame does.

@@ -1,6 +1,7 @@
 package gyre
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -330,35 +331,58 @@ func (w *writer) drain() {
 }
 
 // writeNow writes what is queued, for a writer release claimed, without
-// waiting for the socket: what it cannot complete now it leaves to the
-// writer's own goroutine.
+// waiting: one frame at most, so that a connection that keeps getting
+// messages does not keep the goroutine from the others it writes to.
+// Whatever may wait (the rest of a frame the socket did not take, what
+// was queued since, a write failure's close, a close after the queue) is
+// left to a goroutine of the writer's own.
 func (w *writer) writeNow() {
-	batch := w.next(nil)
-	for batch != nil {
-		bp := framePool.Get().(*[]byte)
-		buf := append((*bp)[:0], make([]byte, websocket.FrameHeaderRoom)...)
-		buf = protocol.JoinFrame(buf, w.proto, batch)
-		complete, err := w.try.TryWriteFrame(buf)
-		w.obs.FrameWritten(len(batch), len(buf)-websocket.FrameHeaderRoom)
-		if cap(buf) <= 64<<10 {
-			*bp = buf[:0]
-			framePool.Put(bp)
-		}
-		clear(batch)
-		if err != nil {
-			w.failed(err)
-			return
-		}
-		if !complete {
-			w.mu.Lock()
-			w.spare = batch[:0]
-			w.flushFirst = true
-			w.mu.Unlock()
-			go w.runFn()
-			return
-		}
-		batch = w.next(batch)
+	batch := w.next(nil) // never closes: release claimed a queue to write
+	if batch == nil {
+		return
 	}
+	bp := framePool.Get().(*[]byte)
+	buf := append((*bp)[:0], make([]byte, websocket.FrameHeaderRoom)...)
+	buf = protocol.JoinFrame(buf, w.proto, batch)
+	complete, err := w.try.TryWriteFrame(buf)
+	if err == nil {
+		w.obs.FrameWritten(len(batch), len(buf)-websocket.FrameHeaderRoom)
+	}
+	if cap(buf) <= 64<<10 {
+		*bp = buf[:0]
+		framePool.Put(bp)
+	}
+	if errors.Is(err, websocket.ErrWriteBusy) {
+		go w.writeThenDrain(batch)
+		return
+	}
+	clear(batch)
+	if err != nil {
+		go w.failed(err)
+		return
+	}
+	w.mu.Lock()
+	w.spare = batch[:0]
+	if complete && (w.closed || len(w.queue) == 0 && w.closing == nil) {
+		w.running = false
+		w.mu.Unlock()
+		return
+	}
+	w.flushFirst, w.yieldFirst = !complete, false
+	w.mu.Unlock()
+	go w.runFn()
+}
+
+// writeThenDrain writes batch, which writeNow could not, and goes on as
+// the writer's goroutine.
+func (w *writer) writeThenDrain(batch []string) {
+	err := w.write(batch)
+	clear(batch)
+	if err != nil {
+		w.failed(err)
+		return
+	}
+	w.drain()
 }
 
 // next takes the queue to write, keeping written, the last batch written,

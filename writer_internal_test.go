@@ -158,6 +158,8 @@ func TestCloseAfterFailedWrite(t *testing.T) {
 type tryRecorder struct {
 	frameRecorder
 	stall   bool
+	busy    bool // the next TryWriteFrame finds another write under way
+	onTry   func()
 	pending []byte
 	tries   int
 	flushes int
@@ -174,8 +176,17 @@ func (r *tryRecorder) CanTryWrite() bool { return true }
 
 func (r *tryRecorder) TryWriteFrame(f []byte) (bool, error) {
 	payload := bytes.Clone(f[websocket.FrameHeaderRoom:])
+	if r.onTry != nil {
+		r.onTry()
+		r.onTry = nil
+	}
 	r.mu.Lock()
 	r.tries++
+	if r.busy {
+		r.busy = false
+		r.mu.Unlock()
+		return false, websocket.ErrWriteBusy
+	}
 	if r.pending != nil {
 		r.misordered = true
 	}
@@ -294,5 +305,44 @@ func TestWriteNowError(t *testing.T) {
 	case err := <-failed:
 		t.Fatalf("write error reported twice: %v", err)
 	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestWriteNowBusy: a connection whose socket another write holds gets
+// what writeNow could not write from its own goroutine, in order with
+// what is queued after it.
+func TestWriteNowBusy(t *testing.T) {
+	r := newTryRecorder()
+	r.busy = true
+	w := newTestWriter(r, 1<<20)
+	l := &wakeList{}
+	w.enqueue([]byte("1"), l)
+	w.enqueue([]byte("2"), l)
+	l.wakeAll()
+	w.enqueue([]byte("3"), nil)
+	var got []string
+	for _, f := range r.messages(t, 3) {
+		got = append(got, strings.Split(string(f), "\n")...)
+	}
+	if strings.Join(got, ",") != "1,2,3" {
+		t.Fatalf("messages %q, want 1, 2, 3", got)
+	}
+}
+
+// TestWriteNowOneFrame: writeNow writes one frame and leaves what was
+// queued meanwhile to the writer's own goroutine, so that a connection
+// that keeps getting messages cannot hold the goroutine of its chunk.
+func TestWriteNowOneFrame(t *testing.T) {
+	r := newTryRecorder()
+	w := newTestWriter(r, 1<<20)
+	r.onTry = func() { w.enqueue([]byte("2"), nil) } // queued while "1" is written
+	l := &wakeList{}
+	w.enqueue([]byte("1"), l)
+	l.wakeAll()
+	frames := r.messages(t, 2)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tries != 1 || len(frames) != 2 || string(frames[0]) != "1" || string(frames[1]) != "2" {
+		t.Fatalf("%d tries, frames %q; want \"1\" tried, \"2\" written by the writer's goroutine", r.tries, frames)
 	}
 }

@@ -87,7 +87,11 @@ func (g *publishGroup) addBroadcast(i int, items []gyre.PublishItem) {
 		g.items = append(g.items, it)
 		g.from = append(g.from, itemSource{reply: i, broadcast: bi, response: k})
 	}
-	if !adopted {
+	if adopted {
+		// What the refused items left behind the group's must not
+		// stay alive in the pool.
+		clear(items[len(g.items):])
+	} else {
 		clear(items)
 		putItems(items)
 	}

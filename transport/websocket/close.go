@@ -30,7 +30,9 @@ type closeRequest struct {
 // Close is idempotent and safe to call at any time. If a write is in flight,
 // Close returns at once and the writer sends the close frame and closes the
 // connection when its write ends, at most WriteTimeout later; so Close never
-// waits behind a slow peer longer than one write timeout.
+// waits behind a slow peer longer than one write timeout. The rest of a
+// frame TryWriteFrame could not complete goes before the close frame,
+// within a write timeout of its own.
 func (c *Conn) Close(code uint16, reason string) error {
 	return c.closeWith(code, reason)
 }

@@ -16,22 +16,35 @@ const FrameHeaderRoom = maxServerHeader
 // with WriteFrames).
 func (c *Conn) CanTryWrite() bool { return c.raw != nil && c.deflate == nil }
 
+// ErrWriteBusy is TryWriteFrame's answer when another write of the
+// connection is under way (a pong, a close, the rest of an earlier
+// frame): it wrote nothing, and the frame is to be sent with a call that
+// may wait.
+var ErrWriteBusy = errors.New("websocket: another write is under way")
+
 // TryWriteFrame sends buf[FrameHeaderRoom:] as one data frame, as
-// WriteFrame would, but without waiting for the socket, so that one
-// goroutine can write to many connections in turn without a stalled one
-// holding up the others. The header goes into the room before the
-// payload, and frame and header leave in one write call, with no write
-// deadline to set: the call never waits.
+// WriteFrame would, but without waiting, so that one goroutine can write
+// to many connections in turn without a stalled one holding up the
+// others. The header goes into the room before the payload, and frame
+// and header leave in one write call, with no write deadline to set.
 //
 // It reports whether the socket took the whole frame. When it did not
 // (a full send buffer), the rest is kept, and FlushFrame must then be
 // called, from a goroutine that may wait, before more is written;
 // every other write of the connection sends that rest first as well.
+// When another write is under way it writes nothing and returns
+// ErrWriteBusy. The one wait left: a Close that arrives during the call
+// is finished by it, sending the close frame within WriteTimeout.
 // Only with CanTryWrite.
 func (c *Conn) TryWriteFrame(buf []byte) (complete bool, err error) {
 	payload := buf[FrameHeaderRoom:]
-	c.wmu.Lock()
+	if !c.wmu.TryLock() {
+		return false, ErrWriteBusy
+	}
 	defer c.unlockWrite()
+	if c.pending != nil {
+		return false, ErrWriteBusy
+	}
 	if err := c.writable(); err != nil {
 		return false, err
 	}

@@ -154,3 +154,37 @@ func TestTryWriteFrameClosed(t *testing.T) {
 		t.Fatalf("TryWriteFrame after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestTryWriteFrameBusy: while another write holds the connection, or
+// the rest of an earlier frame waits for FlushFrame, TryWriteFrame writes
+// nothing and says so, instead of waiting.
+func TestTryWriteFrameBusy(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("TryWriteFrame is for unix sockets")
+	}
+	s := newTestServer(t, Options{})
+	cl, c := s.connect(t, "/")
+	c.wmu.Lock() // a write under way
+	_, err := c.TryWriteFrame(tryFrame([]byte("held")))
+	c.wmu.Unlock()
+	if !errors.Is(err, ErrWriteBusy) {
+		t.Fatalf("TryWriteFrame beside another write: %v, want ErrWriteBusy", err)
+	}
+	rest := getBuf(4)
+	*rest = append((*rest)[:0], 0x81, 2, 'h', 'i') // a whole small frame, as a rest
+	c.pending = rest
+	if _, err := c.TryWriteFrame(tryFrame([]byte("after"))); !errors.Is(err, ErrWriteBusy) {
+		t.Fatalf("TryWriteFrame with a rest to flush: %v, want ErrWriteBusy", err)
+	}
+	if err := c.FlushFrame(); err != nil {
+		t.Fatal(err)
+	}
+	if complete, err := c.TryWriteFrame(tryFrame([]byte("now"))); err != nil || !complete {
+		t.Fatalf("TryWriteFrame after the flush: %v, %v", complete, err)
+	}
+	for _, want := range []string{"hi", "now"} {
+		if f := cl.recv(); string(f.Payload) != want {
+			t.Fatalf("got %q, want %q", f.Payload, want)
+		}
+	}
+}
