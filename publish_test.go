@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gyrehq/gyre"
+	"github.com/gyrehq/gyre/internal/enginetest"
 	"github.com/gyrehq/gyre/protocol"
 )
 
@@ -145,43 +146,50 @@ func TestPublishManyErrors(t *testing.T) {
 // (a broadcast) encodes a publication once for all channels it goes to,
 // and anew whenever the next differs: in its payload (also the same bytes
 // in another slice), its tags, or with a history offset. Every
-// subscriber gets its own channel's publication exactly.
+// subscriber gets its own channel's publication exactly, on every engine
+// (through a broker's pub/sub each publication arrives as its own copy).
 func TestBroadcastEncodesEachPublication(t *testing.T) {
-	protocols(t, func(t *testing.T, proto protocol.Type) {
-		n, url := newTestNode(t, chatConfig())
-		shared := []byte(`{"text":"same"}`)
-		items := []gyre.PublishItem{
-			{Channel: "personal-0", Data: shared},
-			{Channel: "personal-1", Data: shared},
-			{Channel: "personal-2", Data: []byte(`{"text":"same"}`)},
-			{Channel: "personal-3", Data: []byte(`{"text":"other"}`)},
-			{Channel: "personal-4", Data: shared, Options: gyre.PublishOptions{Tags: map[string]string{"k": "v"}}},
-			{Channel: "personal-5", Data: shared, Options: gyre.PublishOptions{Tags: map[string]string{"k": "w"}}},
-			{Channel: "chat:personal-6", Data: shared},
-			{Channel: "chat:personal-7", Data: shared},
-			{Channel: "personal-8", Data: shared},
-		}
-		subs := make([]*testClient, len(items))
-		for i, it := range items {
-			subs[i] = dial(t, url, proto)
-			subs[i].connect(connToken(t, fmt.Sprint("user-", i), 0, nil))
-			if r := subs[i].Subscribe(&protocol.SubscribeRequest{Channel: it.Channel}); r.Error != nil {
-				t.Fatalf("subscribe to %s: %+v", it.Channel, r.Error)
-			}
-		}
-		n.PublishMany(items)
-		for i, it := range items {
-			if it.Err != nil {
-				t.Fatalf("%s: %v", it.Channel, it.Err)
-			}
-			got := subs[i].WaitPubs(it.Channel, 1)[0]
-			if !bytes.Equal(got.Data, it.Data) || got.Offset != it.Result.Offset || fmt.Sprint(got.Tags) != fmt.Sprint(it.Options.Tags) {
-				t.Errorf("%s: got data %s, offset %d, tags %v; want %s, %d, %v",
-					it.Channel, got.Data, got.Offset, got.Tags, it.Data, it.Result.Offset, it.Options.Tags)
-			}
-		}
-		if items[6].Result.Offset == 0 {
-			t.Fatal("a channel with history got no offset")
-		}
+	enginetest.Each(t, func(t *testing.T, eng enginetest.Engine) {
+		protocols(t, func(t *testing.T, proto protocol.Type) {
+			testBroadcastEncodesEachPublication(t, eng, proto)
+		})
 	})
+}
+
+func testBroadcastEncodesEachPublication(t *testing.T, eng enginetest.Engine, proto protocol.Type) {
+	n, url := newTestNode(t, eng.Config(t, chatConfig()))
+	shared := []byte(`{"text":"same"}`)
+	items := []gyre.PublishItem{
+		{Channel: "personal-0", Data: shared},
+		{Channel: "personal-1", Data: shared},
+		{Channel: "personal-2", Data: []byte(`{"text":"same"}`)},
+		{Channel: "personal-3", Data: []byte(`{"text":"other"}`)},
+		{Channel: "personal-4", Data: shared, Options: gyre.PublishOptions{Tags: map[string]string{"k": "v"}}},
+		{Channel: "personal-5", Data: shared, Options: gyre.PublishOptions{Tags: map[string]string{"k": "w"}}},
+		{Channel: "chat:personal-6", Data: shared},
+		{Channel: "chat:personal-7", Data: shared},
+		{Channel: "personal-8", Data: shared},
+	}
+	subs := make([]*testClient, len(items))
+	for i, it := range items {
+		subs[i] = dial(t, url, proto)
+		subs[i].connect(connToken(t, fmt.Sprint("user-", i), 0, nil))
+		if r := subs[i].Subscribe(&protocol.SubscribeRequest{Channel: it.Channel}); r.Error != nil {
+			t.Fatalf("subscribe to %s: %+v", it.Channel, r.Error)
+		}
+	}
+	n.PublishMany(items)
+	for i, it := range items {
+		if it.Err != nil {
+			t.Fatalf("%s: %v", it.Channel, it.Err)
+		}
+		got := subs[i].WaitPubs(it.Channel, 1)[0]
+		if !bytes.Equal(got.Data, it.Data) || got.Offset != it.Result.Offset || fmt.Sprint(got.Tags) != fmt.Sprint(it.Options.Tags) {
+			t.Errorf("%s: got data %s, offset %d, tags %v; want %s, %d, %v",
+				it.Channel, got.Data, got.Offset, got.Tags, it.Data, it.Result.Offset, it.Options.Tags)
+		}
+	}
+	if items[6].Result.Offset == 0 {
+		t.Fatal("a channel with history got no offset")
+	}
 }
