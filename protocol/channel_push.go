@@ -10,13 +10,7 @@ import (
 // that a publication that goes to many channels (a broadcast) is encoded
 // once.
 func AppendPublication(dst []byte, t Type, p *Publication) ([]byte, error) {
-	switch t {
-	case TypeJSON:
-		return appendPublicationJSON(dst, p), nil
-	case TypeProtobuf:
-		return appendVT(dst, p, p.SizeVT())
-	}
-	return dst, fmt.Errorf("%w %d", ErrUnknownType, t)
+	return appendOne(dst, t, p, appendPublicationJSON)
 }
 
 // AppendChannelPush appends the publication push of channel whose

@@ -175,14 +175,22 @@ func encodeOne[T any, P interface {
 	*T
 	vtMessage
 }](t Type, m P, encodeJSON func([]byte, *T) []byte) ([]byte, error) {
+	return appendOne(nil, t, m, encodeJSON)
+}
+
+// appendOne appends a single unframed message to dst.
+func appendOne[T any, P interface {
+	*T
+	vtMessage
+}](dst []byte, t Type, m P, encodeJSON func([]byte, *T) []byte) ([]byte, error) {
 	if m == nil {
 		m = P(new(T))
 	}
 	switch t {
 	case TypeJSON:
-		return encodeJSON(nil, m), nil
+		return encodeJSON(dst, m), nil
 	case TypeProtobuf:
-		return appendVT(nil, m, m.SizeVT())
+		return appendVT(dst, m, m.SizeVT())
 	}
-	return nil, fmt.Errorf("%w %d", ErrUnknownType, t)
+	return dst, fmt.Errorf("%w %d", ErrUnknownType, t)
 }
