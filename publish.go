@@ -201,13 +201,8 @@ type burst struct {
 	// wholeReached counts, with fates, the subscribers that were given
 	// every publication of the run in one queue operation.
 	wholeReached int
-	// jsonData is the last payload found to be JSON, so that the channels
-	// of a broadcast, which share one payload, check it once: checking it
-	// for each took a twentieth of the server's CPU on broadcasts to
-	// personal channels (docs/benchmarks.md, "Side by side with
-	// Centrifugo"). Payloads are never modified once published.
-	jsonData []byte
-	// bodies encodes a publication once for the channels it goes to.
+	// bodies checks and encodes a publication once for the channels it
+	// goes to.
 	bodies pubBodies
 }
 
@@ -226,7 +221,7 @@ func (n *Node) getBurst() *burst {
 // putBurst wakes what b holds and returns it to the pool.
 func (n *Node) putBurst(b *burst) {
 	b.flush()
-	b.jsonData, b.bodies = nil, pubBodies{} // hold no payload in the pool
+	b.bodies = pubBodies{} // hold no payload in the pool
 	n.bursts.Put(b)
 }
 

@@ -139,7 +139,7 @@ func (e *encodedPush) get(t protocol.Type, shape uint8, variant int) []byte {
 		push = e.variantPush(t, variant)
 	case t == protocol.TypeJSON:
 		if !e.checked {
-			e.checked, e.dataIsJSON = true, len(e.data) == 0 || json.Valid(e.data)
+			e.checked, e.dataIsJSON = true, len(e.data) == 0 || e.validJSON()
 		}
 		if !e.dataIsJSON {
 			e.err = errNotJSON
@@ -237,23 +237,51 @@ func (e *encodedPush) fromBody(t protocol.Type) []byte {
 	return m
 }
 
-// pubBodies holds the encodings of the last publication it was asked
-// for, by protocol type, to be wrapped into the push of each channel it
-// goes to: a broadcast's publications differ in nothing but their
-// channel, and encoding each whole was a tenth of the server's CPU on
-// broadcasts to personal channels (docs/benchmarks.md, "Side by side
-// with Centrifugo").
+// validJSON reports whether e's payload is JSON, once for all the
+// channels of a broadcast when e.bodies is set.
+func (e *encodedPush) validJSON() bool {
+	if e.bodies != nil {
+		return e.bodies.validJSON(e.pub)
+	}
+	return json.Valid(e.data)
+}
+
+// pubBodies holds what is made of the last publication it was asked
+// about, to serve every channel it goes to: a broadcast's publications
+// differ in nothing but their channel. Its encodings, by protocol type,
+// are wrapped into each channel's push: encoding each whole was a tenth
+// of the server's CPU on broadcasts to personal channels, and checking
+// the payload for JSON each time a twentieth (docs/benchmarks.md, "Side
+// by side with Centrifugo").
 type pubBodies struct {
-	pub  *broker.Publication
-	enc  [2][]byte
-	errs [2]error
+	pub     *broker.Publication
+	enc     [2][]byte
+	errs    [2]error
+	checked bool // isJSON holds
+	isJSON  bool
+}
+
+// use makes pb p's, unless it is already (or of a publication that
+// encodes alike).
+func (pb *pubBodies) use(p *broker.Publication) {
+	if pb.pub == nil || !samePublication(pb.pub, p) {
+		*pb = pubBodies{pub: p}
+	}
+}
+
+// validJSON reports whether p's payload is JSON. Payloads are never
+// modified once published.
+func (pb *pubBodies) validJSON(p *broker.Publication) bool {
+	pb.use(p)
+	if !pb.checked {
+		pb.checked, pb.isJSON = true, json.Valid(p.Data)
+	}
+	return pb.isJSON
 }
 
 // of is p's encoding for protocol t.
 func (pb *pubBodies) of(t protocol.Type, p *broker.Publication) ([]byte, error) {
-	if pb.pub == nil || !samePublication(pb.pub, p) {
-		*pb = pubBodies{pub: p}
-	}
+	pb.use(p)
 	if pb.enc[t] == nil && pb.errs[t] == nil {
 		var pub protocol.Publication
 		setProtoPub(&pub, p)

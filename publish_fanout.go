@@ -1,7 +1,6 @@
 package gyre
 
 import (
-	"bytes"
 	"errors"
 	"sync"
 	"time"
@@ -88,9 +87,6 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burs
 	for _, rp := range run {
 		enc := publicationPush(channel, rp.Pub, rp.Delta, rp.Prev)
 		enc.channelID, enc.epoch, enc.bodies = subs.id, rp.Position.Epoch, &b.bodies
-		if len(enc.data) > 0 && bytes.Equal(enc.data, b.jsonData) {
-			enc.checked, enc.dataIsJSON = true, true
-		}
 		encs = append(encs, enc)
 	}
 	tracer := n.cfg.DeliveryTracer
@@ -103,11 +99,6 @@ func (n *Node) broadcastRun(channel string, run []broker.RunPublication, b *burs
 		b.fannedOut(tracer, run, channel, "", subs.len(), start)
 	}
 	n.observeRun(len(run), subs.len(), start)
-	for i := range encs {
-		if encs[i].dataIsJSON && len(encs[i].data) > 0 {
-			b.jsonData = encs[i].data
-		}
-	}
 	clear(encs)
 	b.encs = encs[:0]
 }
