@@ -1,10 +1,6 @@
 package websocket
 
-import (
-	"errors"
-	"os"
-	"time"
-)
+import "errors"
 
 // FrameHeaderRoom is the room TryWriteFrame needs before a payload for
 // the frame's header.
@@ -53,14 +49,6 @@ func (c *Conn) TryWriteFrame(buf []byte) (complete bool, err error) {
 	frame := buf[FrameHeaderRoom-n:]
 	copy(frame, hdr[:n])
 	written, err := c.writeNow(frame)
-	if errors.Is(err, os.ErrDeadlineExceeded) && written == 0 {
-		// The deadline of an earlier write, long past, is still set on
-		// the socket, and the runtime refuses the call before making
-		// it. Clearing it once is cheaper than clearing it after every
-		// write that sets one.
-		_ = c.nc.SetWriteDeadline(time.Time{})
-		written, err = c.writeNow(frame)
-	}
 	if err != nil {
 		return false, c.wrote(err)
 	}
