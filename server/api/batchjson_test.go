@@ -199,3 +199,39 @@ func TestBroadcastResultJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendResponse: the responses that write their own JSON are
+// written by hand, byte for byte as json.Encoder writes them; the others
+// are left to encoding/json.
+func TestAppendResponse(t *testing.T) {
+	batch := BatchResult{Replies: []Reply{{Method: "publish", Result: &PublishResult{Offset: 1}}}}
+	broadcast := BroadcastResult{Responses: []PublishResponse{{Result: &PublishResult{Epoch: "e"}}}}
+	for _, c := range []struct {
+		name   string
+		body   any
+		byHand bool
+	}{
+		{"batch", batch, true},
+		{"broadcast in a reply", &reply{Result: broadcast}, true},
+		{"reply with an error", &reply{Result: broadcast, Error: &Error{100, "internal"}}, false},
+		{"other result", &reply{Result: &PublishResult{Offset: 2}}, false},
+		{"empty reply", &reply{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := appendResponse(c.body)
+			if ok != c.byHand {
+				t.Fatalf("written by hand: %v, want %v", ok, c.byHand)
+			}
+			if !ok {
+				return
+			}
+			var want bytes.Buffer
+			if err := json.NewEncoder(&want).Encode(c.body); err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != want.String() {
+				t.Errorf("got %s,\nwant %s", got, want.String())
+			}
+		})
+	}
+}

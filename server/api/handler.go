@@ -265,23 +265,9 @@ func (h *Handler) write(w http.ResponseWriter, name string, res any, err error, 
 // send writes body as the JSON response.
 func (h *Handler) send(w http.ResponseWriter, name string, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
-	if br, ok := body.(BatchResult); ok {
-		// Written as encoding/json's Encoder would, without its second
-		// pass over what a Marshaler wrote.
-		b, err := br.appendJSON(make([]byte, 0, 64*len(br.Replies)+16))
-		if err == nil {
-			h.sendJSON(w, name, status, append(b, '\n'))
-			return
-		}
-	}
-	if r, ok := body.(*reply); ok && r.Error == nil {
-		if br, ok := r.Result.(BroadcastResult); ok {
-			b, err := br.appendJSON(append(make([]byte, 0, 16*len(br.Responses)+32), `{"result":`...))
-			if err == nil {
-				h.sendJSON(w, name, status, append(b, "}\n"...))
-				return
-			}
-		}
+	if b, ok := appendResponse(body); ok {
+		h.sendJSON(w, name, status, b)
+		return
 	}
 	if status != http.StatusOK {
 		w.WriteHeader(status)
@@ -289,6 +275,39 @@ func (h *Handler) send(w http.ResponseWriter, name string, status int, body any)
 	if err := json.NewEncoder(w).Encode(body); err != nil {
 		h.log.Debug("api: write response", "method", name, "error", err)
 	}
+}
+
+// jsonAppender is a response that writes its own JSON, as encoding/json
+// would, without reflection and without the Encoder's second pass over
+// what a Marshaler wrote: those with thousands of items (a batch's
+// replies, a broadcast's responses).
+type jsonAppender interface {
+	appendJSON(b []byte) ([]byte, error)
+	// jsonSizeHint is about the length of that JSON.
+	jsonSizeHint() int
+}
+
+// appendResponse is body's JSON and a newline, as json.Encoder writes
+// it, when body (or the result of a reply without error) is a
+// jsonAppender; ok is false otherwise, and encoding/json writes it.
+func appendResponse(body any) (b []byte, ok bool) {
+	prefix, suffix := "", "\n"
+	if r, isReply := body.(*reply); isReply {
+		if r.Error != nil {
+			return nil, false
+		}
+		body, prefix, suffix = r.Result, `{"result":`, "}\n"
+	}
+	a, ok := body.(jsonAppender)
+	if !ok {
+		return nil, false
+	}
+	b = make([]byte, 0, len(prefix)+a.jsonSizeHint()+len(suffix))
+	b, err := a.appendJSON(append(b, prefix...))
+	if err != nil {
+		return nil, false
+	}
+	return append(b, suffix...), true
 }
 
 // sendJSON writes b, a response written by hand.

@@ -564,6 +564,8 @@ func (r PublishResult) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+func (r BroadcastResult) jsonSizeHint() int { return 16*len(r.Responses) + 16 }
+
 // appendJSON appends r's JSON to b as encoding/json writes it: by hand,
 // as a broadcast to thousands of channels has thousands of responses.
 func (r BroadcastResult) appendJSON(b []byte) ([]byte, error) {
@@ -593,6 +595,8 @@ func (r BroadcastResult) appendJSON(b []byte) ([]byte, error) {
 	}
 	return append(b, "]}"...), nil
 }
+
+func (r BatchResult) jsonSizeHint() int { return 64*len(r.Replies) + 16 }
 
 // appendJSON appends r's JSON to b: {"replies":[...]}.
 func (r BatchResult) appendJSON(b []byte) ([]byte, error) {
