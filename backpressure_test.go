@@ -208,3 +208,114 @@ func TestSubscriptionLossCounted(t *testing.T) {
 		}
 	}
 }
+
+// gatedBroker hands nothing over to its node until gate is closed: the
+// node's queues fill and it falls behind, for as long as a test says.
+type gatedBroker struct {
+	broker.Broker
+	gate chan struct{}
+}
+
+func (b *gatedBroker) Run(h broker.EventHandler) error {
+	return b.Broker.Run(&gatedHandler{slowHandler: slowHandler{EventHandler: h}, gate: b.gate})
+}
+
+type gatedHandler struct {
+	slowHandler
+	gate chan struct{}
+}
+
+func (h *gatedHandler) HandleRuns(runs []broker.Run) error {
+	<-h.gate
+	return h.EventHandler.HandleRuns(runs)
+}
+
+// TestClientPublishRefusedWhileHeld: while another node is behind, a
+// client's publish waits the hold timeout and is then refused with 111,
+// marked temporary, so that an SDK may try it again; once the node caught
+// up, publishes go through, and that node's subscriber gets exactly the
+// accepted ones, in order.
+func TestClientPublishRefusedWhileHeld(t *testing.T) {
+	enginetest.Each(t, func(t *testing.T, e enginetest.Engine) {
+		obsA, obsB := new(holdObserver), new(holdObserver)
+		cfgA := overloadConfig(obsA)
+		cfgA.Channels.WithoutNamespace.AllowPublishForClient = true
+		cfgA.PublishHoldTimeout = 100 * time.Millisecond
+		a, urlA := newTestNode(t, e.Same(t, cfgA, "held"))
+		cfgB := e.Same(t, overloadConfig(obsB), "held")
+		gate := make(chan struct{})
+		opened := false
+		open := func() {
+			if !opened {
+				opened = true
+				close(gate)
+			}
+		}
+		defer open()
+		cfgB.Broker = &gatedBroker{Broker: cfgB.Broker, gate: gate}
+		nb, urlB := newTestNode(t, cfgB)
+		waitNodes(t, []*gyre.Node{a, nb})
+
+		const channel = "plain-held"
+		sub := dial(t, urlB, protocol.TypeJSON)
+		sub.connect(connToken(t, "s", time.Hour, nil))
+		sub.MustSubscribe(channel)
+		pub := dial(t, urlA, protocol.TypeJSON)
+		pub.connect(connToken(t, "p", time.Hour, nil))
+
+		// Publish from the client until a publish is refused: B, which
+		// hands nothing over, falls behind after a moment and says so.
+		var accepted []string
+		publish := func(i int) *protocol.Error {
+			data := strconv.Itoa(i)
+			r := pub.Call(&protocol.Command{Publish: &protocol.PublishRequest{Channel: channel, Data: []byte(data)}})
+			if r.Error == nil {
+				accepted = append(accepted, data)
+			}
+			return r.Error
+		}
+		i := 0
+		deadline := time.Now().Add(15 * time.Second)
+		var refusal *protocol.Error
+		for ; refusal == nil; i++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("no publish refused in 15 s; B behind %d times", obsB.behind.Load())
+			}
+			refusal = publish(i)
+			time.Sleep(5 * time.Millisecond)
+		}
+		if refusal.Code != uint32(gyre.ErrorTooManyRequests.Code) || !refusal.Temporary {
+			t.Fatalf("refused with %d %q (temporary %v), want 111, temporary", refusal.Code, refusal.Message, refusal.Temporary)
+		}
+		if obsA.refused.Load() == 0 {
+			t.Fatal("the refusal was not reported to the observer")
+		}
+
+		// B catches up; the hold ends and the client's publishes pass.
+		open()
+		deadline = time.Now().Add(15 * time.Second)
+		for {
+			if time.Now().After(deadline) {
+				t.Fatal("publishes still refused 15 s after B caught up")
+			}
+			perr := publish(i)
+			if perr == nil {
+				break
+			}
+			if perr.Code != refusal.Code {
+				t.Fatalf("publish after B caught up: %d %q", perr.Code, perr.Message)
+			}
+			i++
+			time.Sleep(20 * time.Millisecond)
+		}
+		// In order, a refused publication delivered would come before
+		// the last accepted one and be found here.
+		pubs := sub.WaitPubs(channel, len(accepted))
+		for k, want := range accepted {
+			if string(pubs[k].Data) != want {
+				t.Fatalf("publication %d is %s, want %s (the accepted ones, in order)", k, pubs[k].Data, want)
+			}
+		}
+		t.Logf("%d of %d client publishes accepted; %d refused while held", len(accepted), i+1, obsA.refused.Load())
+	})
+}
