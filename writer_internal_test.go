@@ -57,6 +57,16 @@ func (r *frameRecorder) messages(t *testing.T, n int) [][]byte {
 	}
 }
 
+// messagesOf is the messages the frames hold, in order (a frame joins
+// several with newlines).
+func messagesOf(frames [][]byte) []string {
+	var got []string
+	for _, f := range frames {
+		got = append(got, strings.Split(string(f), "\n")...)
+	}
+	return got
+}
+
 func newTestWriter(tr Transport, max int) *writer {
 	return newWriter(tr, max, func(error) {}, func(*Disconnect) {}, NopObserver{})
 }
@@ -261,11 +271,7 @@ func TestWriteNowLeavesRestToGoroutine(t *testing.T) {
 	for i := 2; i <= 20; i++ {
 		w.enqueue([]byte(strconv.Itoa(i)), nil)
 	}
-	frames := r.messages(t, 20)
-	var got []string
-	for _, f := range frames {
-		got = append(got, strings.Split(string(f), "\n")...)
-	}
+	got := messagesOf(r.messages(t, 20))
 	for i, m := range got {
 		if m != strconv.Itoa(i+1) {
 			t.Fatalf("messages %q, want 1 to 20 in order", got)
@@ -320,10 +326,7 @@ func TestWriteNowBusy(t *testing.T) {
 	w.enqueue([]byte("2"), l)
 	l.wakeAll()
 	w.enqueue([]byte("3"), nil)
-	var got []string
-	for _, f := range r.messages(t, 3) {
-		got = append(got, strings.Split(string(f), "\n")...)
-	}
+	got := messagesOf(r.messages(t, 3))
 	if strings.Join(got, ",") != "1,2,3" {
 		t.Fatalf("messages %q, want 1, 2, 3", got)
 	}
