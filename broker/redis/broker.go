@@ -100,6 +100,11 @@ func (b *Broker) redisName(client int) string {
 func newBroker(e *Engine) *Broker {
 	b := newPubSub(e, pubsubInfix, "")
 	b.shards[0][0].control = e.bases[0] + controlSuffix
+	for _, row := range b.shards {
+		for si, s := range row {
+			s.group = groupName(s.base, si)
+		}
+	}
 	return b
 }
 

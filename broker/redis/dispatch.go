@@ -75,6 +75,9 @@ type dispatcher struct {
 	runs  []broker.Run
 	sizes []int
 	lost  []string
+	// wanted holds, while a grouped message is added, the channels it
+	// names that this node subscribed (addGroup).
+	wanted []string
 	// msg is the message being decoded, kept with the buffers of the
 	// byte fields that are decoded further and not kept (see message):
 	// a new message with a copy of its publication for each was a fifth
@@ -127,7 +130,11 @@ func (d *dispatcher) dispatch(events []event) {
 			// It cannot come from a Gyre node of this version, and
 			// stopping delivery would hurt every other channel.
 			d.s.b.logRepeated("deliver", d.s.where, slog.LevelError, "redis: deliver pub/sub message", "channel", ev.name, "error", err)
-			if errors.Is(err, errUndecodable) {
+			switch {
+			case !errors.Is(err, errUndecodable):
+			case ev.name != "" && ev.name == d.s.group:
+				d.loseShard()
+			default:
 				d.lose(ev.name)
 			}
 		}
@@ -165,6 +172,9 @@ func (d *dispatcher) add(ev event) error {
 	if msg.Type == wirepb.Message_CONTROL {
 		d.flushRuns()
 		return h.HandleControl(msg.Data)
+	}
+	if s.group != "" && ev.name == s.group {
+		return d.addGroup(msg)
 	}
 	channel, ok := strings.CutPrefix(ev.name, s.prefix)
 	if !ok {

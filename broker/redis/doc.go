@@ -127,6 +127,16 @@
 // the subscription: everything published after it returns is delivered.
 // A node receives its own publications through pub/sub too.
 //
+// Each shard's connection also subscribes the shard's group channel
+// (<base>g.<shard>), before its channels. PublishMany sends the items
+// that would each be a plain PUBLISH of the same message (a broadcast
+// into channels without history) as one PUBLISH per shard to that
+// channel, naming the channels; a node hands the publication to each of
+// them that it subscribed. It costs Redis one command and each node one
+// message per shard instead of one per channel, and keeps each channel's
+// order (group.go). A Redis ACL that limits pub/sub channels must allow
+// the group channels as it allows the channels.
+//
 // The goroutine takes everything queued at once, up to 256 messages
 // (dispatch.go): consecutive publications of one channel become one
 // broker.Run, and the runs go to HandleRuns in one call, so that under

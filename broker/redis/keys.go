@@ -17,6 +17,7 @@ import "strconv"
 //	<base>p.c.<channel>           hash: client ID -> user ID
 //	<base>p.u.<channel>           hash: user ID -> number of present clients
 //
+//	<base>g.<shard>               pub/sub channel of publications grouped for a shard's channels
 //	<base>w.<scope>               pub/sub channel of a pattern scope's publications
 //	<base>probe.<token>           pub/sub channel of one connection's backlog probes
 //
@@ -35,6 +36,7 @@ const (
 	clientInfix   = "p.c."
 	userInfix     = "p.u."
 	scopeInfix    = "w."
+	groupInfix    = "g."
 	probeInfix    = "probe."
 )
 

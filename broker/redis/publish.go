@@ -97,6 +97,7 @@ func (b *Broker) runScript(calls []publishCall, refused error) {
 	if refused != nil {
 		return
 	}
+	b.groupPlain(calls)
 	joinRuns(calls)
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.IOTimeout)
 	defer cancel()
@@ -114,6 +115,7 @@ func (b *Broker) runScript(calls []publishCall, refused error) {
 	}
 	for i := range calls {
 		calls[i].settleRun()
+		calls[i].settleGroup()
 	}
 }
 
@@ -212,7 +214,8 @@ type publishCall struct {
 	// it), nil for PublishMany: the script then sends nothing over
 	// pub/sub, stores store.Time and returns the previous publication.
 	store   *broker.StoreItem
-	client  int    // index in Engine.clients; -1 when the item failed already
+	client  int    // index in Engine.clients; -1 when the item failed already or goes in another's group
+	shard   int    // index in Engine.bases
 	base    string // the key base of the channel's shard (one slot in a cluster)
 	history bool   // the channel keeps history: the script checks the stream's master
 	keys    []string
@@ -226,6 +229,10 @@ type publishCall struct {
 	// run are the calls whose publications this one's script call
 	// carries after its own (joinRuns).
 	run []*publishCall
+	// group are the plain calls whose channels this one's PUBLISH, to
+	// its shard's group pub/sub channel, carries after its own
+	// (groupPlain).
+	group []*publishCall
 }
 
 // reset clears the results an earlier call left in the item.
@@ -405,7 +412,7 @@ func (b *Broker) prepare(c *publishCall, enc *encoder) error {
 	}
 	ci, si := b.e.locate(it.Channel)
 	base := b.e.bases[si]
-	c.client, c.base = ci, base
+	c.client, c.shard, c.base = ci, si, base
 	pubsub, command := enc.pubsubName(base, it.Channel), b.e.publishCommand()
 	var scopePubSub, scopeChannel, head string
 	switch {

@@ -32,8 +32,9 @@ func (p *pubsubErrors) get(kind string) int {
 // connection and then as each failed attempt to bring it back.
 func TestOnPubSubError(t *testing.T) {
 	srv := redistest.Start(t)
-	// A user that may use the control channel and chat's, no other.
-	if _, err := srv.Cli("ACL", "SETUSER", "limited", "on", ">pw", "~*", "+@all", "resetchannels", "&gyretest.control", "&gyretest.c.chat"); err != nil {
+	// A user that may use the control channel, the group channels and
+	// chat's, no other.
+	if _, err := srv.Cli("ACL", "SETUSER", "limited", "on", ">pw", "~*", "+@all", "resetchannels", "&gyretest.control", "&gyretest.g.*", "&gyretest.c.chat"); err != nil {
 		t.Fatal(err)
 	}
 	errs := &pubsubErrors{n: map[string]int{}}

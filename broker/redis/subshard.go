@@ -59,6 +59,10 @@ type subShard struct {
 	// control is the pub/sub name of control messages when this shard
 	// carries them, else empty.
 	control string
+	// group is the pub/sub name of the publications grouped for this
+	// shard's channels (group.go) when this shard carries them, else
+	// empty.
+	group string
 	// probe is the pub/sub name of this connection's backlog probes
 	// (see backlog.Queue.SetProbe): messages the node sends itself, which
 	// come back behind whatever Redis holds for the connection.
@@ -234,6 +238,15 @@ func (s *subShard) session() (upFor time.Duration, err error) {
 		s.mu.Unlock()
 	}()
 
+	// The group channel before the channels: a restored channel's loss
+	// is reported where its subscription is confirmed, and from there on
+	// its grouped publications must arrive too.
+	if s.group != "" {
+		if err := s.subscribe(dc, []string{s.group}); err != nil {
+			s.subscribeFailed(err)
+			return 0, fmt.Errorf("redis: subscribe %s, which carries broadcasts grouped for the channels of this connection (a Redis ACL must allow it as it allows the channels): %w", s.group, err)
+		}
+	}
 	for i := 0; i < len(names); i += subscribeBatch {
 		if err := s.subscribe(dc, names[i:min(i+subscribeBatch, len(names))]); err != nil {
 			s.subscribeFailed(err)
@@ -451,7 +464,7 @@ func (s *subShard) onSubscription(sub rueidis.PubSubSubscription) {
 }
 
 func (s *subShard) wants(name string) bool {
-	if (name == s.control && name != "") || name == s.probe {
+	if (name != "" && (name == s.control || name == s.group)) || name == s.probe {
 		return true
 	}
 	ch, ok := strings.CutPrefix(name, s.prefix)

@@ -114,7 +114,13 @@ type Message struct {
 	// trace: the publication's trace context (broker.PublishOptions.Trace),
 	// encoded by the node and put before the fields the script writes; never
 	// in the stream, which keeps the publication field alone.
-	Trace         []byte `protobuf:"bytes,11,opt,name=trace,proto3" json:"trace,omitempty"`
+	Trace []byte `protobuf:"bytes,11,opt,name=trace,proto3" json:"trace,omitempty"`
+	// channels: set on a shard's group pub/sub channel, which carries one
+	// publication for many channels of the shard (a broadcast into channels
+	// without history): their names, each preceded by its length as a
+	// varint. One string rather than a repeated field, so that a receiver
+	// decodes the list with one allocation and takes the names out of it.
+	Channels      string `protobuf:"bytes,12,opt,name=channels,proto3" json:"channels,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -224,6 +230,13 @@ func (x *Message) GetTrace() []byte {
 		return x.Trace
 	}
 	return nil
+}
+
+func (x *Message) GetChannels() string {
+	if x != nil {
+		return x.Channels
+	}
+	return ""
 }
 
 // MapEntry is a map channel's entry, or a change of one: what the state
@@ -340,7 +353,7 @@ var File_redis_wire_proto protoreflect.FileDescriptor
 
 const file_redis_wire_proto_rawDesc = "" +
 	"\n" +
-	"\x10redis_wire.proto\x12\x11gyre.broker.redis\"\xed\x02\n" +
+	"\x10redis_wire.proto\x12\x11gyre.broker.redis\"\x89\x03\n" +
 	"\aMessage\x123\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1f.gyre.broker.redis.Message.TypeR\x04type\x12 \n" +
 	"\vpublication\x18\x02 \x01(\fR\vpublication\x12\x16\n" +
@@ -353,7 +366,8 @@ const file_redis_wire_proto_rawDesc = "" +
 	"\achannel\x18\t \x01(\tR\achannel\x12\x10\n" +
 	"\x03key\x18\n" +
 	" \x01(\tR\x03key\x12\x14\n" +
-	"\x05trace\x18\v \x01(\fR\x05trace\"I\n" +
+	"\x05trace\x18\v \x01(\fR\x05trace\x12\x1a\n" +
+	"\bchannels\x18\f \x01(\tR\bchannels\"I\n" +
 	"\x04Type\x12\x0f\n" +
 	"\vPUBLICATION\x10\x00\x12\b\n" +
 	"\x04JOIN\x10\x01\x12\t\n" +
