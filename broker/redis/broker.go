@@ -196,7 +196,7 @@ func (b *Broker) Run(h broker.EventHandler) error {
 			select {
 			case <-s.ready:
 			case <-deadline.C:
-				return fmt.Errorf("redis: pub/sub to %s did not come up: %w", s.where, broker.ErrNotAvailable)
+				return s.notUp()
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -410,4 +411,22 @@ func TestGroupHandedOverInParts(t *testing.T) {
 		}
 	}
 	t.Logf("%d publications in %d calls", len(chs), len(h.calls))
+}
+
+// TestGroupChannelRefused: a node whose Redis user may not subscribe the
+// group channels does not come up, and its error names the channel and
+// Redis's reason.
+func TestGroupChannelRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	if _, err := srv.Cli("ACL", "SETUSER", "nogroup", "on", ">pw", "~*", "+@all", "resetchannels", "&gyretest.control", "&gyretest.c.*", "&gyretest.probe.*"); err != nil {
+		t.Fatal(err)
+	}
+	b := newEngine(t, Config{Addresses: []string{srv.Addr}, User: "nogroup", Password: "pw", ConnectTimeout: 500 * time.Millisecond, IOTimeout: 500 * time.Millisecond}).Broker()
+	err := b.Run(newEvents())
+	if err == nil {
+		t.Fatal("Run succeeded without the group channel")
+	}
+	if !errors.Is(err, broker.ErrNotAvailable) || !strings.Contains(err.Error(), "gyretest.g.0") || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("Run: %v; want ErrNotAvailable naming gyretest.g.0 and NOPERM", err)
+	}
 }

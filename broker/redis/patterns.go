@@ -159,7 +159,7 @@ func (b *Broker) waitPatternShards(shards []*subShard) error {
 		case <-b.stop:
 			return ErrClosed
 		case <-deadline.C:
-			return fmt.Errorf("redis: pub/sub to %s did not come up: %w", s.where, broker.ErrNotAvailable)
+			return s.notUp()
 		}
 	}
 	return nil

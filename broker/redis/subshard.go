@@ -92,6 +92,9 @@ type subShard struct {
 	// goroutine, which session runs on.
 	downSince time.Time
 	attempts  int
+	// lastErr is why the last session ended, for an error that says why
+	// the shard did not come up (notUp).
+	lastErr atomic.Pointer[error]
 
 	up        atomic.Bool
 	ready     chan struct{} // closed the first time the shard is up
@@ -144,6 +147,9 @@ func (s *subShard) run() {
 	warned := s.downSince
 	for {
 		upFor, err := s.session()
+		if err != nil {
+			s.lastErr.Store(&err)
+		}
 		select {
 		case <-s.b.stop:
 			return
@@ -461,6 +467,15 @@ func (s *subShard) onSubscription(sub rueidis.PubSubSubscription) {
 		default:
 		}
 	}
+}
+
+// notUp is the error of a Run that gave up waiting for the shard: with
+// why its last attempt failed, when one did.
+func (s *subShard) notUp() error {
+	if err := s.lastErr.Load(); err != nil {
+		return fmt.Errorf("redis: pub/sub to %s did not come up: %w: %w", s.where, *err, broker.ErrNotAvailable)
+	}
+	return fmt.Errorf("redis: pub/sub to %s did not come up: %w", s.where, broker.ErrNotAvailable)
 }
 
 func (s *subShard) wants(name string) bool {
