@@ -59,13 +59,20 @@ func (c *publishCall) groupable() bool {
 // not sent (client -1) and take the first's result (settleGroup). Groups
 // are cut at maxGroup channels and maxGroupNames bytes of names.
 func (b *Broker) groupPlain(calls []publishCall) {
-	n := 0
+	// Nothing to group unless two groupable calls have different
+	// channels: a batch into one channel is the common case.
+	first, several := "", false
 	for i := range calls {
-		if calls[i].groupable() {
-			n++
+		if c := &calls[i]; c.groupable() {
+			if first == "" {
+				first = c.item.Channel
+			} else if c.item.Channel != first {
+				several = true
+				break
+			}
 		}
 	}
-	if n < 2 {
+	if !several {
 		return
 	}
 	seen := make(map[string]int, len(calls))
