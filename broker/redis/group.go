@@ -3,6 +3,7 @@ package redis
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"strconv"
 	"unsafe"
 
@@ -72,7 +73,7 @@ func (b *Broker) groupPlain(calls []publishCall) {
 			}
 		}
 	}
-	if !several {
+	if !several || b.shards[0][0].group == "" {
 		return
 	}
 	seen := make(map[string]int, len(calls))
@@ -99,7 +100,7 @@ func (b *Broker) groupPlain(calls []publishCall) {
 		g, ok := open[k]
 		size := len(c.item.Channel)
 		if !ok || len(g.lead.group)+1 >= maxGroup || g.names+size > maxGroupNames {
-			open[k] = group{lead: c, names: len(c.item.Channel)}
+			open[k] = group{lead: c, names: size}
 			leads = append(leads, c)
 			continue
 		}
@@ -135,7 +136,7 @@ func groupMessage(lead *publishCall) string {
 }
 
 // members yields the calls of lead's group, lead first.
-func (c *publishCall) members() func(func(*publishCall) bool) {
+func (c *publishCall) members() iter.Seq[*publishCall] {
 	return func(yield func(*publishCall) bool) {
 		if !yield(c) {
 			return
