@@ -1,10 +1,7 @@
 package redis
 
 import (
-	"net"
-	"os/exec"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,11 +25,7 @@ func TestBroker(t *testing.T) {
 func killPubSub(t *testing.T, cfg Config) {
 	t.Helper()
 	for _, addr := range append(slices.Clone(cfg.Addresses), cfg.ClusterAddresses...) {
-		host, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "redis://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command("redis-cli", "-h", host, "-p", port, "client", "kill", "type", "pubsub").CombinedOutput(); err != nil {
+		if out, err := cliAt(addr, "client", "kill", "type", "pubsub"); err != nil {
 			t.Fatalf("CLIENT KILL TYPE pubsub on %s: %v: %s", addr, err, out)
 		}
 	}

@@ -28,11 +28,7 @@ func publishCommands(t *testing.T, cfg Config) int {
 	t.Helper()
 	n := 0
 	for _, addr := range append(slices.Clone(cfg.Addresses), cfg.ClusterAddresses...) {
-		host, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "redis://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command("redis-cli", "-h", host, "-p", port, "info", "commandstats").CombinedOutput()
+		out, err := cliAt(addr, "info", "commandstats")
 		if err != nil {
 			t.Fatalf("INFO commandstats on %s: %v: %s", addr, err, out)
 		}
@@ -326,16 +322,24 @@ func TestGroupAfterReconnect(t *testing.T) {
 	}
 }
 
+// cliPublish publishes msg to channel with redis-cli, failing when nobody
+// received it.
 func cliPublish(addr, channel, msg string) ([]byte, error) {
-	host, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "redis://"))
-	if err != nil {
-		return nil, err
-	}
-	out, err := exec.Command("redis-cli", "-h", host, "-p", port, "publish", channel, msg).CombinedOutput()
+	out, err := cliAt(addr, "publish", channel, msg)
 	if err == nil && strings.TrimSpace(string(out)) == "0" {
 		err = fmt.Errorf("nobody subscribed %s", channel)
 	}
 	return out, err
+}
+
+// cliAt runs redis-cli with args against the server at addr (host:port,
+// with or without redis://).
+func cliAt(addr string, args ...string) ([]byte, error) {
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(addr, "redis://"))
+	if err != nil {
+		return nil, err
+	}
+	return exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
 }
 
 func redistestStart(t *testing.T) string { return redistest.Start(t).Addr }
