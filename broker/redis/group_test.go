@@ -155,7 +155,7 @@ func TestBroadcastGrouped(t *testing.T) {
 // same message, into channels no other item of the call publishes to, go
 // in a group, one per shard, cut at maxGroup channels.
 func TestGroupPlain(t *testing.T) {
-	srv := redistestStart(t)
+	srv := redistest.Start(t).Addr
 	b, _ := runBroker(t, Config{Addresses: []string{srv}, PubSubShards: 2})
 	opts := plainOpts
 	scoped := plainOpts
@@ -238,7 +238,7 @@ func TestGroupPlain(t *testing.T) {
 // publications after it arrive.
 func TestGroupUndecodable(t *testing.T) {
 	eachRESP(t, func(t *testing.T, resp2 bool) {
-		srv := redistestStart(t)
+		srv := redistest.Start(t).Addr
 		cfg := Config{Addresses: []string{srv}, ForceRESP2: resp2}
 		b, ev := runBroker(t, cfg)
 		chs := []string{"u:1", "u:2", "u:3"}
@@ -342,8 +342,6 @@ func cliAt(addr string, args ...string) ([]byte, error) {
 	return exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
 }
 
-func redistestStart(t *testing.T) string { return redistest.Start(t).Addr }
-
 // dispatcherFor returns a dispatcher of a shard of b that has subscribed
 // channels, apart from b's own.
 func dispatcherFor(t *testing.T, b *Broker, shard int, channels []string) *dispatcher {
@@ -368,7 +366,7 @@ func decodeMessage(t *testing.T, msg string) *wirepb.Message {
 // together reach the handler in calls of at most groupFlush publications,
 // every channel's once.
 func TestGroupHandedOverInParts(t *testing.T) {
-	b, h := runHeld(t, Config{Addresses: []string{redistestStart(t)}})
+	b, h := runHeld(t, Config{Addresses: []string{redistest.Start(t).Addr}})
 	const held = "held"
 	chs := []string{held}
 	for i := range 2*maxGroup + 100 {
