@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gyrehq/gyre/broker/redis/internal/wirepb"
+	"github.com/planetscale/vtprotobuf/protohelpers"
 	"github.com/redis/rueidis"
 )
 
@@ -122,7 +123,7 @@ func (b *Broker) groupPlain(calls []publishCall) {
 func groupMessage(lead *publishCall) string {
 	names := 0
 	for c := range lead.members() {
-		names += uvarintLen(len(c.item.Channel)) + len(c.item.Channel)
+		names += protohelpers.SizeOfVarint(uint64(len(c.item.Channel))) + len(c.item.Channel)
 	}
 	out := make([]byte, 0, len(lead.msg)+1+binary.MaxVarintLen64+names)
 	out = append(out, lead.msg...)
@@ -155,14 +156,6 @@ func (c *publishCall) settleGroup() {
 	for _, o := range c.group {
 		o.item.Err = c.item.Err
 	}
-}
-
-func uvarintLen(n int) int {
-	k := 1
-	for ; n >= 0x80; n >>= 7 {
-		k++
-	}
-	return k
 }
 
 // addGroup hands a grouped publication to the runs of the channels it
@@ -215,20 +208,13 @@ const groupFlush = 1024
 // nextName splits the first name off a list of names each preceded by its
 // length as a varint.
 func nextName(list string) (name, rest string, ok bool) {
-	var n uint64
-	for i := 0; i < len(list) && i < binary.MaxVarintLen64; i++ {
-		b := list[i]
-		n |= uint64(b&0x7f) << (7 * i)
-		if b < 0x80 {
-			start := i + 1
-			if n > uint64(len(list)-start) {
-				return "", "", false
-			}
-			end := start + int(n)
-			return list[start:end], list[end:], true
-		}
+	// Read in place: Uvarint only reads.
+	n, k := binary.Uvarint(unsafe.Slice(unsafe.StringData(list), len(list)))
+	if k <= 0 || n > uint64(len(list)-k) {
+		return "", "", false
 	}
-	return "", "", false
+	end := k + int(n)
+	return list[k:end], list[end:], true
 }
 
 // loseShard reports every channel of the shard lost, after the runs
