@@ -154,3 +154,60 @@ func startNATS(t *testing.T) *gyretest.NATS {
 	t.Cleanup(n.Stop)
 	return n
 }
+
+// TestBroadcastAcrossNodesOnRedis runs two nodes on one Redis: clients
+// on A, each subscribed to a channel of its own without history, receive
+// once, and in order with the channel's other publications, what the API
+// of B broadcasts into their channels and one nobody subscribed. Redis
+// carries such a broadcast as one message per shard naming the channels
+// (broker/redis, group.go).
+func TestBroadcastAcrossNodesOnRedis(t *testing.T) {
+	t.Parallel()
+	r := startRedis(t)
+	a := startNode(t, func() map[string]any { return onRedis(config(), "A", r.Addr) })
+	b := startNode(t, func() map[string]any { return onRedis(config(), "B", r.Addr) })
+	eachCodec(t, func(t *testing.T, cd codec) {
+		const clients = 6
+		subs := make([]*sub, clients)
+		channels := make([]string, 0, clients+1)
+		for i := range subs {
+			c := newClient(t, cd, clientOptions{url: a.WSURL})
+			c.connect(t)
+			subs[i] = newSub(t, c, channel("bcast-"), centrifuge.SubscriptionConfig{})
+			subs[i].subscribe(t)
+			channels = append(channels, subs[i].Channel)
+		}
+		channels = append(channels, channel("bcast-nobody-"))
+		first := channels[0]
+		publishOn(t, b, first, map[string]any{"n": "before"})
+		var res struct {
+			Responses []struct {
+				Error *gyretest.APIError `json:"error"`
+			} `json:"responses"`
+		}
+		if err := b.API("broadcast", map[string]any{"channels": channels, "data": map[string]any{"n": "all"}}, &res); err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Responses) != len(channels) {
+			t.Fatalf("broadcast answered %d responses for %d channels", len(res.Responses), len(channels))
+		}
+		for i, resp := range res.Responses {
+			if resp.Error != nil {
+				t.Fatalf("broadcast into %s: %v", channels[i], resp.Error)
+			}
+		}
+		publishOn(t, b, first, map[string]any{"n": "after"})
+		for _, ch := range channels[1:clients] {
+			publishOn(t, b, ch, map[string]any{"n": "end"})
+		}
+		for i, s := range subs {
+			want := []string{"all", "end"}
+			if i == 0 {
+				want = []string{"before", "all", "after"}
+			}
+			for k, p := range s.pubs.waitN(t, 0, len(want)) {
+				sameJSON(t, s.Channel, p.Data, map[string]any{"n": want[k]})
+			}
+		}
+	})
+}
